@@ -1,0 +1,39 @@
+#include "hybridscope/probes/clock.h"
+
+#include <chrono>
+#include <limits>
+
+namespace hs::probes {
+
+std::int64_t now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+namespace {
+std::int64_t measure_epoch_offset() noexcept {
+  // Bracket the system-clock read between two monotonic reads; keep the narrowest bracket.
+  std::int64_t best_width = std::numeric_limits<std::int64_t>::max();
+  std::int64_t best_offset = 0;
+  for (int i = 0; i < 8; ++i) {
+    const std::int64_t before = now_ns();
+    const std::int64_t wall = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count();
+    const std::int64_t after = now_ns();
+    if (after - before < best_width) {
+      best_width = after - before;
+      best_offset = wall - (before + (after - before) / 2);
+    }
+  }
+  return best_offset;
+}
+}  // namespace
+
+std::int64_t epoch_offset_ns() noexcept {
+  static const std::int64_t offset = measure_epoch_offset();
+  return offset;
+}
+
+}  // namespace hs::probes

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Installs what hybridscope needs to build and test, and nothing more:
+#   - Debian packages (compiler toolchain, yaml-cpp, nlohmann-json, CLI11, spdlog/fmt, SQLite,
+#     GoogleTest, Google Benchmark, ccache);
+#   - LibTorch from the PyTorch wheel on PyPI, into a virtual environment outside the build tree
+#     ($HS_DEPS_DIR, default ~/.local/share/hybridscope) so that every clone finds it again.
+# Idempotent: when everything is present it only checks and exits in about a second.
+# Environment:
+#   HS_DEPS_DIR      where the LibTorch virtual environment lives (default ~/.local/share/hybridscope)
+#   HS_TORCH_VERSION the PyTorch wheel to install (default 2.11.0, the GPU machines' release)
+#   HS_SKIP_APT=1    do not touch Debian packages (e.g. no root)
+set -euo pipefail
+
+deps_dir="${HS_DEPS_DIR:-$HOME/.local/share/hybridscope}"
+torch_version="${HS_TORCH_VERSION:-2.11.0}"
+venv="$deps_dir/venv"
+
+log() { printf '[install-deps] %s\n' "$*"; }
+
+debian_packages=(
+  build-essential cmake ninja-build ccache pkg-config python3 python3-venv
+  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
+  libsqlite3-dev sqlite3 libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+install_debian() {
+  [ "${HS_SKIP_APT:-0}" = 1 ] && { log "HS_SKIP_APT=1: not checking Debian packages"; return; }
+  command -v dpkg-query >/dev/null || { log "not a Debian system: install the equivalent of: ${debian_packages[*]}"; return; }
+  local missing=()
+  for p in "${debian_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && { log "Debian packages: all present"; return; }
+  log "installing Debian packages: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+torch_ok() {
+  [ -x "$venv/bin/python" ] &&
+    "$venv/bin/python" - "$torch_version" <<'PY' 2>/dev/null
+import sys, os, torch, torch.utils
+want = sys.argv[1]
+assert torch.__version__.split("+")[0] == want, torch.__version__
+prefix = torch.utils.cmake_prefix_path
+assert os.path.exists(os.path.join(prefix, "Torch", "TorchConfig.cmake"))
+# the c10d / Gloo headers the process-group work needs
+inc = os.path.join(os.path.dirname(torch.__file__), "include")
+for h in ("torch/csrc/distributed/c10d/ProcessGroupGloo.hpp", "torch/csrc/distributed/c10d/TCPStore.hpp"):
+    assert os.path.exists(os.path.join(inc, h)), h
+PY
+}
+
+install_torch() {
+  if torch_ok; then log "LibTorch: torch $torch_version present in $venv"; return; fi
+  log "installing torch==$torch_version from PyPI into $venv (a few GB, once)"
+  mkdir -p "$deps_dir"
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "torch==$torch_version"
+  torch_ok || { log "error: torch installed but its CMake package or c10d headers are missing"; exit 1; }
+  log "LibTorch: $("$venv/bin/python" -c 'import torch.utils;print(torch.utils.cmake_prefix_path)')"
+}
+
+install_debian
+install_torch

@@ -1,0 +1,265 @@
+// config.h — the trainer's typed configuration.
+//
+// The YAML file uses verl's key names (data.*, actor_rollout_ref.*, critic.*, reward_model.*,
+// algorithm.*, trainer.*) plus a hybridscope.* section for our own keys. It is parsed exactly once
+// (config_loader.cpp) into these structs; nothing else in the project reads YAML. Every key, its
+// default and its meaning is listed in docs/config.md. Deliberately free of LibTorch.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace hs::trainer {
+
+/// A configuration problem: the message names the key(s) and says what to do.
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class AdvEstimator { kGae, kGrpo, kRloo, kReinforcePlusPlus, kReinforcePlusPlusBaseline, kRemax };
+enum class LossAggMode { kTokenMean, kSeqMeanTokenSum, kSeqMeanTokenMean, kSeqMeanTokenSumNorm };
+/// KL estimators (verl's kl_penalty): k1 "kl", "abs", k2 "mse", k3 "low_var_kl".
+enum class KlPenalty { kKl, kAbs, kMse, kLowVarKl };
+enum class KlCtrlType { kFixed, kAdaptive };
+enum class Truncation { kError, kLeft, kRight };
+
+// verl spellings of the enums above ("gae", "grpo", "rloo", "reinforce_plus_plus",
+// "reinforce_plus_plus_baseline", "remax"; "token-mean", ...; "kl"/"k1", "abs", "mse"/"k2",
+// "low_var_kl"/"k3"; "fixed", "adaptive"; "error", "left", "right").
+const char* to_string(AdvEstimator v);
+const char* to_string(LossAggMode v);
+const char* to_string(KlPenalty v);
+const char* to_string(KlCtrlType v);
+const char* to_string(Truncation v);
+
+struct DataConfig {
+  std::string train_files = "datasets/addition/train.jsonl";
+  std::string val_files = "datasets/addition/val.jsonl";
+  std::string prompt_key = "prompt";
+  int max_prompt_length = 512;    // tokens
+  int max_response_length = 512;  // tokens
+  int train_batch_size = 1024;    // prompts per step
+  int val_batch_size = -1;        // prompts per validation batch; -1 = the whole set at once
+  Truncation truncation = Truncation::kError;
+  bool shuffle = true;
+  int seed = 1;
+};
+
+struct OptimConfig {
+  double lr = 1e-6;
+  double weight_decay = 0.01;
+  std::array<double, 2> betas{0.9, 0.999};
+  double eps = 1e-8;
+  int lr_warmup_steps = -1;            // -1: use lr_warmup_steps_ratio
+  double lr_warmup_steps_ratio = 0.0;  // of total training steps
+  double min_lr_ratio = 0.0;           // constant schedule after warm-up when 0
+  std::string warmup_style = "constant";  // constant | cosine
+};
+
+struct ModelConfig {
+  std::string path;  // HuggingFace-layout directory (config.json + model.safetensors); empty = random init
+  bool enable_gradient_checkpointing = false;
+};
+
+struct ActorConfig {
+  std::string strategy = "fsdp";       // fsdp | megatron (layouts come with the ranks issue)
+  int ppo_mini_batch_size = 256;       // prompts; x rollout.n samples
+  int ppo_micro_batch_size_per_gpu = -1;  // samples; -1 = the whole mini-batch in one pass
+  bool use_dynamic_bsz = false;
+  int ppo_max_token_len_per_gpu = 16384;
+  double clip_ratio = 0.2;
+  double clip_ratio_low = -1;   // -1: clip_ratio
+  double clip_ratio_high = -1;  // -1: clip_ratio
+  double clip_ratio_c = 3.0;    // dual-clip constant, > 1
+  LossAggMode loss_agg_mode = LossAggMode::kTokenMean;
+  double entropy_coeff = 0.0;
+  bool use_kl_loss = false;
+  double kl_loss_coef = 0.001;
+  KlPenalty kl_loss_type = KlPenalty::kLowVarKl;
+  int ppo_epochs = 1;
+  bool shuffle = false;
+  double grad_clip = 1.0;
+  OptimConfig optim{};
+
+  double effective_clip_low() const { return clip_ratio_low >= 0 ? clip_ratio_low : clip_ratio; }
+  double effective_clip_high() const { return clip_ratio_high >= 0 ? clip_ratio_high : clip_ratio; }
+};
+
+struct RefConfig {
+  int log_prob_micro_batch_size_per_gpu = -1;  // -1 = whole batch
+};
+
+struct SamplingParams {
+  double temperature = 1.0;
+  int top_k = -1;     // -1 = off
+  double top_p = 1.0;
+  int n = 1;
+  bool do_sample = true;  // false = greedy
+};
+
+struct RolloutConfig {
+  std::string name = "hybridscope";  // the built-in paged-KV engine
+  double temperature = 1.0;
+  int top_k = -1;
+  double top_p = 1.0;
+  int n = 1;
+  bool do_sample = true;
+  int tensor_model_parallel_size = 1;
+  double gpu_memory_utilization = 0.5;  // share of device memory the KV pool may take (CUDA)
+  int max_num_seqs = 256;
+  bool free_cache_engine = true;
+  int log_prob_micro_batch_size_per_gpu = -1;
+  SamplingParams val_kwargs{0.0, -1, 1.0, 1, false};
+
+  SamplingParams sampling() const { return SamplingParams{temperature, top_k, top_p, n, do_sample}; }
+};
+
+struct ActorRolloutRefConfig {
+  bool hybrid_engine = true;
+  ModelConfig model{};
+  ActorConfig actor{};
+  RefConfig ref{};
+  RolloutConfig rollout{};
+};
+
+struct CriticConfig {
+  ModelConfig model{};  // empty path: initialise from the actor's weights with a fresh value head
+  OptimConfig optim{1e-5, 0.01, {0.9, 0.999}, 1e-8, -1, 0.0, 0.0, "constant"};
+  int ppo_mini_batch_size = 256;
+  int ppo_micro_batch_size_per_gpu = -1;
+  int ppo_epochs = 1;
+  double cliprange_value = 0.5;
+  double grad_clip = 1.0;
+  LossAggMode loss_agg_mode = LossAggMode::kTokenMean;
+  bool use_dynamic_bsz = false;
+  int ppo_max_token_len_per_gpu = 32768;
+};
+
+struct CustomRewardFunction {
+  std::string path;              // not used by the C++ trainer: rule functions are built in
+  std::string name = "compute_score";
+};
+
+struct RewardModelConfig {
+  bool enable = false;  // true: a scalar-head model scores responses instead of the rule
+  ModelConfig model{};
+  std::string reward_manager = "naive";
+  std::string rule = "gsm8k";  // built-in rule: gsm8k (exact match of the answer after ####)
+  CustomRewardFunction custom_reward_function{};
+};
+
+struct KlCtrlConfig {
+  KlCtrlType type = KlCtrlType::kFixed;
+  double kl_coef = 0.001;
+  int horizon = 10000;
+  double target_kl = 0.1;
+};
+
+struct AlgorithmConfig {
+  double gamma = 1.0;
+  double lam = 1.0;
+  AdvEstimator adv_estimator = AdvEstimator::kGae;
+  bool norm_adv_by_std_in_grpo = true;
+  bool use_kl_in_reward = false;
+  KlPenalty kl_penalty = KlPenalty::kKl;
+  KlCtrlConfig kl_ctrl{};
+};
+
+struct TrainerConfig {
+  std::string project_name = "hybridscope";
+  std::string experiment_name = "run";
+  int total_epochs = 1;
+  int total_training_steps = -1;  // -1: total_epochs x batches per epoch
+  int nnodes = 1;
+  int n_gpus_per_node = 1;        // ranks per node; 1 in the single-process trainer
+  std::string device = "cpu";     // cpu | cuda
+  int save_freq = -1;             // steps; -1 = never
+  int test_freq = -1;             // steps; -1 = only before/after training
+  std::string resume_mode = "auto";  // auto | disable
+  bool val_before_train = true;
+  int critic_warmup = 0;          // steps during which only the critic is updated
+  std::string default_local_dir = "checkpoints/${trainer.project_name}/${trainer.experiment_name}";
+  bool balance_batch = false;
+  std::vector<std::string> logger{"console"};
+};
+
+/// Shape of a randomly initialised model (Llama/Qwen2 naming, as in HuggingFace config.json).
+struct ModelShape {
+  int vocab_size = 0;  // 0: take the tokenizer's vocabulary size
+  int hidden_size = 128;
+  int intermediate_size = 384;
+  int num_hidden_layers = 2;
+  int num_attention_heads = 4;
+  int num_key_value_heads = 2;
+  int max_position_embeddings = 64;
+  double rope_theta = 10000.0;
+  double rms_norm_eps = 1e-6;
+  bool tie_word_embeddings = false;
+  double initializer_range = 0.02;
+
+  int head_dim() const { return hidden_size / num_attention_heads; }
+};
+
+/// Supervised warm-up that produces the base policy the RL run starts from (prompt -> answer).
+struct WarmupConfig {
+  int steps = 0;          // 0 = no warm-up
+  int batch_size = 64;    // sequences per step
+  double lr = 1e-3;
+};
+
+struct ProbesConfig {
+  bool enable = true;  // record ranges and metrics (a branch per range when false)
+};
+
+struct HybridscopeSection {
+  ModelShape model{};
+  std::string tokenizer = "char";  // char: the built-in character tokenizer
+  int kv_block_size = 16;          // tokens per KV-cache block
+  int kv_num_blocks = -1;          // -1: sized from max_num_seqs and the sequence length
+  int num_threads = 2;             // intra-op threads; interop is 1 (see docs/building.md)
+  std::uint64_t seed = 1;
+  std::string db = "out/run.sqlite";  // run database (SQLite)
+  WarmupConfig warmup{};
+  ProbesConfig probes{};
+  double peak_flops = -1;  // FLOP/s denominator of perf/mfu; -1: measure this machine's GEMM peak
+};
+
+/// The whole resolved configuration.
+struct Config {
+  DataConfig data{};
+  ActorRolloutRefConfig actor_rollout_ref{};
+  CriticConfig critic{};
+  RewardModelConfig reward_model{};
+  AlgorithmConfig algorithm{};
+  TrainerConfig trainer{};
+  HybridscopeSection hybridscope{};
+
+  /// PPO needs a critic exactly when advantages come from GAE.
+  bool use_critic() const { return algorithm.adv_estimator == AdvEstimator::kGae; }
+  /// The reference policy is needed for KL in the reward or in the loss.
+  bool use_reference() const {
+    return algorithm.use_kl_in_reward || actor_rollout_ref.actor.use_kl_loss;
+  }
+};
+
+/// Loads a YAML file (empty path: defaults only), applies Hydra-style `a.b.c=value` overrides in
+/// order, resolves ${a.b} interpolations in strings, validates, and returns the typed config.
+/// Throws ConfigError naming the key, the expected type, the closest valid key, or the keys that
+/// conflict.
+Config load_config(const std::string& yaml_path, const std::vector<std::string>& overrides = {});
+
+/// Parses YAML text the same way (for tests and for reading a config stored with a run).
+Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides = {},
+                    const std::string& source_name = "<string>");
+
+/// The resolved configuration as YAML with every key (what is stored with the run).
+std::string to_yaml(const Config& config);
+
+/// Checks the relations between keys (divisibility, ranges); throws ConfigError naming them.
+void validate(const Config& config);
+
+}  // namespace hs::trainer

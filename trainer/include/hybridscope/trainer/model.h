@@ -1,0 +1,82 @@
+// model.h — Llama/Qwen2-style decoder-only transformer in LibTorch.
+//
+// RMSNorm, rotary position embeddings, SwiGLU MLP, grouped-query attention, optional tied
+// embeddings; an LM head (actor, reference) or a scalar value head (critic, reward model).
+// Linear layers are tensor-parallel aware (ColumnParallelLinear / RowParallelLinear over
+// ParallelContext::tp); with a one-rank context they are plain linears. Parameter names follow
+// HuggingFace's Llama naming (model.layers.0.self_attn.q_proj.weight, ..., lm_head.weight,
+// score.weight for the value head) so checkpoints are readable by other tools.
+#pragma once
+
+#include <string>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/any.h>
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
+
+#include "hybridscope/trainer/config.h"
+#include "hybridscope/trainer/parallel.h"
+
+namespace hs::trainer {
+
+enum class HeadKind { kLm, kValue };
+
+class PagedKvCache;  // rollout.h
+
+/// Where the K/V of a forward pass go: nullptr = no cache (training forward).
+struct KvCacheView {
+  PagedKvCache* cache = nullptr;
+  /// (B, T) flat slot index (block * block_size + offset) for each new token's K/V.
+  torch::Tensor slot_mapping;
+  /// (B, max_blocks) block tables, padded with 0; (B) sequence lengths *after* this step.
+  torch::Tensor block_tables;
+  torch::Tensor context_lens;
+};
+
+class TransformerImpl : public torch::nn::Module {
+ public:
+  TransformerImpl(const ModelShape& shape, HeadKind head, ParallelContext parallel = {});
+
+  /// input_ids, attention_mask, position_ids: (B, T) int64 / {0,1} / int64.
+  /// attention_mask marks real tokens (left padding = 0); attention is causal over real tokens.
+  /// Returns logits (B, T, V) for kLm, values (B, T) for kValue.
+  torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                        const torch::Tensor& position_ids);
+
+  /// Incremental forward through the paged KV cache: writes the K/V of the T new tokens into the
+  /// slots of `kv.slot_mapping`, attends over each sequence's cached context (context_lens).
+  /// Returns logits (B, T, V). Equal to the full forward's logits at the same positions.
+  torch::Tensor forward_cached(const torch::Tensor& input_ids, const torch::Tensor& position_ids,
+                               const KvCacheView& kv);
+
+  const ModelShape& shape() const { return shape_; }
+  HeadKind head() const { return head_; }
+  /// Number of parameters excluding embeddings' duplicate when tied.
+  std::int64_t num_parameters() const;
+
+ private:
+  ModelShape shape_;
+  HeadKind head_;
+  ParallelContext parallel_;
+  // embed_tokens, layers (ModuleList of decoder layers), norm, lm_head | score are registered
+  // in the constructor; see model.cpp.
+  struct Parts;
+  std::shared_ptr<Parts> parts_;
+};
+TORCH_MODULE(Transformer);
+
+/// Writes `model` as HuggingFace's layout: dir/config.json (LlamaConfig fields, architectures
+/// LlamaForCausalLM or LlamaForTokenClassification-like value head) and dir/model.safetensors.
+void save_pretrained(Transformer& model, const std::string& dir);
+/// Reads a directory written by save_pretrained (or any Llama/Qwen2 safetensors checkpoint with
+/// the same names). Throws std::runtime_error naming the file and the problem.
+Transformer load_pretrained(const std::string& dir, HeadKind head, ParallelContext parallel = {});
+
+/// Safetensors I/O (https://huggingface.co/docs/safetensors): 8-byte little-endian header size,
+/// JSON header {name: {dtype, shape, data_offsets}, "__metadata__": {...}}, then raw data.
+void save_safetensors(const std::string& path,
+                      const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+                      const std::vector<std::pair<std::string, std::string>>& metadata = {});
+std::vector<std::pair<std::string, torch::Tensor>> load_safetensors(const std::string& path);
+
+}  // namespace hs::trainer

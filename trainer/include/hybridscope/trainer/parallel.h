@@ -1,0 +1,64 @@
+// parallel.h — the process-group interface every module-level collective goes through.
+//
+// In the single-process trainer the world has one rank and every collective is the identity;
+// the ranks issue adds c10d Gloo/NCCL communicators behind the same interface (and the
+// communication probe in front of it). Model layers, the optimizer and the training loop take a
+// ParallelContext so that layouts extend them rather than rewrite them.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace hs::trainer {
+
+enum class ReduceOp { kSum, kMax, kMin, kAvg };
+
+/// A group of ranks that runs collectives together.
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string name() const = 0;  // e.g. "world", "tp", "dp"
+  /// In place.
+  virtual void all_reduce(at::Tensor& tensor, ReduceOp op = ReduceOp::kSum) = 0;
+  /// Concatenation of every rank's `input` along dim 0 (equal shapes).
+  virtual at::Tensor all_gather(const at::Tensor& input) = 0;
+  /// This rank's 1/size slice (dim 0) of the element-wise reduction of every rank's `input`.
+  virtual at::Tensor reduce_scatter(const at::Tensor& input, ReduceOp op = ReduceOp::kSum) = 0;
+  virtual void broadcast(at::Tensor& tensor, int root) = 0;
+  virtual void barrier() = 0;
+};
+
+/// The world of one rank: every collective is the identity.
+class SingleRankCommunicator final : public Communicator {
+ public:
+  explicit SingleRankCommunicator(std::string name = "world") : name_(std::move(name)) {}
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::string name() const override { return name_; }
+  void all_reduce(at::Tensor&, ReduceOp) override {}
+  at::Tensor all_gather(const at::Tensor& input) override { return input; }
+  at::Tensor reduce_scatter(const at::Tensor& input, ReduceOp) override { return input; }
+  void broadcast(at::Tensor&, int) override {}
+  void barrier() override {}
+
+ private:
+  std::string name_;
+};
+
+/// The groups a rank belongs to in its current layout. Each pointer is non-null; the default
+/// context is one rank in every group.
+struct ParallelContext {
+  std::shared_ptr<Communicator> world = std::make_shared<SingleRankCommunicator>("world");
+  std::shared_ptr<Communicator> tp = std::make_shared<SingleRankCommunicator>("tp");
+  std::shared_ptr<Communicator> dp = std::make_shared<SingleRankCommunicator>("dp");
+  std::shared_ptr<Communicator> pp = std::make_shared<SingleRankCommunicator>("pp");
+
+  int world_size() const { return world->size(); }
+};
+
+}  // namespace hs::trainer
