@@ -1,0 +1,48 @@
+# hybridscope — the two commands a new user needs:
+#   make demo   installs what is missing, builds, and runs the GRPO demo (SQLite run database)
+#   make test   installs what is missing, builds, and runs the test suites
+# Everything else: `make help`.
+
+BUILD_DIR ?= build/release
+BUILD_TYPE ?= Release
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+HYBRIDSCOPE := $(BUILD_DIR)/cli/hybridscope
+DEMO_DB ?= out/demo.sqlite
+
+.PHONY: help deps configure build test demo demo-ppo bench clean
+
+help:
+	@echo "make demo      install deps, build, run the GRPO demo (about 10 min on 2 cores) -> $(DEMO_DB)"
+	@echo "make test      install deps, build, run every test (ctest)"
+	@echo "make demo-ppo  the same task with PPO (GAE + critic) -> out/demo-ppo.sqlite"
+	@echo "make bench     micro-benchmarks (GEMM, rollout, training step) -> out/bench.json"
+	@echo "make build     configure and build only ($(BUILD_DIR))"
+	@echo "make clean     remove $(BUILD_DIR) and out/"
+
+deps:
+	@scripts/install-deps.sh
+
+$(BUILD_DIR)/build.ninja:
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
+
+configure: deps $(BUILD_DIR)/build.ninja
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j 1
+
+demo: build
+	$(HYBRIDSCOPE) train --config configs/demo_grpo.yaml --db $(DEMO_DB) trainer.resume_mode=disable
+
+demo-ppo: build
+	$(HYBRIDSCOPE) train --config configs/demo_ppo.yaml --db out/demo-ppo.sqlite trainer.resume_mode=disable
+
+bench: build
+	@mkdir -p out
+	$(BUILD_DIR)/bench/hs_micro_bench --benchmark_out=out/bench.json --benchmark_out_format=json
+
+clean:
+	rm -rf $(BUILD_DIR) out

@@ -1,0 +1,96 @@
+// main.cpp — the `hybridscope` command. main() wires subcommands to the libraries and turns
+// their typed errors into a message and a non-zero exit; it computes nothing itself.
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "hybridscope/probes/recorder.h"
+#include "hybridscope/trainer/config.h"
+#include "hybridscope/trainer/dataset.h"
+#include "hybridscope/trainer/tokenizer.h"
+#include "hybridscope/trainer/trainer.h"
+
+namespace {
+
+std::string join_command_line(int argc, char** argv) {
+  std::string out;
+  for (int i = 0; i < argc; ++i) {
+    if (i) out += ' ';
+    out += argv[i];
+  }
+  return out;
+}
+
+void print_summary(const hs::trainer::FitSummary& s, const hs::trainer::Config& cfg) {
+  fmt::print("\n=== hybridscope run summary ===\n");
+  fmt::print("algorithm         {} ({} steps, {} prompts x {} samples per step)\n",
+             hs::trainer::to_string(cfg.algorithm.adv_estimator), s.steps_run, cfg.data.train_batch_size,
+             cfg.actor_rollout_ref.rollout.n);
+  if (s.warmup_seconds > 0) fmt::print("warm-up           {:.1f} s\n", s.warmup_seconds);
+  if (s.steps_run > 0) fmt::print("mean step time    {:.2f} s\n", s.mean_step_seconds);
+  if (s.val_before >= 0) fmt::print("held-out mean@1   before {:.1f}%\n", 100.0 * s.val_before);
+  if (s.val_after >= 0) fmt::print("                  after  {:.1f}%\n", 100.0 * s.val_after);
+  if (s.val_before >= 0 && s.val_after >= 0)
+    fmt::print("                  change {:+.1f} points\n", 100.0 * (s.val_after - s.val_before));
+  if (!s.checkpoint_dir.empty()) fmt::print("checkpoint        {}\n", s.checkpoint_dir);
+  fmt::print("run database      {}\n", s.db_path);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"hybridscope: a PPO/GRPO trainer instrumented for profiling RL post-training of LLMs"};
+  app.set_version_flag("--version", std::string("hybridscope ") + HS_VERSION_STRING);
+  app.require_subcommand(1);
+
+  // train
+  auto* train = app.add_subcommand("train", "Run PPO/GRPO training and record it into a run database");
+  std::string config_path;
+  std::string db_path;
+  std::vector<std::string> overrides;
+  bool no_progress = false;
+  train->add_option("--config,-c", config_path, "YAML config (verl key names; see docs/config.md)")
+      ->check(CLI::ExistingFile);
+  train->add_option("--db", db_path, "Run database to write (SQLite); overrides hybridscope.db");
+  train->add_flag("--no-progress", no_progress, "Do not draw the progress bar");
+  train->add_option("overrides", overrides, "key=value overrides, e.g. data.train_batch_size=32");
+
+  // config
+  auto* config_cmd = app.add_subcommand("config", "Print the resolved configuration (every key) as YAML");
+  config_cmd->add_option("--config,-c", config_path, "YAML config")->check(CLI::ExistingFile);
+  config_cmd->add_option("overrides", overrides, "key=value overrides");
+
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    if (!db_path.empty()) overrides.push_back("hybridscope.db=" + db_path);
+    const auto config = hs::trainer::load_config(config_path, overrides);
+    if (config_cmd->parsed()) {
+      fmt::print("{}", hs::trainer::to_yaml(config));
+      return 0;
+    }
+    hs::trainer::TrainerOptions options;
+    options.command_line = join_command_line(argc, argv);
+    options.show_progress = !no_progress;
+    hs::trainer::PPOTrainer trainer(config, options);
+    const auto summary = trainer.fit();
+    print_summary(summary, config);
+    return 0;
+  } catch (const hs::trainer::ConfigError& e) {
+    fmt::print(stderr, "config error: {}\n", e.what());
+    return 2;
+  } catch (const hs::trainer::DataError& e) {
+    fmt::print(stderr, "data error: {}\n", e.what());
+    return 2;
+  } catch (const hs::probes::RecorderError& e) {
+    fmt::print(stderr, "run database error: {}\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,66 @@
+// schema.h — the one place that knows the run database's schema (SQLite). The writer
+// (recorder.cpp) and every reader (reports, viewer, tests) use these names. Bump kSchemaVersion
+// on any change and document it in docs/schema.md.
+#pragma once
+
+namespace hs::probes::schema {
+
+/// PRAGMA user_version of databases this build writes.
+inline constexpr int kSchemaVersion = 1;
+
+inline constexpr const char* kRuns = "runs";
+inline constexpr const char* kStrings = "strings";
+inline constexpr const char* kRangeCategories = "range_categories";
+inline constexpr const char* kRanges = "ranges";
+inline constexpr const char* kStepMetrics = "step_metrics";
+
+/// Statements that create schema v1 (idempotent).
+inline constexpr const char* kCreateStatements = R"sql(
+CREATE TABLE IF NOT EXISTS runs (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  command_line TEXT NOT NULL,
+  config_yaml TEXT NOT NULL,
+  host TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  world_size INTEGER NOT NULL,
+  hybridscope_version TEXT NOT NULL,
+  torch_version TEXT NOT NULL,
+  start_unix_ns INTEGER NOT NULL,
+  end_unix_ns INTEGER,
+  clock_offset_ns INTEGER NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'killed')),
+  status_message TEXT
+);
+CREATE TABLE IF NOT EXISTS strings (
+  id INTEGER PRIMARY KEY,
+  value TEXT NOT NULL UNIQUE
+);
+CREATE TABLE IF NOT EXISTS range_categories (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  label TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ranges (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  rank INTEGER NOT NULL,
+  tid INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  name_id INTEGER NOT NULL REFERENCES strings(id),
+  category_id INTEGER NOT NULL REFERENCES range_categories(id),
+  depth INTEGER NOT NULL,
+  start_ns INTEGER NOT NULL,
+  end_ns INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ranges_by_run_step ON ranges(run_id, step, rank);
+CREATE TABLE IF NOT EXISTS step_metrics (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  step INTEGER NOT NULL,
+  name_id INTEGER NOT NULL REFERENCES strings(id),
+  value REAL NOT NULL,
+  PRIMARY KEY (run_id, step, name_id)
+) WITHOUT ROWID;
+)sql";
+
+}  // namespace hs::probes::schema

@@ -1,0 +1,168 @@
+// ppo_workers_test.cpp — gradient accumulation over micro-batches equals one pass over the whole
+// mini-batch (every aggregation mode, actor and critic), the LR schedule, and batch building.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "hybridscope/trainer/batch.h"
+#include "hybridscope/trainer/ppo_workers.h"
+
+using namespace hs::trainer;
+
+namespace {
+
+ModelShape tiny_shape() {
+  ModelShape s;
+  s.vocab_size = 16;
+  s.hidden_size = 16;
+  s.intermediate_size = 32;
+  s.num_hidden_layers = 1;
+  s.num_attention_heads = 2;
+  s.num_key_value_heads = 1;
+  s.max_position_embeddings = 32;
+  return s;
+}
+
+// 6 samples (3 prompts x 2) with ragged prompts and responses, one response that is EOS only.
+RolloutBatch ragged_batch() {
+  const std::vector<std::vector<std::int32_t>> prompts = {{1, 5, 6}, {1, 7}, {1, 8, 9, 10}};
+  const std::vector<std::vector<std::int32_t>> responses = {
+      {3, 4, 2}, {5, 2}, {6, 7, 8, 9}, {2}, {4, 4, 4, 2}, {11, 2}};
+  RolloutBatch b = make_rollout_batch(prompts, responses, 2, 0, 2);
+  torch::manual_seed(3);
+  b.advantages = torch::randn({b.size(), b.response_length()}, torch::kFloat64) * b.response_mask;
+  b.returns = torch::randn({b.size(), b.response_length()}, torch::kFloat64) * b.response_mask;
+  return b;
+}
+
+std::vector<torch::Tensor> grads_of(torch::nn::Module& m) {
+  std::vector<torch::Tensor> out;
+  for (auto& p : m.parameters()) out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+  return out;
+}
+
+double worst_difference(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>());
+  return worst;
+}
+
+class GradAccumulation : public ::testing::TestWithParam<LossAggMode> {};
+
+TEST_P(GradAccumulation, ActorMicroBatchesEqualTheFullMiniBatch) {
+  torch::manual_seed(0);
+  Transformer reference(tiny_shape(), HeadKind::kLm);
+  reference->to(torch::kFloat64);
+  RolloutBatch batch = ragged_batch();
+
+  std::vector<std::vector<torch::Tensor>> grads;
+  for (const int micro : {-1, 2, 1}) {
+    Transformer model(tiny_shape(), HeadKind::kLm);
+    model->to(torch::kFloat64);
+    {
+      torch::NoGradGuard g;
+      auto src = reference->parameters();
+      auto dst = model->parameters();
+      for (std::size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
+    }
+    ActorConfig cfg;
+    cfg.ppo_mini_batch_size = 3;  // prompts: the whole batch is one mini-batch
+    cfg.ppo_micro_batch_size_per_gpu = micro;
+    cfg.loss_agg_mode = GetParam();
+    cfg.entropy_coeff = 0.01;
+    cfg.grad_clip = 1e12;
+    cfg.optim.lr = 0.0;  // gradients are what we compare; keep the weights fixed
+    PPOActor actor(model, cfg, 1.0, 2, 10);
+    batch.old_log_probs = actor.compute_log_prob(batch, -1) + 0.05;  // ratios != 1 so clipping is exercised
+    actor.update_policy(batch, 0, 1);
+    grads.push_back(grads_of(*model));
+  }
+  const double d2 = worst_difference(grads[0], grads[1]);
+  const double d1 = worst_difference(grads[0], grads[2]);
+  EXPECT_LT(d2, 1e-8) << "micro-batch 2 vs whole, mode " << to_string(GetParam());
+  EXPECT_LT(d1, 1e-8) << "micro-batch 1 vs whole, mode " << to_string(GetParam());
+  double norm = 0;
+  for (auto& g : grads[0]) norm += g.pow(2).sum().item<double>();
+  EXPECT_GT(norm, 0.0);
+}
+
+TEST_P(GradAccumulation, CriticMicroBatchesEqualTheFullMiniBatch) {
+  torch::manual_seed(1);
+  Transformer reference(tiny_shape(), HeadKind::kValue);
+  reference->to(torch::kFloat64);
+  RolloutBatch batch = ragged_batch();
+  std::vector<std::vector<torch::Tensor>> grads;
+  for (const int micro : {-1, 4}) {
+    Transformer model(tiny_shape(), HeadKind::kValue);
+    model->to(torch::kFloat64);
+    {
+      torch::NoGradGuard g;
+      auto src = reference->parameters();
+      auto dst = model->parameters();
+      for (std::size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
+    }
+    CriticConfig cfg;
+    cfg.ppo_mini_batch_size = 3;
+    cfg.ppo_micro_batch_size_per_gpu = micro;
+    cfg.loss_agg_mode = GetParam();
+    cfg.grad_clip = 1e12;
+    cfg.optim.lr = 0.0;
+    PPOCritic critic(model, cfg, 2, 10);
+    batch.values = critic.compute_values(batch, -1) + 0.3;  // old values so clipping is exercised
+    critic.update_critic(batch, 0);
+    grads.push_back(grads_of(*model));
+  }
+  EXPECT_LT(worst_difference(grads[0], grads[1]), 1e-8) << to_string(GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(AllModes, GradAccumulation,
+                         ::testing::Values(LossAggMode::kTokenMean, LossAggMode::kSeqMeanTokenSum,
+                                           LossAggMode::kSeqMeanTokenMean, LossAggMode::kSeqMeanTokenSumNorm));
+
+TEST(LrSchedule, LinearWarmupThenConstantOrCosine) {
+  OptimConfig o;
+  o.lr_warmup_steps = 4;
+  EXPECT_DOUBLE_EQ(lr_multiplier(o, 0, 100), 0.0);
+  EXPECT_DOUBLE_EQ(lr_multiplier(o, 2, 100), 0.5);
+  EXPECT_DOUBLE_EQ(lr_multiplier(o, 4, 100), 1.0);
+  EXPECT_DOUBLE_EQ(lr_multiplier(o, 90, 100), 1.0);
+  o.lr_warmup_steps = -1;
+  o.lr_warmup_steps_ratio = 0.1;
+  EXPECT_DOUBLE_EQ(lr_multiplier(o, 5, 100), 0.5);  // 10 warm-up steps
+  o.warmup_style = "cosine";
+  o.min_lr_ratio = 0.1;
+  EXPECT_NEAR(lr_multiplier(o, 10, 100), 1.0, 1e-12);
+  EXPECT_NEAR(lr_multiplier(o, 55, 100), 0.1 + 0.9 * 0.5, 1e-12);  // half way: cos(pi/2) = 0
+  EXPECT_NEAR(lr_multiplier(o, 100, 100), 0.1, 1e-12);
+}
+
+TEST(RolloutBatch, PaddingMasksAndPositions) {
+  const RolloutBatch b = make_rollout_batch({{1, 5, 6}, {1, 7}}, {{3, 2, 9}, {4, 4}, {2}, {8}}, 2, 0, 2);
+  ASSERT_EQ(b.size(), 4);
+  EXPECT_EQ(b.prompt_length(), 3);
+  EXPECT_EQ(b.response_length(), 3);
+  // prompt 1 is left-padded
+  EXPECT_EQ(b.prompts[2][0].item<std::int64_t>(), 0);
+  EXPECT_EQ(b.attention_mask[2][0].item<std::int64_t>(), 0);
+  // the response mask covers up to and including EOS, nothing after it
+  EXPECT_EQ(b.response_mask[0].sum().item<double>(), 2.0);
+  EXPECT_EQ(b.response_mask[1].sum().item<double>(), 2.0);  // no EOS: every generated token
+  EXPECT_EQ(b.response_mask[2].sum().item<double>(), 1.0);
+  // positions run over real tokens: the first response token follows the prompt
+  EXPECT_EQ(b.position_ids[0][3].item<std::int64_t>(), 3);
+  EXPECT_EQ(b.position_ids[2][3].item<std::int64_t>(), 2);
+  EXPECT_EQ(b.uid, (std::vector<std::int64_t>{0, 0, 1, 1}));
+  const RolloutBatch s = b.select({3, 0});
+  EXPECT_EQ(s.uid, (std::vector<std::int64_t>{1, 0}));
+  EXPECT_TRUE(torch::equal(s.responses[1], b.responses[0]));
+}
+
+TEST(SplitRows, CoversEveryRowOnce) {
+  const auto parts = split_rows(7, 3);
+  ASSERT_EQ(parts.size(), 3u);
+  EXPECT_EQ(parts[2], (std::vector<std::int64_t>{6}));
+  EXPECT_EQ(split_rows(5, -1).size(), 1u);
+}
+
+}  // namespace

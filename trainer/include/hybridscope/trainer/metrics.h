@@ -1,0 +1,41 @@
+// metrics.h — verl's per-step metrics (verl/trainer/ppo/metric_utils.py, verl/utils/flops_counter.py):
+// data metrics (critic/*, response_length/*, prompt_length/*), timing_per_token_ms/*, perf/*.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hybridscope/trainer/batch.h"
+#include "hybridscope/trainer/config.h"
+
+namespace hs::trainer {
+
+using Metrics = std::vector<std::pair<std::string, double>>;
+
+/// critic/{score,rewards,advantages,returns[,values]}/{mean,max,min}, critic/vf_explained_var,
+/// response_length/*, prompt_length/* (clip_ratio against the configured maxima).
+Metrics compute_data_metrics(const RolloutBatch& batch, bool use_critic, int max_prompt_length,
+                             int max_response_length);
+
+/// timing_s/<phase> for each (phase, seconds), and timing_per_token_ms/<phase> (response tokens
+/// for gen, prompt + response tokens for the others).
+Metrics compute_timing_metrics(const RolloutBatch& batch,
+                               const std::vector<std::pair<const char*, double>>& phase_seconds);
+
+/// verl's FLOPs estimate for a Llama/Qwen2 decoder over sequences of the given lengths:
+/// 6·N_dense·Σs + 6·Σs²·head_dim·heads·layers, N_dense = layers·(3·h·ffn + h·(q+k+v+o)) + 2·V·h.
+double estimate_flops(const ModelShape& shape, const std::vector<std::int64_t>& sequence_lengths);
+
+/// Dense float32 GEMM rate of this machine (FLOP/s) with the current thread settings: the best of
+/// a few 1024^3 products. The MFU denominator on CPU.
+double measure_gemm_flops();
+
+/// Resident memory of this process in GiB (/proc/self/statm).
+double cpu_memory_used_gb();
+
+/// Per-sequence total length (prompt + response real tokens).
+std::vector<std::int64_t> sequence_lengths(const RolloutBatch& batch);
+
+}  // namespace hs::trainer

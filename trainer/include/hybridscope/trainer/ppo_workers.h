@@ -1,0 +1,109 @@
+// ppo_workers.h — the actor and the critic (verl's DataParallelPPOActor / DataParallelPPOCritic):
+// forward passes over micro-batches for log-probs and values, and the PPO updates with mini-batches,
+// ppo_epochs, gradient accumulation over micro-batches, gradient clipping, AdamW and the LR
+// schedule. Parallelism comes in through ParallelContext (one rank here).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/optim/adamw.h>
+#include <torch/types.h>
+
+#include "hybridscope/trainer/batch.h"
+#include "hybridscope/trainer/config.h"
+#include "hybridscope/trainer/model.h"
+#include "hybridscope/trainer/parallel.h"
+
+namespace hs::trainer {
+
+using Metrics = std::vector<std::pair<std::string, double>>;
+
+/// LR multiplier at optimizer step `step` (0-based): linear warm-up, then constant or cosine down
+/// to min_lr_ratio (verl's get_constant/cosine_schedule_with_warmup).
+double lr_multiplier(const OptimConfig& optim, std::int64_t step, std::int64_t total_steps);
+
+/// AdamW over a module's parameters with verl's schedule and global-norm clipping; the norm is
+/// reduced over the data-parallel group.
+class Optimizer {
+ public:
+  Optimizer(torch::nn::Module& module, const OptimConfig& optim, double grad_clip, std::int64_t total_steps,
+            ParallelContext parallel);
+  void zero_grad();
+  /// Clips, steps when the norm is finite; returns the pre-clip gradient norm.
+  double step();
+  /// Applies the schedule for training step `step` (called once per training step).
+  void set_schedule_step(std::int64_t step);
+  double lr() const;
+  torch::optim::AdamW& adamw() { return *adamw_; }
+
+ private:
+  std::vector<torch::Tensor> params_;
+  OptimConfig optim_;
+  double grad_clip_;
+  std::int64_t total_steps_;
+  ParallelContext parallel_;
+  std::unique_ptr<torch::optim::AdamW> adamw_;
+};
+
+/// Splits `batch_size` rows into micro-batches of `micro` (whole batch when micro <= 0).
+std::vector<std::vector<std::int64_t>> split_rows(std::int64_t batch_size, std::int64_t micro);
+
+/// Response log-probs and entropy of `model` on `batch`: logits / temperature at the positions
+/// that predict each response token. Each (B, R).
+std::pair<torch::Tensor, torch::Tensor> response_log_probs(Transformer& model, const RolloutBatch& batch,
+                                                           double temperature, bool with_entropy);
+/// Critic values at the positions of the response tokens (values[:, P-1 : P+R-1]), (B, R).
+torch::Tensor response_values(Transformer& model, const RolloutBatch& batch);
+
+class PPOActor {
+ public:
+  PPOActor(Transformer model, const ActorConfig& config, double temperature, int rollout_n,
+           std::int64_t total_steps, ParallelContext parallel = {});
+
+  /// Old (behaviour) log-probs, no gradient, in micro-batches of `micro` samples.
+  torch::Tensor compute_log_prob(const RolloutBatch& batch, std::int64_t micro);
+  /// ppo_epochs over mini-batches (shuffled with `shuffle_seed` when actor.shuffle); `step` is the
+  /// 0-based schedule step. Returns actor/* metrics averaged over micro-batches.
+  Metrics update_policy(const RolloutBatch& batch, std::int64_t step, std::uint64_t shuffle_seed);
+
+  Transformer& model() { return model_; }
+  Optimizer& optimizer() { return optimizer_; }
+
+ private:
+  Transformer model_;
+  ActorConfig config_;
+  double temperature_;
+  int rollout_n_;
+  ParallelContext parallel_;
+  Optimizer optimizer_;
+};
+
+class PPOCritic {
+ public:
+  PPOCritic(Transformer model, const CriticConfig& config, int rollout_n, std::int64_t total_steps,
+            ParallelContext parallel = {});
+
+  torch::Tensor compute_values(const RolloutBatch& batch, std::int64_t micro);
+  Metrics update_critic(const RolloutBatch& batch, std::int64_t step);
+
+  Transformer& model() { return model_; }
+  Optimizer& optimizer() { return optimizer_; }
+
+ private:
+  Transformer model_;
+  CriticConfig config_;
+  int rollout_n_;
+  ParallelContext parallel_;
+  Optimizer optimizer_;
+};
+
+/// The weight of a micro-batch's aggregated loss so that the sum over micro-batches equals the
+/// mini-batch's aggregate exactly: token-mean by token share, seq-mean-* by valid-sequence share,
+/// seq-mean-token-sum-norm 1 (its normaliser is fixed).
+double micro_batch_weight(const torch::Tensor& micro_mask, const torch::Tensor& mini_mask, LossAggMode mode);
+
+}  // namespace hs::trainer

@@ -1,0 +1,118 @@
+#include "hybridscope/trainer/metrics.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+
+#include <torch/torch.h>
+
+namespace hs::trainer {
+
+namespace {
+void add_stats(Metrics& out, const std::string& prefix, const torch::Tensor& values) {
+  if (values.numel() == 0) {
+    out.emplace_back(prefix + "/mean", 0.0);
+    out.emplace_back(prefix + "/max", 0.0);
+    out.emplace_back(prefix + "/min", 0.0);
+    return;
+  }
+  const auto v = values.to(torch::kFloat64);
+  out.emplace_back(prefix + "/mean", v.mean().item<double>());
+  out.emplace_back(prefix + "/max", v.max().item<double>());
+  out.emplace_back(prefix + "/min", v.min().item<double>());
+}
+}  // namespace
+
+Metrics compute_data_metrics(const RolloutBatch& batch, bool use_critic, int max_prompt_length,
+                             int max_response_length) {
+  torch::NoGradGuard no_grad;
+  Metrics out;
+  const auto mask = batch.response_mask.to(torch::kBool);
+  add_stats(out, "critic/score", batch.token_level_scores.sum(-1));
+  add_stats(out, "critic/rewards", batch.token_level_rewards.sum(-1));
+  add_stats(out, "critic/advantages", torch::masked_select(batch.advantages, mask));
+  const auto returns = torch::masked_select(batch.returns, mask);
+  add_stats(out, "critic/returns", returns);
+  if (use_critic) {
+    const auto values = torch::masked_select(batch.values, mask).to(torch::kFloat64);
+    add_stats(out, "critic/values", values);
+    const auto r = returns.to(torch::kFloat64);
+    const double var_returns = r.numel() > 1 ? r.var().item<double>() : 0.0;
+    const double var_diff = r.numel() > 1 ? (r - values).var().item<double>() : 0.0;
+    out.emplace_back("critic/vf_explained_var", 1.0 - var_diff / (var_returns + 1e-5));
+  }
+  const auto response_length = batch.response_mask.sum(-1).to(torch::kFloat64);
+  const auto prompt_length =
+      batch.attention_mask.slice(1, 0, batch.prompt_length()).sum(-1).to(torch::kFloat64);
+  add_stats(out, "response_length", response_length);
+  out.emplace_back("response_length/clip_ratio",
+                   response_length.ge(max_response_length).to(torch::kFloat64).mean().item<double>());
+  add_stats(out, "prompt_length", prompt_length);
+  out.emplace_back("prompt_length/clip_ratio",
+                   prompt_length.ge(max_prompt_length).to(torch::kFloat64).mean().item<double>());
+  return out;
+}
+
+Metrics compute_timing_metrics(const RolloutBatch& batch,
+                               const std::vector<std::pair<const char*, double>>& phase_seconds) {
+  const double response_tokens = batch.response_mask.sum().item<double>();
+  const double overall_tokens = batch.attention_mask.sum().item<double>();
+  Metrics out;
+  for (const auto& [name, seconds] : phase_seconds) {
+    out.emplace_back(std::string("timing_s/") + name, seconds);
+    const std::string phase = name;
+    if (phase == "step" || phase == "testing" || phase == "save_checkpoint") continue;
+    const double tokens = phase == "gen" ? response_tokens : overall_tokens;
+    if (tokens > 0) out.emplace_back("timing_per_token_ms/" + phase, seconds * 1000.0 / tokens);
+  }
+  return out;
+}
+
+double estimate_flops(const ModelShape& s, const std::vector<std::int64_t>& sequence_lengths) {
+  const double h = s.hidden_size, ffn = s.intermediate_size, layers = s.num_hidden_layers;
+  const double head_dim = s.head_dim();
+  const double q = s.num_attention_heads * head_dim;
+  const double kv = s.num_key_value_heads * head_dim;
+  const double o = s.num_attention_heads * head_dim;
+  const double dense_n = layers * (3.0 * h * ffn + h * (q + kv + kv + o)) + 2.0 * s.vocab_size * h;
+  double tokens = 0, square_sum = 0;
+  for (auto len : sequence_lengths) {
+    tokens += static_cast<double>(len);
+    square_sum += static_cast<double>(len) * static_cast<double>(len);
+  }
+  return 6.0 * dense_n * tokens + 6.0 * square_sum * head_dim * s.num_attention_heads * layers;
+}
+
+double measure_gemm_flops() {
+  torch::NoGradGuard no_grad;
+  constexpr std::int64_t n = 1024;
+  const auto a = torch::randn({n, n});
+  const auto b = torch::randn({n, n});
+  auto c = torch::mm(a, b);  // warm-up
+  double best = 0.0;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto start = std::chrono::steady_clock::now();
+    constexpr int iters = 4;
+    for (int i = 0; i < iters; ++i) c = torch::mm(a, b);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    best = std::max(best, iters * 2.0 * n * n * n / seconds);
+  }
+  return best;
+}
+
+double cpu_memory_used_gb() {
+  std::ifstream statm("/proc/self/statm");
+  long pages_total = 0, pages_resident = 0;
+  if (!(statm >> pages_total >> pages_resident)) return 0.0;
+  return static_cast<double>(pages_resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0 * 1024.0);
+}
+
+std::vector<std::int64_t> sequence_lengths(const RolloutBatch& batch) {
+  const auto lengths = batch.attention_mask.sum(-1).to(torch::kInt64).contiguous();
+  return std::vector<std::int64_t>(lengths.data_ptr<std::int64_t>(), lengths.data_ptr<std::int64_t>() + lengths.numel());
+}
+
+}  // namespace hs::trainer

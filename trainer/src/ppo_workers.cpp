@@ -1,0 +1,261 @@
+// ppo_workers.cpp — verl's dp_actor.py / dp_critic.py for this trainer.
+#include "hybridscope/trainer/ppo_workers.h"
+
+#include <cmath>
+#include <map>
+
+#include <torch/torch.h>
+
+#include "hybridscope/trainer/core_algos.h"
+
+namespace hs::trainer {
+
+double lr_multiplier(const OptimConfig& optim, std::int64_t step, std::int64_t total_steps) {
+  std::int64_t warmup = optim.lr_warmup_steps;
+  if (warmup < 0) warmup = static_cast<std::int64_t>(optim.lr_warmup_steps_ratio * static_cast<double>(total_steps));
+  if (warmup > 0 && step < warmup) return static_cast<double>(step) / static_cast<double>(std::max<std::int64_t>(1, warmup));
+  if (optim.warmup_style == "cosine") {
+    // verl get_cosine_schedule_with_warmup: min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + cos(pi * progress))
+    const double progress = static_cast<double>(step - warmup) /
+                            static_cast<double>(std::max<std::int64_t>(1, total_steps - warmup));
+    const double cosine = 0.5 * (1.0 + std::cos(M_PI * std::min(1.0, progress)));
+    return optim.min_lr_ratio + (1.0 - optim.min_lr_ratio) * cosine;
+  }
+  return 1.0;
+}
+
+Optimizer::Optimizer(torch::nn::Module& module, const OptimConfig& optim, double grad_clip, std::int64_t total_steps,
+                     ParallelContext parallel)
+    : params_(module.parameters()), optim_(optim), grad_clip_(grad_clip), total_steps_(total_steps),
+      parallel_(std::move(parallel)) {
+  auto options = torch::optim::AdamWOptions(optim.lr)
+                     .betas({optim.betas[0], optim.betas[1]})
+                     .eps(optim.eps)
+                     .weight_decay(optim.weight_decay);
+  adamw_ = std::make_unique<torch::optim::AdamW>(params_, options);
+  set_schedule_step(0);
+}
+
+void Optimizer::zero_grad() { adamw_->zero_grad(true); }
+
+double Optimizer::step() {
+  // Global L2 norm over every parameter's gradient; with sharded parameters the squared norms
+  // are summed over the data-parallel group first.
+  auto total_sq = torch::zeros({}, torch::kFloat64);
+  for (const auto& p : params_)
+    if (p.grad().defined()) total_sq += p.grad().to(torch::kFloat64).pow(2).sum();
+  parallel_.dp->all_reduce(total_sq);
+  const double norm = std::sqrt(total_sq.item<double>());
+  if (!std::isfinite(norm)) {  // verl skips the update when the norm is not finite
+    zero_grad();
+    return norm;
+  }
+  if (grad_clip_ > 0 && norm > grad_clip_) {
+    const double scale = grad_clip_ / (norm + 1e-6);
+    for (auto& p : params_)
+      if (p.grad().defined()) p.grad().mul_(scale);
+  }
+  adamw_->step();
+  return norm;
+}
+
+void Optimizer::set_schedule_step(std::int64_t step) {
+  const double lr = optim_.lr * lr_multiplier(optim_, step, total_steps_);
+  for (auto& group : adamw_->param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+}
+
+double Optimizer::lr() const {
+  return static_cast<const torch::optim::AdamWOptions&>(adamw_->param_groups().front().options()).lr();
+}
+
+std::vector<std::vector<std::int64_t>> split_rows(std::int64_t batch_size, std::int64_t micro) {
+  if (micro <= 0) micro = batch_size;
+  std::vector<std::vector<std::int64_t>> out;
+  for (std::int64_t start = 0; start < batch_size; start += micro) {
+    std::vector<std::int64_t> rows;
+    for (std::int64_t i = start; i < std::min(batch_size, start + micro); ++i) rows.push_back(i);
+    out.push_back(std::move(rows));
+  }
+  return out;
+}
+
+namespace {
+// Logits at the positions that predict response tokens: (B, R, V).
+torch::Tensor response_logits(Transformer& model, const RolloutBatch& batch) {
+  auto logits = model->forward(batch.input_ids, batch.attention_mask, batch.position_ids);  // (B, P+R, V)
+  const auto p = batch.prompt_length();
+  const auto r = batch.response_length();
+  return logits.slice(1, p - 1, p + r - 1);
+}
+
+struct Averager {
+  std::map<std::string, std::pair<double, int>> sums;
+  std::vector<std::string> order;
+  void add(const std::string& name, double v) {
+    auto [it, inserted] = sums.try_emplace(name, 0.0, 0);
+    if (inserted) order.push_back(name);
+    it->second.first += v;
+    it->second.second += 1;
+  }
+  Metrics result() const {
+    Metrics out;
+    for (const auto& name : order) {
+      const auto& [sum, count] = sums.at(name);
+      out.emplace_back(name, sum / count);
+    }
+    return out;
+  }
+};
+
+std::vector<std::vector<std::int64_t>> mini_batches(std::int64_t batch_size, std::int64_t mini, bool shuffle,
+                                                    torch::Generator& gen) {
+  std::vector<std::int64_t> order(static_cast<std::size_t>(batch_size));
+  for (std::int64_t i = 0; i < batch_size; ++i) order[static_cast<std::size_t>(i)] = i;
+  if (shuffle) {
+    const auto perm = torch::randperm(batch_size, gen, torch::kInt64);
+    for (std::int64_t i = 0; i < batch_size; ++i) order[static_cast<std::size_t>(i)] = perm[i].item<std::int64_t>();
+  }
+  std::vector<std::vector<std::int64_t>> out;
+  for (std::int64_t s = 0; s < batch_size; s += mini)
+    out.emplace_back(order.begin() + s, order.begin() + std::min(batch_size, s + mini));
+  return out;
+}
+}  // namespace
+
+std::pair<torch::Tensor, torch::Tensor> response_log_probs(Transformer& model, const RolloutBatch& batch,
+                                                           double temperature, bool with_entropy) {
+  auto logits = response_logits(model, batch);
+  if (temperature > 0 && temperature != 1.0) logits = logits / temperature;
+  auto log_probs = logprobs_from_logits(logits, batch.responses);
+  torch::Tensor entropy;
+  if (with_entropy) entropy = entropy_from_logits(logits);
+  return {log_probs, entropy};
+}
+
+torch::Tensor response_values(Transformer& model, const RolloutBatch& batch) {
+  auto values = model->forward(batch.input_ids, batch.attention_mask, batch.position_ids);  // (B, P+R)
+  const auto p = batch.prompt_length();
+  return values.slice(1, p - 1, p + batch.response_length() - 1);
+}
+
+double micro_batch_weight(const torch::Tensor& micro_mask, const torch::Tensor& mini_mask, LossAggMode mode) {
+  switch (mode) {
+    case LossAggMode::kTokenMean:
+      return micro_mask.sum().item<double>() / std::max(1e-8, mini_mask.sum().item<double>());
+    case LossAggMode::kSeqMeanTokenSum:
+    case LossAggMode::kSeqMeanTokenMean: {
+      const double micro_seqs = (micro_mask.sum(-1) > 0).sum().item<double>();
+      const double mini_seqs = (mini_mask.sum(-1) > 0).sum().item<double>();
+      return micro_seqs / std::max(1.0, mini_seqs);
+    }
+    case LossAggMode::kSeqMeanTokenSumNorm:
+      return 1.0;
+  }
+  return 1.0;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+PPOActor::PPOActor(Transformer model, const ActorConfig& config, double temperature, int rollout_n,
+                   std::int64_t total_steps, ParallelContext parallel)
+    : model_(std::move(model)), config_(config), temperature_(temperature), rollout_n_(rollout_n),
+      parallel_(parallel), optimizer_(*model_, config.optim, config.grad_clip, total_steps, parallel) {}
+
+torch::Tensor PPOActor::compute_log_prob(const RolloutBatch& batch, std::int64_t micro) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> parts;
+  for (const auto& rows : split_rows(batch.size(), micro))
+    parts.push_back(response_log_probs(model_, batch.select(rows), temperature_, false).first);
+  return torch::cat(parts, 0);
+}
+
+Metrics PPOActor::update_policy(const RolloutBatch& batch, std::int64_t step, std::uint64_t shuffle_seed) {
+  model_->train();
+  optimizer_.set_schedule_step(step);
+  const std::int64_t mini = static_cast<std::int64_t>(config_.ppo_mini_batch_size) * rollout_n_ / parallel_.dp->size();
+  const std::int64_t micro = config_.ppo_micro_batch_size_per_gpu;
+  Averager metrics;
+  auto shuffle_gen = at::detail::createCPUGenerator(shuffle_seed);
+  for (int epoch = 0; epoch < config_.ppo_epochs; ++epoch) {
+    for (const auto& mini_rows : mini_batches(batch.size(), mini, config_.shuffle, shuffle_gen)) {
+      const RolloutBatch mb = batch.select(mini_rows);
+      optimizer_.zero_grad();
+      for (const auto& rows : split_rows(mb.size(), micro)) {
+        const RolloutBatch ub = mb.select(rows);
+        const double weight = micro_batch_weight(ub.response_mask, mb.response_mask, config_.loss_agg_mode);
+        if (weight == 0.0) continue;
+        const bool need_entropy = config_.entropy_coeff != 0.0;
+        auto [log_prob, entropy_tokens] = response_log_probs(model_, ub, temperature_, true);
+        auto pg = compute_policy_loss(ub.old_log_probs, log_prob, ub.advantages, ub.response_mask,
+                                      config_.effective_clip_low(), config_.effective_clip_high(),
+                                      config_.clip_ratio_c, config_.loss_agg_mode);
+        auto entropy = agg_loss(entropy_tokens, ub.response_mask, config_.loss_agg_mode);
+        auto policy_loss = need_entropy ? pg.pg_loss - config_.entropy_coeff * entropy : pg.pg_loss;
+        if (config_.use_kl_loss) {
+          auto kld = kl_penalty(log_prob, ub.ref_log_probs, config_.kl_loss_type);
+          auto kl_loss = agg_loss(kld, ub.response_mask, config_.loss_agg_mode);
+          policy_loss = policy_loss + config_.kl_loss_coef * kl_loss;
+          metrics.add("actor/kl_loss", kl_loss.item<double>());
+          metrics.add("actor/kl_coef", config_.kl_loss_coef);
+        }
+        (policy_loss * weight).backward();
+        metrics.add("actor/pg_loss", pg.pg_loss.item<double>());
+        metrics.add("actor/pg_clipfrac", pg.pg_clipfrac.item<double>());
+        metrics.add("actor/ppo_kl", pg.ppo_kl.item<double>());
+        metrics.add("actor/pg_clipfrac_lower", pg.pg_clipfrac_lower.item<double>());
+        metrics.add("actor/entropy", entropy.item<double>());
+      }
+      metrics.add("actor/grad_norm", optimizer_.step());
+    }
+  }
+  metrics.add("actor/lr", optimizer_.lr());
+  return metrics.result();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+PPOCritic::PPOCritic(Transformer model, const CriticConfig& config, int rollout_n, std::int64_t total_steps,
+                     ParallelContext parallel)
+    : model_(std::move(model)), config_(config), rollout_n_(rollout_n), parallel_(parallel),
+      optimizer_(*model_, config.optim, config.grad_clip, total_steps, parallel) {}
+
+torch::Tensor PPOCritic::compute_values(const RolloutBatch& batch, std::int64_t micro) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> parts;
+  for (const auto& rows : split_rows(batch.size(), micro)) {
+    const RolloutBatch ub = batch.select(rows);
+    parts.push_back(response_values(model_, ub) * ub.response_mask);
+  }
+  return torch::cat(parts, 0);
+}
+
+Metrics PPOCritic::update_critic(const RolloutBatch& batch, std::int64_t step) {
+  model_->train();
+  optimizer_.set_schedule_step(step);
+  const std::int64_t mini = static_cast<std::int64_t>(config_.ppo_mini_batch_size) * rollout_n_ / parallel_.dp->size();
+  Averager metrics;
+  torch::Generator gen = at::detail::createCPUGenerator(0xc1);
+  for (int epoch = 0; epoch < config_.ppo_epochs; ++epoch) {
+    for (const auto& mini_rows : mini_batches(batch.size(), mini, false, gen)) {
+      const RolloutBatch mb = batch.select(mini_rows);
+      optimizer_.zero_grad();
+      for (const auto& rows : split_rows(mb.size(), config_.ppo_micro_batch_size_per_gpu)) {
+        const RolloutBatch ub = mb.select(rows);
+        const double weight = micro_batch_weight(ub.response_mask, mb.response_mask, config_.loss_agg_mode);
+        if (weight == 0.0) continue;
+        auto vpreds = response_values(model_, ub);
+        auto vl = compute_value_loss(vpreds, ub.returns, ub.values, ub.response_mask, config_.cliprange_value,
+                                     config_.loss_agg_mode);
+        (vl.vf_loss * weight).backward();
+        metrics.add("critic/vf_loss", vl.vf_loss.item<double>());
+        metrics.add("critic/vf_clipfrac", vl.vf_clipfrac.item<double>());
+        metrics.add("critic/vpred_mean", masked_mean(vpreds.detach(), ub.response_mask).item<double>());
+      }
+      metrics.add("critic/grad_norm", optimizer_.step());
+    }
+  }
+  metrics.add("critic/lr", optimizer_.lr());
+  return metrics.result();
+}
+
+}  // namespace hs::trainer

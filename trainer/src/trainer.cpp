@@ -1,0 +1,511 @@
+// trainer.cpp — the PPO/GRPO loop: verl's RayPPOTrainer.fit for a single process.
+//
+// Randomness: every random stream is derived from (hybridscope.seed, global step), so a run resumed
+// from a checkpoint at step k draws exactly what the uninterrupted run drew at step k + 1.
+#include "hybridscope/trainer/trainer.h"
+
+#include <atomic>
+#include <csignal>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "console.h"
+#include "hybridscope/probes/range.h"
+#include "hybridscope/probes/recorder.h"
+#include "hybridscope/trainer/batch.h"
+#include "hybridscope/trainer/checkpoint.h"
+#include "hybridscope/trainer/core_algos.h"
+#include "hybridscope/trainer/metrics.h"
+#include "hybridscope/trainer/ppo_workers.h"
+#include "hybridscope/trainer/reward.h"
+#include "hybridscope/trainer/rollout.h"
+#include "hybridscope/trainer/sft.h"
+
+namespace hs::trainer {
+
+namespace {
+
+std::atomic<int> g_stop_signal{0};
+extern "C" void on_stop_signal(int signal) { g_stop_signal.store(signal); }
+
+// Seeds of the per-step random streams (splitmix64 of seed, step, stream).
+std::uint64_t stream_seed(std::uint64_t seed, std::int64_t step, std::uint64_t stream) {
+  std::uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (static_cast<std::uint64_t>(step) * 8 + stream + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+enum Stream : std::uint64_t { kRolloutStream = 1, kActorShuffleStream = 2, kInitStream = 3 };
+
+Transformer make_model(const ModelShape& shape, HeadKind head, std::uint64_t seed) {
+  torch::manual_seed(seed);
+  return Transformer(shape, head);
+}
+
+void copy_backbone(Transformer& from, Transformer& to) {
+  // Same backbone names; the critic's score head keeps its fresh initialisation.
+  torch::NoGradGuard no_grad;
+  auto source = from->named_parameters();
+  for (auto& item : to->named_parameters()) {
+    if (const auto* p = source.find(item.key())) item.value().copy_(*p);
+  }
+}
+
+}  // namespace
+
+struct PPOTrainer::State {
+  Config cfg;
+  TrainerOptions opts;
+  std::unique_ptr<Tokenizer> tokenizer;
+  RLDataset train_data;
+  RLDataset val_data;
+  std::unique_ptr<DataLoader> loader;
+  std::int64_t total_steps = 0;
+  std::int64_t global_step = 0;
+
+  Transformer actor_model{nullptr};
+  Transformer ref_model{nullptr};
+  Transformer reward_model{nullptr};
+  std::unique_ptr<PPOActor> actor;
+  std::unique_ptr<PPOCritic> critic;
+  std::unique_ptr<RolloutEngine> rollout;
+  std::unique_ptr<KlController> kl_ctrl;
+
+  std::unique_ptr<probes::Recorder> recorder;
+  probes::StepTimings timings;
+  std::string checkpoint_root;
+  double peak_flops = 0;
+
+  RolloutBatch generate(const std::vector<const Example*>& examples, const SamplingParams& params,
+                        std::uint64_t seed);
+  torch::Tensor score(const RolloutBatch& batch);
+  Metrics step();
+  double validate(std::map<std::string, double>* per_source);
+  void save(std::int64_t step);
+};
+
+PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make_unique<State>()) {
+  auto& s = *state_;
+  s.cfg = std::move(config);
+  s.opts = std::move(options);
+  hs::trainer::validate(s.cfg);
+  const auto& cfg = s.cfg;
+  if (cfg.trainer.device != "cpu")
+    throw ConfigError("trainer.device=" + cfg.trainer.device +
+                      ": this build's trainer runs on cpu (the CUDA path comes with the GPU issue); set trainer.device=cpu");
+  torch::set_num_threads(cfg.hybridscope.num_threads);
+
+  s.tokenizer = make_tokenizer(cfg.hybridscope.tokenizer);
+  s.train_data = RLDataset::load(cfg.data.train_files, *s.tokenizer, cfg.data);
+  s.val_data = RLDataset::load(cfg.data.val_files, *s.tokenizer, cfg.data);
+  s.loader = std::make_unique<DataLoader>(s.train_data.size(), static_cast<std::size_t>(cfg.data.train_batch_size),
+                                          cfg.data.shuffle, static_cast<std::uint64_t>(cfg.data.seed));
+  s.total_steps = cfg.trainer.total_training_steps > 0
+                      ? cfg.trainer.total_training_steps
+                      : static_cast<std::int64_t>(s.loader->batches_per_epoch()) * cfg.trainer.total_epochs;
+
+  ModelShape shape = cfg.hybridscope.model;
+  if (shape.vocab_size <= 0) shape.vocab_size = s.tokenizer->vocab_size();
+  if (shape.vocab_size < s.tokenizer->vocab_size())
+    throw ConfigError(fmt::format("hybridscope.model.vocab_size={} is smaller than the {} tokenizer's vocabulary ({})",
+                                  shape.vocab_size, s.tokenizer->name(), s.tokenizer->vocab_size()));
+  const auto seed = cfg.hybridscope.seed;
+  const auto& model_path = cfg.actor_rollout_ref.model.path;
+  s.actor_model = model_path.empty() ? make_model(shape, HeadKind::kLm, stream_seed(seed, 0, kInitStream))
+                                     : load_pretrained(model_path, HeadKind::kLm);
+  const double temperature = cfg.actor_rollout_ref.rollout.temperature;
+  s.actor = std::make_unique<PPOActor>(s.actor_model, cfg.actor_rollout_ref.actor, temperature,
+                                       cfg.actor_rollout_ref.rollout.n, s.total_steps);
+  if (cfg.use_critic()) {
+    Transformer critic_model{nullptr};
+    if (!cfg.critic.model.path.empty()) {
+      critic_model = load_pretrained(cfg.critic.model.path, HeadKind::kValue);
+    } else {
+      critic_model = make_model(s.actor_model->shape(), HeadKind::kValue, stream_seed(seed, 0, kInitStream) + 1);
+    }
+    s.critic = std::make_unique<PPOCritic>(critic_model, cfg.critic, cfg.actor_rollout_ref.rollout.n, s.total_steps);
+  }
+  if (cfg.reward_model.enable) {
+    s.reward_model = cfg.reward_model.model.path.empty()
+                         ? make_model(s.actor_model->shape(), HeadKind::kValue, stream_seed(seed, 0, kInitStream) + 2)
+                         : load_pretrained(cfg.reward_model.model.path, HeadKind::kValue);
+    s.reward_model->eval();
+  }
+  if (cfg.algorithm.use_kl_in_reward) s.kl_ctrl = make_kl_controller(cfg.algorithm.kl_ctrl);
+
+  const auto& rollout_cfg = cfg.actor_rollout_ref.rollout;
+  const int max_seq_len = cfg.data.max_prompt_length + cfg.data.max_response_length;
+  s.rollout = std::make_unique<RolloutEngine>(s.actor_model, s.tokenizer->eos_token_id(), s.tokenizer->pad_token_id(),
+                                              cfg.hybridscope.kv_block_size, cfg.hybridscope.kv_num_blocks,
+                                              rollout_cfg.max_num_seqs, max_seq_len);
+  s.checkpoint_root = cfg.trainer.default_local_dir;
+
+  s.recorder = std::make_unique<probes::Recorder>(cfg.hybridscope.db);
+  if (cfg.hybridscope.probes.enable) s.timings.set_recorder(s.recorder.get());
+  s.peak_flops = cfg.hybridscope.peak_flops > 0 ? cfg.hybridscope.peak_flops : measure_gemm_flops();
+}
+
+PPOTrainer::~PPOTrainer() = default;
+
+RolloutBatch PPOTrainer::State::generate(const std::vector<const Example*>& examples, const SamplingParams& params,
+                                         std::uint64_t seed) {
+  GenerationRequest request;
+  request.params = params;
+  request.max_response_length = cfg.data.max_response_length;
+  for (const auto* ex : examples) request.prompts.push_back(ex->prompt_ids);
+  auto gen = at::detail::createCPUGenerator(seed);
+  actor_model->eval();
+  const GenerationResult result = rollout->generate(request, gen);
+  RolloutBatch batch = make_rollout_batch(request.prompts, result.responses, params.n, tokenizer->pad_token_id(),
+                                          tokenizer->eos_token_id());
+  for (const auto* ex : examples) {
+    for (int j = 0; j < params.n; ++j) {
+      batch.ground_truth.push_back(ex->ground_truth);
+      batch.data_source.push_back(ex->data_source);
+    }
+  }
+  return batch;
+}
+
+torch::Tensor PPOTrainer::State::score(const RolloutBatch& batch) {
+  // token_level_scores: the sequence's score at its last response token (verl's reward managers).
+  auto scores = torch::zeros_like(batch.response_mask);
+  const auto lengths = batch.response_mask.sum(-1).to(torch::kInt64);
+  if (cfg.reward_model.enable) {
+    torch::NoGradGuard no_grad;
+    const auto values = response_values(reward_model, batch);  // (B, R)
+    for (std::int64_t b = 0; b < batch.size(); ++b) {
+      const auto last = std::max<std::int64_t>(0, lengths[b].item<std::int64_t>() - 1);
+      scores[b][last] = values[b][last];
+    }
+    return scores;
+  }
+  for (std::int64_t b = 0; b < batch.size(); ++b) {
+    const auto len = lengths[b].item<std::int64_t>();
+    std::vector<std::int32_t> ids;
+    for (std::int64_t t = 0; t < len; ++t) ids.push_back(static_cast<std::int32_t>(batch.responses[b][t].item<std::int64_t>()));
+    const std::string text = tokenizer->decode(ids, true);
+    const auto i = static_cast<std::size_t>(b);
+    scores[b][std::max<std::int64_t>(0, len - 1)] =
+        compute_score(cfg.reward_model.rule, batch.data_source[i], text, batch.ground_truth[i]);
+  }
+  return scores;
+}
+
+double PPOTrainer::State::validate(std::map<std::string, double>* per_source) {
+  torch::NoGradGuard no_grad;
+  SamplingParams params = cfg.actor_rollout_ref.rollout.val_kwargs;
+  params.n = 1;
+  const std::size_t chunk = cfg.data.val_batch_size > 0 ? static_cast<std::size_t>(cfg.data.val_batch_size)
+                                                        : val_data.size();
+  std::map<std::string, std::pair<double, int>> sums;
+  double total = 0;
+  for (std::size_t start = 0; start < val_data.size(); start += chunk) {
+    std::vector<const Example*> examples;
+    for (std::size_t i = start; i < std::min(val_data.size(), start + chunk); ++i) examples.push_back(&val_data[i]);
+    const RolloutBatch batch = generate(examples, params, stream_seed(cfg.hybridscope.seed, -1, kRolloutStream));
+    const auto scores = score(batch).sum(-1);
+    for (std::int64_t b = 0; b < batch.size(); ++b) {
+      const double v = scores[b].item<double>();
+      auto& [sum, count] = sums[batch.data_source[static_cast<std::size_t>(b)]];
+      sum += v;
+      ++count;
+      total += v;
+    }
+  }
+  if (per_source)
+    for (const auto& [source, sc] : sums) (*per_source)[source] = sc.first / sc.second;
+  return val_data.size() ? total / static_cast<double>(val_data.size()) : 0.0;
+}
+
+Metrics PPOTrainer::State::step() {
+  using probes::Category;
+  const auto& arr = cfg.actor_rollout_ref;
+  const std::int64_t step = global_step;
+  Metrics metrics;
+  RolloutBatch batch;
+  {
+    HS_PROBE_RANGE(timings, "step", kStep);
+    std::vector<const Example*> examples;
+    for (auto i : loader->next_batch()) examples.push_back(&train_data[i]);
+    {
+      HS_PROBE_RANGE(timings, "switch/train_to_rollout", kSwitch);
+      if (!rollout->cache_allocated()) rollout->allocate_cache();
+    }
+    {
+      HS_PROBE_RANGE(timings, "gen", kPhase);
+      batch = generate(examples, arr.rollout.sampling(), stream_seed(cfg.hybridscope.seed, step, kRolloutStream));
+    }
+    if (cfg.algorithm.adv_estimator == AdvEstimator::kRemax) {
+      HS_PROBE_RANGE(timings, "gen_max", kPhase);
+      SamplingParams greedy = arr.rollout.sampling();
+      greedy.do_sample = false;
+      const RolloutBatch baseline = generate(examples, greedy, 0);
+      batch.reward_baselines = score(baseline).sum(-1);
+    }
+    {
+      HS_PROBE_RANGE(timings, "switch/rollout_to_train", kSwitch);
+      if (arr.rollout.free_cache_engine) rollout->release_cache();
+    }
+    {
+      HS_PROBE_RANGE(timings, "reward", kPhase);
+      batch.token_level_scores = score(batch);
+    }
+    {
+      HS_PROBE_RANGE(timings, "old_log_prob", kPhase);
+      batch.old_log_probs = actor->compute_log_prob(batch, arr.rollout.log_prob_micro_batch_size_per_gpu);
+    }
+    if (cfg.use_reference()) {
+      HS_PROBE_RANGE(timings, "ref", kPhase);
+      torch::NoGradGuard no_grad;
+      std::vector<torch::Tensor> parts;
+      for (const auto& rows : split_rows(batch.size(), arr.ref.log_prob_micro_batch_size_per_gpu))
+        parts.push_back(response_log_probs(ref_model, batch.select(rows), arr.rollout.temperature, false).first);
+      batch.ref_log_probs = torch::cat(parts, 0);
+    }
+    if (critic) {
+      HS_PROBE_RANGE(timings, "values", kPhase);
+      batch.values = critic->compute_values(batch, cfg.critic.ppo_micro_batch_size_per_gpu);
+    }
+    {
+      HS_PROBE_RANGE(timings, "adv", kPhase);
+      if (cfg.algorithm.use_kl_in_reward) {
+        const auto kl = apply_kl_penalty(batch.token_level_scores, batch.old_log_probs, batch.ref_log_probs,
+                                         batch.response_mask, *kl_ctrl, cfg.algorithm.kl_penalty);
+        batch.token_level_rewards = kl.token_level_rewards;
+        metrics.emplace_back("actor/reward_kl_penalty", kl.current_kl);
+        metrics.emplace_back("actor/reward_kl_penalty_coeff", kl_ctrl->value());
+      } else {
+        batch.token_level_rewards = batch.token_level_scores;
+      }
+      const auto& alg = cfg.algorithm;
+      AdvantageReturn adv;
+      switch (alg.adv_estimator) {
+        case AdvEstimator::kGae:
+          adv = compute_gae_advantage_return(batch.token_level_rewards, batch.values, batch.response_mask, alg.gamma,
+                                             alg.lam);
+          break;
+        case AdvEstimator::kGrpo:
+          adv = compute_grpo_outcome_advantage(batch.token_level_rewards, batch.response_mask, batch.uid, 1e-6,
+                                               alg.norm_adv_by_std_in_grpo);
+          break;
+        case AdvEstimator::kRloo:
+          adv = compute_rloo_outcome_advantage(batch.token_level_rewards, batch.response_mask, batch.uid);
+          break;
+        case AdvEstimator::kReinforcePlusPlus:
+          adv = compute_reinforce_plus_plus_outcome_advantage(batch.token_level_rewards, batch.response_mask, alg.gamma);
+          break;
+        case AdvEstimator::kReinforcePlusPlusBaseline:
+          adv = compute_reinforce_plus_plus_baseline_outcome_advantage(batch.token_level_rewards, batch.response_mask,
+                                                                       batch.uid);
+          break;
+        case AdvEstimator::kRemax:
+          adv = compute_remax_outcome_advantage(batch.token_level_rewards, batch.reward_baselines, batch.response_mask);
+          break;
+      }
+      batch.advantages = adv.advantages;
+      batch.returns = adv.returns;
+    }
+    if (critic) {
+      HS_PROBE_RANGE(timings, "update_critic", kPhase);
+      const auto critic_metrics = critic->update_critic(batch, step - 1);
+      metrics.insert(metrics.end(), critic_metrics.begin(), critic_metrics.end());
+    }
+    if (step > cfg.trainer.critic_warmup) {
+      HS_PROBE_RANGE(timings, "update_actor", kPhase);
+      const auto actor_metrics = actor->update_policy(batch, step - 1, stream_seed(cfg.hybridscope.seed, step, kActorShuffleStream));
+      metrics.insert(metrics.end(), actor_metrics.begin(), actor_metrics.end());
+    }
+    const bool last = step == total_steps;
+    if (cfg.trainer.test_freq > 0 && (step % cfg.trainer.test_freq == 0 || last)) {
+      HS_PROBE_RANGE(timings, "testing", kValidation);
+      std::map<std::string, double> per_source;
+      const double score = validate(&per_source);
+      for (const auto& [source, v] : per_source) metrics.emplace_back("val-core/" + source + "/reward/mean@1", v);
+      metrics.emplace_back("val/mean@1", score);
+    }
+    if (cfg.trainer.save_freq > 0 && (step % cfg.trainer.save_freq == 0 || last)) {
+      HS_PROBE_RANGE(timings, "save_checkpoint", kCheckpoint);
+      save(step);
+    }
+  }
+
+  const auto data_metrics = compute_data_metrics(batch, critic != nullptr, cfg.data.max_prompt_length,
+                                                 cfg.data.max_response_length);
+  metrics.insert(metrics.end(), data_metrics.begin(), data_metrics.end());
+  const auto timing_metrics = compute_timing_metrics(batch, timings.totals());
+  metrics.insert(metrics.end(), timing_metrics.begin(), timing_metrics.end());
+
+  const auto lengths = sequence_lengths(batch);
+  double tokens = 0;
+  for (auto l : lengths) tokens += static_cast<double>(l);
+  const double step_seconds = timings.seconds("step");
+  const int world = cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node;
+  metrics.emplace_back("perf/total_num_tokens", tokens);
+  metrics.emplace_back("perf/time_per_step", step_seconds);
+  metrics.emplace_back("perf/throughput", tokens / (step_seconds * world));
+  const double actor_seconds = timings.seconds("update_actor");
+  if (actor_seconds > 0)
+    metrics.emplace_back("perf/mfu/actor", estimate_flops(actor_model->shape(), lengths) * arr.actor.ppo_epochs /
+                                               actor_seconds / (peak_flops * world));
+  const double critic_seconds = timings.seconds("update_critic");
+  if (critic && critic_seconds > 0)
+    metrics.emplace_back("perf/mfu/critic", estimate_flops(critic->model()->shape(), lengths) * cfg.critic.ppo_epochs /
+                                                critic_seconds / (peak_flops * world));
+  metrics.emplace_back("perf/cpu_memory_used_gb", cpu_memory_used_gb());
+  const auto pool = rollout->allocator().stats();
+  metrics.emplace_back("rollout/kv_peak_blocks_used", static_cast<double>(pool.peak_blocks_used));
+  metrics.emplace_back("rollout/kv_num_blocks", static_cast<double>(pool.num_blocks));
+  metrics.emplace_back("training/global_step", static_cast<double>(step));
+  metrics.emplace_back("training/epoch", static_cast<double>(loader->state().epoch));
+  return metrics;
+}
+
+void PPOTrainer::State::save(std::int64_t step) {
+  TrainerState state;
+  state.global_step = step;
+  state.data = loader->state();
+  state.kl_coef = kl_ctrl ? kl_ctrl->value() : 0.0;
+  state.seed = cfg.hybridscope.seed;
+  CheckpointParts parts{&actor_model, &actor->optimizer().adamw(), critic ? &critic->model() : nullptr,
+                        critic ? &critic->optimizer().adamw() : nullptr};
+  save_checkpoint(checkpoint_root, state, parts);
+}
+
+double PPOTrainer::validate() { return state_->validate(nullptr); }
+
+namespace {
+double find(const Metrics& metrics, const std::string& name, double fallback = 0.0) {
+  for (const auto& [n, v] : metrics)
+    if (n == name) return v;
+  return fallback;
+}
+}  // namespace
+
+FitSummary PPOTrainer::fit() {
+  auto& s = *state_;
+  const auto& cfg = s.cfg;
+  FitSummary summary;
+  summary.db_path = cfg.hybridscope.db;
+
+  probes::RunInfo info;
+  info.name = cfg.trainer.project_name + "/" + cfg.trainer.experiment_name;
+  info.command_line = s.opts.command_line;
+  info.config_yaml = to_yaml(cfg);
+  info.world_size = cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node;
+  info.torch_version = TORCH_VERSION;
+  s.recorder->begin_run(info);
+
+  g_stop_signal.store(0);
+  auto previous_int = std::signal(SIGINT, on_stop_signal);
+  auto previous_term = std::signal(SIGTERM, on_stop_signal);
+  struct RestoreSignals {
+    void (*i)(int);
+    void (*t)(int);
+    ~RestoreSignals() {
+      std::signal(SIGINT, i);
+      std::signal(SIGTERM, t);
+    }
+  } restore{previous_int, previous_term};
+
+  try {
+    s.timings.begin_step(0);
+    // Resume or warm up.
+    std::optional<std::string> resume_dir;
+    if (cfg.trainer.resume_mode == "auto") resume_dir = find_latest_checkpoint(s.checkpoint_root);
+    if (resume_dir) {
+      HS_PROBE_RANGE(s.timings, "load_checkpoint", kCheckpoint);
+      CheckpointParts parts{&s.actor_model, &s.actor->optimizer().adamw(), s.critic ? &s.critic->model() : nullptr,
+                            s.critic ? &s.critic->optimizer().adamw() : nullptr};
+      const TrainerState state = load_checkpoint(*resume_dir, parts);
+      s.global_step = state.global_step;
+      s.loader->set_state(state.data);
+      if (s.kl_ctrl) s.kl_ctrl->set_value(state.kl_coef);
+      summary.checkpoint_dir = *resume_dir;
+      fmt::print("resumed from {} (step {})\n", *resume_dir, s.global_step);
+    } else if (cfg.actor_rollout_ref.model.path.empty() && cfg.hybridscope.warmup.steps > 0) {
+      HS_PROBE_RANGE(s.timings, "warmup", kSetup);
+      const auto start = probes::now_ns();
+      detail::Progress bar("warm-up", cfg.hybridscope.warmup.steps, s.opts.show_progress);
+      const int every = std::max(1, cfg.hybridscope.warmup.steps / 5);
+      const double loss = supervised_warmup(
+          s.actor_model, s.train_data, *s.tokenizer, cfg.hybridscope.warmup, cfg.hybridscope.seed,
+          [&](int done, int total, double l) {
+            bar.update(done, fmt::format("loss {:.3f}", l));
+            if (done % every == 0 || done == total) bar.println(fmt::format("warm-up {}/{} loss {:.4f}", done, total, l));
+          });
+      bar.finish();
+      summary.warmup_seconds = static_cast<double>(probes::now_ns() - start) * 1e-9;
+      const std::string base_dir = (std::filesystem::path(s.checkpoint_root) / "base").string();
+      std::filesystem::create_directories(base_dir);
+      save_pretrained(s.actor_model, base_dir);
+      fmt::print("warm-up: {} steps in {}, final loss {:.4f}; base policy saved to {}\n", cfg.hybridscope.warmup.steps,
+                 detail::format_duration(summary.warmup_seconds), loss, base_dir);
+    }
+    // Reference policy and critic start from the (possibly warmed-up) actor.
+    if (cfg.use_reference()) {
+      s.ref_model = Transformer(s.actor_model->shape(), HeadKind::kLm);
+      copy_backbone(s.actor_model, s.ref_model);
+      s.ref_model->eval();
+      for (auto& p : s.ref_model->parameters()) p.set_requires_grad(false);
+    }
+    if (s.critic && !resume_dir && cfg.critic.model.path.empty()) copy_backbone(s.actor_model, s.critic->model());
+
+    if (cfg.trainer.val_before_train) {
+      HS_PROBE_RANGE(s.timings, "testing", kValidation);
+      summary.val_before = s.validate(nullptr);
+      fmt::print("validation before training (step {}): mean@1 = {:.3f} on {} prompts\n", s.global_step,
+                 summary.val_before, s.val_data.size());
+      s.recorder->record_metrics(s.global_step, {{"val/mean@1", summary.val_before}});
+    }
+    s.recorder->flush();
+    summary.first_step = static_cast<int>(s.global_step) + 1;
+
+    detail::Progress bar("train", s.total_steps, s.opts.show_progress);
+    bar.update(s.global_step);
+    double step_seconds_sum = 0;
+    while (s.global_step < s.total_steps) {
+      if (const int sig = g_stop_signal.load()) {
+        s.recorder->end_run(probes::RunStatus::kKilled, fmt::format("stopped by signal {} after step {}", sig, s.global_step));
+        throw std::runtime_error(fmt::format("stopped by signal {} after step {}", sig, s.global_step));
+      }
+      ++s.global_step;
+      s.timings.begin_step(s.global_step);
+      const Metrics metrics = s.step();
+      s.recorder->record_metrics(s.global_step, metrics);
+      s.recorder->flush();
+      ++summary.steps_run;
+      step_seconds_sum += find(metrics, "perf/time_per_step");
+      const double val = find(metrics, "val/mean@1", -1);
+      if (val >= 0) summary.val_after = val;
+      std::string line = fmt::format(
+          "step {:>4}/{} | score {:.3f} | resp_len {:.1f} | pg_loss {:+.4f} | entropy {:.3f} | grad_norm {:.3f} | "
+          "{:.2f}s ({:.0f} tok/s)",
+          s.global_step, s.total_steps, find(metrics, "critic/score/mean"), find(metrics, "response_length/mean"),
+          find(metrics, "actor/pg_loss"), find(metrics, "actor/entropy"), find(metrics, "actor/grad_norm"),
+          find(metrics, "perf/time_per_step"), find(metrics, "perf/throughput"));
+      if (s.critic) line += fmt::format(" | vf_loss {:.4f}", find(metrics, "critic/vf_loss"));
+      if (val >= 0) line += fmt::format(" | val mean@1 {:.3f}", val);
+      bar.println(line);
+      bar.update(s.global_step);
+    }
+    bar.finish();
+    if (summary.val_after < 0 && summary.steps_run > 0) {
+      summary.val_after = s.validate(nullptr);
+      s.recorder->record_metrics(s.global_step, {{"val/mean@1", summary.val_after}});
+    }
+    if (summary.steps_run > 0) summary.mean_step_seconds = step_seconds_sum / summary.steps_run;
+    if (auto latest = find_latest_checkpoint(s.checkpoint_root)) summary.checkpoint_dir = *latest;
+    s.recorder->end_run(probes::RunStatus::kCompleted);
+  } catch (const std::exception& e) {
+    if (g_stop_signal.load() == 0) s.recorder->end_run(probes::RunStatus::kFailed, e.what());
+    throw;
+  }
+  return summary;
+}
+
+}  // namespace hs::trainer
