@@ -4,6 +4,7 @@
 #include <fstream>
 #include <map>
 #include <stdexcept>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
@@ -14,6 +15,19 @@ namespace fs = std::filesystem;
 
 namespace {
 constexpr const char* kLatestFile = "latest_checkpointed_iteration.txt";
+
+// std::filesystem::remove_all crashes when LibTorch's bundled copy of the std::filesystem symbols
+// (built by a newer GCC) wins the symbol lookup; removing entry by entry, deepest first, is safe.
+void remove_tree(const fs::path& root) {
+  std::error_code ec;
+  if (!fs::exists(root, ec)) return;
+  std::vector<fs::path> entries;
+  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec))
+    entries.push_back(it->path());
+  for (auto e = entries.rbegin(); e != entries.rend(); ++e) fs::remove(*e, ec);
+  fs::remove(root, ec);
+}
 
 void write_text_atomically(const fs::path& path, const std::string& text) {
   const fs::path tmp = path.string() + ".tmp";
@@ -59,7 +73,7 @@ void load_weights_into(Transformer& model, const std::string& safetensors_path) 
 std::string save_checkpoint(const std::string& root, const TrainerState& state, const CheckpointParts& parts) {
   const fs::path final_dir = fs::path(root) / ("global_step_" + std::to_string(state.global_step));
   const fs::path tmp_dir = final_dir.string() + ".tmp";
-  fs::remove_all(tmp_dir);
+  remove_tree(tmp_dir);
   fs::create_directories(tmp_dir);
   save_role(tmp_dir / "actor", *parts.actor, *parts.actor_optim);
   if (parts.critic) save_role(tmp_dir / "critic", *parts.critic, *parts.critic_optim);
@@ -70,7 +84,7 @@ std::string save_checkpoint(const std::string& root, const TrainerState& state, 
       {"seed", state.seed},
   };
   write_text_atomically(tmp_dir / "trainer_state.json", meta.dump(2));
-  fs::remove_all(final_dir);
+  remove_tree(final_dir);
   fs::rename(tmp_dir, final_dir);
   write_text_atomically(fs::path(root) / kLatestFile, std::to_string(state.global_step));
   return final_dir.string();
