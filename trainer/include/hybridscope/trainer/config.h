@@ -195,7 +195,7 @@ struct ModelShape {
   int num_hidden_layers = 2;
   int num_attention_heads = 4;
   int num_key_value_heads = 2;
-  int max_position_embeddings = 64;
+  int max_position_embeddings = 1024;  // >= data.max_prompt_length + data.max_response_length
   double rope_theta = 10000.0;
   double rms_norm_eps = 1e-6;
   bool tie_word_embeddings = false;
@@ -261,5 +261,9 @@ std::string to_yaml(const Config& config);
 
 /// Checks the relations between keys (divisibility, ranges); throws ConfigError naming them.
 void validate(const Config& config);
+
+/// Markdown tables of every key (type, default, meaning), one per section, generated from the same
+/// key table that drives parsing; docs/config.md carries this text (a test keeps them equal).
+std::string config_reference_markdown();
 
 }  // namespace hs::trainer

@@ -1,0 +1,184 @@
+// config_keys.cpp — every configuration key, its member in Config and its meaning.
+//
+// Adding a key is one line here (plus the field in config.h); parsing, to_yaml, the "did you
+// mean" hints and the reference in docs/config.md pick it up. Keep a section's keys together.
+
+#include "config_keys.h"
+
+namespace hs::trainer {
+namespace detail {
+namespace {
+
+template <class T>
+AnyField make_field(T* (*get)(Config&), const T* (*view)(const Config&)) {
+  return Field<T>{get, view};
+}
+
+}  // namespace
+
+// The path is written once: stringised for the YAML key, spliced in for the member access.
+#define HS_CONFIG_KEY(member, doc)                                                         \
+  Key {                                                                                    \
+    #member, make_field(+[](Config& c) { return &c.member; },                              \
+                        +[](const Config& c) { return &c.member; }),                       \
+        doc                                                                                \
+  }
+
+const std::vector<Key>& keys() {
+  static const std::vector<Key> table = {
+      HS_CONFIG_KEY(data.train_files, "Training prompts (JSONL with verl's row fields)."),
+      HS_CONFIG_KEY(data.val_files, "Validation prompts (JSONL)."),
+      HS_CONFIG_KEY(data.prompt_key, "Row field that holds the prompt."),
+      HS_CONFIG_KEY(data.max_prompt_length, "Prompt tokens kept per row."),
+      HS_CONFIG_KEY(data.max_response_length, "Most tokens generated per response."),
+      HS_CONFIG_KEY(data.train_batch_size, "Prompts per training step (each yields rollout.n responses)."),
+      HS_CONFIG_KEY(data.val_batch_size, "Prompts per validation batch; -1 = the whole set at once."),
+      HS_CONFIG_KEY(data.truncation, "What to do with a prompt longer than max_prompt_length."),
+      HS_CONFIG_KEY(data.shuffle, "Shuffle the training prompts every epoch."),
+      HS_CONFIG_KEY(data.seed, "Seed of the shuffling permutation."),
+
+      HS_CONFIG_KEY(actor_rollout_ref.hybrid_engine, "Actor and rollout share weights and switch layouts (3D-HybridEngine)."),
+      HS_CONFIG_KEY(actor_rollout_ref.model.path, "HuggingFace-layout model directory; empty = random init with hybridscope.model."),
+      HS_CONFIG_KEY(actor_rollout_ref.model.enable_gradient_checkpointing, "Recompute activations in backward to save memory."),
+
+      HS_CONFIG_KEY(actor_rollout_ref.actor.strategy, "Training layout backend: fsdp or megatron."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.ppo_mini_batch_size, "Prompts per PPO mini-batch (x rollout.n samples), split over data-parallel ranks."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu, "Samples per forward/backward pass on one rank; -1 = the whole mini-batch."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.use_dynamic_bsz, "Pack micro-batches by a token budget instead of a sample count."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.ppo_max_token_len_per_gpu, "Token budget of one micro-batch when use_dynamic_bsz."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.clip_ratio, "PPO clip range epsilon."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.clip_ratio_low, "Lower clip range; -1 = clip_ratio."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.clip_ratio_high, "Upper clip range; -1 = clip_ratio (DAPO uses 0.28)."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.clip_ratio_c, "Dual-clip constant for negative advantages; must be > 1."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.loss_agg_mode, "How per-token losses are aggregated."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.entropy_coeff, "Weight of the entropy bonus."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.use_kl_loss, "Add a KL(actor, reference) term to the actor loss (GRPO style)."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.kl_loss_coef, "Weight of the KL loss."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.kl_loss_type, "KL estimator of the KL loss."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.ppo_epochs, "Passes over each batch of experience."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.shuffle, "Shuffle samples between PPO epochs."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.grad_clip, "Gradient norm clipping threshold."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.optim.lr, "AdamW learning rate."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.optim.weight_decay, "AdamW weight decay."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.optim.betas, "AdamW (beta1, beta2)."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.optim.eps, "AdamW epsilon."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.optim.lr_warmup_steps, "Linear warm-up steps; -1 = use lr_warmup_steps_ratio."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.optim.lr_warmup_steps_ratio, "Warm-up steps as a share of the total training steps."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.optim.min_lr_ratio, "Floor of the cosine schedule as a share of lr."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.optim.warmup_style, "Schedule after warm-up: constant or cosine."),
+
+      HS_CONFIG_KEY(actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu, "Samples per reference log-prob pass on one rank; -1 = whole batch."),
+
+      HS_CONFIG_KEY(actor_rollout_ref.rollout.name, "Generation engine; hybridscope = the built-in paged-KV engine."),
+      HS_CONFIG_KEY(actor_rollout_ref.rollout.temperature, "Sampling temperature."),
+      HS_CONFIG_KEY(actor_rollout_ref.rollout.top_k, "Top-k sampling; -1 = off."),
+      HS_CONFIG_KEY(actor_rollout_ref.rollout.top_p, "Nucleus sampling mass, in (0, 1]."),
+      HS_CONFIG_KEY(actor_rollout_ref.rollout.n, "Responses sampled per prompt (the GRPO group size)."),
+      HS_CONFIG_KEY(actor_rollout_ref.rollout.do_sample, "Sample; false = greedy decoding."),
+      HS_CONFIG_KEY(actor_rollout_ref.rollout.tensor_model_parallel_size, "Tensor-parallel size of the generation layout."),
+      HS_CONFIG_KEY(actor_rollout_ref.rollout.gpu_memory_utilization, "Share of device memory the KV block pool may take (CUDA)."),
+      HS_CONFIG_KEY(actor_rollout_ref.rollout.max_num_seqs, "Most sequences decoded at once."),
+      HS_CONFIG_KEY(actor_rollout_ref.rollout.free_cache_engine, "Free the KV blocks when switching back to training."),
+      HS_CONFIG_KEY(actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu, "Samples per old-log-prob pass on one rank; -1 = whole batch."),
+      HS_CONFIG_KEY(actor_rollout_ref.rollout.val_kwargs.temperature, "Validation sampling temperature."),
+      HS_CONFIG_KEY(actor_rollout_ref.rollout.val_kwargs.top_k, "Validation top-k; -1 = off."),
+      HS_CONFIG_KEY(actor_rollout_ref.rollout.val_kwargs.top_p, "Validation nucleus mass."),
+      HS_CONFIG_KEY(actor_rollout_ref.rollout.val_kwargs.n, "Validation responses per prompt."),
+      HS_CONFIG_KEY(actor_rollout_ref.rollout.val_kwargs.do_sample, "Validation samples; false = greedy."),
+
+      HS_CONFIG_KEY(critic.model.path, "Critic weights; empty = the actor's weights with a fresh value head."),
+      HS_CONFIG_KEY(critic.model.enable_gradient_checkpointing, "Recompute activations in backward to save memory."),
+      HS_CONFIG_KEY(critic.ppo_mini_batch_size, "Prompts per critic mini-batch (x rollout.n samples)."),
+      HS_CONFIG_KEY(critic.ppo_micro_batch_size_per_gpu, "Samples per forward/backward pass on one rank; -1 = the whole mini-batch."),
+      HS_CONFIG_KEY(critic.ppo_epochs, "Passes over each batch of experience."),
+      HS_CONFIG_KEY(critic.cliprange_value, "Value-loss clip range around the old values."),
+      HS_CONFIG_KEY(critic.grad_clip, "Gradient norm clipping threshold."),
+      HS_CONFIG_KEY(critic.loss_agg_mode, "How per-token value losses are aggregated."),
+      HS_CONFIG_KEY(critic.use_dynamic_bsz, "Pack micro-batches by a token budget."),
+      HS_CONFIG_KEY(critic.ppo_max_token_len_per_gpu, "Token budget of one micro-batch when use_dynamic_bsz."),
+      HS_CONFIG_KEY(critic.optim.lr, "AdamW learning rate."),
+      HS_CONFIG_KEY(critic.optim.weight_decay, "AdamW weight decay."),
+      HS_CONFIG_KEY(critic.optim.betas, "AdamW (beta1, beta2)."),
+      HS_CONFIG_KEY(critic.optim.eps, "AdamW epsilon."),
+      HS_CONFIG_KEY(critic.optim.lr_warmup_steps, "Linear warm-up steps; -1 = use lr_warmup_steps_ratio."),
+      HS_CONFIG_KEY(critic.optim.lr_warmup_steps_ratio, "Warm-up steps as a share of the total training steps."),
+      HS_CONFIG_KEY(critic.optim.min_lr_ratio, "Floor of the cosine schedule as a share of lr."),
+      HS_CONFIG_KEY(critic.optim.warmup_style, "Schedule after warm-up: constant or cosine."),
+
+      HS_CONFIG_KEY(reward_model.enable, "Score responses with a scalar-head model instead of the rule."),
+      HS_CONFIG_KEY(reward_model.model.path, "Reward model weights (HuggingFace layout)."),
+      HS_CONFIG_KEY(reward_model.model.enable_gradient_checkpointing, "Unused for scoring; kept for verl compatibility."),
+      HS_CONFIG_KEY(reward_model.reward_manager, "How scores are turned into token rewards (naive: on the last token)."),
+      HS_CONFIG_KEY(reward_model.rule, "Built-in rule reward; gsm8k = exact match of the answer after ####."),
+      HS_CONFIG_KEY(reward_model.custom_reward_function.path, "Accepted for verl compatibility; the C++ trainer uses built-in rules."),
+      HS_CONFIG_KEY(reward_model.custom_reward_function.name, "Accepted for verl compatibility."),
+
+      HS_CONFIG_KEY(algorithm.gamma, "Discount factor."),
+      HS_CONFIG_KEY(algorithm.lam, "GAE lambda."),
+      HS_CONFIG_KEY(algorithm.adv_estimator, "Advantage estimator; gae needs a critic, grpo/rloo/reinforce_plus_plus_baseline need rollout.n >= 2."),
+      HS_CONFIG_KEY(algorithm.norm_adv_by_std_in_grpo, "Divide GRPO advantages by the group std (false = Dr. GRPO)."),
+      HS_CONFIG_KEY(algorithm.use_kl_in_reward, "Subtract beta * KL(actor, reference) from the token rewards."),
+      HS_CONFIG_KEY(algorithm.kl_penalty, "KL estimator of the in-reward penalty."),
+      HS_CONFIG_KEY(algorithm.kl_ctrl.type, "KL coefficient controller."),
+      HS_CONFIG_KEY(algorithm.kl_ctrl.kl_coef, "Initial (or fixed) KL coefficient beta."),
+      HS_CONFIG_KEY(algorithm.kl_ctrl.horizon, "Adaptive controller horizon in samples."),
+      HS_CONFIG_KEY(algorithm.kl_ctrl.target_kl, "Adaptive controller target KL."),
+
+      HS_CONFIG_KEY(trainer.project_name, "Project name (logs, checkpoint directory)."),
+      HS_CONFIG_KEY(trainer.experiment_name, "Experiment name (logs, checkpoint directory)."),
+      HS_CONFIG_KEY(trainer.total_epochs, "Epochs over the training prompts."),
+      HS_CONFIG_KEY(trainer.total_training_steps, "Stop after this many steps; -1 = total_epochs x batches per epoch."),
+      HS_CONFIG_KEY(trainer.nnodes, "Nodes."),
+      HS_CONFIG_KEY(trainer.n_gpus_per_node, "Ranks per node."),
+      HS_CONFIG_KEY(trainer.device, "cpu or cuda."),
+      HS_CONFIG_KEY(trainer.save_freq, "Checkpoint every this many steps; -1 = never."),
+      HS_CONFIG_KEY(trainer.test_freq, "Validate every this many steps; -1 = only before/after training."),
+      HS_CONFIG_KEY(trainer.resume_mode, "auto: resume from the latest checkpoint in default_local_dir; disable: start fresh."),
+      HS_CONFIG_KEY(trainer.val_before_train, "Validate once before the first step."),
+      HS_CONFIG_KEY(trainer.critic_warmup, "Steps during which only the critic is updated."),
+      HS_CONFIG_KEY(trainer.default_local_dir, "Checkpoint directory; ${a.b} refers to another key."),
+      HS_CONFIG_KEY(trainer.balance_batch, "Reorder each batch so data-parallel ranks get equal token counts."),
+      HS_CONFIG_KEY(trainer.logger, "Metric sinks, e.g. [console]."),
+
+      HS_CONFIG_KEY(hybridscope.model.vocab_size, "Vocabulary size; 0 = the tokenizer's."),
+      HS_CONFIG_KEY(hybridscope.model.hidden_size, "Model width."),
+      HS_CONFIG_KEY(hybridscope.model.intermediate_size, "SwiGLU MLP width."),
+      HS_CONFIG_KEY(hybridscope.model.num_hidden_layers, "Decoder layers."),
+      HS_CONFIG_KEY(hybridscope.model.num_attention_heads, "Query heads; must divide hidden_size with an even head_dim."),
+      HS_CONFIG_KEY(hybridscope.model.num_key_value_heads, "Key/value heads (grouped-query attention); must divide num_attention_heads."),
+      HS_CONFIG_KEY(hybridscope.model.max_position_embeddings, "Longest sequence; >= data.max_prompt_length + data.max_response_length."),
+      HS_CONFIG_KEY(hybridscope.model.rope_theta, "Rotary embedding base."),
+      HS_CONFIG_KEY(hybridscope.model.rms_norm_eps, "RMSNorm epsilon."),
+      HS_CONFIG_KEY(hybridscope.model.tie_word_embeddings, "Share the input embedding and the output head."),
+      HS_CONFIG_KEY(hybridscope.model.initializer_range, "Std of the normal weight initialisation."),
+      HS_CONFIG_KEY(hybridscope.tokenizer, "char = the built-in character tokenizer."),
+      HS_CONFIG_KEY(hybridscope.kv_block_size, "Tokens per KV-cache block."),
+      HS_CONFIG_KEY(hybridscope.kv_num_blocks, "KV blocks in the pool; -1 = sized from max_num_seqs and the sequence length."),
+      HS_CONFIG_KEY(hybridscope.num_threads, "Intra-op threads (inter-op is 1)."),
+      HS_CONFIG_KEY(hybridscope.seed, "Seed of weights initialisation and sampling."),
+      HS_CONFIG_KEY(hybridscope.db, "Run database (SQLite) this run writes."),
+      HS_CONFIG_KEY(hybridscope.warmup.steps, "Supervised warm-up steps before RL; 0 = none."),
+      HS_CONFIG_KEY(hybridscope.warmup.batch_size, "Sequences per warm-up step."),
+      HS_CONFIG_KEY(hybridscope.warmup.lr, "Warm-up learning rate."),
+      HS_CONFIG_KEY(hybridscope.probes.enable, "Record ranges and metrics."),
+      HS_CONFIG_KEY(hybridscope.peak_flops, "FLOP/s denominator of perf/mfu; -1 = measure this machine's GEMM peak."),
+  };
+  return table;
+}
+
+#undef HS_CONFIG_KEY
+
+const Config& defaults() {
+  static const Config* const config = new Config();  // never destroyed: safe at exit
+  return *config;
+}
+
+}  // namespace detail
+
+const char* to_string(AdvEstimator v) { return detail::canonical_name(v); }
+const char* to_string(LossAggMode v) { return detail::canonical_name(v); }
+const char* to_string(KlPenalty v) { return detail::canonical_name(v); }
+const char* to_string(KlCtrlType v) { return detail::canonical_name(v); }
+const char* to_string(Truncation v) { return detail::canonical_name(v); }
+
+}  // namespace hs::trainer

@@ -1,0 +1,115 @@
+// config_keys.h — the table of configuration keys that config_loader.cpp walks (private).
+//
+// One row per key: its verl path, the Config member it fills (as a pair of accessors, so the
+// loader can read and write without knowing the member) and a one-line meaning. The enum
+// spellings live here too, beside the keys that use them. Nothing outside trainer/src sees this.
+#pragma once
+
+#include "hybridscope/trainer/config.h"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace hs::trainer::detail {
+
+// ---------------------------------------------------------------------------------------------
+// Enum spellings (verl's). The first spelling of a value is the canonical one that to_string and
+// to_yaml write; later ones are accepted aliases.
+
+template <class E>
+struct Spelling {
+  E value;
+  const char* name;
+};
+
+template <class E>
+struct EnumSpellings;
+
+template <>
+struct EnumSpellings<AdvEstimator> {
+  static constexpr Spelling<AdvEstimator> kAll[] = {
+      {AdvEstimator::kGae, "gae"},
+      {AdvEstimator::kGrpo, "grpo"},
+      {AdvEstimator::kRloo, "rloo"},
+      {AdvEstimator::kReinforcePlusPlus, "reinforce_plus_plus"},
+      {AdvEstimator::kReinforcePlusPlusBaseline, "reinforce_plus_plus_baseline"},
+      {AdvEstimator::kRemax, "remax"}};
+};
+template <>
+struct EnumSpellings<LossAggMode> {
+  static constexpr Spelling<LossAggMode> kAll[] = {
+      {LossAggMode::kTokenMean, "token-mean"},
+      {LossAggMode::kSeqMeanTokenSum, "seq-mean-token-sum"},
+      {LossAggMode::kSeqMeanTokenMean, "seq-mean-token-mean"},
+      {LossAggMode::kSeqMeanTokenSumNorm, "seq-mean-token-sum-norm"}};
+};
+template <>
+struct EnumSpellings<KlPenalty> {
+  static constexpr Spelling<KlPenalty> kAll[] = {
+      {KlPenalty::kKl, "kl"},          {KlPenalty::kKl, "k1"},
+      {KlPenalty::kAbs, "abs"},        {KlPenalty::kMse, "mse"},
+      {KlPenalty::kMse, "k2"},         {KlPenalty::kLowVarKl, "low_var_kl"},
+      {KlPenalty::kLowVarKl, "k3"}};
+};
+template <>
+struct EnumSpellings<KlCtrlType> {
+  static constexpr Spelling<KlCtrlType> kAll[] = {{KlCtrlType::kFixed, "fixed"},
+                                                  {KlCtrlType::kAdaptive, "adaptive"}};
+};
+template <>
+struct EnumSpellings<Truncation> {
+  static constexpr Spelling<Truncation> kAll[] = {
+      {Truncation::kError, "error"}, {Truncation::kLeft, "left"}, {Truncation::kRight, "right"}};
+};
+
+template <class E>
+const char* canonical_name(E value) {
+  for (const auto& s : EnumSpellings<E>::kAll) {
+    if (s.value == value) return s.name;
+  }
+  return "<invalid>";  // only reachable through a cast of an out-of-range integer
+}
+
+template <class E>
+std::optional<E> enum_from_name(std::string_view name) {
+  for (const auto& s : EnumSpellings<E>::kAll) {
+    if (name == s.name) return s.value;
+  }
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The key table.
+
+using StringList = std::vector<std::string>;
+using NumberPair = std::array<double, 2>;
+
+template <class T>
+struct Field {
+  T* (*get)(Config&);
+  const T* (*view)(const Config&);
+};
+
+using AnyField = std::variant<Field<bool>, Field<int>, Field<std::uint64_t>, Field<double>,
+                              Field<std::string>, Field<StringList>, Field<NumberPair>,
+                              Field<AdvEstimator>, Field<LossAggMode>, Field<KlPenalty>,
+                              Field<KlCtrlType>, Field<Truncation>>;
+
+struct Key {
+  std::string path;  // verl's dotted path, identical to the member path in Config
+  AnyField field;
+  const char* doc;
+};
+
+/// Every key in table order; each section's keys are contiguous (to_yaml nests by walking it).
+const std::vector<Key>& keys();
+
+/// A default-constructed Config (what `key: null` restores).
+const Config& defaults();
+
+}  // namespace hs::trainer::detail
