@@ -173,25 +173,30 @@ RolloutBatch PPOTrainer::State::generate(const std::vector<const Example*>& exam
 
 torch::Tensor PPOTrainer::State::score(const RolloutBatch& batch) {
   // token_level_scores: the sequence's score at its last response token (verl's reward managers).
-  auto scores = torch::zeros_like(batch.response_mask);
-  const auto lengths = batch.response_mask.sum(-1).to(torch::kInt64);
+  auto scores = torch::zeros({batch.size(), batch.response_length()}, torch::kFloat32);
+  auto scores_a = scores.accessor<float, 2>();
+  const auto lengths = batch.response_mask.sum(-1).to(torch::kInt64).contiguous();
+  const auto* length = lengths.data_ptr<std::int64_t>();
   if (cfg.reward_model.enable) {
     torch::NoGradGuard no_grad;
-    const auto values = response_values(reward_model, batch);  // (B, R)
+    const auto values = response_values(reward_model, batch).to(torch::kFloat32).contiguous();  // (B, R)
+    const auto values_a = values.accessor<float, 2>();
     for (std::int64_t b = 0; b < batch.size(); ++b) {
-      const auto last = std::max<std::int64_t>(0, lengths[b].item<std::int64_t>() - 1);
-      scores[b][last] = values[b][last];
+      const auto last = std::max<std::int64_t>(0, length[b] - 1);
+      scores_a[b][last] = values_a[b][last];
     }
     return scores;
   }
+  const auto responses = batch.responses.contiguous();
+  const auto responses_a = responses.accessor<std::int64_t, 2>();
+  std::vector<std::int32_t> ids;
   for (std::int64_t b = 0; b < batch.size(); ++b) {
-    const auto len = lengths[b].item<std::int64_t>();
-    std::vector<std::int32_t> ids;
-    for (std::int64_t t = 0; t < len; ++t) ids.push_back(static_cast<std::int32_t>(batch.responses[b][t].item<std::int64_t>()));
+    ids.clear();
+    for (std::int64_t t = 0; t < length[b]; ++t) ids.push_back(static_cast<std::int32_t>(responses_a[b][t]));
     const std::string text = tokenizer->decode(ids, true);
     const auto i = static_cast<std::size_t>(b);
-    scores[b][std::max<std::int64_t>(0, len - 1)] =
-        compute_score(cfg.reward_model.rule, batch.data_source[i], text, batch.ground_truth[i]);
+    scores_a[b][std::max<std::int64_t>(0, length[b] - 1)] = static_cast<float>(
+        compute_score(cfg.reward_model.rule, batch.data_source[i], text, batch.ground_truth[i]));
   }
   return scores;
 }
@@ -417,8 +422,19 @@ FitSummary PPOTrainer::fit() {
     // Resume or warm up.
     std::optional<std::string> resume_dir;
     if (cfg.trainer.resume_mode == "auto") resume_dir = find_latest_checkpoint(s.checkpoint_root);
+    const std::string base_dir = (std::filesystem::path(s.checkpoint_root) / "base").string();
+    const bool warmup_configured = cfg.actor_rollout_ref.model.path.empty() && cfg.hybridscope.warmup.steps > 0;
     if (resume_dir) {
       HS_PROBE_RANGE(s.timings, "load_checkpoint", kCheckpoint);
+      // The reference is the policy the run started from, not the resumed actor.
+      if (cfg.use_reference()) {
+        if (warmup_configured) {
+          s.ref_model = load_pretrained(base_dir, HeadKind::kLm);
+        } else {
+          s.ref_model = Transformer(s.actor_model->shape(), HeadKind::kLm);
+          copy_backbone(s.actor_model, s.ref_model);
+        }
+      }
       CheckpointParts parts{&s.actor_model, &s.actor->optimizer().adamw(), s.critic ? &s.critic->model() : nullptr,
                             s.critic ? &s.critic->optimizer().adamw() : nullptr};
       const TrainerState state = load_checkpoint(*resume_dir, parts);
@@ -427,7 +443,7 @@ FitSummary PPOTrainer::fit() {
       if (s.kl_ctrl) s.kl_ctrl->set_value(state.kl_coef);
       summary.checkpoint_dir = *resume_dir;
       fmt::print("resumed from {} (step {})\n", *resume_dir, s.global_step);
-    } else if (cfg.actor_rollout_ref.model.path.empty() && cfg.hybridscope.warmup.steps > 0) {
+    } else if (warmup_configured) {
       HS_PROBE_RANGE(s.timings, "warmup", kSetup);
       const auto start = probes::now_ns();
       detail::Progress bar("warm-up", cfg.hybridscope.warmup.steps, s.opts.show_progress);
@@ -440,7 +456,6 @@ FitSummary PPOTrainer::fit() {
           });
       bar.finish();
       summary.warmup_seconds = static_cast<double>(probes::now_ns() - start) * 1e-9;
-      const std::string base_dir = (std::filesystem::path(s.checkpoint_root) / "base").string();
       std::filesystem::create_directories(base_dir);
       save_pretrained(s.actor_model, base_dir);
       fmt::print("warm-up: {} steps in {}, final loss {:.4f}; base policy saved to {}\n", cfg.hybridscope.warmup.steps,
@@ -448,8 +463,10 @@ FitSummary PPOTrainer::fit() {
     }
     // Reference policy and critic start from the (possibly warmed-up) actor.
     if (cfg.use_reference()) {
-      s.ref_model = Transformer(s.actor_model->shape(), HeadKind::kLm);
-      copy_backbone(s.actor_model, s.ref_model);
+      if (!s.ref_model) {
+        s.ref_model = Transformer(s.actor_model->shape(), HeadKind::kLm);
+        copy_backbone(s.actor_model, s.ref_model);
+      }
       s.ref_model->eval();
       for (auto& p : s.ref_model->parameters()) p.set_requires_grad(false);
     }
