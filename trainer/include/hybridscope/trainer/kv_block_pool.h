@@ -48,7 +48,8 @@ class KvBlockAllocator {
     std::int64_t copy_to = -1;
   };
   Slot append_token(SeqId seq);
-  /// Releases every block of `seq` (refcount -1; a block returns to the free list at 0).
+  /// Releases every block of `seq` (refcount -1; a block returns to the free list at 0). The id
+  /// may be handed out again by a later add_sequence/fork.
   void free_sequence(SeqId seq);
   /// Releases everything.
   void reset();
@@ -68,6 +69,8 @@ class KvBlockAllocator {
   std::int64_t take_block();
   void release_block(std::int64_t block);
   const Sequence& seq_at(SeqId seq) const;
+  Sequence& seq_at(SeqId seq);
+  SeqId new_id();
 
   std::int64_t num_blocks_;
   std::int64_t block_size_;
@@ -75,6 +78,11 @@ class KvBlockAllocator {
   std::vector<std::int64_t> fill_;  // tokens written into each block
   std::vector<std::int64_t> free_list_;
   std::vector<Sequence> sequences_;
+  std::vector<SeqId> free_ids_;  // ids of freed sequences, reused by add_sequence/fork
+  // Counters kept up to date on every change so that stats() is O(1) (read every decode step).
+  std::int64_t tokens_stored_ = 0;  // sum of fill_ over blocks in use
+  std::int64_t shared_blocks_ = 0;  // blocks with refcount > 1
+  std::int64_t live_sequences_ = 0;
   std::int64_t peak_used_ = 0;
 };
 

@@ -26,7 +26,8 @@ class PagedKvCache;  // rollout.h
 /// Where the K/V of a forward pass go: nullptr = no cache (training forward).
 struct KvCacheView {
   PagedKvCache* cache = nullptr;
-  /// (B, T) flat slot index (block * block_size + offset) for each new token's K/V.
+  /// (B, T) flat slot index (block * block_size + offset) for each new token's K/V. Rows with
+  /// fewer than T new tokens are left-padded; a padding token has slot -1 and is not written.
   torch::Tensor slot_mapping;
   /// (B, max_blocks) block tables, padded with 0; (B) sequence lengths *after* this step.
   torch::Tensor block_tables;
@@ -51,6 +52,8 @@ class TransformerImpl : public torch::nn::Module {
 
   const ModelShape& shape() const { return shape_; }
   HeadKind head() const { return head_; }
+  /// The process groups the layers split over (tp sizes the per-rank heads and KV cache).
+  const ParallelContext& parallel() const { return parallel_; }
   /// Number of parameters excluding embeddings' duplicate when tied.
   std::int64_t num_parameters() const;
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include <torch/types.h>
@@ -27,6 +28,9 @@ class PagedKvCache {
   torch::Tensor& keys(int layer) { return k_.at(layer); }
   torch::Tensor& values(int layer) { return v_.at(layer); }
   void copy_block(std::int64_t from, std::int64_t to);
+  /// copy_block for many pairs at once (one gather/scatter per layer); sources and destinations
+  /// must be disjoint.
+  void copy_blocks(const std::vector<std::int64_t>& from, const std::vector<std::int64_t>& to);
   std::int64_t block_size() const { return block_size_; }
   std::int64_t num_blocks() const { return num_blocks_; }
   std::int64_t bytes() const;
@@ -72,6 +76,12 @@ class RolloutEngine {
   std::int64_t cache_bytes() const;
 
  private:
+  /// Prefills prompts [first, end), forks their n samples, decodes them to completion, frees them.
+  void run_wave(const GenerationRequest& request, std::size_t first, std::size_t end,
+                torch::Generator& generator, GenerationResult& result);
+  /// Records the pool stats in result.peak_pool when more blocks are in use than ever before.
+  void note_peak(GenerationResult& result) const;
+
   Transformer model_;
   int eos_token_id_;
   int pad_token_id_;

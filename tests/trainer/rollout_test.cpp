@@ -1,0 +1,273 @@
+// rollout_test.cpp — sample_tokens against known distributions, and RolloutEngine::generate
+// against a naive loop that reruns the full forward on the growing sequence.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <set>
+
+#include "hybridscope/trainer/rollout.h"
+
+namespace hs::trainer {
+namespace {
+
+torch::Generator seeded(std::uint64_t seed) { return at::make_generator<at::CPUGeneratorImpl>(seed); }
+
+SamplingParams sampling(double temperature, int top_k = -1, double top_p = 1.0, int n = 1) {
+  return SamplingParams{temperature, top_k, top_p, n, true};
+}
+
+class SampleTokensTest : public ::testing::Test {
+ protected:
+  void SetUp() override { torch::set_num_threads(1); }
+};
+
+TEST_F(SampleTokensTest, GreedyIsArgmax) {
+  auto logits = torch::randn({64, 50});
+  auto argmax = logits.argmax(-1);
+  auto gen = seeded(1);
+  SamplingParams greedy{1.0, -1, 1.0, 1, false};
+  EXPECT_TRUE(torch::equal(sample_tokens(logits, greedy, gen), argmax));
+  EXPECT_TRUE(torch::equal(sample_tokens(logits, sampling(0.0), gen), argmax));      // temperature 0
+  EXPECT_TRUE(torch::equal(sample_tokens(logits, sampling(1.3, 1), gen), argmax));   // top_k 1
+  EXPECT_TRUE(torch::equal(sample_tokens(logits, sampling(1.3, -1, 1e-9), gen), argmax));  // tiny top_p
+  // Plain sampling does not always pick the argmax (so the three checks above are not vacuous).
+  EXPECT_FALSE(torch::equal(sample_tokens(logits, sampling(1.0), gen), argmax));
+}
+
+TEST_F(SampleTokensTest, FixedSeedIsReproducible) {
+  auto logits = torch::randn({256, 98});
+  for (const auto& p : {sampling(1.0), sampling(0.7, 20, 0.9)}) {
+    auto g1 = seeded(42), g2 = seeded(42), g3 = seeded(43);
+    auto a = sample_tokens(logits, p, g1);
+    auto b = sample_tokens(logits, p, g2);
+    auto c = sample_tokens(logits, p, g3);
+    EXPECT_TRUE(torch::equal(a, b));
+    EXPECT_FALSE(torch::equal(a, c));
+    EXPECT_EQ(a.scalar_type(), torch::kLong);
+    EXPECT_EQ(a.sizes(), (std::vector<std::int64_t>{256}));
+  }
+}
+
+// Draws `rows` tokens from `probs` (V) through sample_tokens and checks every frequency against
+// `expected` within 5 standard errors (and exactly 0 where expected is 0).
+void check_frequencies(const torch::Tensor& probs, const SamplingParams& params, std::vector<double> expected) {
+  const std::int64_t rows = 60000;
+  auto logits = probs.log().unsqueeze(0).expand({rows, probs.size(0)}).contiguous();
+  auto gen = seeded(7);
+  auto tokens = sample_tokens(logits, params, gen);
+  auto counts = torch::bincount(tokens, {}, probs.size(0)).to(torch::kDouble) / static_cast<double>(rows);
+  for (std::int64_t v = 0; v < probs.size(0); ++v) {
+    const double p = expected[static_cast<std::size_t>(v)];
+    const double f = counts[v].item<double>();
+    if (p == 0.0) {
+      EXPECT_EQ(f, 0.0) << "token " << v << " must never be drawn";
+    } else {
+      EXPECT_NEAR(f, p, 5.0 * std::sqrt(p * (1 - p) / rows)) << "token " << v;
+    }
+  }
+}
+
+// p = 0.5, 0.25, 0.15, 0.07, 0.03 placed at vocabulary ids 3, 0, 4, 1, 2 (unsorted on purpose).
+torch::Tensor known_distribution() {
+  return torch::tensor({0.25, 0.07, 0.03, 0.5, 0.15}, torch::kFloat);
+}
+
+TEST_F(SampleTokensTest, FrequenciesMatchProbabilitiesAtTemperatureOne) {
+  check_frequencies(known_distribution(), sampling(1.0), {0.25, 0.07, 0.03, 0.5, 0.15});
+}
+
+TEST_F(SampleTokensTest, TemperatureSharpensAndFlattens) {
+  auto p = known_distribution().to(torch::kDouble);
+  for (double t : {0.5, 2.0}) {
+    auto q = p.pow(1.0 / t);
+    q = q / q.sum();
+    std::vector<double> expected(q.data_ptr<double>(), q.data_ptr<double>() + 5);
+    check_frequencies(known_distribution(), sampling(t), expected);
+  }
+}
+
+TEST_F(SampleTokensTest, TopKAndTopPTruncateAndRenormalise) {
+  // top_k 2: ids 3 and 0 with 0.5 / 0.75 and 0.25 / 0.75.
+  check_frequencies(known_distribution(), sampling(1.0, 2), {1.0 / 3, 0, 0, 2.0 / 3, 0});
+  // top_p 0.8: masses before each token in order 0, 0.5, 0.75, 0.9, ... -> keep 0.5, 0.25, 0.15.
+  check_frequencies(known_distribution(), sampling(1.0, -1, 0.8), {0.25 / 0.9, 0, 0, 0.5 / 0.9, 0.15 / 0.9});
+  // top_p 0.6: keep 0.5 and 0.25.
+  check_frequencies(known_distribution(), sampling(1.0, -1, 0.6), {1.0 / 3, 0, 0, 2.0 / 3, 0});
+  // top_k 3 then top_p 0.6 of the renormalised (0.5, 0.25, 0.15) / 0.9: keep 0.556 and 0.278.
+  check_frequencies(known_distribution(), sampling(1.0, 3, 0.6), {1.0 / 3, 0, 0, 2.0 / 3, 0});
+}
+
+// ---------------------------------------------------------------------------------------------
+// generate
+
+ModelShape gqa_shape() {
+  ModelShape s;
+  s.vocab_size = 37;
+  s.hidden_size = 64;
+  s.intermediate_size = 96;
+  s.num_hidden_layers = 2;
+  s.num_attention_heads = 4;
+  s.num_key_value_heads = 2;
+  s.max_position_embeddings = 32;
+  s.rope_theta = 500.0;
+  s.initializer_range = 0.2;
+  return s;
+}
+
+Transformer make_model() {
+  torch::manual_seed(11);
+  return Transformer(gqa_shape(), HeadKind::kLm);
+}
+
+// The naive loop: the full forward on prompt + response so far, one token at a time.
+std::vector<std::int32_t> reference_generate(Transformer& model, const std::vector<std::int32_t>& prompt,
+                                             const SamplingParams& params, int max_len, int eos,
+                                             torch::Generator& gen) {
+  torch::NoGradGuard no_grad;
+  std::vector<std::int64_t> seq(prompt.begin(), prompt.end());
+  std::vector<std::int32_t> response;
+  while (static_cast<int>(response.size()) < max_len) {
+    const auto T = static_cast<std::int64_t>(seq.size());
+    auto ids = torch::tensor(seq, torch::kLong).unsqueeze(0);
+    auto logits = model->forward(ids, torch::ones_like(ids), torch::arange(T, torch::kLong).unsqueeze(0));
+    const auto token = sample_tokens(logits[0][T - 1].unsqueeze(0), params, gen)[0].item<std::int64_t>();
+    response.push_back(static_cast<std::int32_t>(token));
+    seq.push_back(token);
+    if (token == eos) break;
+  }
+  return response;
+}
+
+class GenerateTest : public ::testing::Test {
+ protected:
+  void SetUp() override { torch::set_num_threads(1); }
+  const std::vector<std::vector<std::int32_t>> prompts_ = {
+      {1, 5, 9, 3, 30, 2, 8}, {2, 7}, {4, 8, 15, 16, 23}, {6}, {10, 11, 12, 13, 14, 15, 16, 17, 18}};
+};
+
+TEST_F(GenerateTest, GreedyEqualsNaiveLoopAcrossWavesAndForks) {
+  auto model = make_model();
+  const SamplingParams greedy{1.0, -1, 1.0, 3, false};
+  const int max_len = 10;
+  // EOS: a token the model really produces, so that some responses stop early.
+  auto g = seeded(0);
+  const int eos = reference_generate(model, prompts_[1], greedy, max_len, -1, g)[4];
+  std::vector<std::vector<std::int32_t>> expected;
+  for (const auto& p : prompts_) expected.push_back(reference_generate(model, p, greedy, max_len, eos, g));
+
+  // max_num_seqs 6 with n 3: waves of two prompts; block size 4 < every long sequence.
+  RolloutEngine engine(model, eos, /*pad=*/0, /*block_size=*/4, /*num_blocks=*/-1, 6, 20);
+  GenerationRequest request{prompts_, greedy, max_len};
+  auto gen = seeded(0);
+  const auto result = engine.generate(request, gen);
+  ASSERT_EQ(result.responses.size(), prompts_.size() * 3);
+  std::int64_t tokens = 0;
+  bool some_stopped_early = false;
+  for (std::size_t i = 0; i < prompts_.size(); ++i) {
+    for (std::size_t j = 0; j < 3; ++j) {
+      const auto& r = result.responses[i * 3 + j];
+      EXPECT_EQ(r, expected[i]) << "prompt " << i << " sample " << j;
+      tokens += static_cast<std::int64_t>(r.size());
+      some_stopped_early = some_stopped_early || static_cast<int>(r.size()) < max_len;
+    }
+  }
+  EXPECT_TRUE(some_stopped_early);
+  EXPECT_EQ(result.generated_tokens, tokens);
+  // The pool is empty afterwards; at its peak the groups shared their prompts' blocks.
+  const auto after = engine.allocator().stats();
+  EXPECT_EQ(after.blocks_used, 0);
+  EXPECT_EQ(after.num_sequences, 0);
+  EXPECT_EQ(after.tokens_stored, 0);
+  EXPECT_GT(result.peak_pool.blocks_used, 0);
+  EXPECT_GT(result.peak_pool.shared_blocks, 0);
+  EXPECT_LE(result.peak_pool.num_sequences, 6);
+  EXPECT_EQ(result.peak_pool.num_blocks, 6 * 5);  // ceil(20 / 4) blocks for each of 6 sequences
+}
+
+TEST_F(GenerateTest, ResponsesEndAtEosOrMaxLength) {
+  auto model = make_model();
+  RolloutEngine engine(model, /*eos=*/3, /*pad=*/0, 4, -1, 16, 24);
+  GenerationRequest request{prompts_, sampling(1.5, -1, 1.0, 4), 12};
+  auto gen = seeded(5);
+  const auto result = engine.generate(request, gen);
+  ASSERT_EQ(result.responses.size(), prompts_.size() * 4);
+  int ended_by_eos = 0;
+  for (const auto& r : result.responses) {
+    ASSERT_FALSE(r.empty());
+    ASSERT_LE(r.size(), 12u);
+    for (std::size_t t = 0; t + 1 < r.size(); ++t) EXPECT_NE(r[t], 3) << "EOS inside a response";
+    if (r.back() == 3) ++ended_by_eos;
+    else EXPECT_EQ(r.size(), 12u) << "a response without EOS has max_response_length tokens";
+    for (const auto tok : r) EXPECT_TRUE(tok >= 0 && tok < 37);
+  }
+  EXPECT_GT(ended_by_eos, 0);
+  // The 4 samples of a group are drawn independently.
+  std::set<std::vector<std::int32_t>> group(result.responses.begin(), result.responses.begin() + 4);
+  EXPECT_GT(group.size(), 1u);
+  // Same seed, same responses.
+  auto again = seeded(5);
+  EXPECT_EQ(engine.generate(request, again).responses, result.responses);
+}
+
+TEST_F(GenerateTest, SampledGenerationEqualsNaiveLoopWithTheSameGenerator) {
+  auto model = make_model();
+  RolloutEngine engine(model, /*eos=*/-1, 0, 2, -1, 4, 24);
+  const auto params = sampling(0.8, 12, 0.9);
+  for (std::size_t i = 0; i < prompts_.size(); ++i) {
+    GenerationRequest request{{prompts_[i]}, params, 12};
+    auto g1 = seeded(100 + i), g2 = seeded(100 + i);
+    const auto got = engine.generate(request, g1).responses.at(0);
+    EXPECT_EQ(got, reference_generate(model, prompts_[i], params, 12, -1, g2)) << "prompt " << i;
+  }
+}
+
+TEST_F(GenerateTest, CacheAllocationAndRelease) {
+  auto model = make_model();
+  RolloutEngine engine(model, 3, 0, 4, /*num_blocks=*/10, 4, 16);
+  EXPECT_FALSE(engine.cache_allocated());
+  EXPECT_EQ(engine.cache_bytes(), 0);
+  engine.allocate_cache();
+  EXPECT_TRUE(engine.cache_allocated());
+  // layers * {K, V} * slots * kv_heads * head_dim * 4 bytes
+  EXPECT_EQ(engine.cache_bytes(), 2 * 2 * (10 * 4) * 2 * 16 * 4);
+  engine.release_cache();
+  EXPECT_FALSE(engine.cache_allocated());
+  EXPECT_EQ(engine.cache_bytes(), 0);
+  // generate allocates on demand.
+  GenerationRequest request{{{1, 2, 3}}, SamplingParams{1.0, -1, 1.0, 2, false}, 4};
+  auto gen = seeded(1);
+  EXPECT_EQ(engine.generate(request, gen).responses.size(), 2u);
+  EXPECT_TRUE(engine.cache_allocated());
+}
+
+TEST_F(GenerateTest, EdgeCasesAndErrors) {
+  auto model = make_model();
+  RolloutEngine engine(model, 3, 0, 4, -1, 4, 16);
+  auto gen = seeded(1);
+  auto empty = engine.generate(GenerationRequest{prompts_, sampling(1.0, -1, 1.0, 2), 0}, gen);
+  EXPECT_EQ(empty.responses.size(), prompts_.size() * 2);
+  for (const auto& r : empty.responses) EXPECT_TRUE(r.empty());
+  EXPECT_EQ(empty.generated_tokens, 0);
+  EXPECT_EQ(engine.allocator().stats().blocks_used, 0);
+
+  EXPECT_THROW(engine.generate(GenerationRequest{{std::vector<std::int32_t>(10, 1)}, sampling(1.0), 7}, gen),
+               std::invalid_argument);  // 10 + 7 > max_seq_len 16
+  EXPECT_THROW(engine.generate(GenerationRequest{{{1}}, sampling(1.0, -1, 1.0, 5), 4}, gen),
+               std::invalid_argument);  // n 5 > max_num_seqs 4
+  EXPECT_THROW(engine.generate(GenerationRequest{{{}}, sampling(1.0), 4}, gen), std::invalid_argument);
+  EXPECT_THROW(RolloutEngine(Transformer(gqa_shape(), HeadKind::kValue), 3, 0, 4, -1, 4, 16),
+               std::invalid_argument);
+  EXPECT_THROW(RolloutEngine(model, 3, 0, 4, -1, 4, 64), std::invalid_argument);  // > max positions
+
+  // Too few blocks: 2 blocks of 4 tokens cannot hold a 5-token prompt plus 4 more tokens.
+  RolloutEngine small(model, -1, 0, 4, /*num_blocks=*/2, 4, 16);
+  EXPECT_THROW(small.generate(GenerationRequest{{{1, 2, 3, 4, 5}}, SamplingParams{1.0, -1, 1.0, 1, false}, 8}, gen),
+               KvPoolExhausted);
+  // The next generate starts from an empty pool again.
+  EXPECT_EQ(small.generate(GenerationRequest{{{1, 2}}, SamplingParams{1.0, -1, 1.0, 1, false}, 3}, gen)
+                .responses.at(0).size(), 3u);
+}
+
+}  // namespace
+}  // namespace hs::trainer

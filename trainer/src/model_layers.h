@@ -1,0 +1,195 @@
+// model_layers.h — the layers model.cpp assembles into a Llama decoder (private to hs_trainer).
+//
+// Tensor-parallel linears (Megatron-LM's column/row split), RMSNorm, rotary embeddings, grouped
+// query attention over either the current tokens (training forward) or a paged KV cache
+// (rollout), the SwiGLU MLP and the decoder layer. Module and parameter names are HuggingFace's
+// (self_attn.q_proj.weight, mlp.gate_proj.weight, ...), so named_parameters() is a Llama state
+// dict. Not a general layer library: only what the Llama/Qwen2 family needs.
+//
+// Shapes: B batch, T new tokens, L keys attended (T for the training forward, the gathered
+// context for the cached one), C hidden, H query heads, KV key/value heads, G = H / KV, D head
+// dimension. With tensor parallelism H, KV, the MLP width and the vocabulary are per rank.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
+
+#include "hybridscope/trainer/config.h"
+#include "hybridscope/trainer/model.h"
+#include "hybridscope/trainer/parallel.h"
+
+namespace hs::trainer::detail {
+
+/// Y = X W^T with W split by rows (output features) over the tp group: rank r holds rows
+/// [r * out/tp, (r+1) * out/tp). The input is replicated; backward all-reduces its gradient.
+/// With gather_output the rank slices are all-gathered into the full output (the LM head),
+/// otherwise each rank keeps its slice (q/k/v/gate/up feed a row-parallel layer next).
+class ColumnParallelLinearImpl : public torch::nn::Module {
+ public:
+  ColumnParallelLinearImpl(std::int64_t in_features, std::int64_t out_features,
+                           std::shared_ptr<Communicator> tp, bool gather_output, bool bias,
+                           double init_std);
+  /// (..., in) -> (..., out / tp), or (..., out) with gather_output.
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::Tensor weight;  // (out / tp, in)
+  torch::Tensor bias;    // (out / tp) or undefined
+  static constexpr int kShardDim = 0;
+
+ private:
+  std::shared_ptr<Communicator> tp_;
+  bool gather_output_;
+};
+TORCH_MODULE(ColumnParallelLinear);
+
+/// Y = X W^T with W split by columns (input features): rank r holds columns
+/// [r * in/tp, (r+1) * in/tp) and receives the matching slice of X (the output of a
+/// column-parallel layer); the partial products are all-reduced (sum) through the tp group.
+class RowParallelLinearImpl : public torch::nn::Module {
+ public:
+  RowParallelLinearImpl(std::int64_t in_features, std::int64_t out_features,
+                        std::shared_ptr<Communicator> tp, bool bias, double init_std);
+  /// (..., in / tp) -> (..., out), identical on every rank of the group.
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::Tensor weight;  // (out, in / tp)
+  torch::Tensor bias;    // (out) replicated, added once after the reduction; or undefined
+  static constexpr int kShardDim = 1;
+
+ private:
+  std::shared_ptr<Communicator> tp_;
+};
+TORCH_MODULE(RowParallelLinear);
+
+/// y = x / sqrt(mean(x^2) + eps) * weight, computed in float32 for 16-bit inputs (HF LlamaRMSNorm).
+class RMSNormImpl : public torch::nn::Module {
+ public:
+  RMSNormImpl(std::int64_t hidden, double eps);
+  torch::Tensor forward(const torch::Tensor& x);  // (..., C) -> (..., C)
+
+  torch::Tensor weight;  // (C), initialised to 1
+
+ private:
+  std::int64_t hidden_;
+  double eps_;
+};
+TORCH_MODULE(RMSNorm);
+
+/// Everything about one forward pass that every layer shares, computed once per pass: rotary
+/// tables at the tokens' positions, the attention mask, and for the cached pass where the new
+/// K/V go and which cache slots hold each sequence's context.
+struct AttentionBatch {
+  std::int64_t batch = 0;   // B
+  std::int64_t tokens = 0;  // T
+  std::int64_t keys = 0;    // L
+  torch::Tensor cos;        // (B, T, 1, D) cos(pos * inv_freq), halves repeated (HF layout)
+  torch::Tensor sin;        // (B, T, 1, D) sin(...) with the first half negated (rotate_half sign)
+  /// CPU path: (B * KV, G * T, L) additive mask, 0 where visible and -inf elsewhere.
+  torch::Tensor additive_mask;
+  /// CUDA path (scaled_dot_product_attention): (B, 1, T, L) bool, true where visible.
+  torch::Tensor visible;
+
+  PagedKvCache* cache = nullptr;
+  torch::Tensor write_slots;    // (N) cache slots of the new tokens that are written
+  torch::Tensor write_rows;     // (N) their rows in the flattened (B * T); undefined = every row
+  torch::Tensor context_slots;  // (B * L) cache slots gathered as each sequence's keys
+};
+
+/// Grouped-query self-attention with HF-style rotary embeddings; q/k/v column-parallel split per
+/// head, o row-parallel.
+class AttentionImpl : public torch::nn::Module {
+ public:
+  AttentionImpl(const ModelShape& shape, const ParallelContext& parallel);
+  /// x (B, T, C) -> (B, T, C). With batch.cache set, writes this layer's new K/V into the cache
+  /// and attends over the gathered context instead of over x's own keys.
+  torch::Tensor forward(const torch::Tensor& x, const AttentionBatch& batch, int layer);
+
+  ColumnParallelLinear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr};
+  RowParallelLinear o_proj{nullptr};
+
+ private:
+  std::int64_t heads_;     // H on this rank
+  std::int64_t kv_heads_;  // KV on this rank
+  std::int64_t head_dim_;  // D
+  double scale_;           // 1 / sqrt(D)
+};
+TORCH_MODULE(Attention);
+
+/// down(silu(gate(x)) * up(x)); gate/up column-parallel, down row-parallel.
+class MlpImpl : public torch::nn::Module {
+ public:
+  MlpImpl(const ModelShape& shape, const ParallelContext& parallel);
+  torch::Tensor forward(const torch::Tensor& x);  // (B, T, C) -> (B, T, C)
+
+  ColumnParallelLinear gate_proj{nullptr}, up_proj{nullptr};
+  RowParallelLinear down_proj{nullptr};
+};
+TORCH_MODULE(Mlp);
+
+/// Pre-norm decoder layer: h = x + attn(norm(x)); out = h + mlp(norm(h)).
+class DecoderLayerImpl : public torch::nn::Module {
+ public:
+  DecoderLayerImpl(const ModelShape& shape, const ParallelContext& parallel);
+  torch::Tensor forward(const torch::Tensor& x, const AttentionBatch& batch, int layer);
+
+  RMSNorm input_layernorm{nullptr};
+  Attention self_attn{nullptr};
+  RMSNorm post_attention_layernorm{nullptr};
+  Mlp mlp{nullptr};
+};
+TORCH_MODULE(DecoderLayer);
+
+/// HF's LlamaModel: embeddings, the decoder layers, the final norm, and the rotary tables.
+class BackboneImpl : public torch::nn::Module {
+ public:
+  BackboneImpl(const ModelShape& shape, const ParallelContext& parallel);
+  /// input_ids (B, T) -> final hidden states (B, T, C).
+  torch::Tensor forward(const torch::Tensor& input_ids, const AttentionBatch& batch);
+  /// Rotary tables gathered at position_ids (B, T) into batch.cos / batch.sin.
+  void rotary_at(const torch::Tensor& position_ids, AttentionBatch& batch) const;
+
+  /// Module::to, then the rotary tables are recomputed from their float64 originals, so that a
+  /// model cast to float64 gets float64-accurate angles rather than widened float32 ones.
+  void to(torch::Device device, torch::Dtype dtype, bool non_blocking = false) override;
+  void to(torch::Dtype dtype, bool non_blocking = false) override;
+  void to(torch::Device device, bool non_blocking = false) override;
+
+  torch::nn::Embedding embed_tokens{nullptr};
+  torch::nn::ModuleList layers{nullptr};
+  std::vector<DecoderLayer> typed_layers;  // the same modules as `layers`, typed
+  RMSNorm norm{nullptr};
+  torch::Tensor rope_cos;  // (max_position_embeddings, D) buffer
+  torch::Tensor rope_sin;  // (max_position_embeddings, D) buffer, first half negated
+
+ private:
+  void refresh_rotary();
+  torch::Tensor rope_cos64_, rope_sin64_;  // (max_position_embeddings, D) float64, CPU
+};
+TORCH_MODULE(Backbone);
+
+/// For every tensor-parallel parameter of `model` (by its named_parameters() name), the dimension
+/// it is split along over the tp group (0 column-parallel, 1 row-parallel). Parameters not listed
+/// are replicated. save_pretrained gathers along it, load_pretrained slices along it.
+std::unordered_map<std::string, int> tensor_parallel_dims(const torch::nn::Module& model);
+
+}  // namespace hs::trainer::detail
+
+namespace hs::trainer {
+
+struct TransformerImpl::Parts {
+  detail::Backbone model{nullptr};
+  detail::ColumnParallelLinear lm_head{nullptr};  // kLm with untied embeddings
+  torch::nn::Linear score{nullptr};               // kValue: Linear(C, 1) with bias
+};
+
+}  // namespace hs::trainer
