@@ -10,7 +10,14 @@ character-level model can learn, scored by the GSM8K rule reward (the answer aft
    "reward_model": {"style": "rule", "ground_truth": "95"},
    "extra_info": {"split": "train", "index": 12, "answer": "#### 95"}}
 
-extra_info.answer is the whole target response (used by the supervised warm-up).
+extra_info.answer is the whole target response.
+
+With --warmup-copies N it also writes <out-dir>/warmup.jsonl: N copies of the training problems
+for the supervised warm-up (hybridscope.warmup.files), where a share --warmup-noise of the
+targets comes from a "sloppy teacher" that drops every carry (addition: 37+58 -> 85) or borrow
+(subtraction: digit-wise difference mod 10). The base policy then knows the answer format and
+holds two candidate answers, the right one and the carry-less one, so greedy accuracy starts
+partial and RL has something real to fix. Validation always scores against the true answer.
 
 Tasks (operands are integers in [0, 10**digits)):
   addition     "a+b="  -> a + b
@@ -65,6 +72,17 @@ def sample_distinct(rng, total, count):
     return picks
 
 
+def sloppy_answer(task, prompt):
+    """The answer with every carry (addition) or borrow (subtraction) dropped."""
+    a, b = (int(x) for x in prompt[:-1].replace("+", " ").replace("-", " ").split())
+    digits, place = 0, 1
+    while a or b:
+        da, db = a % 10, b % 10
+        digits += ((da + db) % 10 if task == "addition" else (da - db) % 10) * place
+        a, b, place = a // 10, b // 10, place * 10
+    return str(digits)
+
+
 def row(task, split, index, prompt, answer):
     return {
         "data_source": f"hybridscope/{task}",
@@ -90,6 +108,10 @@ def parse_args(argv):
     p.add_argument("--val-size", type=int, default=200)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out-dir", default=None, help="default: datasets/<task> beside this script")
+    p.add_argument("--warmup-copies", type=int, default=0,
+                   help="also write warmup.jsonl with this many noisy copies of the training problems")
+    p.add_argument("--warmup-noise", type=float, default=0.7,
+                   help="share of warm-up targets from the carry-dropping teacher")
     args = p.parse_args(argv)
     if args.digits < 1:
         p.error("--digits must be at least 1")
@@ -114,6 +136,18 @@ def main(argv):
     for split, ks in splits.items():
         rows = [row(args.task, split, i, *problem(args.task, args.digits, k)) for i, k in enumerate(ks)]
         path = os.path.join(args.out_dir, f"{split}.jsonl")
+        write_jsonl(path, rows)
+        print(f"wrote {len(rows)} rows to {path}")
+    if args.warmup_copies > 0:
+        rows = []
+        for copy in range(args.warmup_copies):
+            for i, k in enumerate(splits["train"]):
+                prompt, answer = problem(args.task, args.digits, k)
+                target = sloppy_answer(args.task, prompt) if rng.random() < args.warmup_noise else answer
+                r = row(args.task, "warmup", copy * len(splits["train"]) + i, prompt, target)
+                r["extra_info"]["true_answer"] = answer
+                rows.append(r)
+        path = os.path.join(args.out_dir, "warmup.jsonl")
         write_jsonl(path, rows)
         print(f"wrote {len(rows)} rows to {path}")
     return 0

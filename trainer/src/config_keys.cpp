@@ -157,6 +157,7 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(hybridscope.num_threads, "Intra-op threads (inter-op is 1)."),
       HS_CONFIG_KEY(hybridscope.seed, "Seed of weights initialisation and sampling."),
       HS_CONFIG_KEY(hybridscope.db, "Run database (SQLite) this run writes."),
+      HS_CONFIG_KEY(hybridscope.warmup.files, "Warm-up data (verl JSONL; target \"#### <ground_truth>\"); empty = data.train_files."),
       HS_CONFIG_KEY(hybridscope.warmup.steps, "Supervised warm-up steps before RL; 0 = none."),
       HS_CONFIG_KEY(hybridscope.warmup.batch_size, "Sequences per warm-up step."),
       HS_CONFIG_KEY(hybridscope.warmup.lr, "Warm-up learning rate."),

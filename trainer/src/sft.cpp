@@ -20,6 +20,7 @@ double supervised_warmup(Transformer& model, const RLDataset& data, const Tokeni
   OptimConfig optim;
   optim.lr = warmup.lr;
   optim.weight_decay = 0.0;
+  optim.betas = {0.9, 0.95};
   optim.lr_warmup_steps = std::max(1, warmup.steps / 20);
   optim.warmup_style = "cosine";
   optim.min_lr_ratio = 0.1;

@@ -448,8 +448,11 @@ FitSummary PPOTrainer::fit() {
       const auto start = probes::now_ns();
       detail::Progress bar("warm-up", cfg.hybridscope.warmup.steps, s.opts.show_progress);
       const int every = std::max(1, cfg.hybridscope.warmup.steps / 5);
+      const RLDataset warmup_data = cfg.hybridscope.warmup.files.empty()
+                                        ? s.train_data
+                                        : RLDataset::load(cfg.hybridscope.warmup.files, *s.tokenizer, cfg.data);
       const double loss = supervised_warmup(
-          s.actor_model, s.train_data, *s.tokenizer, cfg.hybridscope.warmup, cfg.hybridscope.seed,
+          s.actor_model, warmup_data, *s.tokenizer, cfg.hybridscope.warmup, cfg.hybridscope.seed,
           [&](int done, int total, double l) {
             bar.update(done, fmt::format("loss {:.3f}", l));
             if (done % every == 0 || done == total) bar.println(fmt::format("warm-up {}/{} loss {:.4f}", done, total, l));

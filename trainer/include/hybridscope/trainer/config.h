@@ -206,6 +206,7 @@ struct ModelShape {
 
 /// Supervised warm-up that produces the base policy the RL run starts from (prompt -> answer).
 struct WarmupConfig {
+  std::string files;      // JSONL rows whose ground truth is the target; empty = data.train_files
   int steps = 0;          // 0 = no warm-up
   int batch_size = 64;    // sequences per step
   double lr = 1e-3;
