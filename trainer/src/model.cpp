@@ -431,10 +431,7 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids,
                  torch::eye(T, bool_opts).unsqueeze(0);  // (B, T, T)
   set_mask(batch, visible, shape_, parallel_.tp->size(), parts_->model->rope_cos.scalar_type());
 
-  auto hidden = parts_->model->forward(input_ids, batch);  // (B, T, C)
-  if (head_ == HeadKind::kValue) return parts_->score(hidden).squeeze(-1);  // (B, T)
-  if (shape_.tie_word_embeddings) return torch::linear(hidden, parts_->model->embed_tokens->weight);
-  return parts_->lm_head(hidden);  // (B, T, V)
+  return apply_head(parts_->model->forward(input_ids, batch));
 }
 
 torch::Tensor TransformerImpl::forward_cached(const torch::Tensor& input_ids,
@@ -491,10 +488,13 @@ torch::Tensor TransformerImpl::forward_cached(const torch::Tensor& input_ids,
                  query_pos.clamp_min(0).unsqueeze(-1);  // (B, T, L)
   set_mask(batch, visible, shape_, parallel_.tp->size(), parts_->model->rope_cos.scalar_type());
 
-  auto hidden = parts_->model->forward(input_ids, batch);  // (B, T, C)
-  if (head_ == HeadKind::kValue) return parts_->score(hidden).squeeze(-1);
+  return apply_head(parts_->model->forward(input_ids, batch));
+}
+
+torch::Tensor TransformerImpl::apply_head(const torch::Tensor& hidden) {
+  if (head_ == HeadKind::kValue) return parts_->score(hidden).squeeze(-1);  // (B, T)
   if (shape_.tie_word_embeddings) return torch::linear(hidden, parts_->model->embed_tokens->weight);
-  return parts_->lm_head(hidden);
+  return parts_->lm_head(hidden);  // (B, T, V)
 }
 
 std::int64_t TransformerImpl::num_parameters() const {
