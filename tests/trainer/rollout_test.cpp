@@ -269,5 +269,19 @@ TEST_F(GenerateTest, EdgeCasesAndErrors) {
                 .responses.at(0).size(), 3u);
 }
 
+TEST_F(GenerateTest, Bfloat16ModelGeneratesWithABfloat16Cache) {
+  auto model = make_model();
+  model->to(torch::kBFloat16);
+  RolloutEngine engine(model, /*eos=*/-1, 0, 4, -1, 8, 20);
+  auto gen = seeded(3);
+  const auto result = engine.generate(GenerationRequest{prompts_, sampling(1.0, -1, 1.0, 2), 6}, gen);
+  EXPECT_EQ(engine.cache_bytes(), 2 * 2 * (8 * 5 * 4) * 2 * 16 * 2);  // 2-byte elements
+  ASSERT_EQ(result.responses.size(), prompts_.size() * 2);
+  for (const auto& r : result.responses) {
+    EXPECT_EQ(r.size(), 6u);
+    for (const auto tok : r) EXPECT_TRUE(tok >= 0 && tok < 37);
+  }
+}
+
 }  // namespace
 }  // namespace hs::trainer

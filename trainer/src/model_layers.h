@@ -102,7 +102,9 @@ struct AttentionBatch {
   PagedKvCache* cache = nullptr;
   torch::Tensor write_slots;    // (N) cache slots of the new tokens that are written
   torch::Tensor write_rows;     // (N) their rows in the flattened (B * T); undefined = every row
-  torch::Tensor context_slots;  // (B * L) cache slots gathered as each sequence's keys
+  /// (B * KV * L) rows of the cache viewed as (slots * KV, D) that hold each sequence's context,
+  /// ordered (sequence, KV head, position).
+  torch::Tensor context_rows;
 };
 
 /// Grouped-query self-attention with HF-style rotary embeddings; q/k/v column-parallel split per

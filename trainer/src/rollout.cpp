@@ -93,7 +93,13 @@ torch::Tensor sample_tokens(const torch::Tensor& logits, const SamplingParams& p
     x = torch::empty_like(x).scatter_(-1, order, sorted);
   }
   auto probs = x.softmax(-1);
-  return torch::multinomial(probs, 1, /*replacement=*/false, generator).squeeze(1);  // (B)
+  // The generator decides where the draw happens (a CPU generator samples CUDA logits on the
+  // host, which keeps runs reproducible across devices).
+  const bool move = probs.device().type() != generator.device().type();
+  auto tokens = torch::multinomial(move ? probs.to(generator.device()) : probs, 1,
+                                   /*replacement=*/false, generator)
+                    .squeeze(1);  // (B)
+  return move ? tokens.to(logits.device()) : tokens;
 }
 
 // ---------------------------------------------------------------------------------------------

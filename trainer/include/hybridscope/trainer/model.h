@@ -65,6 +65,8 @@ class TransformerImpl : public torch::nn::Module {
   // in the constructor; see model.cpp.
   struct Parts;
   std::shared_ptr<Parts> parts_;
+  /// Final hidden states (B, T, C) -> logits (B, T, V) or values (B, T).
+  torch::Tensor apply_head(const torch::Tensor& hidden);
 };
 TORCH_MODULE(Transformer);
 
