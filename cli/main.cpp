@@ -1,5 +1,7 @@
 // main.cpp — the `hybridscope` command. main() wires subcommands to the libraries and turns
 // their typed errors into a message and a non-zero exit; it computes nothing itself.
+#include <malloc.h>
+
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -43,6 +45,10 @@ void print_summary(const hs::trainer::FitSummary& s, const hs::trainer::Config& 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // LibTorch's large temporaries (attention scores, logits) would otherwise be mmap'ed and unmapped
+  // on every op; keeping them in the heap cut a 1-thread decode step by ~20% on the demo model.
+  mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+  mallopt(M_TRIM_THRESHOLD, 256 * 1024 * 1024);
   CLI::App app{"hybridscope: a PPO/GRPO trainer instrumented for profiling RL post-training of LLMs"};
   app.set_version_flag("--version", std::string("hybridscope ") + HS_VERSION_STRING);
   app.require_subcommand(1);
