@@ -57,7 +57,7 @@ TEST_P(GradAccumulation, ActorMicroBatchesEqualTheFullMiniBatch) {
   RolloutBatch batch = ragged_batch();
 
   std::vector<std::vector<torch::Tensor>> grads;
-  for (const int micro : {-1, 2, 1}) {
+  for (const int micro : {-1, 2, 1, 0}) {  // 0: dynamic batch size under a token budget
     Transformer model(tiny_shape(), HeadKind::kLm);
     model->to(torch::kFloat64);
     {
@@ -68,7 +68,9 @@ TEST_P(GradAccumulation, ActorMicroBatchesEqualTheFullMiniBatch) {
     }
     ActorConfig cfg;
     cfg.ppo_mini_batch_size = 3;  // prompts: the whole batch is one mini-batch
-    cfg.ppo_micro_batch_size_per_gpu = micro;
+    cfg.ppo_micro_batch_size_per_gpu = micro == 0 ? -1 : micro;
+    cfg.use_dynamic_bsz = micro == 0;
+    cfg.ppo_max_token_len_per_gpu = 14;
     cfg.loss_agg_mode = GetParam();
     cfg.entropy_coeff = 0.01;
     cfg.grad_clip = 1e12;
@@ -82,6 +84,7 @@ TEST_P(GradAccumulation, ActorMicroBatchesEqualTheFullMiniBatch) {
   const double d1 = worst_difference(grads[0], grads[2]);
   EXPECT_LT(d2, 1e-8) << "micro-batch 2 vs whole, mode " << to_string(GetParam());
   EXPECT_LT(d1, 1e-8) << "micro-batch 1 vs whole, mode " << to_string(GetParam());
+  EXPECT_LT(worst_difference(grads[0], grads[3]), 1e-8) << "token budget vs whole, mode " << to_string(GetParam());
   double norm = 0;
   for (auto& g : grads[0]) norm += g.pow(2).sum().item<double>();
   EXPECT_GT(norm, 0.0);
@@ -156,6 +159,30 @@ TEST(RolloutBatch, PaddingMasksAndPositions) {
   const RolloutBatch s = b.select({3, 0});
   EXPECT_EQ(s.uid, (std::vector<std::int64_t>{1, 0}));
   EXPECT_TRUE(torch::equal(s.responses[1], b.responses[0]));
+}
+
+TEST(SplitRows, TokenBudgetPartitionsFitAndCoverEveryRow) {
+  // real tokens per row: 9, 3, 7, 5, 2, 8 (total 34)
+  const std::vector<std::int64_t> lengths = {9, 3, 7, 5, 2, 8};
+  auto mask = torch::zeros({6, 10}, torch::kInt64);
+  for (std::int64_t r = 0; r < 6; ++r) mask[r].slice(0, 0, lengths[static_cast<std::size_t>(r)]).fill_(1);
+  const auto parts = split_rows_by_tokens(mask, 12);
+  ASSERT_EQ(parts.size(), 3u);  // ceil(34 / 12) partitions suffice here
+  std::vector<int> seen(6, 0);
+  for (const auto& part : parts) {
+    std::int64_t tokens = 0;
+    for (auto r : part) {
+      tokens += lengths[static_cast<std::size_t>(r)];
+      ++seen[static_cast<std::size_t>(r)];
+    }
+    EXPECT_LE(tokens, 12);
+  }
+  EXPECT_EQ(seen, std::vector<int>(6, 1));
+  // a row longer than the budget gets a partition of its own
+  const auto alone = split_rows_by_tokens(mask, 8);
+  bool nine_alone = false;
+  for (const auto& part : alone) nine_alone |= (part == std::vector<std::int64_t>{0});
+  EXPECT_TRUE(nine_alone);
 }
 
 TEST(SplitRows, CoversEveryRowOnce) {

@@ -194,6 +194,19 @@ TEST(Trainer, EveryEstimatorAndKlModeRunsAndRecords) {
   }
 }
 
+TEST(Trainer, RefusesWhatThisBuildCannotRun) {
+  const auto dir = scratch("unsupported");
+  for (const std::string o : {"trainer.n_gpus_per_node=2", "trainer.device=cuda",
+                              "actor_rollout_ref.model.enable_gradient_checkpointing=true", "trainer.logger=[wandb]"}) {
+    try {
+      PPOTrainer trainer(tiny_config(dir, {o}), quiet());
+      FAIL() << "expected a ConfigError for " << o;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("not supported"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Trainer, BadDataFileFailsBeforeTraining) {
   const auto dir = scratch("baddata");
   try {

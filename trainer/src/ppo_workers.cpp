@@ -1,6 +1,7 @@
 // ppo_workers.cpp — verl's dp_actor.py / dp_critic.py for this trainer.
 #include "hybridscope/trainer/ppo_workers.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -77,6 +78,37 @@ std::vector<std::vector<std::int64_t>> split_rows(std::int64_t batch_size, std::
     out.push_back(std::move(rows));
   }
   return out;
+}
+
+std::vector<std::vector<std::int64_t>> split_rows_by_tokens(const torch::Tensor& attention_mask,
+                                                            std::int64_t max_tokens) {
+  const auto lengths_t = attention_mask.sum(-1).to(torch::kInt64).contiguous();
+  const std::int64_t* lengths = lengths_t.data_ptr<std::int64_t>();
+  const std::int64_t rows = lengths_t.numel();
+  std::vector<std::int64_t> order(static_cast<std::size_t>(rows));
+  std::int64_t total = 0;
+  for (std::int64_t i = 0; i < rows; ++i) {
+    order[static_cast<std::size_t>(i)] = i;
+    total += lengths[i];
+  }
+  std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return lengths[a] > lengths[b]; });
+  for (std::int64_t parts = std::max<std::int64_t>(1, (total + max_tokens - 1) / max_tokens); parts <= rows; ++parts) {
+    std::vector<std::vector<std::int64_t>> bins(static_cast<std::size_t>(parts));
+    std::vector<std::int64_t> load(static_cast<std::size_t>(parts), 0);
+    bool fits = true;
+    for (auto row : order) {
+      const auto lightest = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+      if (load[lightest] > 0 && load[lightest] + lengths[row] > max_tokens) fits = false;
+      load[lightest] += lengths[row];
+      bins[lightest].push_back(row);
+    }
+    if (fits || parts == rows) {
+      for (auto& bin : bins) std::sort(bin.begin(), bin.end());
+      bins.erase(std::remove_if(bins.begin(), bins.end(), [](const auto& b) { return b.empty(); }), bins.end());
+      return bins;
+    }
+  }
+  return {};
 }
 
 namespace {
@@ -180,7 +212,10 @@ Metrics PPOActor::update_policy(const RolloutBatch& batch, std::int64_t step, st
     for (const auto& mini_rows : mini_batches(batch.size(), mini, config_.shuffle, shuffle_gen)) {
       const RolloutBatch mb = batch.select(mini_rows);
       optimizer_.zero_grad();
-      for (const auto& rows : split_rows(mb.size(), micro)) {
+      const auto micro_batches = config_.use_dynamic_bsz
+                                     ? split_rows_by_tokens(mb.attention_mask, config_.ppo_max_token_len_per_gpu)
+                                     : split_rows(mb.size(), micro);
+      for (const auto& rows : micro_batches) {
         const RolloutBatch ub = mb.select(rows);
         const double weight = micro_batch_weight(ub.response_mask, mb.response_mask, config_.loss_agg_mode);
         if (weight == 0.0) continue;
@@ -239,7 +274,10 @@ Metrics PPOCritic::update_critic(const RolloutBatch& batch, std::int64_t step) {
     for (const auto& mini_rows : mini_batches(batch.size(), mini, false, gen)) {
       const RolloutBatch mb = batch.select(mini_rows);
       optimizer_.zero_grad();
-      for (const auto& rows : split_rows(mb.size(), config_.ppo_micro_batch_size_per_gpu)) {
+      const auto micro_batches = config_.use_dynamic_bsz
+                                     ? split_rows_by_tokens(mb.attention_mask, config_.ppo_max_token_len_per_gpu)
+                                     : split_rows(mb.size(), config_.ppo_micro_batch_size_per_gpu);
+      for (const auto& rows : micro_batches) {
         const RolloutBatch ub = mb.select(rows);
         const double weight = micro_batch_weight(ub.response_mask, mb.response_mask, config_.loss_agg_mode);
         if (weight == 0.0) continue;

@@ -55,6 +55,26 @@ void copy_backbone(Transformer& from, Transformer& to) {
   }
 }
 
+// Valid configurations that this single-process build cannot run yet: refused by name rather
+// than silently ignored.
+void check_supported(const Config& cfg) {
+  auto refuse = [](const std::string& what) {
+    throw ConfigError(what + " is not supported by this build of the trainer yet");
+  };
+  if (cfg.trainer.device != "cpu")
+    refuse("trainer.device=" + cfg.trainer.device + " (runs on cpu; set trainer.device=cpu)");
+  if (cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node != 1)
+    refuse(fmt::format("a world of {} ranks (trainer.nnodes={} x trainer.n_gpus_per_node={}; set both to 1)",
+                       cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node, cfg.trainer.nnodes,
+                       cfg.trainer.n_gpus_per_node));
+  if (cfg.actor_rollout_ref.rollout.tensor_model_parallel_size != 1)
+    refuse("actor_rollout_ref.rollout.tensor_model_parallel_size > 1 (one rank; set it to 1)");
+  if (cfg.actor_rollout_ref.model.enable_gradient_checkpointing || cfg.critic.model.enable_gradient_checkpointing)
+    refuse("enable_gradient_checkpointing=true (set it to false)");
+  for (const auto& logger : cfg.trainer.logger)
+    if (logger != "console") refuse("trainer.logger '" + logger + "' (console is built in; every metric also goes to the run database)");
+}
+
 }  // namespace
 
 struct PPOTrainer::State {
@@ -94,9 +114,7 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
   s.opts = std::move(options);
   hs::trainer::validate(s.cfg);
   const auto& cfg = s.cfg;
-  if (cfg.trainer.device != "cpu")
-    throw ConfigError("trainer.device=" + cfg.trainer.device +
-                      ": this build's trainer runs on cpu (the CUDA path comes with the GPU issue); set trainer.device=cpu");
+  check_supported(cfg);
   torch::set_num_threads(cfg.hybridscope.num_threads);
 
   s.tokenizer = make_tokenizer(cfg.hybridscope.tokenizer);

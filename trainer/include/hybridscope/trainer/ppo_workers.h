@@ -52,6 +52,13 @@ class Optimizer {
 /// Splits `batch_size` rows into micro-batches of `micro` (whole batch when micro <= 0).
 std::vector<std::vector<std::int64_t>> split_rows(std::int64_t batch_size, std::int64_t micro);
 
+/// Micro-batches under a token budget (use_dynamic_bsz, ppo_max_token_len_per_gpu): rows (real
+/// tokens from `attention_mask` (B, T)) are spread over the fewest partitions whose totals fit the
+/// budget, longest first into the lightest partition (a balanced partition in the spirit of verl's
+/// Karmarkar-Karp). A row longer than the budget gets a partition of its own.
+std::vector<std::vector<std::int64_t>> split_rows_by_tokens(const torch::Tensor& attention_mask,
+                                                            std::int64_t max_tokens);
+
 /// Response log-probs and entropy of `model` on `batch`: logits / temperature at the positions
 /// that predict each response token. Each (B, R).
 std::pair<torch::Tensor, torch::Tensor> response_log_probs(Transformer& model, const RolloutBatch& batch,
