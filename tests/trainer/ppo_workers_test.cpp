@@ -42,6 +42,17 @@ std::vector<torch::Tensor> grads_of(torch::nn::Module& m) {
   return out;
 }
 
+// A float64 model of `head` with the same weights as `reference`.
+Transformer clone_of(Transformer& reference, HeadKind head) {
+  Transformer model(tiny_shape(), head);
+  model->to(torch::kFloat64);
+  torch::NoGradGuard g;
+  auto src = reference->parameters();
+  auto dst = model->parameters();
+  for (std::size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
+  return model;
+}
+
 double worst_difference(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
   double worst = 0;
   for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>());
@@ -58,14 +69,7 @@ TEST_P(GradAccumulation, ActorMicroBatchesEqualTheFullMiniBatch) {
 
   std::vector<std::vector<torch::Tensor>> grads;
   for (const int micro : {-1, 2, 1, 0}) {  // 0: dynamic batch size under a token budget
-    Transformer model(tiny_shape(), HeadKind::kLm);
-    model->to(torch::kFloat64);
-    {
-      torch::NoGradGuard g;
-      auto src = reference->parameters();
-      auto dst = model->parameters();
-      for (std::size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
-    }
+    Transformer model = clone_of(reference, HeadKind::kLm);
     ActorConfig cfg;
     cfg.ppo_mini_batch_size = 3;  // prompts: the whole batch is one mini-batch
     cfg.ppo_micro_batch_size_per_gpu = micro == 0 ? -1 : micro;
@@ -97,14 +101,7 @@ TEST_P(GradAccumulation, CriticMicroBatchesEqualTheFullMiniBatch) {
   RolloutBatch batch = ragged_batch();
   std::vector<std::vector<torch::Tensor>> grads;
   for (const int micro : {-1, 4}) {
-    Transformer model(tiny_shape(), HeadKind::kValue);
-    model->to(torch::kFloat64);
-    {
-      torch::NoGradGuard g;
-      auto src = reference->parameters();
-      auto dst = model->parameters();
-      for (std::size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
-    }
+    Transformer model = clone_of(reference, HeadKind::kValue);
     CriticConfig cfg;
     cfg.ppo_mini_batch_size = 3;
     cfg.ppo_micro_batch_size_per_gpu = micro;
