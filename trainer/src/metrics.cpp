@@ -63,8 +63,12 @@ Metrics compute_timing_metrics(const RolloutBatch& batch,
   Metrics out;
   for (const auto& [name, seconds] : phase_seconds) {
     out.emplace_back(std::string("timing_s/") + name, seconds);
+    // verl's sections: gen per response token; ref, values, adv, update_critic, update_actor per
+    // prompt + response token; no per-token figure for the others.
     const std::string phase = name;
-    if (phase == "step" || phase == "testing" || phase == "save_checkpoint") continue;
+    static const char* const kOverall[] = {"ref", "values", "adv", "update_critic", "update_actor"};
+    const bool overall = std::any_of(std::begin(kOverall), std::end(kOverall), [&](const char* p) { return phase == p; });
+    if (phase != "gen" && !overall) continue;
     const double tokens = phase == "gen" ? response_tokens : overall_tokens;
     if (tokens > 0) out.emplace_back("timing_per_token_ms/" + phase, seconds * 1000.0 / tokens);
   }
