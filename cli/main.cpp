@@ -10,7 +10,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "export_trace_command.h"
 #include "hybridscope/probes/recorder.h"
+#include "hybridscope/reports/chrome_trace.h"
+#include "hybridscope/reports/run_database.h"
 #include "hybridscope/trainer/config.h"
 #include "hybridscope/trainer/dataset.h"
 #include "hybridscope/trainer/tokenizer.h"
@@ -70,9 +73,14 @@ int main(int argc, char** argv) {
   config_cmd->add_option("--config,-c", config_path, "YAML config")->check(CLI::ExistingFile);
   config_cmd->add_option("overrides", overrides, "key=value overrides");
 
+  // export-trace
+  hs::cli::ExportTraceArgs export_args;
+  auto* export_trace = hs::cli::add_export_trace_command(app, export_args);
+
   CLI11_PARSE(app, argc, argv);
 
   try {
+    if (export_trace->parsed()) return hs::cli::run_export_trace(export_args);
     if (!db_path.empty()) overrides.push_back("hybridscope.db=" + db_path);
     const auto config = hs::trainer::load_config(config_path, overrides);
     if (config_cmd->parsed()) {
@@ -92,6 +100,12 @@ int main(int argc, char** argv) {
   } catch (const hs::trainer::DataError& e) {
     fmt::print(stderr, "data error: {}\n", e.what());
     return 2;
+  } catch (const hs::reports::RunDatabaseError& e) {
+    fmt::print(stderr, "run database error: {}\n", e.what());
+    return 2;
+  } catch (const hs::reports::ExportError& e) {
+    fmt::print(stderr, "export error: {}\n", e.what());
+    return 1;
   } catch (const hs::probes::RecorderError& e) {
     fmt::print(stderr, "run database error: {}\n", e.what());
     return 1;
