@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <string>
 
+#include "hybridscope/probes/clock.h"
 #include "hybridscope/probes/range.h"
 #include "hybridscope/probes/recorder.h"
 
@@ -77,6 +78,12 @@ void BM_ScopedRangeRecorderOff(benchmark::State& state) {
   benchmark::DoNotOptimize(timings.seconds("gen"));
 }
 BENCHMARK(BM_ScopedRangeRecorderOff);
+
+// One read of the one clock: a range pays two, the floor under both ScopedRange figures.
+void BM_NowNs(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(now_ns());
+}
+BENCHMARK(BM_NowNs);
 
 // record_range alone (no clock reads): the recorder's own share of the hot path.
 void BM_RecordRangeOnly(benchmark::State& state) {

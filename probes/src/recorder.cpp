@@ -338,8 +338,10 @@ struct Recorder::Impl {
     std::unique_lock<std::mutex> lock(h.mutex);
     for (;;) {
       h.wake.wait_for(lock, std::chrono::milliseconds(std::max(1, h.options.flush_interval_ms)), [&] {
+        // Before begin_run nothing can be written: a full queue must not wake the writer then,
+        // or it would spin.
         return h.stop || h.flush_requested > h.flush_done ||
-               h.queued.load(std::memory_order_relaxed) >= h.wake_threshold();
+               (h.run_id.load() >= 0 && h.queued.load(std::memory_order_relaxed) >= h.wake_threshold());
       });
       const bool stopping = h.stop;
       const std::uint64_t target = h.flush_requested;
