@@ -1,12 +1,22 @@
 // recorder_test.cpp — the run database holds exactly what was recorded, with the schema version,
-// the run's end state, interned names, and range durations that agree with an outside clock.
+// the run's end state, interned names, and range durations that agree with an outside clock;
+// records from many threads arrive exactly once, drops beyond the queue cap are counted, flush()
+// is durable, and a SIGKILLed writer's run is found dead and marked killed.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "hybridscope/probes/clock.h"
 #include "hybridscope/probes/range.h"
@@ -86,6 +96,165 @@ TEST(Recorder, WritesRunRangesMetricsAndEndState) {
   EXPECT_DOUBLE_EQ(db.number("SELECT m.value FROM step_metrics m JOIN strings s ON s.id = m.name_id "
                              "WHERE s.value = 'actor/pg_loss' AND m.step = 7"), -0.25);
   EXPECT_FALSE(db.text("SELECT end_unix_ns FROM runs").empty());
+}
+
+TEST(Recorder, ManyThreadsEveryRecordArrivesExactlyOnce) {
+  const auto path = temp_db("threads.sqlite");
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 50000;
+  RecorderOptions options;
+  options.chunk_records = 256;  // many hand-offs
+  options.flush_interval_ms = 5;  // the writer drains live chunks while they are being filled
+  Recorder rec(path, 0, options);
+  rec.begin_run({});
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&rec, t] {
+      for (int i = 0; i < kPerThread; ++i) rec.record_range({"worker", Category::kPhase, 0, t, i, i + 1});
+    });
+  for (int i = 0; i < 20; ++i) rec.flush();  // flushes racing the producers
+  for (auto& th : threads) th.join();      // exiting threads hand their last chunk over
+  rec.flush();
+  EXPECT_EQ(rec.dropped_records(), 0);
+  EXPECT_EQ(rec.write_errors(), 0);
+  Db db(path);
+  EXPECT_EQ(db.number("SELECT COUNT(*) FROM ranges"), kThreads * kPerThread);
+  EXPECT_EQ(db.number("SELECT COUNT(*) FROM (SELECT DISTINCT step, start_ns FROM ranges)"), kThreads * kPerThread);
+  EXPECT_EQ(db.number("SELECT COUNT(DISTINCT tid) FROM ranges"), kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    const std::string where = " FROM ranges WHERE step = " + std::to_string(t);
+    EXPECT_EQ(db.number("SELECT COUNT(*)" + where), kPerThread);
+    EXPECT_EQ(db.number("SELECT SUM(start_ns)" + where), static_cast<double>(kPerThread) * (kPerThread - 1) / 2);
+  }
+}
+
+TEST(Recorder, OneThreadAlternatingBetweenRecordersLosesNothing) {
+  const auto path_a = temp_db("alt_a.sqlite");
+  const auto path_b = temp_db("alt_b.sqlite");
+  Recorder a(path_a), b(path_b);
+  a.begin_run({});
+  b.begin_run({});
+  for (int i = 0; i < 1000; ++i) (i % 3 == 0 ? b : a).record_range({"alt", Category::kPhase, 0, 0, i, i});
+  a.flush();
+  b.flush();
+  EXPECT_EQ(Db(path_a).number("SELECT COUNT(*) FROM ranges"), 666);
+  EXPECT_EQ(Db(path_b).number("SELECT COUNT(*) FROM ranges"), 334);
+}
+
+TEST(Recorder, DropsBeyondTheQueueCapAreCountedNeverBlocking) {
+  const auto path = temp_db("drops.sqlite");
+  RecorderOptions options;
+  options.chunk_records = 64;
+  options.max_queued_records = 128;  // two full chunks may wait, plus the chunk being filled
+  {
+    Recorder rec(path, 0, options);
+    // Before begin_run the writer takes nothing, so the queue fills deterministically.
+    for (int i = 0; i < 1000; ++i) rec.record_range({"r", Category::kPhase, 0, 0, i, i});
+    EXPECT_EQ(rec.dropped_records(), 1000 - 3 * 64);
+    EXPECT_EQ(rec.write_errors(), 1000 - 3 * 64);
+    rec.begin_run({});
+    rec.flush();
+    Db mid(path);
+    EXPECT_EQ(mid.number("SELECT dropped_records FROM runs"), 1000 - 3 * 64);  // reported at flush
+    rec.end_run(RunStatus::kCompleted);
+  }
+  Db db(path);
+  EXPECT_EQ(db.number("SELECT COUNT(*) FROM ranges"), 3 * 64);
+  EXPECT_EQ(db.number("SELECT MAX(start_ns) FROM ranges"), 3 * 64 - 1);  // the oldest are kept
+  EXPECT_EQ(db.number("SELECT dropped_records FROM runs"), 1000 - 3 * 64);
+}
+
+TEST(Recorder, FlushIsDurableBeforeItReturnsAndTheWriterFlushesOnItsOwn) {
+  const auto path = temp_db("durable.sqlite");
+  RecorderOptions options;
+  options.flush_interval_ms = 50;
+  Recorder rec(path, 0, options);
+  rec.begin_run({});
+  for (int i = 0; i < 10000; ++i) rec.record_range({"d", Category::kPhase, 0, 1, i, i});
+  rec.record_metrics(1, {{"m", 2.0}});
+  rec.flush();
+  {
+    Db db(path);  // another connection sees the committed transaction
+    EXPECT_EQ(db.number("SELECT COUNT(*) FROM ranges"), 10000);
+    EXPECT_EQ(db.number("SELECT COUNT(*) FROM step_metrics"), 1);
+    EXPECT_EQ(db.text("SELECT status FROM runs"), "running");
+  }
+  for (int i = 0; i < 10; ++i) rec.record_range({"d", Category::kPhase, 0, 2, i, i});
+  double seen = 0;
+  for (int tries = 0; tries < 100 && seen < 10; ++tries) {  // no flush(): the writer's interval
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    seen = Db(path).number("SELECT COUNT(*) FROM ranges WHERE step = 2");
+  }
+  EXPECT_EQ(seen, 10);
+}
+
+TEST(Recorder, SigkilledWriterKeepsFlushedRecordsAndIsMarkedKilled) {
+  const auto path = temp_db("crash.sqlite");
+  constexpr int kFlushed = 20000;
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&actions, out[0]);
+  const std::string count = std::to_string(kFlushed);
+  char* argv[] = {const_cast<char*>(HS_PROBE_CRASH_CHILD), const_cast<char*>(path.c_str()),
+                  const_cast<char*>(count.c_str()), nullptr};
+  pid_t child = 0;
+  ASSERT_EQ(posix_spawn(&child, HS_PROBE_CRASH_CHILD, &actions, nullptr, argv, environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  close(out[1]);
+  FILE* from_child = fdopen(out[0], "r");
+  char line[128] = {};
+  const bool flushed = std::fgets(line, sizeof(line), from_child) != nullptr;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // it records more, unflushed
+  kill(child, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);  // reaped: a zombie would still look alive
+  std::fclose(from_child);
+  ASSERT_TRUE(flushed) << "the child died before flushing";
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  {
+    Db db(path);
+    EXPECT_EQ(db.text("SELECT status FROM runs"), "running");  // nobody has looked yet
+    EXPECT_EQ(db.number("SELECT COUNT(*) FROM ranges WHERE step <= " + count), kFlushed);
+    EXPECT_EQ(db.number("SELECT COUNT(DISTINCT step) FROM ranges WHERE step <= " + count), kFlushed);
+    EXPECT_DOUBLE_EQ(db.number("SELECT value FROM step_metrics WHERE step = 1"), 42.0);
+  }
+  { Recorder reopened(path); }
+  Db db(path);
+  EXPECT_EQ(db.text("SELECT status FROM runs"), "killed");
+  EXPECT_NE(db.text("SELECT status_message FROM runs").find("found dead"), std::string::npos);
+}
+
+TEST(Recorder, LiveRunOfThisProcessIsNotMarkedKilled) {
+  const auto path = temp_db("alive.sqlite");
+  Recorder first(path);
+  first.begin_run({});
+  { Recorder second(path); }
+  EXPECT_EQ(Db(path).text("SELECT status FROM runs"), "running");
+}
+
+TEST(Recorder, UpgradesAVersion1DatabaseInPlace) {
+  const auto path = temp_db("v1.sqlite");
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    std::string v1 = schema::kCreateStatements;
+    const std::string column = ",\n  dropped_records INTEGER NOT NULL DEFAULT 0";
+    v1.erase(v1.find(column), column.size());
+    ASSERT_EQ(sqlite3_exec(db, v1.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_exec(db, "PRAGMA user_version=1", nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+  }
+  {
+    Recorder rec(path);
+    rec.begin_run({});
+    rec.end_run(RunStatus::kCompleted);
+  }
+  Db db(path);
+  EXPECT_EQ(db.number("PRAGMA user_version"), schema::kSchemaVersion);
+  EXPECT_EQ(db.number("SELECT dropped_records FROM runs"), 0);
 }
 
 TEST(Recorder, UnfinishedRunStaysMarkedRunningWithFlushedRecords) {

@@ -1,9 +1,15 @@
 // recorder.h — writes a run into its SQLite database: the run row (with the resolved config and
 // how the run ended), phase ranges and per-step metrics.
 //
-// Records are buffered in memory and written in one transaction per flush() with prepared
-// statements in WAL mode; flush() is called at every step end. Probes never throw: a failed write
-// is counted (write_errors()) and reported by the caller, the run goes on.
+// Hot path: record_range() appends to a chunk owned by the calling thread (no lock; one atomic
+// store publishes the record). A full chunk is swapped into the writer's queue under a short lock.
+// A background writer thread drains the queue and the chunks being filled into SQLite (prepared
+// statements, one transaction per drain, WAL, synchronous=NORMAL) at least every
+// RecorderOptions::flush_interval_ms and whenever flush() asks. Memory is bounded: beyond
+// max_queued_records waiting records, new ones are dropped and counted (runs.dropped_records,
+// dropped_records(), write_errors()); the hot path never blocks on the writer and never throws.
+//
+// What this is not: a multi-rank merger (each rank writes its own file) or a CUPTI collector.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +41,7 @@ enum class RunStatus { kRunning, kCompleted, kFailed, kKilled };
 const char* to_string(RunStatus status);
 
 struct RangeRecord {
-  const char* name;  // static storage (a string literal): interned on flush, never copied
+  const char* name;  // static storage (a string literal): interned by pointer, never copied
   Category category;
   int depth;
   std::int64_t step;
@@ -43,30 +49,47 @@ struct RangeRecord {
   std::int64_t end_ns;
 };
 
+struct RecorderOptions {
+  /// Records waiting in full chunks for the writer before new records are dropped (40 B each:
+  /// the default caps the queue near 160 MiB). Each recording thread also holds one chunk.
+  std::int64_t max_queued_records = 4 << 20;
+  /// Records per per-thread chunk (the unit handed to the writer under a lock).
+  int chunk_records = 4096;
+  /// The writer commits at least this often (ms) even when nobody calls flush().
+  int flush_interval_ms = 500;
+};
+
 class Recorder {
  public:
-  /// Opens (creating if needed) the database at `path`; creates parent directories. Throws
+  /// Opens (creating if needed) the database at `path`; creates parent directories; marks runs
+  /// of this host left `running` by a process that no longer exists as `killed`. Throws
   /// RecorderError when the file cannot be opened or carries a different schema version.
-  Recorder(const std::string& path, int rank = 0);
+  Recorder(const std::string& path, int rank = 0, RecorderOptions options = {});
+  /// Flushes (the run stays `running` without end_run) and stops the writer thread.
   ~Recorder();
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
 
-  /// Inserts the run row (status running) and returns its id.
+  /// Inserts the run row (status running) and returns its id. Records made before it are kept
+  /// and written with this run.
   std::int64_t begin_run(const RunInfo& info);
   /// Flushes and records how the run ended.
   void end_run(RunStatus status, const std::string& message = "");
 
-  /// Buffers a range (cheap: a push into a vector; no SQLite work).
+  /// Hot path, any thread: appends to the thread's chunk; drops (counted) when the queue is full.
   void record_range(const RangeRecord& range) noexcept;
-  /// Buffers the metrics of one step (name -> value).
+  /// Queues the metrics of one step (name -> value); any thread.
   void record_metrics(std::int64_t step, const std::vector<std::pair<std::string, double>>& metrics) noexcept;
-  /// Writes everything buffered in one transaction.
+  /// Returns once everything recorded before the call (by this thread, or published by others)
+  /// is committed to the database. No-op before begin_run.
   void flush() noexcept;
 
   std::int64_t run_id() const { return run_id_; }
   const std::string& path() const { return path_; }
-  std::int64_t write_errors() const { return write_errors_; }
+  /// Records that never reached the database: failed SQLite writes plus dropped records.
+  std::int64_t write_errors() const noexcept;
+  /// Records dropped because the queue was at max_queued_records (also in runs.dropped_records).
+  std::int64_t dropped_records() const noexcept;
 
  private:
   struct Impl;
@@ -74,7 +97,6 @@ class Recorder {
   std::string path_;
   int rank_;
   std::int64_t run_id_ = -1;
-  std::int64_t write_errors_ = 0;
 };
 
 }  // namespace hs::probes

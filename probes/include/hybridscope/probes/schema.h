@@ -6,7 +6,9 @@
 namespace hs::probes::schema {
 
 /// PRAGMA user_version of databases this build writes.
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
+/// Oldest version the recorder upgrades in place (kMigrateToV2); older or newer ones are refused.
+inline constexpr int kOldestMigratableVersion = 1;
 
 inline constexpr const char* kRuns = "runs";
 inline constexpr const char* kStrings = "strings";
@@ -14,7 +16,7 @@ inline constexpr const char* kRangeCategories = "range_categories";
 inline constexpr const char* kRanges = "ranges";
 inline constexpr const char* kStepMetrics = "step_metrics";
 
-/// Statements that create schema v1 (idempotent).
+/// Statements that create the current schema (idempotent).
 inline constexpr const char* kCreateStatements = R"sql(
 CREATE TABLE IF NOT EXISTS runs (
   id INTEGER PRIMARY KEY,
@@ -30,7 +32,8 @@ CREATE TABLE IF NOT EXISTS runs (
   end_unix_ns INTEGER,
   clock_offset_ns INTEGER NOT NULL,
   status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'killed')),
-  status_message TEXT
+  status_message TEXT,
+  dropped_records INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS strings (
   id INTEGER PRIMARY KEY,
@@ -62,5 +65,9 @@ CREATE TABLE IF NOT EXISTS step_metrics (
   PRIMARY KEY (run_id, step, name_id)
 ) WITHOUT ROWID;
 )sql";
+
+/// v1 -> v2: runs.dropped_records (records the recorder dropped because its queue was full).
+inline constexpr const char* kMigrateToV2 =
+    "ALTER TABLE runs ADD COLUMN dropped_records INTEGER NOT NULL DEFAULT 0";
 
 }  // namespace hs::probes::schema

@@ -1,0 +1,104 @@
+// recorder_bench.cpp — what recording costs: the sustained rate of range records into SQLite
+// (records written / wall time, the final flush included), and one ScopedRange on the hot path
+// with the recorder on and with recording off (StepTimings without a recorder).
+// Goals (docs/benchmarks.md): >= 1,000,000 records/s; <= 1 us per range on; <= 50 ns off.
+// Run: ./build/bench/hs_recorder_bench
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "hybridscope/probes/clock.h"
+#include "hybridscope/probes/range.h"
+#include "hybridscope/probes/recorder.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace hs::probes;
+
+std::string bench_db(const char* name) {
+  const auto dir = fs::temp_directory_path() / ("hs_recorder_bench_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto path = dir / name;
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path.string() + suffix);
+  return path.string();
+}
+
+// Sustained rate: one thread records `records` ranges as fast as it can; the writer thread drains
+// them into SQLite. Timed from the first record to the end of the flush that makes the last durable.
+void BM_RecordIntoSqlite(benchmark::State& state) {
+  const std::int64_t records = state.range(0);
+  std::int64_t written = 0, dropped = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    const auto path = bench_db("rate.sqlite");
+    {
+      Recorder rec(path);
+      rec.begin_run({});
+      state.ResumeTiming();
+      for (std::int64_t i = 0; i < records; ++i)
+        rec.record_range({"gen", Category::kPhase, 1, i / 1000, i, i + 1});
+      rec.flush();
+      state.PauseTiming();
+      dropped += rec.dropped_records();
+      written += records - rec.dropped_records();
+      if (rec.write_errors() != rec.dropped_records()) state.SkipWithError("SQLite write errors");
+    }
+    state.ResumeTiming();
+  }
+  state.counters["records_per_s"] = benchmark::Counter(static_cast<double>(written), benchmark::Counter::kIsRate);
+  state.counters["dropped"] = static_cast<double>(dropped);
+}
+BENCHMARK(BM_RecordIntoSqlite)->Arg(2'000'000)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+
+// One HS_PROBE_RANGE with the recorder on: two clock reads, the step's totals, a record appended
+// to the thread's chunk (and, every chunk, the hand-off; when the writer falls behind, a drop).
+void BM_ScopedRangeRecorderOn(benchmark::State& state) {
+  Recorder rec(bench_db("hot.sqlite"));
+  rec.begin_run({});
+  StepTimings timings(&rec);
+  timings.begin_step(1);
+  for (auto _ : state) {
+    HS_PROBE_RANGE(timings, "gen", kPhase);
+  }
+  rec.flush();
+  state.counters["dropped"] = static_cast<double>(rec.dropped_records());
+}
+BENCHMARK(BM_ScopedRangeRecorderOn);
+
+// Recording off at run time (hybridscope.probes.enable: false): timing only.
+void BM_ScopedRangeRecorderOff(benchmark::State& state) {
+  StepTimings timings;
+  timings.begin_step(1);
+  for (auto _ : state) {
+    HS_PROBE_RANGE(timings, "gen", kPhase);
+  }
+  benchmark::DoNotOptimize(timings.seconds("gen"));
+}
+BENCHMARK(BM_ScopedRangeRecorderOff);
+
+// One read of the one clock: a range pays two, the floor under both ScopedRange figures.
+void BM_NowNs(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(now_ns());
+}
+BENCHMARK(BM_NowNs);
+
+// record_range alone (no clock reads): the recorder's own share of the hot path.
+void BM_RecordRangeOnly(benchmark::State& state) {
+  Recorder rec(bench_db("append.sqlite"));
+  rec.begin_run({});
+  std::int64_t i = 0;
+  for (auto _ : state) {
+    rec.record_range({"gen", Category::kPhase, 1, 1, i, i + 1});
+    ++i;
+  }
+  rec.flush();
+  state.counters["dropped"] = static_cast<double>(rec.dropped_records());
+}
+BENCHMARK(BM_RecordRangeOnly);
+
+}  // namespace
+
+BENCHMARK_MAIN();
