@@ -17,9 +17,11 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -84,6 +86,18 @@ struct Metric {
   double value;
 };
 
+// What the writer takes from the hub besides range chunks: the cold-path records.
+struct ColdRecords {
+  std::vector<Metric> metrics;
+  std::vector<MemorySample> memory;
+  std::vector<KvPoolSample> kv_pool;
+  void swap(ColdRecords& other) noexcept {
+    metrics.swap(other.metrics);
+    memory.swap(other.memory);
+    kv_pool.swap(other.kv_pool);
+  }
+};
+
 // State shared by the recording threads, the writer thread and the Recorder.
 struct Hub {
   explicit Hub(const RecorderOptions& o) : id(g_next_hub_id.fetch_add(1)), options(o) {}
@@ -97,7 +111,7 @@ struct Hub {
   std::vector<Chunk*> live;                    // one per recording thread, being filled
   std::deque<Chunk*> full;                     // handed off, oldest first
   std::vector<Chunk*> spare;                   // recycled by the writer
-  std::vector<Metric> metrics;
+  ColdRecords cold;
   std::atomic<std::int64_t> queued{0};         // records in `full` (written under mutex)
   std::atomic<std::int64_t> dropped{0};
   std::atomic<std::int64_t> write_errors{0};
@@ -193,7 +207,8 @@ struct Recorder::Impl {
   // writer starts.
   sqlite3* db = nullptr;
   std::mutex db_mutex;
-  Statement insert_string, find_string, insert_range, insert_ranges, insert_metric, update_dropped;
+  Statement insert_string, find_string, insert_range, insert_ranges, insert_metric, insert_memory, insert_kv_pool,
+      update_dropped;
   std::shared_ptr<Hub> hub;
   std::thread writer;
   int rank = 0;
@@ -209,7 +224,8 @@ struct Recorder::Impl {
 
   ~Impl() {
     // Statements must be finalized before the connection closes.
-    for (Statement* s : {&insert_string, &find_string, &insert_range, &insert_ranges, &insert_metric, &update_dropped}) {
+    for (Statement* s : {&insert_string, &find_string, &insert_range, &insert_ranges, &insert_metric, &insert_memory,
+                         &insert_kv_pool, &update_dropped}) {
       sqlite3_finalize(s->stmt);
       s->stmt = nullptr;
     }
@@ -270,8 +286,8 @@ struct Recorder::Impl {
     sqlite3_bind_int64(st, p + 5, r.start_ns);
     sqlite3_bind_int64(st, p + 6, r.end_ns);
   }
-  // Writes the ranges of `full` then of the live chunks, and `metrics`, in one transaction.
-  void write(const std::deque<Chunk*>& full, const std::vector<Chunk*>& live, const std::vector<Metric>& metrics,
+  // Writes the ranges of `full` then of the live chunks, and the cold records, in one transaction.
+  void write(const std::deque<Chunk*>& full, const std::vector<Chunk*>& live, const ColdRecords& cold,
              std::int64_t run_id) {
     std::lock_guard<std::mutex> lock(db_mutex);
     try {
@@ -293,7 +309,9 @@ struct Recorder::Impl {
       for (Chunk* c : full) drain(*c);
       for (Chunk* c : live) drain(*c);
       flush_pending();
-      for (const auto& m : metrics) {
+      for (const auto& m : cold.memory) write_memory(m, run_id);
+      for (const auto& k : cold.kv_pool) write_kv_pool(k, run_id);
+      for (const auto& m : cold.metrics) {
         sqlite3_stmt* st = insert_metric.stmt;
         sqlite3_bind_int64(st, 1, run_id);
         sqlite3_bind_int64(st, 2, m.step);
@@ -323,6 +341,43 @@ struct Recorder::Impl {
     }
     pending.clear();
   }
+  void write_memory(const MemorySample& m, std::int64_t run_id) {
+    sqlite3_stmt* st = insert_memory.stmt;
+    int p = 1;
+    sqlite3_bind_int64(st, p++, run_id);
+    sqlite3_bind_int(st, p++, rank);
+    sqlite3_bind_int64(st, p++, m.step);
+    sqlite3_bind_int64(st, p++, m.ts_ns);
+    sqlite3_bind_int64(st, p++, intern(m.phase));
+    sqlite3_bind_int(st, p++, m.device);
+    for (std::int64_t v : {m.allocated_bytes, m.reserved_bytes, m.active_bytes, m.inactive_split_bytes,
+                           m.largest_free_block_bytes, m.peak_allocated_bytes, m.num_allocs, m.num_alloc_retries,
+                           m.num_ooms}) {
+      if (v < 0) sqlite3_bind_null(st, p++);
+      else sqlite3_bind_int64(st, p++, v);
+    }
+    const FragmentationRatios f = fragmentation(m);
+    for (double v : {f.reserved_slack, f.split_fragmentation, f.external_fragmentation}) {
+      if (std::isnan(v)) sqlite3_bind_null(st, p++);
+      else sqlite3_bind_double(st, p++, v);
+    }
+    if (sqlite3_step(st) != SQLITE_DONE) hub->write_errors.fetch_add(1, std::memory_order_relaxed);
+    sqlite3_reset(st);
+  }
+  void write_kv_pool(const KvPoolSample& k, std::int64_t run_id) {
+    sqlite3_stmt* st = insert_kv_pool.stmt;
+    int p = 1;
+    sqlite3_bind_int64(st, p++, run_id);
+    sqlite3_bind_int(st, p++, rank);
+    sqlite3_bind_int64(st, p++, k.step);
+    sqlite3_bind_int64(st, p++, k.ts_ns);
+    sqlite3_bind_int64(st, p++, intern(k.phase));
+    for (std::int64_t v : {k.num_blocks, k.block_size, k.blocks_used, k.shared_blocks, k.num_sequences,
+                           k.tokens_stored, k.token_capacity_used, k.cache_bytes})
+      sqlite3_bind_int64(st, p++, v);
+    if (sqlite3_step(st) != SQLITE_DONE) hub->write_errors.fetch_add(1, std::memory_order_relaxed);
+    sqlite3_reset(st);
+  }
   void write_dropped(std::int64_t run_id) {
     const std::int64_t dropped = hub->dropped.load(std::memory_order_relaxed);
     if (dropped == written_dropped) return;
@@ -350,15 +405,15 @@ struct Recorder::Impl {
         std::deque<Chunk*> full;
         full.swap(h.full);
         std::vector<Chunk*> live;
-        std::vector<Metric> metrics;
+        ColdRecords cold;
         try {
           live = h.live;
         } catch (...) {
           h.write_errors.fetch_add(1, std::memory_order_relaxed);
         }
-        metrics.swap(h.metrics);
+        cold.swap(h.cold);
         lock.unlock();
-        write(full, live, metrics, run_id);
+        write(full, live, cold, run_id);
         lock.lock();
         for (Chunk* c : full) {
           h.queued.store(h.queued.load(std::memory_order_relaxed) - c->queued, std::memory_order_relaxed);
@@ -458,6 +513,15 @@ Recorder::Recorder(const std::string& path, int rank, RecorderOptions options)
   impl_->prepare(impl_->insert_ranges, multi);
   impl_->prepare(impl_->insert_metric,
                  "INSERT OR REPLACE INTO step_metrics(run_id, step, name_id, value) VALUES(?, ?, ?, ?)");
+  impl_->prepare(impl_->insert_memory,
+                 "INSERT INTO memory_samples(run_id, rank, step, ts_ns, phase_id, device, allocated_bytes, "
+                 "reserved_bytes, active_bytes, inactive_split_bytes, largest_free_block_bytes, peak_allocated_bytes, "
+                 "num_allocs, num_alloc_retries, num_ooms, reserved_slack, split_fragmentation, external_fragmentation) "
+                 "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  impl_->prepare(impl_->insert_kv_pool,
+                 "INSERT INTO kv_pool_samples(run_id, rank, step, ts_ns, phase_id, num_blocks, block_size, "
+                 "blocks_used, shared_blocks, num_sequences, tokens_stored, token_capacity_used, cache_bytes) "
+                 "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
   impl_->prepare(impl_->update_dropped, "UPDATE runs SET dropped_records = ? WHERE id = ?");
 
   impl_->writer = std::thread([impl = impl_.get()] { impl->writer_loop(); });
@@ -537,10 +601,44 @@ void Recorder::record_metrics(std::int64_t step, const std::vector<std::pair<std
   Hub& hub = *impl_->hub;
   try {
     std::lock_guard<std::mutex> lock(hub.mutex);
-    for (const auto& [name, value] : metrics) hub.metrics.push_back({step, name, value});
+    for (const auto& [name, value] : metrics) hub.cold.metrics.push_back({step, name, value});
   } catch (...) {
     hub.write_errors.fetch_add(static_cast<std::int64_t>(metrics.size()), std::memory_order_relaxed);
   }
+}
+
+void Recorder::record_memory(const MemorySample& sample) noexcept {
+  Hub& hub = *impl_->hub;
+  try {
+    std::lock_guard<std::mutex> lock(hub.mutex);
+    hub.cold.memory.push_back(sample);
+  } catch (...) {
+    hub.write_errors.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void Recorder::record_kv_pool(const KvPoolSample& sample) noexcept {
+  Hub& hub = *impl_->hub;
+  try {
+    std::lock_guard<std::mutex> lock(hub.mutex);
+    hub.cold.kv_pool.push_back(sample);
+  } catch (...) {
+    hub.write_errors.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+FragmentationRatios fragmentation(const MemorySample& m) noexcept {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  FragmentationRatios f{nan, nan, nan};
+  if (m.reserved_bytes > 0) {
+    const double reserved = static_cast<double>(m.reserved_bytes);
+    if (m.allocated_bytes >= 0) f.reserved_slack = 1.0 - static_cast<double>(m.allocated_bytes) / reserved;
+    if (m.inactive_split_bytes >= 0) f.split_fragmentation = static_cast<double>(m.inactive_split_bytes) / reserved;
+    if (m.active_bytes >= 0 && m.largest_free_block_bytes >= 0 && m.reserved_bytes > m.active_bytes)
+      f.external_fragmentation =
+          1.0 - static_cast<double>(m.largest_free_block_bytes) / static_cast<double>(m.reserved_bytes - m.active_bytes);
+  }
+  return f;
 }
 
 void Recorder::flush() noexcept {

@@ -130,6 +130,15 @@ TEST(Trainer, RecordsEveryPhaseAndDerivesTimingFromRanges) {
                        "(SELECT id FROM strings WHERE value = 'step') WHERE r.step > 0 AND "
                        "(r.start_ns < s.start_ns OR r.end_ns > s.end_ns)"),
             0.0);
+  // the memory probe sampled the CPU tracking allocator and the KV pool at the phase boundaries
+  EXPECT_GT(scalar(db, "SELECT MIN(allocated_bytes) FROM memory_samples m JOIN strings s ON s.id = m.phase_id "
+                       "WHERE m.step = 2 AND s.value = 'update_actor' AND m.device = -1"), 0.0);
+  EXPECT_GT(scalar(db, "SELECT MAX(blocks_used) FROM kv_pool_samples k JOIN strings s ON s.id = k.phase_id "
+                       "WHERE k.step = 2 AND s.value = 'gen_peak'"), 0.0);
+  // after rollout->train the pool holds no sequence
+  EXPECT_EQ(scalar(db, "SELECT MAX(blocks_used) FROM kv_pool_samples k JOIN strings s ON s.id = k.phase_id "
+                       "WHERE s.value = 'switch/rollout_to_train'"), 0.0);
+  EXPECT_TRUE(m.count("perf/max_memory_allocated_gb"));
   // the warm-up saved a HuggingFace-layout base policy
   EXPECT_TRUE(fs::exists(dir + "/ckpt/base/model.safetensors"));
   EXPECT_TRUE(fs::exists(dir + "/ckpt/base/config.json"));

@@ -19,6 +19,7 @@
 #include "hybridscope/trainer/batch.h"
 #include "hybridscope/trainer/checkpoint.h"
 #include "hybridscope/trainer/core_algos.h"
+#include "hybridscope/trainer/cpu_memory_tracker.h"
 #include "hybridscope/trainer/metrics.h"
 #include "hybridscope/trainer/ppo_workers.h"
 #include "hybridscope/trainer/reward.h"
@@ -104,6 +105,9 @@ struct PPOTrainer::State {
                         std::uint64_t seed);
   torch::Tensor score(const RolloutBatch& batch);
   Metrics step();
+  /// Memory probe at a phase boundary: the CPU tracking allocator and the KV pool.
+  void sample(const char* phase);
+  void record_kv(const char* phase, const KvPoolStats& stats);
   double validate(std::map<std::string, double>* per_source);
   void save(std::int64_t step);
 };
@@ -163,7 +167,10 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
   s.checkpoint_root = cfg.trainer.default_local_dir;
 
   s.recorder = std::make_unique<probes::Recorder>(cfg.hybridscope.db);
-  if (cfg.hybridscope.probes.enable) s.timings.set_recorder(s.recorder.get());
+  if (cfg.hybridscope.probes.enable) {
+    s.timings.set_recorder(s.recorder.get());
+    install_cpu_memory_tracker();
+  }
   s.peak_flops = cfg.hybridscope.peak_flops > 0 ? cfg.hybridscope.peak_flops : measure_gemm_flops();
 }
 
@@ -178,6 +185,7 @@ RolloutBatch PPOTrainer::State::generate(const std::vector<const Example*>& exam
   auto gen = at::detail::createCPUGenerator(seed);
   actor_model->eval();
   const GenerationResult result = rollout->generate(request, gen);
+  record_kv("gen_peak", result.peak_pool);
   RolloutBatch batch = make_rollout_batch(request.prompts, result.responses, params.n, tokenizer->pad_token_id(),
                                           tokenizer->eos_token_id());
   for (const auto* ex : examples) {
@@ -217,6 +225,38 @@ torch::Tensor PPOTrainer::State::score(const RolloutBatch& batch) {
         compute_score(cfg.reward_model.rule, batch.data_source[i], text, batch.ground_truth[i]));
   }
   return scores;
+}
+
+void PPOTrainer::State::record_kv(const char* phase, const KvPoolStats& stats) {
+  if (!cfg.hybridscope.probes.enable) return;
+  probes::KvPoolSample k;
+  k.ts_ns = probes::now_ns();
+  k.step = global_step;
+  k.phase = phase;
+  k.num_blocks = stats.num_blocks;
+  k.block_size = stats.block_size;
+  k.blocks_used = stats.blocks_used;
+  k.shared_blocks = stats.shared_blocks;
+  k.num_sequences = stats.num_sequences;
+  k.tokens_stored = stats.tokens_stored;
+  k.token_capacity_used = stats.token_capacity_used;
+  k.cache_bytes = rollout->cache_bytes();
+  recorder->record_kv_pool(k);
+}
+
+void PPOTrainer::State::sample(const char* phase) {
+  if (!cfg.hybridscope.probes.enable) return;
+  const CpuMemoryStats cpu = cpu_memory_stats();
+  probes::MemorySample m;
+  m.ts_ns = probes::now_ns();
+  m.step = global_step;
+  m.phase = phase;
+  m.device = -1;
+  m.allocated_bytes = cpu.live_bytes;
+  m.peak_allocated_bytes = cpu.peak_bytes;
+  m.num_allocs = cpu.num_allocs;
+  recorder->record_memory(m);
+  record_kv(phase, rollout->allocator().stats());
 }
 
 double PPOTrainer::State::validate(std::map<std::string, double>* per_source) {
@@ -259,6 +299,7 @@ Metrics PPOTrainer::State::step() {
       HS_PROBE_RANGE(timings, "switch/train_to_rollout", kSwitch);
       if (!rollout->cache_allocated()) rollout->allocate_cache();
     }
+    sample("switch/train_to_rollout");
     {
       HS_PROBE_RANGE(timings, "gen", kPhase);
       batch = generate(examples, arr.rollout.sampling(), stream_seed(cfg.hybridscope.seed, step, kRolloutStream));
@@ -274,6 +315,7 @@ Metrics PPOTrainer::State::step() {
       HS_PROBE_RANGE(timings, "switch/rollout_to_train", kSwitch);
       if (arr.rollout.free_cache_engine) rollout->release_cache();
     }
+    sample("switch/rollout_to_train");
     {
       HS_PROBE_RANGE(timings, "reward", kPhase);
       batch.token_level_scores = score(batch);
@@ -282,6 +324,7 @@ Metrics PPOTrainer::State::step() {
       HS_PROBE_RANGE(timings, "old_log_prob", kPhase);
       batch.old_log_probs = actor->compute_log_prob(batch, arr.rollout.log_prob_micro_batch_size_per_gpu);
     }
+    sample("old_log_prob");
     if (cfg.use_reference()) {
       HS_PROBE_RANGE(timings, "ref", kPhase);
       torch::NoGradGuard no_grad;
@@ -338,11 +381,13 @@ Metrics PPOTrainer::State::step() {
       const auto critic_metrics = critic->update_critic(batch, step - 1);
       metrics.insert(metrics.end(), critic_metrics.begin(), critic_metrics.end());
     }
+    if (critic) sample("update_critic");
     if (step > cfg.trainer.critic_warmup) {
       HS_PROBE_RANGE(timings, "update_actor", kPhase);
       const auto actor_metrics = actor->update_policy(batch, step - 1, stream_seed(cfg.hybridscope.seed, step, kActorShuffleStream));
       metrics.insert(metrics.end(), actor_metrics.begin(), actor_metrics.end());
     }
+    sample("update_actor");
     const bool last = step == total_steps;
     if (cfg.trainer.test_freq > 0 && (step % cfg.trainer.test_freq == 0 || last)) {
       HS_PROBE_RANGE(timings, "testing", kValidation);
@@ -380,6 +425,11 @@ Metrics PPOTrainer::State::step() {
     metrics.emplace_back("perf/mfu/critic", estimate_flops(critic->model()->shape(), lengths) * cfg.critic.ppo_epochs /
                                                 critic_seconds / (peak_flops * world));
   metrics.emplace_back("perf/cpu_memory_used_gb", cpu_memory_used_gb());
+  if (cpu_memory_tracker_installed()) {
+    const CpuMemoryStats cpu = cpu_memory_stats();
+    metrics.emplace_back("perf/max_memory_allocated_gb", static_cast<double>(cpu.peak_bytes) / (1024.0 * 1024.0 * 1024.0));
+    reset_cpu_memory_peak();
+  }
   const auto pool = rollout->allocator().stats();
   metrics.emplace_back("rollout/kv_peak_blocks_used", static_cast<double>(pool.peak_blocks_used));
   metrics.emplace_back("rollout/kv_num_blocks", static_cast<double>(pool.num_blocks));

@@ -49,6 +49,47 @@ struct RangeRecord {
   std::int64_t end_ns;
 };
 
+/// One reading of a device's memory (the `memory_samples` table). -1 = not provided by the device
+/// (the CPU tracking allocator has no reserve, no splits, no retries).
+struct MemorySample {
+  std::int64_t ts_ns = 0;       // probes::now_ns()
+  std::int64_t step = 0;
+  const char* phase = "";       // string literal: the phase boundary or "timer"
+  int device = -1;              // -1 = CPU, else the CUDA ordinal
+  std::int64_t allocated_bytes = -1;
+  std::int64_t reserved_bytes = -1;
+  std::int64_t active_bytes = -1;
+  std::int64_t inactive_split_bytes = -1;
+  std::int64_t largest_free_block_bytes = -1;
+  std::int64_t peak_allocated_bytes = -1;
+  std::int64_t num_allocs = -1;
+  std::int64_t num_alloc_retries = -1;
+  std::int64_t num_ooms = -1;
+};
+
+/// The fragmentation ratios of a sample (profiling-facts.md); NaN where an input is missing.
+struct FragmentationRatios {
+  double reserved_slack;          // 1 - allocated / reserved
+  double split_fragmentation;     // inactive_split / reserved
+  double external_fragmentation;  // 1 - largest_free_block / (reserved - active)
+};
+FragmentationRatios fragmentation(const MemorySample& sample) noexcept;
+
+/// The paged KV pool at one moment (the `kv_pool_samples` table).
+struct KvPoolSample {
+  std::int64_t ts_ns = 0;
+  std::int64_t step = 0;
+  const char* phase = "";  // string literal
+  std::int64_t num_blocks = 0;
+  std::int64_t block_size = 0;
+  std::int64_t blocks_used = 0;
+  std::int64_t shared_blocks = 0;
+  std::int64_t num_sequences = 0;
+  std::int64_t tokens_stored = 0;
+  std::int64_t token_capacity_used = 0;
+  std::int64_t cache_bytes = 0;  // bytes of the K/V tensors (0 while released)
+};
+
 struct RecorderOptions {
   /// Records waiting in full chunks for the writer before new records are dropped (40 B each:
   /// the default caps the queue near 160 MiB). Each recording thread also holds one chunk.
@@ -80,6 +121,9 @@ class Recorder {
   void record_range(const RangeRecord& range) noexcept;
   /// Queues the metrics of one step (name -> value); any thread.
   void record_metrics(std::int64_t step, const std::vector<std::pair<std::string, double>>& metrics) noexcept;
+  /// Queues a memory or KV-pool sample (cold path: phase boundaries); any thread.
+  void record_memory(const MemorySample& sample) noexcept;
+  void record_kv_pool(const KvPoolSample& sample) noexcept;
   /// Returns once everything recorded before the call (by this thread, or published by others)
   /// is committed to the database. No-op before begin_run.
   void flush() noexcept;

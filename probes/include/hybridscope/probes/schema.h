@@ -15,6 +15,8 @@ inline constexpr const char* kStrings = "strings";
 inline constexpr const char* kRangeCategories = "range_categories";
 inline constexpr const char* kRanges = "ranges";
 inline constexpr const char* kStepMetrics = "step_metrics";
+inline constexpr const char* kMemorySamples = "memory_samples";
+inline constexpr const char* kKvPoolSamples = "kv_pool_samples";
 
 /// Statements that create the current schema (idempotent).
 inline constexpr const char* kCreateStatements = R"sql(
@@ -64,6 +66,43 @@ CREATE TABLE IF NOT EXISTS step_metrics (
   value REAL NOT NULL,
   PRIMARY KEY (run_id, step, name_id)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS memory_samples (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  rank INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  ts_ns INTEGER NOT NULL,
+  phase_id INTEGER NOT NULL REFERENCES strings(id),
+  device INTEGER NOT NULL,
+  allocated_bytes INTEGER,
+  reserved_bytes INTEGER,
+  active_bytes INTEGER,
+  inactive_split_bytes INTEGER,
+  largest_free_block_bytes INTEGER,
+  peak_allocated_bytes INTEGER,
+  num_allocs INTEGER,
+  num_alloc_retries INTEGER,
+  num_ooms INTEGER,
+  reserved_slack REAL,
+  split_fragmentation REAL,
+  external_fragmentation REAL
+);
+CREATE INDEX IF NOT EXISTS memory_samples_by_run ON memory_samples(run_id, rank, ts_ns);
+CREATE TABLE IF NOT EXISTS kv_pool_samples (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  rank INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  ts_ns INTEGER NOT NULL,
+  phase_id INTEGER NOT NULL REFERENCES strings(id),
+  num_blocks INTEGER NOT NULL,
+  block_size INTEGER NOT NULL,
+  blocks_used INTEGER NOT NULL,
+  shared_blocks INTEGER NOT NULL,
+  num_sequences INTEGER NOT NULL,
+  tokens_stored INTEGER NOT NULL,
+  token_capacity_used INTEGER NOT NULL,
+  cache_bytes INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS kv_pool_samples_by_run ON kv_pool_samples(run_id, rank, ts_ns);
 )sql";
 
 /// v1 -> v2: runs.dropped_records (records the recorder dropped because its queue was full).

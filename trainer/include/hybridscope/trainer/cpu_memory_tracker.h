@@ -1,0 +1,25 @@
+// cpu_memory_tracker.h — the CPU side of the memory probe: a tracking allocator installed as
+// LibTorch's CPU allocator. It forwards to the allocator that was installed before it and counts
+// live bytes, their peak and the number of allocations (atomics: any thread may allocate).
+// On CUDA the caching allocator's own statistics play this part.
+#pragma once
+
+#include <cstdint>
+
+namespace hs::trainer {
+
+struct CpuMemoryStats {
+  std::int64_t live_bytes = 0;   // requested bytes of tensors alive now
+  std::int64_t peak_bytes = 0;   // highest live_bytes since the last reset_peak()
+  std::int64_t num_allocs = 0;   // allocations since install
+};
+
+/// Installs the tracker as LibTorch's CPU allocator (once per process; later calls are no-ops)
+/// and returns its statistics function's owner. Storage allocated before the install is not
+/// counted (its deleter is the previous allocator's).
+void install_cpu_memory_tracker();
+bool cpu_memory_tracker_installed();
+CpuMemoryStats cpu_memory_stats();
+void reset_cpu_memory_peak();
+
+}  // namespace hs::trainer
