@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <limits>
@@ -91,10 +92,12 @@ struct ColdRecords {
   std::vector<Metric> metrics;
   std::vector<MemorySample> memory;
   std::vector<KvPoolSample> kv_pool;
+  std::vector<CommRecord> comm;
   void swap(ColdRecords& other) noexcept {
     metrics.swap(other.metrics);
     memory.swap(other.memory);
     kv_pool.swap(other.kv_pool);
+    comm.swap(other.comm);
   }
 };
 
@@ -208,7 +211,7 @@ struct Recorder::Impl {
   sqlite3* db = nullptr;
   std::mutex db_mutex;
   Statement insert_string, find_string, insert_range, insert_ranges, insert_metric, insert_memory, insert_kv_pool,
-      update_dropped;
+      update_dropped, insert_comm;
   std::shared_ptr<Hub> hub;
   std::thread writer;
   int rank = 0;
@@ -225,7 +228,7 @@ struct Recorder::Impl {
   ~Impl() {
     // Statements must be finalized before the connection closes.
     for (Statement* s : {&insert_string, &find_string, &insert_range, &insert_ranges, &insert_metric, &insert_memory,
-                         &insert_kv_pool, &update_dropped}) {
+                         &insert_kv_pool, &update_dropped, &insert_comm}) {
       sqlite3_finalize(s->stmt);
       s->stmt = nullptr;
     }
@@ -311,6 +314,7 @@ struct Recorder::Impl {
       flush_pending();
       for (const auto& m : cold.memory) write_memory(m, run_id);
       for (const auto& k : cold.kv_pool) write_kv_pool(k, run_id);
+      for (const auto& c : cold.comm) write_comm(c, run_id);
       for (const auto& m : cold.metrics) {
         sqlite3_stmt* st = insert_metric.stmt;
         sqlite3_bind_int64(st, 1, run_id);
@@ -375,6 +379,27 @@ struct Recorder::Impl {
     for (std::int64_t v : {k.num_blocks, k.block_size, k.blocks_used, k.shared_blocks, k.num_sequences,
                            k.tokens_stored, k.token_capacity_used, k.cache_bytes})
       sqlite3_bind_int64(st, p++, v);
+    if (sqlite3_step(st) != SQLITE_DONE) hub->write_errors.fetch_add(1, std::memory_order_relaxed);
+    sqlite3_reset(st);
+  }
+  void write_comm(const CommRecord& c, std::int64_t run_id) {
+    sqlite3_stmt* st = insert_comm.stmt;
+    int p = 1;
+    sqlite3_bind_int64(st, p++, run_id);
+    sqlite3_bind_int(st, p++, rank);
+    sqlite3_bind_int64(st, p++, c.step);
+    sqlite3_bind_int64(st, p++, intern_pointer(c.op));
+    sqlite3_bind_int64(st, p++, intern_pointer(c.group));
+    sqlite3_bind_int(st, p++, c.group_size);
+    sqlite3_bind_int64(st, p++, c.bytes);
+    sqlite3_bind_int64(st, p++, intern_pointer(c.dtype));
+    sqlite3_bind_int64(st, p++, c.start_ns);
+    sqlite3_bind_int64(st, p++, c.end_ns);
+    const double algbw = algorithm_bandwidth_gbps(c.bytes, c.start_ns, c.end_ns);
+    for (double v : {algbw, algbw * bus_bandwidth_factor(c.op, c.group_size)}) {
+      if (std::isnan(v)) sqlite3_bind_null(st, p++);
+      else sqlite3_bind_double(st, p++, v);
+    }
     if (sqlite3_step(st) != SQLITE_DONE) hub->write_errors.fetch_add(1, std::memory_order_relaxed);
     sqlite3_reset(st);
   }
@@ -522,6 +547,9 @@ Recorder::Recorder(const std::string& path, int rank, RecorderOptions options)
                  "INSERT INTO kv_pool_samples(run_id, rank, step, ts_ns, phase_id, num_blocks, block_size, "
                  "blocks_used, shared_blocks, num_sequences, tokens_stored, token_capacity_used, cache_bytes) "
                  "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  impl_->prepare(impl_->insert_comm,
+                 "INSERT INTO comm_ops(run_id, rank, step, op_id, group_id, group_size, bytes, dtype_id, start_ns, "
+                 "end_ns, algbw_gbps, busbw_gbps) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
   impl_->prepare(impl_->update_dropped, "UPDATE runs SET dropped_records = ? WHERE id = ?");
 
   impl_->writer = std::thread([impl = impl_.get()] { impl->writer_loop(); });
@@ -625,6 +653,32 @@ void Recorder::record_kv_pool(const KvPoolSample& sample) noexcept {
   } catch (...) {
     hub.write_errors.fetch_add(1, std::memory_order_relaxed);
   }
+}
+
+void Recorder::record_comm(const CommRecord& comm) noexcept {
+  Hub& hub = *impl_->hub;
+  try {
+    std::lock_guard<std::mutex> lock(hub.mutex);
+    hub.cold.comm.push_back(comm);
+  } catch (...) {
+    hub.write_errors.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+double bus_bandwidth_factor(const char* op, int n) noexcept {
+  if (!op || n <= 0) return 0.0;
+  const double ranks = static_cast<double>(n);
+  auto is = [op](const char* name) { return std::strcmp(op, name) == 0; };
+  if (is("all_reduce")) return 2.0 * (ranks - 1.0) / ranks;
+  if (is("all_gather") || is("reduce_scatter") || is("all_to_all")) return (ranks - 1.0) / ranks;
+  if (is("broadcast") || is("reduce")) return 1.0;
+  return 0.0;  // barrier moves no payload; unknown ops claim no bus bandwidth
+}
+
+double algorithm_bandwidth_gbps(std::int64_t bytes, std::int64_t start_ns, std::int64_t end_ns) noexcept {
+  if (end_ns <= start_ns) return std::numeric_limits<double>::quiet_NaN();
+  // bytes / ns == GB/s (1e9 bytes per second).
+  return static_cast<double>(bytes) / static_cast<double>(end_ns - start_ns);
 }
 
 FragmentationRatios fragmentation(const MemorySample& m) noexcept {

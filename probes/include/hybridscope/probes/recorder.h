@@ -90,6 +90,28 @@ struct KvPoolSample {
   std::int64_t cache_bytes = 0;  // bytes of the K/V tensors (0 while released)
 };
 
+/// One collective (the `comm_ops` table), recorded by the collective wrapper
+/// (trainer::ProbedCommunicator). `bytes` follows nccl-tests: the larger of the input and output
+/// buffer per rank — all_reduce, broadcast: the tensor; all_gather: the output (size × input);
+/// reduce_scatter: the input; barrier: 0.
+struct CommRecord {
+  const char* op;     // string literal: all_reduce, all_gather, reduce_scatter, broadcast, barrier
+  const char* group;  // string literal: the process group's name ("world", "tp", "dp", "pp")
+  int group_size;
+  std::int64_t bytes;
+  const char* dtype;  // string literal: "float32", "bfloat16", ... ("" for barrier)
+  std::int64_t start_ns;  // probes::now_ns()
+  std::int64_t end_ns;
+  std::int64_t step;
+};
+
+/// nccl-tests' bus-bandwidth factor for `op` over `n` ranks (profiling-facts.md; nccl-tests
+/// doc/PERFORMANCE.md): all_reduce 2(n−1)/n; all_gather, reduce_scatter, all_to_all (n−1)/n;
+/// broadcast, reduce 1; barrier and unknown ops 0. busbw = algbw × factor.
+double bus_bandwidth_factor(const char* op, int n) noexcept;
+/// algbw in GB/s (1e9 bytes/s): bytes / (end_ns − start_ns); NaN for a non-positive duration.
+double algorithm_bandwidth_gbps(std::int64_t bytes, std::int64_t start_ns, std::int64_t end_ns) noexcept;
+
 struct RecorderOptions {
   /// Records waiting in full chunks for the writer before new records are dropped (40 B each:
   /// the default caps the queue near 160 MiB). Each recording thread also holds one chunk.
@@ -124,6 +146,8 @@ class Recorder {
   /// Queues a memory or KV-pool sample (cold path: phase boundaries); any thread.
   void record_memory(const MemorySample& sample) noexcept;
   void record_kv_pool(const KvPoolSample& sample) noexcept;
+  /// Queues one collective (cold path: a few per layer and step); any thread.
+  void record_comm(const CommRecord& comm) noexcept;
   /// Returns once everything recorded before the call (by this thread, or published by others)
   /// is committed to the database. No-op before begin_run.
   void flush() noexcept;

@@ -6,8 +6,9 @@
 namespace hs::probes::schema {
 
 /// PRAGMA user_version of databases this build writes.
-inline constexpr int kSchemaVersion = 2;
-/// Oldest version the recorder upgrades in place (kMigrateToV2); older or newer ones are refused.
+inline constexpr int kSchemaVersion = 3;
+/// Oldest version the recorder upgrades in place (kMigrateToV2; v3 only adds tables, which
+/// kCreateStatements creates); older or newer ones are refused.
 inline constexpr int kOldestMigratableVersion = 1;
 
 inline constexpr const char* kRuns = "runs";
@@ -17,6 +18,7 @@ inline constexpr const char* kRanges = "ranges";
 inline constexpr const char* kStepMetrics = "step_metrics";
 inline constexpr const char* kMemorySamples = "memory_samples";
 inline constexpr const char* kKvPoolSamples = "kv_pool_samples";
+inline constexpr const char* kCommOps = "comm_ops";
 
 /// Statements that create the current schema (idempotent).
 inline constexpr const char* kCreateStatements = R"sql(
@@ -103,6 +105,21 @@ CREATE TABLE IF NOT EXISTS kv_pool_samples (
   cache_bytes INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS kv_pool_samples_by_run ON kv_pool_samples(run_id, rank, ts_ns);
+CREATE TABLE IF NOT EXISTS comm_ops (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  rank INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  op_id INTEGER NOT NULL REFERENCES strings(id),
+  group_id INTEGER NOT NULL REFERENCES strings(id),
+  group_size INTEGER NOT NULL,
+  bytes INTEGER NOT NULL,
+  dtype_id INTEGER NOT NULL REFERENCES strings(id),
+  start_ns INTEGER NOT NULL,
+  end_ns INTEGER NOT NULL,
+  algbw_gbps REAL,
+  busbw_gbps REAL
+);
+CREATE INDEX IF NOT EXISTS comm_ops_by_run ON comm_ops(run_id, rank, start_ns);
 )sql";
 
 /// v1 -> v2: runs.dropped_records (records the recorder dropped because its queue was full).

@@ -1,0 +1,148 @@
+// probed_communicator_test.cpp — the collective wrapper forwards to the communicator it wraps and
+// records each collective with nccl-tests' byte convention, read back from the run database.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "hybridscope/probes/recorder.h"
+#include "hybridscope/trainer/probed_communicator.h"
+
+namespace fs = std::filesystem;
+
+namespace hs::trainer {
+namespace {
+
+// Rank 1 of a group of 4 whose other ranks hold the same tensors: results are computable by hand.
+class FakeCommunicator final : public Communicator {
+ public:
+  static constexpr int kSize = 4;
+  int rank() const override { return 1; }
+  int size() const override { return kSize; }
+  std::string name() const override { return "tp"; }
+  void all_reduce(at::Tensor& tensor, ReduceOp) override { tensor.mul_(kSize); }  // sum of 4 equal
+  at::Tensor all_gather(const at::Tensor& input) override { return at::cat({input, input, input, input}, 0); }
+  at::Tensor reduce_scatter(const at::Tensor& input, ReduceOp) override {
+    const auto rows = input.size(0) / kSize;
+    return input.narrow(0, rank() * rows, rows) * kSize;
+  }
+  void broadcast(at::Tensor& tensor, int root) override { tensor.fill_(root); }
+  void barrier() override { ++barriers; }
+  int barriers = 0;
+};
+
+std::string temp_db(const std::string& name) {
+  const auto dir = fs::temp_directory_path() / ("hs_probed_comm_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto path = dir / name;
+  fs::remove(path);
+  return path.string();
+}
+
+std::vector<std::string> rows(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  std::vector<std::string> out;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    std::string line;
+    for (int c = 0; c < sqlite3_column_count(st); ++c) {
+      if (c) line += "|";
+      line += sqlite3_column_type(st, c) == SQLITE_NULL ? "NULL" : reinterpret_cast<const char*>(sqlite3_column_text(st, c));
+    }
+    out.push_back(line);
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return out;
+}
+
+TEST(ProbedCommunicator, RecordsEachCollectiveWithNcclTestsBytes) {
+  const auto path = temp_db("comm.sqlite");
+  auto fake = std::make_shared<FakeCommunicator>();
+  std::int64_t step = 3;
+  {
+    probes::Recorder rec(path, 1);
+    rec.begin_run({});
+    ProbedCommunicator comm(fake, &rec, &step);
+    EXPECT_EQ(comm.size(), 4);
+    EXPECT_EQ(comm.rank(), 1);
+    EXPECT_EQ(comm.name(), "tp");
+
+    // all_reduce: (8, 16) float32 = 512 B, in place.
+    auto grad = torch::ones({8, 16}, torch::kFloat32);
+    comm.all_reduce(grad);
+    EXPECT_TRUE(torch::equal(grad, torch::full({8, 16}, 4.0f)));
+
+    // all_gather: input (2, 8) bfloat16 = 32 B; output (8, 8) = 128 B = 4 × input.
+    auto shard = torch::arange(16, torch::kFloat32).reshape({2, 8}).to(torch::kBFloat16);
+    const auto gathered = comm.all_gather(shard);
+    EXPECT_EQ(gathered.sizes(), (std::vector<std::int64_t>{8, 8}));
+    EXPECT_TRUE(torch::equal(gathered, at::cat({shard, shard, shard, shard}, 0)));
+
+    step = 4;
+    // reduce_scatter: input (12, 5) float16 = 120 B; output (3, 5), rows 3..5 times 4.
+    auto full = torch::arange(60, torch::kFloat32).reshape({12, 5}).to(torch::kFloat16);
+    const auto scattered = comm.reduce_scatter(full);
+    EXPECT_EQ(scattered.sizes(), (std::vector<std::int64_t>{3, 5}));
+    EXPECT_TRUE(torch::equal(scattered, full.narrow(0, 3, 3) * 4));
+
+    // broadcast: (10,) int64 = 80 B.
+    auto ids = torch::zeros({10}, torch::kInt64);
+    comm.broadcast(ids, 2);
+    EXPECT_TRUE(torch::equal(ids, torch::full({10}, 2, torch::kInt64)));
+
+    comm.barrier();
+    EXPECT_EQ(fake->barriers, 1);
+    rec.end_run(probes::RunStatus::kCompleted);
+    EXPECT_EQ(rec.write_errors(), 0);
+  }
+  EXPECT_EQ(rows(path, "SELECT c.rank, c.step, o.value, g.value, c.group_size, c.bytes, d.value, "
+                       "c.end_ns >= c.start_ns FROM comm_ops c JOIN strings o ON o.id = c.op_id "
+                       "JOIN strings g ON g.id = c.group_id JOIN strings d ON d.id = c.dtype_id ORDER BY c.start_ns"),
+            (std::vector<std::string>{
+                "1|3|all_reduce|tp|4|512|float32|1",          // 8·16·4
+                "1|3|all_gather|tp|4|128|bfloat16|1",         // 4 × 2·8·2
+                "1|4|reduce_scatter|tp|4|120|float16|1",      // 12·5·2
+                "1|4|broadcast|tp|4|80|int64|1",              // 10·8
+                "1|4|barrier|tp|4|0||1",
+            }));
+  // busbw = algbw × factor wherever the duration was measurable (a few ns may read as 0).
+  EXPECT_EQ(rows(path, "SELECT COUNT(*) FROM comm_ops c JOIN strings o ON o.id = c.op_id WHERE c.end_ns > c.start_ns "
+                       "AND ABS(c.algbw_gbps - c.bytes * 1.0 / (c.end_ns - c.start_ns)) > 1e-12 * c.algbw_gbps"),
+            (std::vector<std::string>{"0"}));
+  EXPECT_EQ(rows(path, "SELECT COUNT(*) FROM comm_ops c JOIN strings o ON o.id = c.op_id WHERE c.end_ns > c.start_ns "
+                       "AND ABS(c.busbw_gbps - c.algbw_gbps * CASE o.value WHEN 'all_reduce' THEN 1.5 "
+                       "WHEN 'broadcast' THEN 1.0 WHEN 'barrier' THEN 0.0 ELSE 0.75 END) > 1e-9 * c.algbw_gbps"),
+            (std::vector<std::string>{"0"}));
+}
+
+TEST(ProbedCommunicator, WithoutRecorderOnlyForwards) {
+  auto fake = std::make_shared<FakeCommunicator>();
+  ProbedCommunicator comm(fake, nullptr);
+  auto t = torch::ones({4, 2});
+  comm.all_reduce(t);
+  EXPECT_TRUE(torch::equal(t, torch::full({4, 2}, 4.0f)));
+  EXPECT_EQ(comm.all_gather(torch::ones({1, 3})).size(0), 4);
+  EXPECT_EQ(comm.reduce_scatter(torch::ones({8, 3})).size(0), 2);
+  comm.barrier();
+  EXPECT_EQ(fake->barriers, 1);
+}
+
+TEST(ProbedCommunicator, DtypeNames) {
+  EXPECT_STREQ(comm_dtype_name(torch::kFloat32), "float32");
+  EXPECT_STREQ(comm_dtype_name(torch::kBFloat16), "bfloat16");
+  EXPECT_STREQ(comm_dtype_name(torch::kFloat16), "float16");
+  EXPECT_STREQ(comm_dtype_name(torch::kFloat64), "float64");
+  EXPECT_STREQ(comm_dtype_name(torch::kInt64), "int64");
+  EXPECT_STREQ(comm_dtype_name(torch::kComplexFloat), "other");
+}
+
+}  // namespace
+}  // namespace hs::trainer

@@ -1,0 +1,59 @@
+// probed_communicator.h — the communication probe: a Communicator that forwards every collective
+// to the one it wraps and records it (op, group, group size, bytes, dtype, start/end) into the
+// run database's `comm_ops` table, where the recorder adds nccl-tests' algbw and busbw.
+//
+// Bytes follow nccl-tests' convention (the larger of input and output buffer per rank):
+//   all_reduce, broadcast: the tensor; all_gather: size × input; reduce_scatter: the input;
+//   barrier: 0.
+// Times are probes::now_ns() around the forwarded call, so they measure what the wrapped call
+// waits for: complete for Gloo and the single-rank identity; for an asynchronous NCCL backend
+// they are enqueue times unless the wrapped communicator synchronizes.
+//
+// What this is not: a communicator of its own (it never moves data) or a CUPTI NCCL-kernel probe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <c10/core/ScalarType.h>
+
+#include "hybridscope/probes/recorder.h"
+#include "hybridscope/trainer/parallel.h"
+
+namespace hs::trainer {
+
+/// The dtype name recorded for `type` ("float32", "bfloat16", ...; "other" for the rest). A
+/// string literal, as probes::CommRecord requires.
+const char* comm_dtype_name(c10::ScalarType type) noexcept;
+
+class ProbedCommunicator final : public Communicator {
+ public:
+  /// `inner` must be non-null. `recorder` may be null: then every call only forwards. `step`
+  /// (may be null: step 0) is read at each collective, e.g. &trainer_state.global_step; it and
+  /// `recorder` must outlive this object.
+  ProbedCommunicator(std::shared_ptr<Communicator> inner, probes::Recorder* recorder,
+                     const std::int64_t* step = nullptr);
+
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  std::string name() const override { return inner_->name(); }
+  void all_reduce(at::Tensor& tensor, ReduceOp op = ReduceOp::kSum) override;
+  at::Tensor all_gather(const at::Tensor& input) override;
+  at::Tensor reduce_scatter(const at::Tensor& input, ReduceOp op = ReduceOp::kSum) override;
+  void broadcast(at::Tensor& tensor, int root) override;
+  void barrier() override;
+
+  const std::shared_ptr<Communicator>& inner() const { return inner_; }
+
+ private:
+  void record(const char* op, std::int64_t bytes, const char* dtype, std::int64_t start_ns) const noexcept;
+
+  std::shared_ptr<Communicator> inner_;
+  probes::Recorder* recorder_;
+  const std::int64_t* step_;
+  const char* group_;  // the inner group's name, interned for the process lifetime
+  int group_size_;
+};
+
+}  // namespace hs::trainer

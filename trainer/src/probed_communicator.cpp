@@ -1,0 +1,105 @@
+// probed_communicator.cpp — forwards each collective and records it (see probed_communicator.h).
+#include "hybridscope/trainer/probed_communicator.h"
+
+#include <mutex>
+#include <stdexcept>
+#include <unordered_set>
+
+#include <ATen/core/Tensor.h>
+
+#include "hybridscope/probes/clock.h"
+
+namespace hs::trainer {
+
+namespace {
+
+// Group names as process-lifetime C strings: a CommRecord waits in the recorder's queue by
+// pointer, possibly after the communicator that made it is gone. Groups are few (world, tp, dp,
+// pp per layout), so the set stays tiny; unordered_set nodes never move.
+const char* intern_group_name(const std::string& name) {
+  static std::mutex mutex;
+  static std::unordered_set<std::string>* names = new std::unordered_set<std::string>();  // never freed
+  std::lock_guard<std::mutex> lock(mutex);
+  return names->insert(name).first->c_str();
+}
+
+std::int64_t nbytes(const at::Tensor& t) { return static_cast<std::int64_t>(t.numel()) * t.element_size(); }
+
+}  // namespace
+
+const char* comm_dtype_name(c10::ScalarType type) noexcept {
+  switch (type) {
+    case c10::ScalarType::Float: return "float32";
+    case c10::ScalarType::BFloat16: return "bfloat16";
+    case c10::ScalarType::Half: return "float16";
+    case c10::ScalarType::Double: return "float64";
+    case c10::ScalarType::Long: return "int64";
+    case c10::ScalarType::Int: return "int32";
+    case c10::ScalarType::Short: return "int16";
+    case c10::ScalarType::Char: return "int8";
+    case c10::ScalarType::Byte: return "uint8";
+    case c10::ScalarType::Bool: return "bool";
+    default: return "other";
+  }
+}
+
+ProbedCommunicator::ProbedCommunicator(std::shared_ptr<Communicator> inner, probes::Recorder* recorder,
+                                       const std::int64_t* step)
+    : inner_(std::move(inner)), recorder_(recorder), step_(step) {
+  if (!inner_) throw std::invalid_argument("ProbedCommunicator: the wrapped communicator is null");
+  group_ = intern_group_name(inner_->name());
+  group_size_ = inner_->size();
+}
+
+void ProbedCommunicator::record(const char* op, std::int64_t bytes, const char* dtype,
+                                std::int64_t start_ns) const noexcept {
+  const std::int64_t end_ns = probes::now_ns();
+  recorder_->record_comm({op, group_, group_size_, bytes, dtype, start_ns, end_ns, step_ ? *step_ : 0});
+}
+
+void ProbedCommunicator::all_reduce(at::Tensor& tensor, ReduceOp op) {
+  if (!recorder_) return inner_->all_reduce(tensor, op);
+  const std::int64_t bytes = nbytes(tensor);
+  const char* dtype = comm_dtype_name(tensor.scalar_type());
+  const std::int64_t start = probes::now_ns();
+  inner_->all_reduce(tensor, op);
+  record("all_reduce", bytes, dtype, start);
+}
+
+at::Tensor ProbedCommunicator::all_gather(const at::Tensor& input) {
+  if (!recorder_) return inner_->all_gather(input);
+  const std::int64_t bytes = nbytes(input) * group_size_;  // the output buffer
+  const char* dtype = comm_dtype_name(input.scalar_type());
+  const std::int64_t start = probes::now_ns();
+  at::Tensor out = inner_->all_gather(input);
+  record("all_gather", bytes, dtype, start);
+  return out;
+}
+
+at::Tensor ProbedCommunicator::reduce_scatter(const at::Tensor& input, ReduceOp op) {
+  if (!recorder_) return inner_->reduce_scatter(input, op);
+  const std::int64_t bytes = nbytes(input);  // the input buffer
+  const char* dtype = comm_dtype_name(input.scalar_type());
+  const std::int64_t start = probes::now_ns();
+  at::Tensor out = inner_->reduce_scatter(input, op);
+  record("reduce_scatter", bytes, dtype, start);
+  return out;
+}
+
+void ProbedCommunicator::broadcast(at::Tensor& tensor, int root) {
+  if (!recorder_) return inner_->broadcast(tensor, root);
+  const std::int64_t bytes = nbytes(tensor);
+  const char* dtype = comm_dtype_name(tensor.scalar_type());
+  const std::int64_t start = probes::now_ns();
+  inner_->broadcast(tensor, root);
+  record("broadcast", bytes, dtype, start);
+}
+
+void ProbedCommunicator::barrier() {
+  if (!recorder_) return inner_->barrier();
+  const std::int64_t start = probes::now_ns();
+  inner_->barrier();
+  record("barrier", 0, "", start);
+}
+
+}  // namespace hs::trainer
