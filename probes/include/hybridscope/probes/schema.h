@@ -6,8 +6,9 @@
 namespace hs::probes::schema {
 
 /// PRAGMA user_version of databases this build writes.
-inline constexpr int kSchemaVersion = 2;
-/// Oldest version the recorder upgrades in place (kMigrateToV2); older or newer ones are refused.
+inline constexpr int kSchemaVersion = 3;
+/// Oldest version the recorder upgrades in place (kMigrateToV2; v3 only adds tables, which
+/// kCreateStatements creates); older or newer ones are refused.
 inline constexpr int kOldestMigratableVersion = 1;
 
 inline constexpr const char* kRuns = "runs";
@@ -17,6 +18,8 @@ inline constexpr const char* kRanges = "ranges";
 inline constexpr const char* kStepMetrics = "step_metrics";
 inline constexpr const char* kMemorySamples = "memory_samples";
 inline constexpr const char* kKvPoolSamples = "kv_pool_samples";
+inline constexpr const char* kSwitches = "switches";
+inline constexpr const char* kSwitchComponents = "switch_components";
 
 /// Statements that create the current schema (idempotent).
 inline constexpr const char* kCreateStatements = R"sql(
@@ -103,6 +106,27 @@ CREATE TABLE IF NOT EXISTS kv_pool_samples (
   cache_bytes INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS kv_pool_samples_by_run ON kv_pool_samples(run_id, rank, ts_ns);
+CREATE TABLE IF NOT EXISTS switches (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  rank INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  direction_id INTEGER NOT NULL REFERENCES strings(id),
+  start_ns INTEGER NOT NULL,
+  end_ns INTEGER NOT NULL,
+  bytes_sent INTEGER NOT NULL,
+  bytes_received INTEGER NOT NULL,
+  bytes_local INTEGER NOT NULL,
+  peak_memory_before INTEGER,
+  peak_memory_after INTEGER
+);
+CREATE INDEX IF NOT EXISTS switches_by_run_step ON switches(run_id, step, rank);
+CREATE TABLE IF NOT EXISTS switch_components (
+  switch_id INTEGER NOT NULL REFERENCES switches(id),
+  name_id INTEGER NOT NULL REFERENCES strings(id),
+  duration_ns INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS switch_components_by_switch ON switch_components(switch_id);
 )sql";
 
 /// v1 -> v2: runs.dropped_records (records the recorder dropped because its queue was full).
