@@ -93,11 +93,13 @@ struct ColdRecords {
   std::vector<MemorySample> memory;
   std::vector<KvPoolSample> kv_pool;
   std::vector<CommRecord> comm;
+  std::vector<SwitchRecord> switches;
   void swap(ColdRecords& other) noexcept {
     metrics.swap(other.metrics);
     memory.swap(other.memory);
     kv_pool.swap(other.kv_pool);
     comm.swap(other.comm);
+    switches.swap(other.switches);
   }
 };
 
@@ -212,6 +214,7 @@ struct Recorder::Impl {
   std::mutex db_mutex;
   Statement insert_string, find_string, insert_range, insert_ranges, insert_metric, insert_memory, insert_kv_pool,
       update_dropped, insert_comm;
+  Statement insert_switch, insert_switch_component;
   std::shared_ptr<Hub> hub;
   std::thread writer;
   int rank = 0;
@@ -228,7 +231,8 @@ struct Recorder::Impl {
   ~Impl() {
     // Statements must be finalized before the connection closes.
     for (Statement* s : {&insert_string, &find_string, &insert_range, &insert_ranges, &insert_metric, &insert_memory,
-                         &insert_kv_pool, &update_dropped, &insert_comm}) {
+                         &insert_kv_pool, &update_dropped, &insert_comm, &insert_switch,
+                         &insert_switch_component}) {
       sqlite3_finalize(s->stmt);
       s->stmt = nullptr;
     }
@@ -315,6 +319,7 @@ struct Recorder::Impl {
       for (const auto& m : cold.memory) write_memory(m, run_id);
       for (const auto& k : cold.kv_pool) write_kv_pool(k, run_id);
       for (const auto& c : cold.comm) write_comm(c, run_id);
+      for (const auto& w : cold.switches) write_switch(w, run_id);
       for (const auto& m : cold.metrics) {
         sqlite3_stmt* st = insert_metric.stmt;
         sqlite3_bind_int64(st, 1, run_id);
@@ -402,6 +407,36 @@ struct Recorder::Impl {
     }
     if (sqlite3_step(st) != SQLITE_DONE) hub->write_errors.fetch_add(1, std::memory_order_relaxed);
     sqlite3_reset(st);
+  }
+  // The switch row, then its components referencing the row's id.
+  void write_switch(const SwitchRecord& w, std::int64_t run_id) {
+    sqlite3_stmt* st = insert_switch.stmt;
+    int p = 1;
+    sqlite3_bind_int64(st, p++, run_id);
+    sqlite3_bind_int(st, p++, rank);
+    sqlite3_bind_int64(st, p++, w.step);
+    sqlite3_bind_int64(st, p++, intern(w.direction));
+    for (std::int64_t v : {w.start_ns, w.end_ns, w.bytes_sent, w.bytes_received, w.bytes_local})
+      sqlite3_bind_int64(st, p++, v);
+    for (std::int64_t v : {w.peak_memory_before, w.peak_memory_after}) {
+      if (v < 0) sqlite3_bind_null(st, p++);
+      else sqlite3_bind_int64(st, p++, v);
+    }
+    const bool ok = sqlite3_step(st) == SQLITE_DONE;
+    sqlite3_reset(st);
+    if (!ok) {
+      hub->write_errors.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    const std::int64_t switch_id = sqlite3_last_insert_rowid(db);
+    sqlite3_stmt* sc = insert_switch_component.stmt;
+    for (const auto& [name, duration_ns] : w.components) {
+      sqlite3_bind_int64(sc, 1, switch_id);
+      sqlite3_bind_int64(sc, 2, intern(name));
+      sqlite3_bind_int64(sc, 3, duration_ns);
+      if (sqlite3_step(sc) != SQLITE_DONE) hub->write_errors.fetch_add(1, std::memory_order_relaxed);
+      sqlite3_reset(sc);
+    }
   }
   void write_dropped(std::int64_t run_id) {
     const std::int64_t dropped = hub->dropped.load(std::memory_order_relaxed);
@@ -550,6 +585,11 @@ Recorder::Recorder(const std::string& path, int rank, RecorderOptions options)
   impl_->prepare(impl_->insert_comm,
                  "INSERT INTO comm_ops(run_id, rank, step, op_id, group_id, group_size, bytes, dtype_id, start_ns, "
                  "end_ns, algbw_gbps, busbw_gbps) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
+  impl_->prepare(impl_->insert_switch,
+                 "INSERT INTO switches(run_id, rank, step, direction_id, start_ns, end_ns, bytes_sent, bytes_received, "
+                 "bytes_local, peak_memory_before, peak_memory_after) VALUES(?,?,?,?,?,?,?,?,?,?,?)");
+  impl_->prepare(impl_->insert_switch_component,
+                 "INSERT INTO switch_components(switch_id, name_id, duration_ns) VALUES(?,?,?)");
   impl_->prepare(impl_->update_dropped, "UPDATE runs SET dropped_records = ? WHERE id = ?");
 
   impl_->writer = std::thread([impl = impl_.get()] { impl->writer_loop(); });
@@ -660,6 +700,16 @@ void Recorder::record_comm(const CommRecord& comm) noexcept {
   try {
     std::lock_guard<std::mutex> lock(hub.mutex);
     hub.cold.comm.push_back(comm);
+  } catch (...) {
+    hub.write_errors.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void Recorder::record_switch(const SwitchRecord& record) noexcept {
+  Hub& hub = *impl_->hub;
+  try {
+    std::lock_guard<std::mutex> lock(hub.mutex);
+    hub.cold.switches.push_back(record);
   } catch (...) {
     hub.write_errors.fetch_add(1, std::memory_order_relaxed);
   }

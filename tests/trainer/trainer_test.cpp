@@ -3,6 +3,7 @@
 // critic, KL in the reward and in the loss, and the other estimators run end to end.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
 #include <filesystem>
@@ -10,6 +11,10 @@
 #include <string>
 
 #include "hybridscope/trainer/config.h"
+#include "hybridscope/trainer/hybrid_switch.h"
+#include "hybridscope/trainer/model.h"
+#include "hybridscope/trainer/rollout.h"
+#include "hybridscope/trainer/tokenizer.h"
 #include "hybridscope/trainer/trainer.h"
 
 namespace fs = std::filesystem;
@@ -224,4 +229,105 @@ TEST(Trainer, BadDataFileFailsBeforeTraining) {
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("missing.jsonl"), std::string::npos) << e.what();
   }
+}
+
+// Every step has one train->rollout and one rollout->train switch, timed by components that fit
+// inside it; one process moves no weights and keeps all of them local.
+TEST(Trainer, RecordsBothSwitchesOfEveryStepWithTheirComponents) {
+  const auto dir = scratch("switches");
+  const Config cfg = tiny_config(dir, {"trainer.total_training_steps=2"});
+  PPOTrainer trainer(cfg, quiet());
+  EXPECT_EQ(trainer.fit().steps_run, 2);
+  const auto db = dir + "/run.sqlite";
+  const std::string run = "(SELECT MAX(id) FROM runs)";
+
+  // The actor's parameter bytes, from a model of the same shape built here.
+  ModelShape shape = cfg.hybridscope.model;
+  if (shape.vocab_size <= 0) shape.vocab_size = make_tokenizer(cfg.hybridscope.tokenizer)->vocab_size();
+  Transformer reference(shape, HeadKind::kLm);
+  std::int64_t model_bytes = 0;
+  for (const auto& p : reference->parameters()) model_bytes += p.numel() * static_cast<std::int64_t>(p.element_size());
+  ASSERT_GT(model_bytes, 0);
+
+  for (std::int64_t step : {1, 2}) {
+    const std::string where = " FROM switches w JOIN strings d ON d.id = w.direction_id WHERE w.run_id = " + run +
+                              " AND w.step = " + std::to_string(step);
+    EXPECT_EQ(scalar(db, "SELECT COUNT(*)" + where), 2) << "step " << step;
+    for (const char* direction : {"train_to_rollout", "rollout_to_train"}) {
+      const std::string one = where + " AND d.value = '" + direction + "'";
+      EXPECT_EQ(scalar(db, "SELECT COUNT(*)" + one), 1) << direction << " step " << step;
+      EXPECT_EQ(scalar(db, "SELECT SUM(w.bytes_sent) + SUM(w.bytes_received)" + one), 0) << direction;
+      EXPECT_GE(scalar(db, "SELECT w.peak_memory_before" + one), 0) << "the CPU tracker is installed";
+      EXPECT_GE(scalar(db, "SELECT w.peak_memory_after" + one), 0);
+      EXPECT_GT(scalar(db, "SELECT w.end_ns - w.start_ns" + one), 0);
+      // Components run one after another inside the switch.
+      EXPECT_EQ(scalar(db, "SELECT COUNT(*) FROM (SELECT w.id, w.end_ns - w.start_ns AS total" + one +
+                               ") t WHERE (SELECT SUM(c.duration_ns) FROM switch_components c WHERE c.switch_id = t.id)"
+                               " <= t.total"),
+                1)
+          << direction;
+    }
+    EXPECT_EQ(scalar(db, "SELECT w.bytes_local" + where + " AND d.value = 'train_to_rollout'"),
+              static_cast<double>(model_bytes));
+  }
+  // Component names in order, per direction (the same every step).
+  auto components = [&](const char* direction) {
+    sqlite3* h = nullptr;
+    sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr);
+    sqlite3_stmt* st = nullptr;
+    const std::string sql =
+        "SELECT group_concat(name, ',') FROM (SELECT s.value AS name FROM switch_components c "
+        "JOIN switches w ON w.id = c.switch_id JOIN strings d ON d.id = w.direction_id "
+        "JOIN strings s ON s.id = c.name_id WHERE w.run_id = " + run + " AND w.step = 2 AND d.value = '" +
+        direction + "' ORDER BY c.rowid)";
+    EXPECT_EQ(sqlite3_prepare_v2(h, sql.c_str(), -1, &st, nullptr), SQLITE_OK);
+    std::string out;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+      out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return out;
+  };
+  EXPECT_EQ(components("train_to_rollout"), "rng_save,reshard_weights,kv_allocate");
+  EXPECT_EQ(components("rollout_to_train"), "kv_release,rng_restore");
+  // The switch ranges (timing_s/switch/*) are still recorded around them.
+  const auto m = metrics_of(db, 2);
+  EXPECT_TRUE(m.count("timing_s/switch/train_to_rollout"));
+  EXPECT_TRUE(m.count("timing_s/switch/rollout_to_train"));
+}
+
+// rollout->train puts the default CPU generator back where train->rollout found it, whatever the
+// rollout drew from it in between.
+TEST(Trainer, SwitchRestoresTheDefaultGeneratorState) {
+  ModelShape shape;
+  shape.vocab_size = 16;
+  shape.hidden_size = 16;
+  shape.intermediate_size = 32;
+  shape.num_hidden_layers = 1;
+  shape.num_attention_heads = 2;
+  shape.num_key_value_heads = 1;
+  shape.max_position_embeddings = 16;
+  torch::manual_seed(5);
+  Transformer model(shape, HeadKind::kLm);
+  RolloutEngine rollout(model, /*eos=*/1, /*pad=*/0, /*block_size=*/4, /*num_blocks=*/8, /*max_num_seqs=*/2,
+                        /*max_seq_len=*/16);
+  HybridSwitch hybrid_switch(model, rollout, /*free_cache_engine=*/true, nullptr);
+
+  const auto before = at::detail::getDefaultCPUGenerator().get_state();
+  const auto to_rollout = hybrid_switch.to_rollout(0);
+  EXPECT_TRUE(rollout.cache_allocated());
+  EXPECT_TRUE(torch::equal(hybrid_switch.saved_rng_state(), before));
+  const auto drawn = torch::rand({64});  // the rollout side consuming the default generator
+  EXPECT_FALSE(torch::equal(at::detail::getDefaultCPUGenerator().get_state(), before));
+  const auto to_train = hybrid_switch.to_train(0);
+  EXPECT_FALSE(rollout.cache_allocated());
+  EXPECT_TRUE(torch::equal(at::detail::getDefaultCPUGenerator().get_state(), before));
+  EXPECT_TRUE(torch::equal(torch::rand({64}), drawn)) << "the next draw repeats the one after the save";
+
+  std::int64_t bytes = 0;
+  for (const auto& p : model->parameters()) bytes += p.numel() * static_cast<std::int64_t>(p.element_size());
+  EXPECT_EQ(to_rollout.bytes_local, bytes);
+  EXPECT_EQ(to_rollout.bytes_sent + to_rollout.bytes_received, 0);
+  EXPECT_STREQ(to_rollout.direction, "train_to_rollout");
+  EXPECT_STREQ(to_train.direction, "rollout_to_train");
 }

@@ -20,6 +20,7 @@
 #include "hybridscope/trainer/checkpoint.h"
 #include "hybridscope/trainer/core_algos.h"
 #include "hybridscope/trainer/cpu_memory_tracker.h"
+#include "hybridscope/trainer/hybrid_switch.h"
 #include "hybridscope/trainer/metrics.h"
 #include "hybridscope/trainer/ppo_workers.h"
 #include "hybridscope/trainer/reward.h"
@@ -94,6 +95,7 @@ struct PPOTrainer::State {
   std::unique_ptr<PPOActor> actor;
   std::unique_ptr<PPOCritic> critic;
   std::unique_ptr<RolloutEngine> rollout;
+  std::unique_ptr<HybridSwitch> hybrid_switch;
   std::unique_ptr<KlController> kl_ctrl;
 
   std::unique_ptr<probes::Recorder> recorder;
@@ -171,6 +173,8 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
     s.timings.set_recorder(s.recorder.get());
     install_cpu_memory_tracker();
   }
+  s.hybrid_switch = std::make_unique<HybridSwitch>(s.actor_model, *s.rollout, rollout_cfg.free_cache_engine,
+                                                   cfg.hybridscope.probes.enable ? s.recorder.get() : nullptr);
   s.peak_flops = cfg.hybridscope.peak_flops > 0 ? cfg.hybridscope.peak_flops : measure_gemm_flops();
 }
 
@@ -297,7 +301,7 @@ Metrics PPOTrainer::State::step() {
     for (auto i : loader->next_batch()) examples.push_back(&train_data[i]);
     {
       HS_PROBE_RANGE(timings, "switch/train_to_rollout", kSwitch);
-      if (!rollout->cache_allocated()) rollout->allocate_cache();
+      hybrid_switch->to_rollout(step);
     }
     sample("switch/train_to_rollout");
     {
@@ -313,7 +317,7 @@ Metrics PPOTrainer::State::step() {
     }
     {
       HS_PROBE_RANGE(timings, "switch/rollout_to_train", kSwitch);
-      if (arr.rollout.free_cache_engine) rollout->release_cache();
+      hybrid_switch->to_train(step);
     }
     sample("switch/rollout_to_train");
     {

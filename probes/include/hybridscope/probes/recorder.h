@@ -112,6 +112,23 @@ double bus_bandwidth_factor(const char* op, int n) noexcept;
 /// algbw in GB/s (1e9 bytes/s): bytes / (end_ns − start_ns); NaN for a non-positive duration.
 double algorithm_bandwidth_gbps(std::int64_t bytes, std::int64_t start_ns, std::int64_t end_ns) noexcept;
 
+/// One train<->rollout switch of the hybrid engine (the `switches` and `switch_components` tables).
+/// Names are string literals. Components run one after another inside [start_ns, end_ns].
+struct SwitchRecord {
+  std::int64_t step = 0;
+  const char* direction = "";  // "train_to_rollout" | "rollout_to_train"
+  std::int64_t start_ns = 0;   // probes::now_ns()
+  std::int64_t end_ns = 0;
+  std::int64_t bytes_sent = 0;      // weight bytes this rank sent while resharding
+  std::int64_t bytes_received = 0;  // weight bytes this rank received
+  std::int64_t bytes_local = 0;     // weight bytes already in place (no transfer)
+  std::int64_t peak_memory_before = -1;  // bytes in use on the device just before the switch; -1 unknown
+  std::int64_t peak_memory_after = -1;   // bytes in use just after; -1 unknown
+  /// (name, duration ns), in execution order: rng_save, reshard_weights, kv_allocate, kv_release,
+  /// rng_restore, cache_release, ...
+  std::vector<std::pair<const char*, std::int64_t>> components;
+};
+
 struct RecorderOptions {
   /// Records waiting in full chunks for the writer before new records are dropped (40 B each:
   /// the default caps the queue near 160 MiB). Each recording thread also holds one chunk.
@@ -148,6 +165,8 @@ class Recorder {
   void record_kv_pool(const KvPoolSample& sample) noexcept;
   /// Queues one collective (cold path: a few per layer and step); any thread.
   void record_comm(const CommRecord& comm) noexcept;
+  /// Queues one train<->rollout switch with its components (cold path); any thread.
+  void record_switch(const SwitchRecord& record) noexcept;
   /// Returns once everything recorded before the call (by this thread, or published by others)
   /// is committed to the database. No-op before begin_run.
   void flush() noexcept;

@@ -19,6 +19,8 @@ inline constexpr const char* kStepMetrics = "step_metrics";
 inline constexpr const char* kMemorySamples = "memory_samples";
 inline constexpr const char* kKvPoolSamples = "kv_pool_samples";
 inline constexpr const char* kCommOps = "comm_ops";
+inline constexpr const char* kSwitches = "switches";
+inline constexpr const char* kSwitchComponents = "switch_components";
 
 /// Statements that create the current schema (idempotent).
 inline constexpr const char* kCreateStatements = R"sql(
@@ -120,6 +122,27 @@ CREATE TABLE IF NOT EXISTS comm_ops (
   busbw_gbps REAL
 );
 CREATE INDEX IF NOT EXISTS comm_ops_by_run ON comm_ops(run_id, rank, start_ns);
+CREATE TABLE IF NOT EXISTS switches (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  rank INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  direction_id INTEGER NOT NULL REFERENCES strings(id),
+  start_ns INTEGER NOT NULL,
+  end_ns INTEGER NOT NULL,
+  bytes_sent INTEGER NOT NULL,
+  bytes_received INTEGER NOT NULL,
+  bytes_local INTEGER NOT NULL,
+  peak_memory_before INTEGER,
+  peak_memory_after INTEGER
+);
+CREATE INDEX IF NOT EXISTS switches_by_run_step ON switches(run_id, step, rank);
+CREATE TABLE IF NOT EXISTS switch_components (
+  switch_id INTEGER NOT NULL REFERENCES switches(id),
+  name_id INTEGER NOT NULL REFERENCES strings(id),
+  duration_ns INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS switch_components_by_switch ON switch_components(switch_id);
 )sql";
 
 /// v1 -> v2: runs.dropped_records (records the recorder dropped because its queue was full).

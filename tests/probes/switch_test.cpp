@@ -1,0 +1,107 @@
+// switch_test.cpp — a recorded train<->rollout switch reaches `switches` with every column and its
+// components reach `switch_components` in order, linked by switch_id; unknown memory is NULL.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "hybridscope/probes/recorder.h"
+#include "hybridscope/probes/schema.h"
+
+namespace fs = std::filesystem;
+using namespace hs::probes;
+
+namespace {
+std::string temp_db(const std::string& name) {
+  const auto dir = fs::temp_directory_path() / ("hs_switch_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto path = dir / name;
+  fs::remove(path);
+  return path.string();
+}
+
+// Every row of `sql` as text ("NULL" for SQL NULL), columns joined by '|'.
+std::vector<std::string> rows(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  std::vector<std::string> out;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    std::string r;
+    for (int c = 0; c < sqlite3_column_count(st); ++c) {
+      if (c) r += "|";
+      r += sqlite3_column_type(st, c) == SQLITE_NULL ? "NULL" : reinterpret_cast<const char*>(sqlite3_column_text(st, c));
+    }
+    out.push_back(r);
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return out;
+}
+}  // namespace
+
+TEST(Switches, RowsAndComponentsAreWrittenExactly) {
+  const auto path = temp_db("switch.sqlite");
+  {
+    Recorder rec(path, /*rank=*/3);
+    rec.begin_run({"switch", "cmd", "", 4, "t"});
+    SwitchRecord to_rollout;
+    to_rollout.step = 7;
+    to_rollout.direction = "train_to_rollout";
+    to_rollout.start_ns = 1000;
+    to_rollout.end_ns = 1600;
+    to_rollout.bytes_sent = 11;
+    to_rollout.bytes_received = 22;
+    to_rollout.bytes_local = 33;
+    to_rollout.peak_memory_before = 4096;
+    to_rollout.peak_memory_after = 8192;
+    to_rollout.components = {{"rng_save", 100}, {"reshard_weights", 200}, {"kv_allocate", 250}};
+    rec.record_switch(to_rollout);
+    SwitchRecord to_train;
+    to_train.step = 7;
+    to_train.direction = "rollout_to_train";
+    to_train.start_ns = 5000;
+    to_train.end_ns = 5090;
+    to_train.components = {{"kv_release", 60}, {"rng_restore", 20}};
+    rec.record_switch(to_train);  // memory unknown: -1 -> NULL
+    rec.end_run(RunStatus::kCompleted);
+    EXPECT_EQ(rec.write_errors(), 0);
+  }
+  EXPECT_EQ(rows(path, "PRAGMA user_version"), std::vector<std::string>{std::to_string(schema::kSchemaVersion)});
+  EXPECT_EQ(rows(path,
+                 "SELECT w.rank, w.step, s.value, w.start_ns, w.end_ns, w.bytes_sent, w.bytes_received, w.bytes_local, "
+                 "w.peak_memory_before, w.peak_memory_after FROM switches w JOIN strings s ON s.id = w.direction_id "
+                 "WHERE w.run_id = (SELECT MAX(id) FROM runs) ORDER BY w.id"),
+            (std::vector<std::string>{"3|7|train_to_rollout|1000|1600|11|22|33|4096|8192",
+                                      "3|7|rollout_to_train|5000|5090|0|0|0|NULL|NULL"}));
+  EXPECT_EQ(rows(path,
+                 "SELECT d.value, s.value, c.duration_ns FROM switch_components c "
+                 "JOIN switches w ON w.id = c.switch_id JOIN strings d ON d.id = w.direction_id "
+                 "JOIN strings s ON s.id = c.name_id ORDER BY c.rowid"),
+            (std::vector<std::string>{"train_to_rollout|rng_save|100", "train_to_rollout|reshard_weights|200",
+                                      "train_to_rollout|kv_allocate|250", "rollout_to_train|kv_release|60",
+                                      "rollout_to_train|rng_restore|20"}));
+}
+
+TEST(Switches, RecordedBeforeBeginRunAreKeptWithTheRun) {
+  const auto path = temp_db("early.sqlite");
+  {
+    Recorder rec(path);
+    SwitchRecord w;
+    w.step = 0;
+    w.direction = "train_to_rollout";
+    w.start_ns = 1;
+    w.end_ns = 2;
+    w.components = {{"kv_allocate", 1}};
+    rec.record_switch(w);
+    const auto run = rec.begin_run({"early", "", "", 1, ""});
+    rec.flush();
+    EXPECT_EQ(rows(path, "SELECT run_id, COUNT(*) FROM switches"),
+              std::vector<std::string>{std::to_string(run) + "|1"});
+  }
+  EXPECT_EQ(rows(path, "SELECT COUNT(*) FROM switch_components"), std::vector<std::string>{"1"});
+}
