@@ -9,41 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "../test_db.h"
 #include "hybridscope/probes/recorder.h"
 #include "hybridscope/probes/schema.h"
 
 namespace fs = std::filesystem;
 using namespace hs::probes;
-
-namespace {
-std::string temp_db(const std::string& name) {
-  const auto dir = fs::temp_directory_path() / ("hs_comm_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const auto path = dir / name;
-  fs::remove(path);
-  return path.string();
-}
-
-// Every row of `sql` as text ("NULL" for SQL NULL), columns joined by '|'.
-std::vector<std::string> rows(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-  sqlite3_stmt* st = nullptr;
-  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
-  std::vector<std::string> out;
-  while (sqlite3_step(st) == SQLITE_ROW) {
-    std::string line;
-    for (int c = 0; c < sqlite3_column_count(st); ++c) {
-      if (c) line += "|";
-      line += sqlite3_column_type(st, c) == SQLITE_NULL ? "NULL" : reinterpret_cast<const char*>(sqlite3_column_text(st, c));
-    }
-    out.push_back(line);
-  }
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return out;
-}
-}  // namespace
 
 TEST(BusBandwidthFactor, FollowsNcclTests) {
   // n = 4: all_reduce 2·3/4, the (n−1)/n family 3/4, broadcast and reduce 1, barrier 0.
@@ -73,7 +44,7 @@ TEST(AlgorithmBandwidth, IsBytesPerSecondInGB) {
 }
 
 TEST(CommOps, RowsCarryAlgbwAndBusbw) {
-  const auto path = temp_db("comm.sqlite");
+  const auto path = hs::test::temp_db("comm_test", "comm.sqlite");
   {
     Recorder rec(path, 3);
     rec.begin_run({});
@@ -94,7 +65,7 @@ TEST(CommOps, RowsCarryAlgbwAndBusbw) {
                           schema::kCommOps +
                           " c JOIN strings o ON o.id = c.op_id JOIN strings g ON g.id = c.group_id "
                           "JOIN strings d ON d.id = c.dtype_id ORDER BY c.start_ns";
-  EXPECT_EQ(rows(path, sql), (std::vector<std::string>{
+  EXPECT_EQ(hs::test::query_rows(path, sql), (std::vector<std::string>{
                                  "3|7|all_reduce|dp|4|8000000|float32|1000000|2000000|8.0|12.0",
                                  "3|7|all_gather|tp|4|4000000|bfloat16|3000000|5000000|2.0|1.5",
                                  "3|8|broadcast|world|8|1000000|int64|6000000|6500000|2.0|2.0",
@@ -102,6 +73,6 @@ TEST(CommOps, RowsCarryAlgbwAndBusbw) {
                                  "3|8|reduce_scatter|tp|4|64|float16|9000000|9000000|NULL|NULL",
                              }));
   // The viewer's index is there.
-  EXPECT_EQ(rows(path, "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'comm_ops'"),
+  EXPECT_EQ(hs::test::query_rows(path, "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'comm_ops'"),
             (std::vector<std::string>{"comm_ops_by_run"}));
 }

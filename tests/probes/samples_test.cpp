@@ -8,38 +8,11 @@
 #include <filesystem>
 #include <string>
 
+#include "../test_db.h"
 #include "hybridscope/probes/recorder.h"
 
 namespace fs = std::filesystem;
 using namespace hs::probes;
-
-namespace {
-std::string temp_db(const std::string& name) {
-  const auto dir = fs::temp_directory_path() / ("hs_samples_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const auto path = dir / name;
-  fs::remove(path);
-  return path.string();
-}
-
-// The first row of `sql` as text ("NULL" for SQL NULL), columns joined by '|'.
-std::string row(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-  sqlite3_stmt* st = nullptr;
-  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
-  std::string out;
-  if (sqlite3_step(st) == SQLITE_ROW) {
-    for (int c = 0; c < sqlite3_column_count(st); ++c) {
-      if (c) out += "|";
-      out += sqlite3_column_type(st, c) == SQLITE_NULL ? "NULL" : reinterpret_cast<const char*>(sqlite3_column_text(st, c));
-    }
-  }
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return out;
-}
-}  // namespace
 
 TEST(Fragmentation, RatiosFollowTheDefinitions) {
   MemorySample m;
@@ -61,7 +34,7 @@ TEST(Fragmentation, RatiosFollowTheDefinitions) {
 }
 
 TEST(Samples, MemoryAndKvPoolRowsAreWritten) {
-  const auto path = temp_db("samples.sqlite");
+  const auto path = hs::test::temp_db("samples_test", "samples.sqlite");
   {
     Recorder rec(path, 2);
     rec.begin_run({});
@@ -102,15 +75,15 @@ TEST(Samples, MemoryAndKvPoolRowsAreWritten) {
     rec.end_run(RunStatus::kCompleted);
     EXPECT_EQ(rec.write_errors(), 0);
   }
-  EXPECT_EQ(row(path, "SELECT m.rank, m.step, s.value, m.device, m.allocated_bytes, m.reserved_slack, "
+  EXPECT_EQ(hs::test::query_row(path, "SELECT m.rank, m.step, s.value, m.device, m.allocated_bytes, m.reserved_slack, "
                       "m.split_fragmentation, m.external_fragmentation, m.num_alloc_retries FROM memory_samples m "
                       "JOIN strings s ON s.id = m.phase_id WHERE m.device = 0"),
             "2|4|gen|0|60|0.4|0.1|0.25|3");
-  EXPECT_EQ(row(path, "SELECT s.value, allocated_bytes, reserved_bytes, peak_allocated_bytes, num_allocs, "
+  EXPECT_EQ(hs::test::query_row(path, "SELECT s.value, allocated_bytes, reserved_bytes, peak_allocated_bytes, num_allocs, "
                       "reserved_slack, external_fragmentation FROM memory_samples m JOIN strings s ON s.id = m.phase_id "
                       "WHERE device = -1"),
             "update_actor|4096|NULL|8192|7|NULL|NULL");
-  EXPECT_EQ(row(path, "SELECT s.value, num_blocks, block_size, blocks_used, shared_blocks, num_sequences, tokens_stored, "
+  EXPECT_EQ(hs::test::query_row(path, "SELECT s.value, num_blocks, block_size, blocks_used, shared_blocks, num_sequences, tokens_stored, "
                       "token_capacity_used, cache_bytes FROM kv_pool_samples k JOIN strings s ON s.id = k.phase_id"),
             "gen_peak|64|8|40|8|32|300|320|1048576");
 }

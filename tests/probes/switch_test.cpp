@@ -8,44 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "../test_db.h"
 #include "hybridscope/probes/recorder.h"
 #include "hybridscope/probes/schema.h"
 
 namespace fs = std::filesystem;
 using namespace hs::probes;
 
-namespace {
-std::string temp_db(const std::string& name) {
-  const auto dir = fs::temp_directory_path() / ("hs_switch_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const auto path = dir / name;
-  fs::remove(path);
-  return path.string();
-}
-
-// Every row of `sql` as text ("NULL" for SQL NULL), columns joined by '|'.
-std::vector<std::string> rows(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-  sqlite3_stmt* st = nullptr;
-  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
-  std::vector<std::string> out;
-  while (sqlite3_step(st) == SQLITE_ROW) {
-    std::string r;
-    for (int c = 0; c < sqlite3_column_count(st); ++c) {
-      if (c) r += "|";
-      r += sqlite3_column_type(st, c) == SQLITE_NULL ? "NULL" : reinterpret_cast<const char*>(sqlite3_column_text(st, c));
-    }
-    out.push_back(r);
-  }
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return out;
-}
-}  // namespace
-
 TEST(Switches, RowsAndComponentsAreWrittenExactly) {
-  const auto path = temp_db("switch.sqlite");
+  const auto path = hs::test::temp_db("switch_test", "switch.sqlite");
   {
     Recorder rec(path, /*rank=*/3);
     rec.begin_run({"switch", "cmd", "", 4, "t"});
@@ -71,14 +42,14 @@ TEST(Switches, RowsAndComponentsAreWrittenExactly) {
     rec.end_run(RunStatus::kCompleted);
     EXPECT_EQ(rec.write_errors(), 0);
   }
-  EXPECT_EQ(rows(path, "PRAGMA user_version"), std::vector<std::string>{std::to_string(schema::kSchemaVersion)});
-  EXPECT_EQ(rows(path,
+  EXPECT_EQ(hs::test::query_rows(path, "PRAGMA user_version"), std::vector<std::string>{std::to_string(schema::kSchemaVersion)});
+  EXPECT_EQ(hs::test::query_rows(path,
                  "SELECT w.rank, w.step, s.value, w.start_ns, w.end_ns, w.bytes_sent, w.bytes_received, w.bytes_local, "
                  "w.peak_memory_before, w.peak_memory_after FROM switches w JOIN strings s ON s.id = w.direction_id "
                  "WHERE w.run_id = (SELECT MAX(id) FROM runs) ORDER BY w.id"),
             (std::vector<std::string>{"3|7|train_to_rollout|1000|1600|11|22|33|4096|8192",
                                       "3|7|rollout_to_train|5000|5090|0|0|0|NULL|NULL"}));
-  EXPECT_EQ(rows(path,
+  EXPECT_EQ(hs::test::query_rows(path,
                  "SELECT d.value, s.value, c.duration_ns FROM switch_components c "
                  "JOIN switches w ON w.id = c.switch_id JOIN strings d ON d.id = w.direction_id "
                  "JOIN strings s ON s.id = c.name_id ORDER BY c.rowid"),
@@ -88,7 +59,7 @@ TEST(Switches, RowsAndComponentsAreWrittenExactly) {
 }
 
 TEST(Switches, RecordedBeforeBeginRunAreKeptWithTheRun) {
-  const auto path = temp_db("early.sqlite");
+  const auto path = hs::test::temp_db("switch_test", "early.sqlite");
   {
     Recorder rec(path);
     SwitchRecord w;
@@ -100,8 +71,8 @@ TEST(Switches, RecordedBeforeBeginRunAreKeptWithTheRun) {
     rec.record_switch(w);
     const auto run = rec.begin_run({"early", "", "", 1, ""});
     rec.flush();
-    EXPECT_EQ(rows(path, "SELECT run_id, COUNT(*) FROM switches"),
+    EXPECT_EQ(hs::test::query_rows(path, "SELECT run_id, COUNT(*) FROM switches"),
               std::vector<std::string>{std::to_string(run) + "|1"});
   }
-  EXPECT_EQ(rows(path, "SELECT COUNT(*) FROM switch_components"), std::vector<std::string>{"1"});
+  EXPECT_EQ(hs::test::query_rows(path, "SELECT COUNT(*) FROM switch_components"), std::vector<std::string>{"1"});
 }

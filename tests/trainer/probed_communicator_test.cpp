@@ -10,6 +10,7 @@
 
 #include <torch/torch.h>
 
+#include "../test_db.h"
 #include "hybridscope/probes/recorder.h"
 #include "hybridscope/trainer/probed_communicator.h"
 
@@ -36,35 +37,8 @@ class FakeCommunicator final : public Communicator {
   int barriers = 0;
 };
 
-std::string temp_db(const std::string& name) {
-  const auto dir = fs::temp_directory_path() / ("hs_probed_comm_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const auto path = dir / name;
-  fs::remove(path);
-  return path.string();
-}
-
-std::vector<std::string> rows(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-  sqlite3_stmt* st = nullptr;
-  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
-  std::vector<std::string> out;
-  while (sqlite3_step(st) == SQLITE_ROW) {
-    std::string line;
-    for (int c = 0; c < sqlite3_column_count(st); ++c) {
-      if (c) line += "|";
-      line += sqlite3_column_type(st, c) == SQLITE_NULL ? "NULL" : reinterpret_cast<const char*>(sqlite3_column_text(st, c));
-    }
-    out.push_back(line);
-  }
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return out;
-}
-
 TEST(ProbedCommunicator, RecordsEachCollectiveWithNcclTestsBytes) {
-  const auto path = temp_db("comm.sqlite");
+  const auto path = hs::test::temp_db("probed_comm_test", "comm.sqlite");
   auto fake = std::make_shared<FakeCommunicator>();
   std::int64_t step = 3;
   {
@@ -103,7 +77,7 @@ TEST(ProbedCommunicator, RecordsEachCollectiveWithNcclTestsBytes) {
     rec.end_run(probes::RunStatus::kCompleted);
     EXPECT_EQ(rec.write_errors(), 0);
   }
-  EXPECT_EQ(rows(path, "SELECT c.rank, c.step, o.value, g.value, c.group_size, c.bytes, d.value, "
+  EXPECT_EQ(hs::test::query_rows(path, "SELECT c.rank, c.step, o.value, g.value, c.group_size, c.bytes, d.value, "
                        "c.end_ns >= c.start_ns FROM comm_ops c JOIN strings o ON o.id = c.op_id "
                        "JOIN strings g ON g.id = c.group_id JOIN strings d ON d.id = c.dtype_id ORDER BY c.start_ns"),
             (std::vector<std::string>{
@@ -114,10 +88,10 @@ TEST(ProbedCommunicator, RecordsEachCollectiveWithNcclTestsBytes) {
                 "1|4|barrier|tp|4|0||1",
             }));
   // busbw = algbw × factor wherever the duration was measurable (a few ns may read as 0).
-  EXPECT_EQ(rows(path, "SELECT COUNT(*) FROM comm_ops c JOIN strings o ON o.id = c.op_id WHERE c.end_ns > c.start_ns "
+  EXPECT_EQ(hs::test::query_rows(path, "SELECT COUNT(*) FROM comm_ops c JOIN strings o ON o.id = c.op_id WHERE c.end_ns > c.start_ns "
                        "AND ABS(c.algbw_gbps - c.bytes * 1.0 / (c.end_ns - c.start_ns)) > 1e-12 * c.algbw_gbps"),
             (std::vector<std::string>{"0"}));
-  EXPECT_EQ(rows(path, "SELECT COUNT(*) FROM comm_ops c JOIN strings o ON o.id = c.op_id WHERE c.end_ns > c.start_ns "
+  EXPECT_EQ(hs::test::query_rows(path, "SELECT COUNT(*) FROM comm_ops c JOIN strings o ON o.id = c.op_id WHERE c.end_ns > c.start_ns "
                        "AND ABS(c.busbw_gbps - c.algbw_gbps * CASE o.value WHEN 'all_reduce' THEN 1.5 "
                        "WHEN 'broadcast' THEN 1.0 WHEN 'barrier' THEN 0.0 ELSE 0.75 END) > 1e-9 * c.algbw_gbps"),
             (std::vector<std::string>{"0"}));
