@@ -139,13 +139,14 @@ struct Averager {
   }
 };
 
-std::vector<std::vector<std::int64_t>> mini_batches(std::int64_t batch_size, std::int64_t mini, bool shuffle,
-                                                    torch::Generator& gen) {
+// Rows in mini-batches of `mini`, in order, or shuffled by `shuffle` when given.
+std::vector<std::vector<std::int64_t>> mini_batches(std::int64_t batch_size, std::int64_t mini,
+                                                    torch::Generator* shuffle) {
   std::vector<std::int64_t> order(static_cast<std::size_t>(batch_size));
   for (std::int64_t i = 0; i < batch_size; ++i) order[static_cast<std::size_t>(i)] = i;
   if (shuffle) {
-    const auto perm = torch::randperm(batch_size, gen, torch::kInt64);
-    for (std::int64_t i = 0; i < batch_size; ++i) order[static_cast<std::size_t>(i)] = perm[i].item<std::int64_t>();
+    const auto perm = torch::randperm(batch_size, *shuffle, torch::kInt64).contiguous();
+    std::copy_n(perm.data_ptr<std::int64_t>(), batch_size, order.begin());
   }
   std::vector<std::vector<std::int64_t>> out;
   for (std::int64_t s = 0; s < batch_size; s += mini)
@@ -209,7 +210,7 @@ Metrics PPOActor::update_policy(const RolloutBatch& batch, std::int64_t step, st
   Averager metrics;
   auto shuffle_gen = at::detail::createCPUGenerator(shuffle_seed);
   for (int epoch = 0; epoch < config_.ppo_epochs; ++epoch) {
-    for (const auto& mini_rows : mini_batches(batch.size(), mini, config_.shuffle, shuffle_gen)) {
+    for (const auto& mini_rows : mini_batches(batch.size(), mini, config_.shuffle ? &shuffle_gen : nullptr)) {
       const RolloutBatch mb = batch.select(mini_rows);
       optimizer_.zero_grad();
       const auto micro_batches = config_.use_dynamic_bsz
@@ -269,9 +270,8 @@ Metrics PPOCritic::update_critic(const RolloutBatch& batch, std::int64_t step) {
   optimizer_.set_schedule_step(step);
   const std::int64_t mini = static_cast<std::int64_t>(config_.ppo_mini_batch_size) * rollout_n_ / parallel_.dp->size();
   Averager metrics;
-  torch::Generator gen = at::detail::createCPUGenerator(0xc1);
   for (int epoch = 0; epoch < config_.ppo_epochs; ++epoch) {
-    for (const auto& mini_rows : mini_batches(batch.size(), mini, false, gen)) {
+    for (const auto& mini_rows : mini_batches(batch.size(), mini, nullptr)) {
       const RolloutBatch mb = batch.select(mini_rows);
       optimizer_.zero_grad();
       const auto micro_batches = config_.use_dynamic_bsz

@@ -15,12 +15,11 @@
 
 #include "hybridscope/trainer/batch.h"
 #include "hybridscope/trainer/config.h"
+#include "hybridscope/trainer/metrics.h"
 #include "hybridscope/trainer/model.h"
 #include "hybridscope/trainer/parallel.h"
 
 namespace hs::trainer {
-
-using Metrics = std::vector<std::pair<std::string, double>>;
 
 /// LR multiplier at optimizer step `step` (0-based): linear warm-up, then constant or cosine down
 /// to min_lr_ratio (verl's get_constant/cosine_schedule_with_warmup).
