@@ -721,7 +721,7 @@ double bus_bandwidth_factor(const char* op, int n) noexcept {
   auto is = [op](const char* name) { return std::strcmp(op, name) == 0; };
   if (is("all_reduce")) return 2.0 * (ranks - 1.0) / ranks;
   if (is("all_gather") || is("reduce_scatter") || is("all_to_all")) return (ranks - 1.0) / ranks;
-  if (is("broadcast") || is("reduce")) return 1.0;
+  if (is("broadcast") || is("reduce") || is("send") || is("recv")) return 1.0;
   return 0.0;  // barrier moves no payload; unknown ops claim no bus bandwidth
 }
 

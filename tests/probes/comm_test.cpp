@@ -31,8 +31,11 @@ TEST(BusBandwidthFactor, FollowsNcclTests) {
   EXPECT_DOUBLE_EQ(bus_bandwidth_factor("all_reduce", 1), 0.0);
   EXPECT_DOUBLE_EQ(bus_bandwidth_factor("reduce_scatter", 1), 0.0);
   EXPECT_DOUBLE_EQ(bus_bandwidth_factor("broadcast", 1), 1.0);
+  // Point to point (nccl-tests sendrecv): 1.
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor("send", 4), 1.0);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor("recv", 2), 1.0);
   // Unknown ops and nonsense sizes claim nothing.
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor("send", 4), 0.0);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor("gossip", 4), 0.0);
   EXPECT_DOUBLE_EQ(bus_bandwidth_factor(nullptr, 4), 0.0);
   EXPECT_DOUBLE_EQ(bus_bandwidth_factor("all_reduce", 0), 0.0);
 }

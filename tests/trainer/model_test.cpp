@@ -527,6 +527,8 @@ class ThreadCommunicator final : public Communicator {
     auto all = group_->exchange(rank_, tensor.clone());
     tensor.copy_(all[static_cast<std::size_t>(root)]);
   }
+  void send(const at::Tensor&, int) override { throw std::logic_error("ThreadCommunicator: no send"); }
+  void recv(at::Tensor&, int) override { throw std::logic_error("ThreadCommunicator: no recv"); }
   void barrier() override { group_->exchange(rank_, torch::Tensor()); }
 
  private:

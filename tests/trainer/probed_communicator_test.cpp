@@ -33,7 +33,10 @@ class FakeCommunicator final : public Communicator {
     return input.narrow(0, rank() * rows, rows) * kSize;
   }
   void broadcast(at::Tensor& tensor, int root) override { tensor.fill_(root); }
+  void send(const at::Tensor&, int) override { ++sends; }
+  void recv(at::Tensor& tensor, int peer) override { tensor.fill_(peer); }
   void barrier() override { ++barriers; }
+  int sends = 0;
   int barriers = 0;
 };
 
@@ -72,6 +75,13 @@ TEST(ProbedCommunicator, RecordsEachCollectiveWithNcclTestsBytes) {
     comm.broadcast(ids, 2);
     EXPECT_TRUE(torch::equal(ids, torch::full({10}, 2, torch::kInt64)));
 
+    // send: (6,) float32 = 24 B; recv: (3,) int32 = 12 B, filled by the fake with the peer.
+    comm.send(torch::ones({6}, torch::kFloat32), 2);
+    EXPECT_EQ(fake->sends, 1);
+    auto inbox = torch::zeros({3}, torch::kInt32);
+    comm.recv(inbox, 3);
+    EXPECT_TRUE(torch::equal(inbox, torch::full({3}, 3, torch::kInt32)));
+
     comm.barrier();
     EXPECT_EQ(fake->barriers, 1);
     rec.end_run(probes::RunStatus::kCompleted);
@@ -85,6 +95,8 @@ TEST(ProbedCommunicator, RecordsEachCollectiveWithNcclTestsBytes) {
                 "1|3|all_gather|tp|4|128|bfloat16|1",         // 4 × 2·8·2
                 "1|4|reduce_scatter|tp|4|120|float16|1",      // 12·5·2
                 "1|4|broadcast|tp|4|80|int64|1",              // 10·8
+                "1|4|send|tp|4|24|float32|1",                 // 6·4
+                "1|4|recv|tp|4|12|int32|1",                   // 3·4
                 "1|4|barrier|tp|4|0||1",
             }));
   // busbw = algbw × factor wherever the duration was measurable (a few ns may read as 0).
@@ -93,7 +105,7 @@ TEST(ProbedCommunicator, RecordsEachCollectiveWithNcclTestsBytes) {
             (std::vector<std::string>{"0"}));
   EXPECT_EQ(hs::test::query_rows(path, "SELECT COUNT(*) FROM comm_ops c JOIN strings o ON o.id = c.op_id WHERE c.end_ns > c.start_ns "
                        "AND ABS(c.busbw_gbps - c.algbw_gbps * CASE o.value WHEN 'all_reduce' THEN 1.5 "
-                       "WHEN 'broadcast' THEN 1.0 WHEN 'barrier' THEN 0.0 ELSE 0.75 END) > 1e-9 * c.algbw_gbps"),
+                       "WHEN 'broadcast' THEN 1.0 WHEN 'send' THEN 1.0 WHEN 'recv' THEN 1.0 WHEN 'barrier' THEN 0.0 ELSE 0.75 END) > 1e-9 * c.algbw_gbps"),
             (std::vector<std::string>{"0"}));
 }
 

@@ -175,7 +175,9 @@ TEST(Trainer, ResumeReproducesTheNextStepExactly) {
       ++compared;
     }
     EXPECT_GT(compared, 20);
-    if (estimator == "gae") EXPECT_TRUE(expected.count("critic/vf_loss"));
+    if (estimator == "gae") {
+      EXPECT_TRUE(expected.count("critic/vf_loss"));
+    }
   }
 }
 
@@ -204,7 +206,9 @@ TEST(Trainer, EveryEstimatorAndKlModeRunsAndRecords) {
     PPOTrainer(tiny_config(dir, overrides), quiet()).fit();
     const auto m = metrics_of(dir + "/run.sqlite", 1);
     EXPECT_TRUE(m.count(c.expect_metric)) << c.name << " lacks " << c.expect_metric;
-    if (m.count("actor/pg_loss")) EXPECT_TRUE(std::isfinite(m.at("actor/pg_loss"))) << c.name;
+    if (m.count("actor/pg_loss")) {
+      EXPECT_TRUE(std::isfinite(m.at("actor/pg_loss"))) << c.name;
+    }
   }
 }
 

@@ -95,6 +95,24 @@ void ProbedCommunicator::broadcast(at::Tensor& tensor, int root) {
   record("broadcast", bytes, dtype, start);
 }
 
+void ProbedCommunicator::send(const at::Tensor& tensor, int peer) {
+  if (!recorder_) return inner_->send(tensor, peer);
+  const std::int64_t bytes = nbytes(tensor);
+  const char* dtype = comm_dtype_name(tensor.scalar_type());
+  const std::int64_t start = probes::now_ns();
+  inner_->send(tensor, peer);
+  record("send", bytes, dtype, start);
+}
+
+void ProbedCommunicator::recv(at::Tensor& tensor, int peer) {
+  if (!recorder_) return inner_->recv(tensor, peer);
+  const std::int64_t bytes = nbytes(tensor);
+  const char* dtype = comm_dtype_name(tensor.scalar_type());
+  const std::int64_t start = probes::now_ns();
+  inner_->recv(tensor, peer);
+  record("recv", bytes, dtype, start);
+}
+
 void ProbedCommunicator::barrier() {
   if (!recorder_) return inner_->barrier();
   const std::int64_t start = probes::now_ns();

@@ -93,9 +93,9 @@ struct KvPoolSample {
 /// One collective (the `comm_ops` table), recorded by the collective wrapper
 /// (trainer::ProbedCommunicator). `bytes` follows nccl-tests: the larger of the input and output
 /// buffer per rank — all_reduce, broadcast: the tensor; all_gather: the output (size × input);
-/// reduce_scatter: the input; barrier: 0.
+/// reduce_scatter: the input; send, recv: the tensor; barrier: 0.
 struct CommRecord {
-  const char* op;     // string literal: all_reduce, all_gather, reduce_scatter, broadcast, barrier
+  const char* op;     // string literal: all_reduce, all_gather, reduce_scatter, broadcast, send, recv, barrier
   const char* group;  // string literal: the process group's name ("world", "tp", "dp", "pp")
   int group_size;
   std::int64_t bytes;

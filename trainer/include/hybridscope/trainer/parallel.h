@@ -30,7 +30,21 @@ class Communicator {
   /// This rank's 1/size slice (dim 0) of the element-wise reduction of every rank's `input`.
   virtual at::Tensor reduce_scatter(const at::Tensor& input, ReduceOp op = ReduceOp::kSum) = 0;
   virtual void broadcast(at::Tensor& tensor, int root) = 0;
+  /// Point to point within the group (`peer` is a group rank, not this rank): `send` blocks until
+  /// the tensor may be reused, `recv` fills a preallocated tensor of the sender's shape and dtype.
+  virtual void send(const at::Tensor& tensor, int peer) = 0;
+  virtual void recv(at::Tensor& tensor, int peer) = 0;
   virtual void barrier() = 0;
+};
+
+/// Makes the groups of a world. c10d's rule holds: every rank of the world calls new_group with
+/// the same `ranks` (world ranks, ascending) in the same order, including ranks outside the group,
+/// which get nullptr. Group rank i is ranks[i].
+class GroupFactory {
+ public:
+  virtual ~GroupFactory() = default;
+  virtual std::shared_ptr<Communicator> world() = 0;
+  virtual std::shared_ptr<Communicator> new_group(const std::vector<int>& ranks, const std::string& name) = 0;
 };
 
 /// The world of one rank: every collective is the identity.
@@ -44,9 +58,13 @@ class SingleRankCommunicator final : public Communicator {
   at::Tensor all_gather(const at::Tensor& input) override { return input; }
   at::Tensor reduce_scatter(const at::Tensor& input, ReduceOp) override { return input; }
   void broadcast(at::Tensor&, int) override {}
+  void send(const at::Tensor&, int peer) override { no_peer(peer); }
+  void recv(at::Tensor&, int peer) override { no_peer(peer); }
   void barrier() override {}
 
  private:
+  [[noreturn]] static void no_peer(int peer);
+
   std::string name_;
 };
 

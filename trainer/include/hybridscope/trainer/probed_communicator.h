@@ -4,7 +4,7 @@
 //
 // Bytes follow nccl-tests' convention (the larger of input and output buffer per rank):
 //   all_reduce, broadcast: the tensor; all_gather: size × input; reduce_scatter: the input;
-//   barrier: 0.
+//   send, recv: the tensor; barrier: 0.
 // Times are probes::now_ns() around the forwarded call, so they measure what the wrapped call
 // waits for: complete for Gloo and the single-rank identity; for an asynchronous NCCL backend
 // they are enqueue times unless the wrapped communicator synchronizes.
@@ -42,6 +42,8 @@ class ProbedCommunicator final : public Communicator {
   at::Tensor all_gather(const at::Tensor& input) override;
   at::Tensor reduce_scatter(const at::Tensor& input, ReduceOp op = ReduceOp::kSum) override;
   void broadcast(at::Tensor& tensor, int root) override;
+  void send(const at::Tensor& tensor, int peer) override;
+  void recv(at::Tensor& tensor, int peer) override;
   void barrier() override;
 
   const std::shared_ptr<Communicator>& inner() const { return inner_; }
