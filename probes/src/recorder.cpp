@@ -50,6 +50,41 @@ constexpr std::pair<Category, const char*> kCategoryNames[] = {
     {Category::kValidation, "validation"}, {Category::kSetup, "setup"},
 };
 
+constexpr std::pair<KernelClass, const char*> kKernelClassNames[] = {
+    {KernelClass::kCompute, "compute"}, {KernelClass::kNccl, "nccl"}, {KernelClass::kMemory, "memory"}};
+
+// CUpti_ActivityMemcpyKind and CUpti_ActivityMemoryKind values with Nsight Systems' names and labels
+// (its ENUM_CUPTI_MEMCPY_KIND / ENUM_CUDA_MEM_KIND tables). Numbers are CUPTI's ABI, stable across
+// releases; listed here so hs_probes needs no CUPTI header.
+struct EnumRow {
+  int id;
+  const char* name;
+  const char* label;
+};
+constexpr EnumRow kMemcpyKinds[] = {
+    {0, "CUPTI_ACTIVITY_MEMCPY_KIND_UNKNOWN", "Unknown"},
+    {1, "CUPTI_ACTIVITY_MEMCPY_KIND_HTOD", "Host-to-Device"},
+    {2, "CUPTI_ACTIVITY_MEMCPY_KIND_DTOH", "Device-to-Host"},
+    {3, "CUPTI_ACTIVITY_MEMCPY_KIND_HTOA", "Host-to-Array"},
+    {4, "CUPTI_ACTIVITY_MEMCPY_KIND_ATOH", "Array-to-Host"},
+    {5, "CUPTI_ACTIVITY_MEMCPY_KIND_ATOA", "Array-to-Array"},
+    {6, "CUPTI_ACTIVITY_MEMCPY_KIND_ATOD", "Array-to-Device"},
+    {7, "CUPTI_ACTIVITY_MEMCPY_KIND_DTOA", "Device-to-Array"},
+    {8, "CUPTI_ACTIVITY_MEMCPY_KIND_DTOD", "Device-to-Device"},
+    {9, "CUPTI_ACTIVITY_MEMCPY_KIND_HTOH", "Host-to-Host"},
+    {10, "CUPTI_ACTIVITY_MEMCPY_KIND_PTOP", "Peer-to-Peer"},
+};
+constexpr EnumRow kMemoryKinds[] = {
+    {0, "CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN", "Unknown"},
+    {1, "CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE", "Pageable"},
+    {2, "CUPTI_ACTIVITY_MEMORY_KIND_PINNED", "Pinned"},
+    {3, "CUPTI_ACTIVITY_MEMORY_KIND_DEVICE", "Device"},
+    {4, "CUPTI_ACTIVITY_MEMORY_KIND_ARRAY", "Array"},
+    {5, "CUPTI_ACTIVITY_MEMORY_KIND_MANAGED", "Managed"},
+    {6, "CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC", "Device Static"},
+    {7, "CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC", "Managed Static"},
+};
+
 // Rows per multi-row INSERT: one sqlite3_step for many rows (7 bound ints each; run_id and rank
 // are ?1 and ?2, bound once). 64 * 7 + 2 parameters stays far below SQLITE_MAX_VARIABLE_NUMBER.
 constexpr int kRowsPerInsert = 64;
@@ -94,12 +129,16 @@ struct ColdRecords {
   std::vector<KvPoolSample> kv_pool;
   std::vector<CommRecord> comm;
   std::vector<SwitchRecord> switches;
+  std::vector<GpuActivityBatch> gpu;
+  std::vector<CollectorStats> collector_stats;
   void swap(ColdRecords& other) noexcept {
     metrics.swap(other.metrics);
     memory.swap(other.memory);
     kv_pool.swap(other.kv_pool);
     comm.swap(other.comm);
     switches.swap(other.switches);
+    gpu.swap(other.gpu);
+    collector_stats.swap(other.collector_stats);
   }
 };
 
@@ -118,6 +157,7 @@ struct Hub {
   std::vector<Chunk*> spare;                   // recycled by the writer
   ColdRecords cold;
   std::atomic<std::int64_t> queued{0};         // records in `full` (written under mutex)
+  std::atomic<std::int64_t> gpu_queued{0};     // records in cold.gpu (written under mutex)
   std::atomic<std::int64_t> dropped{0};
   std::atomic<std::int64_t> write_errors{0};
   std::atomic<std::int64_t> run_id{-1};
@@ -215,6 +255,8 @@ struct Recorder::Impl {
   Statement insert_string, find_string, insert_range, insert_ranges, insert_metric, insert_memory, insert_kv_pool,
       update_dropped, insert_comm;
   Statement insert_switch, insert_switch_component;
+  Statement insert_kernel, insert_memcpy, insert_memset, insert_runtime_api, insert_external_correlation,
+      insert_correlation_range, insert_overhead, insert_collector_stats;
   std::shared_ptr<Hub> hub;
   std::thread writer;
   int rank = 0;
@@ -232,7 +274,9 @@ struct Recorder::Impl {
     // Statements must be finalized before the connection closes.
     for (Statement* s : {&insert_string, &find_string, &insert_range, &insert_ranges, &insert_metric, &insert_memory,
                          &insert_kv_pool, &update_dropped, &insert_comm, &insert_switch,
-                         &insert_switch_component}) {
+                         &insert_switch_component, &insert_kernel, &insert_memcpy, &insert_memset,
+                         &insert_runtime_api, &insert_external_correlation, &insert_correlation_range,
+                         &insert_overhead, &insert_collector_stats}) {
       sqlite3_finalize(s->stmt);
       s->stmt = nullptr;
     }
@@ -320,6 +364,8 @@ struct Recorder::Impl {
       for (const auto& k : cold.kv_pool) write_kv_pool(k, run_id);
       for (const auto& c : cold.comm) write_comm(c, run_id);
       for (const auto& w : cold.switches) write_switch(w, run_id);
+      for (const auto& b : cold.gpu) write_gpu(b, run_id);
+      for (const auto& c : cold.collector_stats) write_collector_stats(c, run_id);
       for (const auto& m : cold.metrics) {
         sqlite3_stmt* st = insert_metric.stmt;
         sqlite3_bind_int64(st, 1, run_id);
@@ -438,6 +484,85 @@ struct Recorder::Impl {
       sqlite3_reset(sc);
     }
   }
+  // Steps `st` (bound from parameter 1: run_id, rank, then the row) and counts a failure.
+  void step_row(sqlite3_stmt* st) {
+    if (sqlite3_step(st) != SQLITE_DONE) hub->write_errors.fetch_add(1, std::memory_order_relaxed);
+    sqlite3_reset(st);
+  }
+  int bind_run(sqlite3_stmt* st, std::int64_t run_id) {
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int(st, 2, rank);
+    return 3;
+  }
+  void write_gpu(const GpuActivityBatch& b, std::int64_t run_id) {
+    for (const auto& k : b.kernels) {
+      sqlite3_stmt* st = insert_kernel.stmt;
+      int p = bind_run(st, run_id);
+      for (std::int64_t v : {std::int64_t{k.device}, std::int64_t{k.context}, std::int64_t{k.stream},
+                             std::int64_t{k.correlation_id}, k.start_ns, k.end_ns, intern_pointer(k.name),
+                             std::int64_t{static_cast<int>(k.kernel_class)}, std::int64_t{k.grid[0]},
+                             std::int64_t{k.grid[1]}, std::int64_t{k.grid[2]}, std::int64_t{k.block[0]},
+                             std::int64_t{k.block[1]}, std::int64_t{k.block[2]}, std::int64_t{k.registers_per_thread},
+                             std::int64_t{k.static_shared_memory}, std::int64_t{k.dynamic_shared_memory}})
+        sqlite3_bind_int64(st, p++, v);
+      step_row(st);
+    }
+    for (const auto& m : b.memcpys) {
+      sqlite3_stmt* st = insert_memcpy.stmt;
+      int p = bind_run(st, run_id);
+      for (std::int64_t v : {std::int64_t{m.device}, std::int64_t{m.context}, std::int64_t{m.stream},
+                             std::int64_t{m.correlation_id}, m.start_ns, m.end_ns, m.bytes, std::int64_t{m.copy_kind},
+                             std::int64_t{m.src_kind}, std::int64_t{m.dst_kind}})
+        sqlite3_bind_int64(st, p++, v);
+      step_row(st);
+    }
+    for (const auto& m : b.memsets) {
+      sqlite3_stmt* st = insert_memset.stmt;
+      int p = bind_run(st, run_id);
+      for (std::int64_t v : {std::int64_t{m.device}, std::int64_t{m.context}, std::int64_t{m.stream},
+                             std::int64_t{m.correlation_id}, m.start_ns, m.end_ns, m.bytes, std::int64_t{m.value},
+                             std::int64_t{m.memory_kind}})
+        sqlite3_bind_int64(st, p++, v);
+      step_row(st);
+    }
+    for (const auto& a : b.runtime_api) {
+      sqlite3_stmt* st = insert_runtime_api.stmt;
+      int p = bind_run(st, run_id);
+      for (std::int64_t v : {a.tid, std::int64_t{a.correlation_id}, std::int64_t{a.cbid}, intern_pointer(a.name),
+                             a.start_ns, a.end_ns, a.return_value})
+        sqlite3_bind_int64(st, p++, v);
+      step_row(st);
+    }
+    for (const auto& e : b.external_correlations) {
+      sqlite3_stmt* st = insert_external_correlation.stmt;
+      int p = bind_run(st, run_id);
+      sqlite3_bind_int64(st, p++, e.correlation_id);
+      sqlite3_bind_int64(st, p++, static_cast<std::int64_t>(e.external_id));
+      step_row(st);
+    }
+    for (const auto& c : b.correlation_ranges) {
+      sqlite3_stmt* st = insert_correlation_range.stmt;
+      int p = bind_run(st, run_id);
+      for (std::int64_t v : {static_cast<std::int64_t>(c.external_id), c.tid, std::int64_t{c.depth}, c.start_ns,
+                             intern_pointer(c.name)})
+        sqlite3_bind_int64(st, p++, v);
+      step_row(st);
+    }
+    for (const auto& o : b.overhead) {
+      sqlite3_stmt* st = insert_overhead.stmt;
+      int p = bind_run(st, run_id);
+      for (std::int64_t v : {intern_pointer(o.kind), o.start_ns, o.end_ns}) sqlite3_bind_int64(st, p++, v);
+      step_row(st);
+    }
+  }
+  void write_collector_stats(const CollectorStats& c, std::int64_t run_id) {
+    sqlite3_stmt* st = insert_collector_stats.stmt;
+    int p = bind_run(st, run_id);
+    for (std::int64_t v : {c.ts_ns, intern_value(c.status), c.buffers_requested, c.buffers_refused,
+                           c.buffers_completed, c.records, c.dropped_records, c.peak_buffer_bytes})
+      sqlite3_bind_int64(st, p++, v);
+    step_row(st);
+  }
   void write_dropped(std::int64_t run_id) {
     const std::int64_t dropped = hub->dropped.load(std::memory_order_relaxed);
     if (dropped == written_dropped) return;
@@ -456,7 +581,9 @@ struct Recorder::Impl {
         // Before begin_run nothing can be written: a full queue must not wake the writer then,
         // or it would spin.
         return h.stop || h.flush_requested > h.flush_done ||
-               (h.run_id.load() >= 0 && h.queued.load(std::memory_order_relaxed) >= h.wake_threshold());
+               (h.run_id.load() >= 0 && h.queued.load(std::memory_order_relaxed) +
+                                                h.gpu_queued.load(std::memory_order_relaxed) >=
+                                            h.wake_threshold());
       });
       const bool stopping = h.stop;
       const std::uint64_t target = h.flush_requested;
@@ -464,6 +591,7 @@ struct Recorder::Impl {
       if (run_id >= 0) {
         std::deque<Chunk*> full;
         full.swap(h.full);
+        const std::int64_t gpu_taken = h.gpu_queued.load(std::memory_order_relaxed);
         std::vector<Chunk*> live;
         ColdRecords cold;
         try {
@@ -475,6 +603,7 @@ struct Recorder::Impl {
         lock.unlock();
         write(full, live, cold, run_id);
         lock.lock();
+        h.gpu_queued.store(h.gpu_queued.load(std::memory_order_relaxed) - gpu_taken, std::memory_order_relaxed);
         for (Chunk* c : full) {
           h.queued.store(h.queued.load(std::memory_order_relaxed) - c->queued, std::memory_order_relaxed);
           c->queued = 0;
@@ -530,6 +659,15 @@ Recorder::Recorder(const std::string& path, int rank, RecorderOptions options)
                             std::to_string(static_cast<int>(category)) + ", '" + name + "', '" + name + "')";
     impl_->exec(sql.c_str());
   }
+  auto insert_enum = [&](const char* table, int id, const char* name, const char* label) {
+    const std::string sql = std::string("INSERT OR IGNORE INTO ") + table + "(id, name, label) VALUES(" +
+                            std::to_string(id) + ", '" + name + "', '" + label + "')";
+    impl_->exec(sql.c_str());
+  };
+  for (const auto& [kernel_class, name] : kKernelClassNames)
+    insert_enum(schema::kKernelClasses, static_cast<int>(kernel_class), name, name);
+  for (const auto& row : kMemcpyKinds) insert_enum(schema::kMemcpyKinds, row.id, row.name, row.label);
+  for (const auto& row : kMemoryKinds) insert_enum(schema::kMemoryKinds, row.id, row.name, row.label);
   impl_->exec(("PRAGMA user_version=" + std::to_string(schema::kSchemaVersion)).c_str());
 
   // Runs of this host left 'running' by a process that no longer exists died without end_run
@@ -590,6 +728,29 @@ Recorder::Recorder(const std::string& path, int rank, RecorderOptions options)
                  "bytes_local, peak_memory_before, peak_memory_after) VALUES(?,?,?,?,?,?,?,?,?,?,?)");
   impl_->prepare(impl_->insert_switch_component,
                  "INSERT INTO switch_components(switch_id, name_id, duration_ns) VALUES(?,?,?)");
+  impl_->prepare(impl_->insert_kernel,
+                 "INSERT INTO kernels(run_id, rank, device, context, stream, correlation_id, start_ns, end_ns, name_id, "
+                 "class_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers_per_thread, "
+                 "static_shared_memory, dynamic_shared_memory) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  impl_->prepare(impl_->insert_memcpy,
+                 "INSERT INTO memcpy(run_id, rank, device, context, stream, correlation_id, start_ns, end_ns, bytes, "
+                 "copy_kind_id, src_kind_id, dst_kind_id) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
+  impl_->prepare(impl_->insert_memset,
+                 "INSERT INTO memset(run_id, rank, device, context, stream, correlation_id, start_ns, end_ns, bytes, "
+                 "value, memory_kind_id) VALUES(?,?,?,?,?,?,?,?,?,?,?)");
+  impl_->prepare(impl_->insert_runtime_api,
+                 "INSERT INTO runtime_api(run_id, rank, tid, correlation_id, cbid, name_id, start_ns, end_ns, "
+                 "return_value) VALUES(?,?,?,?,?,?,?,?,?)");
+  impl_->prepare(impl_->insert_external_correlation,
+                 "INSERT INTO external_correlations(run_id, rank, correlation_id, external_id) VALUES(?,?,?,?)");
+  impl_->prepare(impl_->insert_correlation_range,
+                 "INSERT OR REPLACE INTO correlation_ranges(run_id, rank, external_id, tid, depth, start_ns, name_id) "
+                 "VALUES(?,?,?,?,?,?,?)");
+  impl_->prepare(impl_->insert_overhead,
+                 "INSERT INTO cupti_overhead(run_id, rank, kind_id, start_ns, end_ns) VALUES(?,?,?,?,?)");
+  impl_->prepare(impl_->insert_collector_stats,
+                 "INSERT INTO collector_stats(run_id, rank, ts_ns, status_id, buffers_requested, buffers_refused, "
+                 "buffers_completed, records, dropped_records, peak_buffer_bytes) VALUES(?,?,?,?,?,?,?,?,?,?)");
   impl_->prepare(impl_->update_dropped, "UPDATE runs SET dropped_records = ? WHERE id = ?");
 
   impl_->writer = std::thread([impl = impl_.get()] { impl->writer_loop(); });
@@ -713,6 +874,47 @@ void Recorder::record_switch(const SwitchRecord& record) noexcept {
   } catch (...) {
     hub.write_errors.fetch_add(1, std::memory_order_relaxed);
   }
+}
+
+void Recorder::record_gpu_activity(GpuActivityBatch&& batch) noexcept {
+  Hub& hub = *impl_->hub;
+  const auto n = static_cast<std::int64_t>(batch.size());
+  if (n == 0) return;
+  try {
+    std::lock_guard<std::mutex> lock(hub.mutex);
+    // The same cap as the ranges': what waits for the writer, ranges and GPU records together.
+    if (hub.queued.load(std::memory_order_relaxed) + hub.gpu_queued.load(std::memory_order_relaxed) + n >
+        hub.options.max_queued_records) {
+      hub.dropped.fetch_add(n, std::memory_order_relaxed);
+      return;
+    }
+    hub.cold.gpu.push_back(std::move(batch));
+    hub.gpu_queued.store(hub.gpu_queued.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    if (hub.gpu_queued.load(std::memory_order_relaxed) >= hub.wake_threshold()) hub.wake.notify_one();
+  } catch (...) {
+    hub.dropped.fetch_add(n, std::memory_order_relaxed);
+  }
+}
+
+void Recorder::record_collector_stats(const CollectorStats& stats) noexcept {
+  Hub& hub = *impl_->hub;
+  try {
+    std::lock_guard<std::mutex> lock(hub.mutex);
+    hub.cold.collector_stats.push_back(stats);
+  } catch (...) {
+    hub.write_errors.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+KernelClass classify_kernel(const char* name) noexcept {
+  if (!name) return KernelClass::kCompute;
+  // CUPTI reports mangled names: ncclDevKernel_AllReduce_Sum_f32_RING_LL arrives as
+  // _Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE, so besides
+  // HTA's `^nccl` the NCCL kernel prefixes are looked for anywhere in the name.
+  if (std::strncmp(name, "nccl", 4) == 0 || std::strstr(name, "ncclDevKernel") || std::strstr(name, "ncclKernel"))
+    return KernelClass::kNccl;
+  if (std::strncmp(name, "Memcpy", 6) == 0 || std::strncmp(name, "Memset", 6) == 0) return KernelClass::kMemory;
+  return KernelClass::kCompute;
 }
 
 double bus_bandwidth_factor(const char* op, int n) noexcept {
