@@ -16,6 +16,9 @@
 #include "console.h"
 #include "hybridscope/probes/range.h"
 #include "hybridscope/probes/recorder.h"
+#if HS_HAVE_CUPTI
+#include "hybridscope/probes/cupti_collector.h"
+#endif
 #include "hybridscope/trainer/batch.h"
 #include "hybridscope/trainer/checkpoint.h"
 #include "hybridscope/trainer/core_algos.h"
@@ -99,6 +102,9 @@ struct PPOTrainer::State {
   std::unique_ptr<KlController> kl_ctrl;
 
   std::unique_ptr<probes::Recorder> recorder;
+#if HS_HAVE_CUPTI
+  std::unique_ptr<probes::CuptiCollector> cupti;  // GPU activity; says "inactive" without a device
+#endif
   probes::StepTimings timings;
   std::string checkpoint_root;
   double peak_flops = 0;
@@ -107,6 +113,13 @@ struct PPOTrainer::State {
                         std::uint64_t seed);
   torch::Tensor score(const RolloutBatch& batch);
   Metrics step();
+  /// Step end: GPU activity CUPTI holds, then everything the recorder holds, into the database.
+  void flush_records() {
+#if HS_HAVE_CUPTI
+    if (cupti) cupti->flush();
+#endif
+    recorder->flush();
+  }
   /// Memory probe at a phase boundary: the CPU tracking allocator and the KV pool.
   void sample(const char* phase);
   void record_kv(const char* phase, const KvPoolStats& stats);
@@ -476,6 +489,12 @@ FitSummary PPOTrainer::fit() {
   info.world_size = cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node;
   info.torch_version = TORCH_VERSION;
   s.recorder->begin_run(info);
+#if HS_HAVE_CUPTI
+  if (cfg.hybridscope.probes.enable && !s.cupti) {
+    s.cupti = std::make_unique<probes::CuptiCollector>(*s.recorder);
+    s.cupti->start();  // never throws; collector_stats records why it is not active
+  }
+#endif
 
   g_stop_signal.store(0);
   auto previous_int = std::signal(SIGINT, on_stop_signal);
@@ -554,7 +573,7 @@ FitSummary PPOTrainer::fit() {
                  summary.val_before, s.val_data.size());
       s.recorder->record_metrics(s.global_step, {{"val/mean@1", summary.val_before}});
     }
-    s.recorder->flush();
+    s.flush_records();
     summary.first_step = static_cast<int>(s.global_step) + 1;
 
     detail::Progress bar("train", s.total_steps, s.opts.show_progress);
@@ -569,7 +588,7 @@ FitSummary PPOTrainer::fit() {
       s.timings.begin_step(s.global_step);
       const Metrics metrics = s.step();
       s.recorder->record_metrics(s.global_step, metrics);
-      s.recorder->flush();
+      s.flush_records();
       ++summary.steps_run;
       step_seconds_sum += find(metrics, "perf/time_per_step");
       const double val = find(metrics, "val/mean@1", -1);
@@ -592,6 +611,9 @@ FitSummary PPOTrainer::fit() {
     }
     if (summary.steps_run > 0) summary.mean_step_seconds = step_seconds_sum / summary.steps_run;
     if (auto latest = find_latest_checkpoint(s.checkpoint_root)) summary.checkpoint_dir = *latest;
+#if HS_HAVE_CUPTI
+    if (s.cupti) s.cupti->stop();
+#endif
     s.recorder->end_run(probes::RunStatus::kCompleted);
   } catch (const std::exception& e) {
     if (g_stop_signal.load() == 0) s.recorder->end_run(probes::RunStatus::kFailed, e.what());

@@ -7,7 +7,7 @@
 // bufferCompleted takes (Kineto's rule).
 #include "hybridscope/probes/cupti_collector.h"
 
-#include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -33,6 +33,24 @@ std::string describe_cupti_failure(const char* call, int cupti_result) {
   else if (cupti_result == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)
     line += ": profiling needs privileges (NVreg_RestrictProfilingToAdminUsers=0, or run as admin)";
   return line + "; the run goes on without GPU activity records";
+}
+
+std::string cuda_device_unavailable_reason() {
+  // RTLD_NOLOAD first: in a process that already uses CUDA (LibTorch) the driver is loaded.
+  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!driver) driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!driver) return "no CUDA driver: libcuda.so.1 cannot be loaded";
+  // Kept loaded: CUPTI needs the driver anyway. Signatures of cuda.h (CUresult is an int enum).
+  using InitFn = int (*)(unsigned int);
+  using CountFn = int (*)(int*);
+  auto init = reinterpret_cast<InitFn>(dlsym(driver, "cuInit"));
+  auto count = reinterpret_cast<CountFn>(dlsym(driver, "cuDeviceGetCount"));
+  if (!init || !count) return "libcuda.so.1 lacks cuInit/cuDeviceGetCount";
+  if (const int rc = init(0); rc != 0) return "cuInit failed with CUDA error " + std::to_string(rc);
+  int devices = 0;
+  if (const int rc = count(&devices); rc != 0) return "cuDeviceGetCount failed with CUDA error " + std::to_string(rc);
+  if (devices == 0) return "the driver reports 0 devices";
+  return "";
 }
 
 struct CuptiCollector::Impl {
@@ -152,12 +170,8 @@ CuptiState CuptiCollector::start() noexcept {
   Impl& im = *impl_;
   if (im.state.load() == CuptiState::kActive) return CuptiState::kActive;
   try {
-    int devices = 0;
-    const cudaError_t device_rc = cudaGetDeviceCount(&devices);
-    if (device_rc != cudaSuccess || devices == 0) {
-      im.set_status(CuptiState::kInactive,
-                    std::string("inactive: no CUDA device (cudaGetDeviceCount: ") +
-                        (device_rc != cudaSuccess ? cudaGetErrorString(device_rc) : "0 devices") + ")");
+    if (const std::string why = cuda_device_unavailable_reason(); !why.empty()) {
+      im.set_status(CuptiState::kInactive, "inactive: no CUDA device (" + why + ")");
       im.recorder.record_collector_stats(im.snapshot());
       return CuptiState::kInactive;
     }
@@ -190,6 +204,17 @@ CuptiState CuptiCollector::start() noexcept {
       if (CUptiResult rc = cuptiActivityEnable(kind); rc != CUPTI_SUCCESS) return fail("cuptiActivityEnable", rc);
       im.enabled.push_back(kind);
     }
+#if CUPTI_API_VERSION >= 130000
+    // Kineto's advice: the device and error queries frameworks call around every launch are
+    // noise that costs records. Best effort: a failure leaves them recorded.
+    if (im.options.runtime_api)
+      for (CUpti_CallbackId cbid :
+           {CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaSetDevice_v3020,
+            CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceCount_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,
+            CUPTI_RUNTIME_TRACE_CBID_cudaPeekAtLastError_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceGetAttribute_v5000,
+            CUPTI_RUNTIME_TRACE_CBID_cudaStreamIsCapturing_v10000})
+        cuptiActivityEnableRuntimeApi(cbid, 0);
+#endif
     if (im.options.correlate_ranges) set_range_observer(&im.observer);
     im.set_status(CuptiState::kActive, "active");
     im.recorder.record_collector_stats(im.snapshot());

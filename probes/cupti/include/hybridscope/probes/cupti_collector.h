@@ -33,7 +33,8 @@ struct CuptiOptions {
   std::size_t buffer_bytes = std::size_t{4} << 20;
   /// Most bytes of buffers handed to CUPTI and not yet parsed (Kineto's cap: 128 MB).
   std::size_t max_outstanding_bytes = std::size_t{128} << 20;
-  /// Record CUDA runtime API calls (the launches kernels correlate with).
+  /// Record CUDA runtime API calls (the launches kernels correlate with), less the device and
+  /// error queries frameworks make around every launch (cudaGetDevice, cudaGetLastError, ...).
   bool runtime_api = true;
   /// Push an external correlation id per scoped range (kernels -> ranges).
   bool correlate_ranges = true;
@@ -75,6 +76,11 @@ class CuptiCollector {
  private:
   std::unique_ptr<Impl> impl_;
 };
+
+/// Why no CUDA device can be traced ("" when one can): the driver (libcuda.so.1) is loaded at run
+/// time, so hs_cupti links no CUDA runtime of its own and a machine without a driver is simply
+/// "no device".
+std::string cuda_device_unavailable_reason();
 
 /// The one line said when a CUPTI call fails: names the call, CUPTI's error and what it means for
 /// the run. Error 39 (another subscriber) gets its own explanation.
