@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -85,8 +86,9 @@ constexpr EnumRow kMemoryKinds[] = {
     {7, "CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC", "Managed Static"},
 };
 
-// Rows per multi-row INSERT: one sqlite3_step for many rows (7 bound ints each; run_id and rank
-// are ?1 and ?2, bound once). 64 * 7 + 2 parameters stays far below SQLITE_MAX_VARIABLE_NUMBER.
+// Rows per multi-row INSERT: one sqlite3_step for many rows (7 bound ints each for ranges, up to 17
+// for kernels; run_id and rank are ?1 and ?2, bound once). 64 * 17 + 2 parameters stays below
+// SQLITE_MAX_VARIABLE_NUMBER (32766 since SQLite 3.32).
 constexpr int kRowsPerInsert = 64;
 constexpr int kRangeColumns = 7;
 
@@ -255,8 +257,13 @@ struct Recorder::Impl {
   Statement insert_string, find_string, insert_range, insert_ranges, insert_metric, insert_memory, insert_kv_pool,
       update_dropped, insert_comm;
   Statement insert_switch, insert_switch_component;
-  Statement insert_kernel, insert_memcpy, insert_memset, insert_runtime_api, insert_external_correlation,
-      insert_correlation_range, insert_overhead, insert_collector_stats;
+  // The per-launch GPU tables get multi-row INSERTs like the ranges (one sqlite3_step per
+  // kRowsPerInsert rows); the rarer ones a single-row statement.
+  struct BatchInsert {
+    Statement single, multi;
+  };
+  BatchInsert kernel_rows, memcpy_rows, memset_rows, runtime_api_rows, external_correlation_rows;
+  Statement insert_correlation_range, insert_overhead, insert_collector_stats;
   std::shared_ptr<Hub> hub;
   std::thread writer;
   int rank = 0;
@@ -274,9 +281,11 @@ struct Recorder::Impl {
     // Statements must be finalized before the connection closes.
     for (Statement* s : {&insert_string, &find_string, &insert_range, &insert_ranges, &insert_metric, &insert_memory,
                          &insert_kv_pool, &update_dropped, &insert_comm, &insert_switch,
-                         &insert_switch_component, &insert_kernel, &insert_memcpy, &insert_memset,
-                         &insert_runtime_api, &insert_external_correlation, &insert_correlation_range,
-                         &insert_overhead, &insert_collector_stats}) {
+                         &insert_switch_component, &kernel_rows.single, &kernel_rows.multi,
+                         &memcpy_rows.single, &memcpy_rows.multi, &memset_rows.single, &memset_rows.multi,
+                         &runtime_api_rows.single, &runtime_api_rows.multi, &external_correlation_rows.single,
+                         &external_correlation_rows.multi, &insert_correlation_range, &insert_overhead,
+                         &insert_collector_stats}) {
       sqlite3_finalize(s->stmt);
       s->stmt = nullptr;
     }
@@ -494,52 +503,67 @@ struct Recorder::Impl {
     sqlite3_bind_int(st, 2, rank);
     return 3;
   }
+  // INSERT INTO table(run_id, rank, columns...) with `rows` value tuples (?1 = run_id, ?2 = rank).
+  void prepare_batch(BatchInsert& b, const char* table, const std::vector<const char*>& columns) {
+    std::string sql = std::string("INSERT INTO ") + table + "(run_id, rank";
+    for (const char* c : columns) sql += std::string(", ") + c;
+    sql += ") VALUES";
+    const int n = static_cast<int>(columns.size());
+    auto row_sql = [n](int row) {
+      std::string r = "(?1, ?2";
+      for (int c = 0; c < n; ++c) r += ", ?" + std::to_string(3 + row * n + c);
+      return r + ")";
+    };
+    prepare(b.single, sql + row_sql(0));
+    std::string multi = sql;
+    for (int row = 0; row < kRowsPerInsert; ++row) multi += (row ? "," : "") + row_sql(row);
+    prepare(b.multi, multi);
+  }
+  // Writes `rows` through `b`; values(row) gives the N column values after run_id and rank.
+  template <std::size_t N, typename Rows, typename Values>
+  void insert_rows(BatchInsert& b, std::int64_t run_id, const Rows& rows, Values values) {
+    for (sqlite3_stmt* st : {b.single.stmt, b.multi.stmt}) {
+      sqlite3_bind_int64(st, 1, run_id);
+      sqlite3_bind_int(st, 2, rank);
+    }
+    std::size_t i = 0;
+    for (; i + kRowsPerInsert <= rows.size(); i += kRowsPerInsert) {
+      for (int r = 0; r < kRowsPerInsert; ++r) {
+        const std::array<std::int64_t, N> v = values(rows[i + static_cast<std::size_t>(r)]);
+        for (std::size_t c = 0; c < N; ++c)
+          sqlite3_bind_int64(b.multi.stmt, 3 + r * static_cast<int>(N) + static_cast<int>(c), v[c]);
+      }
+      step_range_statement(b.multi.stmt, kRowsPerInsert);
+    }
+    for (; i < rows.size(); ++i) {
+      const std::array<std::int64_t, N> v = values(rows[i]);
+      for (std::size_t c = 0; c < N; ++c) sqlite3_bind_int64(b.single.stmt, 3 + static_cast<int>(c), v[c]);
+      step_range_statement(b.single.stmt, 1);
+    }
+  }
   void write_gpu(const GpuActivityBatch& b, std::int64_t run_id) {
-    for (const auto& k : b.kernels) {
-      sqlite3_stmt* st = insert_kernel.stmt;
-      int p = bind_run(st, run_id);
-      for (std::int64_t v : {std::int64_t{k.device}, std::int64_t{k.context}, std::int64_t{k.stream},
-                             std::int64_t{k.correlation_id}, k.start_ns, k.end_ns, intern_pointer(k.name),
-                             std::int64_t{static_cast<int>(k.kernel_class)}, std::int64_t{k.grid[0]},
-                             std::int64_t{k.grid[1]}, std::int64_t{k.grid[2]}, std::int64_t{k.block[0]},
-                             std::int64_t{k.block[1]}, std::int64_t{k.block[2]}, std::int64_t{k.registers_per_thread},
-                             std::int64_t{k.static_shared_memory}, std::int64_t{k.dynamic_shared_memory}})
-        sqlite3_bind_int64(st, p++, v);
-      step_row(st);
-    }
-    for (const auto& m : b.memcpys) {
-      sqlite3_stmt* st = insert_memcpy.stmt;
-      int p = bind_run(st, run_id);
-      for (std::int64_t v : {std::int64_t{m.device}, std::int64_t{m.context}, std::int64_t{m.stream},
-                             std::int64_t{m.correlation_id}, m.start_ns, m.end_ns, m.bytes, std::int64_t{m.copy_kind},
-                             std::int64_t{m.src_kind}, std::int64_t{m.dst_kind}})
-        sqlite3_bind_int64(st, p++, v);
-      step_row(st);
-    }
-    for (const auto& m : b.memsets) {
-      sqlite3_stmt* st = insert_memset.stmt;
-      int p = bind_run(st, run_id);
-      for (std::int64_t v : {std::int64_t{m.device}, std::int64_t{m.context}, std::int64_t{m.stream},
-                             std::int64_t{m.correlation_id}, m.start_ns, m.end_ns, m.bytes, std::int64_t{m.value},
-                             std::int64_t{m.memory_kind}})
-        sqlite3_bind_int64(st, p++, v);
-      step_row(st);
-    }
-    for (const auto& a : b.runtime_api) {
-      sqlite3_stmt* st = insert_runtime_api.stmt;
-      int p = bind_run(st, run_id);
-      for (std::int64_t v : {a.tid, std::int64_t{a.correlation_id}, std::int64_t{a.cbid}, intern_pointer(a.name),
-                             a.start_ns, a.end_ns, a.return_value})
-        sqlite3_bind_int64(st, p++, v);
-      step_row(st);
-    }
-    for (const auto& e : b.external_correlations) {
-      sqlite3_stmt* st = insert_external_correlation.stmt;
-      int p = bind_run(st, run_id);
-      sqlite3_bind_int64(st, p++, e.correlation_id);
-      sqlite3_bind_int64(st, p++, static_cast<std::int64_t>(e.external_id));
-      step_row(st);
-    }
+    using I = std::int64_t;
+    insert_rows<17>(kernel_rows, run_id, b.kernels, [this](const KernelActivity& k) {
+      return std::array<I, 17>{I{k.device}, I{k.context}, I{k.stream}, I{k.correlation_id}, k.start_ns, k.end_ns,
+                               intern_pointer(k.name), I{static_cast<int>(k.kernel_class)}, I{k.grid[0]},
+                               I{k.grid[1]}, I{k.grid[2]}, I{k.block[0]}, I{k.block[1]}, I{k.block[2]},
+                               I{k.registers_per_thread}, I{k.static_shared_memory}, I{k.dynamic_shared_memory}};
+    });
+    insert_rows<10>(memcpy_rows, run_id, b.memcpys, [](const MemcpyActivity& m) {
+      return std::array<I, 10>{I{m.device}, I{m.context}, I{m.stream}, I{m.correlation_id}, m.start_ns, m.end_ns,
+                               m.bytes, I{m.copy_kind}, I{m.src_kind}, I{m.dst_kind}};
+    });
+    insert_rows<9>(memset_rows, run_id, b.memsets, [](const MemsetActivity& m) {
+      return std::array<I, 9>{I{m.device}, I{m.context}, I{m.stream}, I{m.correlation_id}, m.start_ns, m.end_ns,
+                              m.bytes, I{m.value}, I{m.memory_kind}};
+    });
+    insert_rows<7>(runtime_api_rows, run_id, b.runtime_api, [this](const RuntimeApiActivity& a) {
+      return std::array<I, 7>{a.tid, I{a.correlation_id}, I{a.cbid}, intern_pointer(a.name), a.start_ns, a.end_ns,
+                              a.return_value};
+    });
+    insert_rows<2>(external_correlation_rows, run_id, b.external_correlations, [](const ExternalCorrelation& e) {
+      return std::array<I, 2>{I{e.correlation_id}, static_cast<I>(e.external_id)};
+    });
     for (const auto& c : b.correlation_ranges) {
       sqlite3_stmt* st = insert_correlation_range.stmt;
       int p = bind_run(st, run_id);
@@ -728,21 +752,20 @@ Recorder::Recorder(const std::string& path, int rank, RecorderOptions options)
                  "bytes_local, peak_memory_before, peak_memory_after) VALUES(?,?,?,?,?,?,?,?,?,?,?)");
   impl_->prepare(impl_->insert_switch_component,
                  "INSERT INTO switch_components(switch_id, name_id, duration_ns) VALUES(?,?,?)");
-  impl_->prepare(impl_->insert_kernel,
-                 "INSERT INTO kernels(run_id, rank, device, context, stream, correlation_id, start_ns, end_ns, name_id, "
-                 "class_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers_per_thread, "
-                 "static_shared_memory, dynamic_shared_memory) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  impl_->prepare(impl_->insert_memcpy,
-                 "INSERT INTO memcpy(run_id, rank, device, context, stream, correlation_id, start_ns, end_ns, bytes, "
-                 "copy_kind_id, src_kind_id, dst_kind_id) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
-  impl_->prepare(impl_->insert_memset,
-                 "INSERT INTO memset(run_id, rank, device, context, stream, correlation_id, start_ns, end_ns, bytes, "
-                 "value, memory_kind_id) VALUES(?,?,?,?,?,?,?,?,?,?,?)");
-  impl_->prepare(impl_->insert_runtime_api,
-                 "INSERT INTO runtime_api(run_id, rank, tid, correlation_id, cbid, name_id, start_ns, end_ns, "
-                 "return_value) VALUES(?,?,?,?,?,?,?,?,?)");
-  impl_->prepare(impl_->insert_external_correlation,
-                 "INSERT INTO external_correlations(run_id, rank, correlation_id, external_id) VALUES(?,?,?,?)");
+  impl_->prepare_batch(impl_->kernel_rows, schema::kKernels,
+                       {"device", "context", "stream", "correlation_id", "start_ns", "end_ns", "name_id", "class_id",
+                        "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread",
+                        "static_shared_memory", "dynamic_shared_memory"});
+  impl_->prepare_batch(impl_->memcpy_rows, schema::kMemcpy,
+                       {"device", "context", "stream", "correlation_id", "start_ns", "end_ns", "bytes", "copy_kind_id",
+                        "src_kind_id", "dst_kind_id"});
+  impl_->prepare_batch(impl_->memset_rows, schema::kMemset,
+                       {"device", "context", "stream", "correlation_id", "start_ns", "end_ns", "bytes", "value",
+                        "memory_kind_id"});
+  impl_->prepare_batch(impl_->runtime_api_rows, schema::kRuntimeApi,
+                       {"tid", "correlation_id", "cbid", "name_id", "start_ns", "end_ns", "return_value"});
+  impl_->prepare_batch(impl_->external_correlation_rows, schema::kExternalCorrelations,
+                       {"correlation_id", "external_id"});
   impl_->prepare(impl_->insert_correlation_range,
                  "INSERT OR REPLACE INTO correlation_ranges(run_id, rank, external_id, tid, depth, start_ns, name_id) "
                  "VALUES(?,?,?,?,?,?,?)");

@@ -167,3 +167,45 @@ TEST(GpuActivity, BatchBeyondTheQueueCapIsDroppedWholeAndCounted) {
   EXPECT_EQ(hs::test::query_rows(path, "SELECT COUNT(*) FROM kernels"), std::vector<std::string>{"6"});
   EXPECT_EQ(hs::test::query_rows(path, "SELECT dropped_records FROM runs"), std::vector<std::string>{"11"});
 }
+
+TEST(GpuActivity, LargeBatchesGoThroughMultiRowInsertsExactly) {
+  // 130 kernels and launches: two 64-row statements and two single rows per table.
+  const auto path = hs::test::temp_db("gpu_activity_test", "gpu_many.sqlite");
+  GpuActivityBatch b;
+  std::int64_t sum_duration = 0, sum_grid = 0;
+  for (int i = 0; i < 130; ++i) {
+    KernelActivity k;
+    k.stream = static_cast<std::uint32_t>(i % 3);
+    k.correlation_id = static_cast<std::uint32_t>(1000 + i);
+    k.start_ns = 100 * i;
+    k.end_ns = 100 * i + 7 + i;
+    k.name = i % 2 ? "odd_kernel" : "even_kernel";
+    k.grid[0] = i + 1;
+    k.dynamic_shared_memory = i;
+    sum_duration += 7 + i;
+    sum_grid += i + 1;
+    b.kernels.push_back(k);
+    b.runtime_api.push_back({777, static_cast<std::uint32_t>(1000 + i), 211, "cudaLaunchKernel_v7000", 100 * i - 50,
+                             100 * i - 10, 0});
+    b.external_correlations.push_back({static_cast<std::uint32_t>(1000 + i), static_cast<std::uint64_t>(i / 10)});
+  }
+  {
+    Recorder rec(path, 0);
+    rec.begin_run({"gpu_many", "cmd", "", 1, "t"});
+    rec.record_gpu_activity(std::move(b));
+    rec.end_run(RunStatus::kCompleted);
+    EXPECT_EQ(rec.write_errors(), 0);
+  }
+  using hs::test::query_row;
+  EXPECT_EQ(query_row(path, "SELECT COUNT(*), SUM(end_ns - start_ns), SUM(grid_x), SUM(dynamic_shared_memory), "
+                            "COUNT(DISTINCT correlation_id), MIN(correlation_id), MAX(correlation_id) FROM kernels"),
+            "130|" + std::to_string(sum_duration) + "|" + std::to_string(sum_grid) + "|8385|130|1000|1129");
+  EXPECT_EQ(query_row(path, "SELECT s.value, COUNT(*) FROM kernels k JOIN strings s ON s.id = k.name_id "
+                            "WHERE k.correlation_id % 2 = 1 GROUP BY s.value"),
+            "odd_kernel|65");
+  // Every kernel joins its own launch and its external id (no row shifted between statements).
+  EXPECT_EQ(query_row(path, "SELECT COUNT(*) FROM kernels k JOIN runtime_api a ON a.correlation_id = k.correlation_id "
+                            "AND a.end_ns = k.start_ns - 10 JOIN external_correlations e ON "
+                            "e.correlation_id = k.correlation_id AND e.external_id = (k.correlation_id - 1000) / 10"),
+            "130");
+}
