@@ -929,17 +929,6 @@ void Recorder::record_collector_stats(const CollectorStats& stats) noexcept {
   }
 }
 
-KernelClass classify_kernel(const char* name) noexcept {
-  if (!name) return KernelClass::kCompute;
-  // CUPTI reports mangled names: ncclDevKernel_AllReduce_Sum_f32_RING_LL arrives as
-  // _Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE, so besides
-  // HTA's `^nccl` the NCCL kernel prefixes are looked for anywhere in the name.
-  if (std::strncmp(name, "nccl", 4) == 0 || std::strstr(name, "ncclDevKernel") || std::strstr(name, "ncclKernel"))
-    return KernelClass::kNccl;
-  if (std::strncmp(name, "Memcpy", 6) == 0 || std::strncmp(name, "Memset", 6) == 0) return KernelClass::kMemory;
-  return KernelClass::kCompute;
-}
-
 double bus_bandwidth_factor(const char* op, int n) noexcept {
   if (!op || n <= 0) return 0.0;
   const double ranks = static_cast<double>(n);
