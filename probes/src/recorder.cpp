@@ -86,8 +86,8 @@ constexpr EnumRow kMemoryKinds[] = {
     {7, "CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC", "Managed Static"},
 };
 
-// Rows per multi-row INSERT: one sqlite3_step for many rows (7 bound ints each for ranges, up to 17
-// for kernels; run_id and rank are ?1 and ?2, bound once). 64 * 17 + 2 parameters stays below
+// Rows per multi-row INSERT: one sqlite3_step for many rows (7 bound ints each for ranges, up to 18
+// for kernels; run_id and rank are ?1 and ?2, bound once). 64 * 18 + 2 parameters stays below
 // SQLITE_MAX_VARIABLE_NUMBER (32766 since SQLite 3.32).
 constexpr int kRowsPerInsert = 64;
 constexpr int kRangeColumns = 7;
@@ -543,9 +543,10 @@ struct Recorder::Impl {
   }
   void write_gpu(const GpuActivityBatch& b, std::int64_t run_id) {
     using I = std::int64_t;
-    insert_rows<17>(kernel_rows, run_id, b.kernels, [this](const KernelActivity& k) {
-      return std::array<I, 17>{I{k.device}, I{k.context}, I{k.stream}, I{k.correlation_id}, k.start_ns, k.end_ns,
-                               intern_pointer(k.name), I{static_cast<int>(k.kernel_class)}, I{k.grid[0]},
+    insert_rows<18>(kernel_rows, run_id, b.kernels, [this](const KernelActivity& k) {
+      return std::array<I, 18>{I{k.device}, I{k.context}, I{k.stream}, I{k.correlation_id}, k.start_ns, k.end_ns,
+                               intern_pointer(k.name), intern_pointer(k.short_name ? k.short_name : k.name),
+                               I{static_cast<int>(k.kernel_class)}, I{k.grid[0]},
                                I{k.grid[1]}, I{k.grid[2]}, I{k.block[0]}, I{k.block[1]}, I{k.block[2]},
                                I{k.registers_per_thread}, I{k.static_shared_memory}, I{k.dynamic_shared_memory}};
     });
@@ -753,7 +754,8 @@ Recorder::Recorder(const std::string& path, int rank, RecorderOptions options)
   impl_->prepare(impl_->insert_switch_component,
                  "INSERT INTO switch_components(switch_id, name_id, duration_ns) VALUES(?,?,?)");
   impl_->prepare_batch(impl_->kernel_rows, schema::kKernels,
-                       {"device", "context", "stream", "correlation_id", "start_ns", "end_ns", "name_id", "class_id",
+                       {"device", "context", "stream", "correlation_id", "start_ns", "end_ns", "name_id",
+                        "short_name_id", "class_id",
                         "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread",
                         "static_shared_memory", "dynamic_shared_memory"});
   impl_->prepare_batch(impl_->memcpy_rows, schema::kMemcpy,

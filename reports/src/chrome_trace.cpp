@@ -227,13 +227,14 @@ json build_chrome_trace(const RunSummary& run, const TraceRows& rows, const Chro
     json args = {{"correlation_id", g.correlation_id}, {"device", g.device}, {"stream", g.stream}};
     if (g.kind == GpuActivityRow::Kind::kKernel) {
       args["class"] = g.detail;
+      args["name"] = g.name;  // the event shows the short name
       args["grid"] = {g.grid[0], g.grid[1], g.grid[2]};
       args["block"] = {g.block[0], g.block[1], g.block[2]};
     } else {
       args["kind"] = g.detail;
       args["bytes"] = g.bytes;
     }
-    json e = {{"ph", "X"}, {"name", g.name}, {"cat", gpu_category(g.kind)}, {"pid", g.rank}, {"tid", tid},
+    json e = {{"ph", "X"}, {"name", g.short_name}, {"cat", gpu_category(g.kind)}, {"pid", g.rank}, {"tid", tid},
               {"args", std::move(args)}};
     span(e, g.start_ns, g.end_ns);
     events.push_back(std::move(e));

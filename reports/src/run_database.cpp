@@ -336,9 +336,10 @@ std::vector<GpuActivityRow> RunDatabase::gpu_activity(std::int64_t run_id) const
   std::vector<GpuActivityRow> out;
   {
     const std::string sql = "SELECT k.rank, k.device, k.stream, k.correlation_id, k.start_ns, k.end_ns, s.value, "
-                            "c.name, k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z FROM " +
+                            "c.name, k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, h.value FROM " +
                             std::string(schema::kKernels) + " k JOIN " + schema::kStrings +
-                            " s ON s.id = k.name_id JOIN " + schema::kKernelClasses +
+                            " s ON s.id = k.name_id JOIN " + schema::kStrings + " h ON h.id = k.short_name_id JOIN " +
+                            schema::kKernelClasses +
                             " c ON c.id = k.class_id WHERE k.run_id = ? ORDER BY k.rank, k.start_ns, k.rowid";
     Query q(impl_->db, sql, path_);
     q.bind(1, run_id);
@@ -357,6 +358,7 @@ std::vector<GpuActivityRow> RunDatabase::gpu_activity(std::int64_t run_id) const
         g.grid[i] = q.int64(8 + i);
         g.block[i] = q.int64(11 + i);
       }
+      g.short_name = q.text(14);
       out.push_back(std::move(g));
     }
   }
@@ -378,6 +380,7 @@ std::vector<GpuActivityRow> RunDatabase::gpu_activity(std::int64_t run_id) const
       g.end_ns = q.int64(5);
       g.detail = q.text(6);
       g.name = "Memcpy " + g.detail;
+      g.short_name = g.name;
       g.bytes = q.int64(7);
       out.push_back(std::move(g));
     }
@@ -400,6 +403,7 @@ std::vector<GpuActivityRow> RunDatabase::gpu_activity(std::int64_t run_id) const
       g.end_ns = q.int64(5);
       g.detail = q.text(6);
       g.name = "Memset " + g.detail;
+      g.short_name = g.name;
       g.bytes = q.int64(7);
       out.push_back(std::move(g));
     }

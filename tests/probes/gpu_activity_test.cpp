@@ -40,6 +40,7 @@ GpuActivityBatch sample_batch() {
   nccl.end_ns = 20'000;
   nccl.name = "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE";
   nccl.kernel_class = classify_kernel(nccl.name);
+  nccl.short_name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
   b.kernels.push_back(nccl);
   KernelActivity again = gemm;  // the same name: one strings row
   again.correlation_id = 43;
@@ -113,6 +114,11 @@ TEST(GpuActivity, EveryRecordKindIsWrittenExactly) {
                 "2|1|2|7|43|21000|22000|ampere_sgemm_128x64_nn|compute|8|4|1|256|1|1|96|16384|512"}));
   EXPECT_EQ(query_rows(path, "SELECT COUNT(*) FROM strings WHERE value = 'ampere_sgemm_128x64_nn'"),
             std::vector<std::string>{"1"});
+  // The short name: given, or the name itself.
+  EXPECT_EQ(query_rows(path, "SELECT k.correlation_id, s.value FROM kernels k JOIN strings s ON s.id = k.short_name_id "
+                             "ORDER BY k.start_ns"),
+            (std::vector<std::string>{"41|ampere_sgemm_128x64_nn", "42|ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                                      "43|ampere_sgemm_128x64_nn"}));
   EXPECT_EQ(query_rows(path,
                        "SELECT m.device, m.stream, m.correlation_id, m.start_ns, m.end_ns, m.bytes, k.name, k.label, "
                        "s.label, d.label FROM memcpy m JOIN memcpy_kinds k ON k.id = m.copy_kind_id "

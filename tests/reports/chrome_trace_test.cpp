@@ -338,7 +338,8 @@ GpuRun record_gpu_run() {
   p::KernelActivity nccl = gemm;
   nccl.stream = 13, nccl.correlation_id = 56;
   nccl.start_ns = t0 + 210'000, nccl.end_ns = t0 + 290'000;
-  nccl.name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+  nccl.name = "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE";
+  nccl.short_name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
   nccl.kernel_class = p::KernelClass::kNccl;
   batch.kernels.push_back(nccl);
   p::MemcpyActivity copy;
@@ -445,6 +446,9 @@ TEST(ChromeTrace, CommSwitchGpuAndMemoryEventsFollowTheFormat) {
   EXPECT_EQ(gemm[0]["args"]["class"], "compute");
   EXPECT_EQ(gemm[0]["args"]["grid"], json::array({4, 2, 1}));
   EXPECT_EQ(named(xs, "ncclDevKernel_AllReduce_Sum_f32_RING_LL")[0]["args"]["class"], "nccl");
+  EXPECT_EQ(named(xs, "ncclDevKernel_AllReduce_Sum_f32_RING_LL")[0]["args"]["name"],
+            "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE");  // the short name shows
+  EXPECT_EQ(gemm[0]["args"]["name"], "sgemm_128x64");
   EXPECT_EQ(named(xs, "Memcpy Host-to-Device")[0]["args"]["bytes"], 65536);
   EXPECT_EQ(named(xs, "Memset Device")[0]["args"]["correlation_id"], 58);
 

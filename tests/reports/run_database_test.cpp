@@ -218,11 +218,13 @@ TEST(RunDatabase, ReadsCommSwitchMemoryAndGpuRowsExactly) {
   ASSERT_EQ(gpu.size(), 3u);  // kernels, then copies, then memsets
   EXPECT_EQ(gpu[0].kind, GpuActivityRow::Kind::kKernel);
   EXPECT_EQ(gpu[0].name, "ncclDevKernel_AllReduce");
+  EXPECT_EQ(gpu[0].short_name, "ncclDevKernel_AllReduce");  // none given: the name
   EXPECT_EQ(gpu[0].detail, "nccl");
   EXPECT_EQ(gpu[0].grid[2], 4);
   EXPECT_EQ(gpu[0].block[1], 6);
   EXPECT_EQ(gpu[1].kind, GpuActivityRow::Kind::kMemcpy);
   EXPECT_EQ(gpu[1].name, "Memcpy Device-to-Host");
+  EXPECT_EQ(gpu[1].short_name, "Memcpy Device-to-Host");
   EXPECT_EQ(gpu[1].bytes, 64);
   EXPECT_EQ(gpu[2].kind, GpuActivityRow::Kind::kMemset);
   EXPECT_EQ(gpu[2].name, "Memset Pageable");

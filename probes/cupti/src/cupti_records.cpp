@@ -1,5 +1,8 @@
 #include "hybridscope/probes/cupti_records.h"
 
+#include <cxxabi.h>
+
+#include <cstdlib>
 #include <deque>
 #include <mutex>
 #include <string>
@@ -27,6 +30,60 @@ const char* stable_name(const char* name) {
   const char* stable = g_storage->back().c_str();
   g_names->emplace(g_storage->back(), stable);
   return stable;
+}
+
+namespace {
+
+// Cuts a demangled name to its short form (see short_kernel_name).
+std::string shorten(const std::string& demangled) {
+  // 1. Drop the parameter list: the first '(' outside template brackets.
+  // 2. Drop template arguments outside nested brackets.
+  std::string out;
+  int depth = 0;
+  for (char c : demangled) {
+    if (c == '<') {
+      ++depth;
+      continue;
+    }
+    if (c == '>') {
+      if (depth > 0) --depth;
+      continue;
+    }
+    if (depth > 0) continue;
+    if (c == '(') break;  // the parameter list ("(anonymous namespace)" was renamed before)
+    out += c;
+  }
+  // 3. Drop the return type ("void ") and the namespaces and classes ("at::native::").
+  const auto space = out.rfind(' ');
+  if (space != std::string::npos) out = out.substr(space + 1);
+  const auto scope = out.rfind("::");
+  if (scope != std::string::npos) out = out.substr(scope + 2);
+  return out.empty() ? demangled : out;
+}
+
+std::mutex g_short_mutex;
+auto* g_short_names = new std::unordered_map<const char*, const char*>();  // stable name -> stable short name
+
+}  // namespace
+
+const char* short_kernel_name(const char* mangled) {
+  const char* stable = stable_name(mangled);
+  {
+    std::lock_guard<std::mutex> lock(g_short_mutex);
+    auto it = g_short_names->find(stable);
+    if (it != g_short_names->end()) return it->second;
+  }
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(stable, nullptr, nullptr, &status);
+  std::string demangled_name = (status == 0 && demangled) ? demangled : stable;
+  std::free(demangled);
+  // "(anonymous namespace)::" would be cut as a parameter list: name it without parentheses.
+  for (std::size_t at; (at = demangled_name.find("(anonymous namespace)")) != std::string::npos;)
+    demangled_name.replace(at, 21, "anonymous_namespace");
+  const char* short_name = stable_name(shorten(demangled_name).c_str());
+  std::lock_guard<std::mutex> lock(g_short_mutex);
+  g_short_names->emplace(stable, short_name);
+  return short_name;
 }
 
 const char* runtime_api_name(std::uint32_t cbid) {
@@ -66,6 +123,7 @@ bool convert_record(const CUpti_Activity& record, GpuActivityBatch& batch) {
       k.start_ns = ns(r.start);
       k.end_ns = ns(r.end);
       k.name = stable_name(r.name);
+      k.short_name = short_kernel_name(k.name);
       k.kernel_class = classify_kernel(k.name);
       k.grid[0] = r.gridX, k.grid[1] = r.gridY, k.grid[2] = r.gridZ;
       k.block[0] = r.blockX, k.block[1] = r.blockY, k.block[2] = r.blockZ;

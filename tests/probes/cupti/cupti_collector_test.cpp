@@ -117,7 +117,7 @@ std::vector<std::uint8_t> step_buffer(std::string& gemm_name, std::string& nccl_
 
 TEST(CuptiRecords, BufferOfRecordsBecomesRowsWithNamesKindsClassesAndRanges) {
   // The names live in strings that die before the recorder writes: stable_name() must copy them.
-  auto gemm_name = std::make_unique<std::string>("_Z10sgemm_128x64PfS_S_");
+  auto gemm_name = std::make_unique<std::string>("_Z12sgemm_128x64PfS_S_");
   auto nccl_name =
       std::make_unique<std::string>("_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE");
   std::vector<std::uint8_t> buffer = step_buffer(*gemm_name, *nccl_name);
@@ -148,14 +148,15 @@ TEST(CuptiRecords, BufferOfRecordsBecomesRowsWithNamesKindsClassesAndRanges) {
   using hs::test::query_rows;
   EXPECT_EQ(query_rows(path,
                        "SELECT k.rank, k.device, k.context, k.stream, k.correlation_id, k.start_ns, k.end_ns, s.value, "
-                       "c.name, k.grid_x, k.grid_y, k.block_x, k.registers_per_thread, k.static_shared_memory, "
-                       "k.dynamic_shared_memory FROM kernels k JOIN strings s ON s.id = k.name_id "
+                       "h.value, c.name, k.grid_x, k.grid_y, k.block_x, k.registers_per_thread, "
+                       "k.static_shared_memory, k.dynamic_shared_memory FROM kernels k JOIN strings s ON "
+                       "s.id = k.name_id JOIN strings h ON h.id = k.short_name_id "
                        "JOIN kernel_classes c ON c.id = k.class_id ORDER BY k.start_ns"),
             (std::vector<std::string>{
-                "1|0|1|7|100|5000001000|5000003500|_Z10sgemm_128x64PfS_S_|compute|120|2|128|64|4096|256",
+                "1|0|1|7|100|5000001000|5000003500|_Z12sgemm_128x64PfS_S_|sgemm_128x64|compute|120|2|128|64|4096|256",
                 "1|0|1|13|101|5000004000|5000009000|"
-                "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE|nccl|120|2|128|64|"
-                "4096|256"}));
+                "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE|"
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL|nccl|120|2|128|64|4096|256"}));
   EXPECT_EQ(query_rows(path,
                        "SELECT m.stream, m.correlation_id, m.start_ns, m.end_ns, m.bytes, k.label, s.label, d.label "
                        "FROM memcpy m JOIN memcpy_kinds k ON k.id = m.copy_kind_id JOIN memory_kinds s ON "
@@ -188,6 +189,19 @@ TEST(CuptiRecords, StableNameCopiesOncePerDistinctName) {
   EXPECT_STREQ(first, "kernel_a");
   EXPECT_STREQ(cu::stable_name(nullptr), "");
   EXPECT_STREQ(cu::overhead_kind_name(CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER), "driver_compiler");
+}
+
+TEST(CuptiRecords, ShortKernelNamesDropReturnTypeScopesTemplatesAndParameters) {
+  EXPECT_STREQ(cu::short_kernel_name("_Z12sgemm_128x64PfS_S_"), "sgemm_128x64");
+  // void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, ...>(int, ...)
+  EXPECT_STREQ(cu::short_kernel_name("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayI"
+                                     "PcLm1EEEEviT0_T1_"),
+               "vectorized_elementwise_kernel");
+  EXPECT_STREQ(cu::short_kernel_name("_ZN12_GLOBAL__N_18fused_opEPf"), "fused_op");  // (anonymous namespace)::
+  EXPECT_STREQ(cu::short_kernel_name("ampere_sgemm_128x64_nn"), "ampere_sgemm_128x64_nn");  // not mangled
+  EXPECT_STREQ(cu::short_kernel_name("Memset (Device)"), "Memset (Device)");
+  const char* once = cu::short_kernel_name("_Z12sgemm_128x64PfS_S_");
+  EXPECT_EQ(once, cu::short_kernel_name(std::string("_Z12sgemm_128x64PfS_S_").c_str()));  // cached
 }
 
 TEST(ActivityBufferPool, CapRefusesAndCountsAndReleasedBuffersAreReused) {

@@ -34,6 +34,7 @@ struct KernelActivity {
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
   const char* name = "";  // mangled, as CUPTI reports it
+  const char* short_name = nullptr;  // demangled, without namespaces, templates and parameters; nullptr = name
   KernelClass kernel_class = KernelClass::kCompute;
   std::int32_t grid[3] = {0, 0, 0};
   std::int32_t block[3] = {0, 0, 0};

@@ -180,6 +180,7 @@ CREATE TABLE IF NOT EXISTS kernels (
   start_ns INTEGER NOT NULL,
   end_ns INTEGER NOT NULL,
   name_id INTEGER NOT NULL REFERENCES strings(id),
+  short_name_id INTEGER NOT NULL REFERENCES strings(id),
   class_id INTEGER NOT NULL REFERENCES kernel_classes(id),
   grid_x INTEGER NOT NULL,
   grid_y INTEGER NOT NULL,

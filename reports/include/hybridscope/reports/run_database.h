@@ -143,6 +143,7 @@ struct GpuActivityRow {
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
   std::string name;    // kernel: its (mangled) name; memcpy: "Memcpy <copy kind label>"; memset: "Memset <memory kind label>"
+  std::string short_name;  // kernel: kernels.short_name_id (demangled, bare); copies and memsets: name
   std::string detail;  // kernel: kernel_classes.name; memcpy: memcpy_kinds.label; memset: memory_kinds.label
   std::int64_t bytes = 0;  // memcpy/memset; 0 for kernels
   std::int64_t grid[3] = {0, 0, 0};   // kernels only

@@ -33,6 +33,12 @@ using ExternalCorrelationRecord = CUpti_ActivityExternalCorrelation;
 /// bounded set). CUPTI's own strings go away with their module; the recorder writes later.
 const char* stable_name(const char* name);
 
+/// Nsight Systems' "short name" of a kernel: demangled, cut at its parameter list, without return
+/// type, namespaces and template arguments (`_ZN2at6native18elementwise_kernelILi128ELi4EZ...` ->
+/// `elementwise_kernel`). A name that does not demangle is its own short name. Process-lifetime
+/// storage, one per distinct name.
+const char* short_kernel_name(const char* mangled);
+
 /// CUPTI's name of a runtime API callback id ("cudaLaunchKernel_v7000"), or "cbid_<n>" when
 /// CUPTI does not know it. Process-lifetime storage.
 const char* runtime_api_name(std::uint32_t cbid);
