@@ -29,8 +29,11 @@ int run_export_trace(const ExportTraceArgs& args) {
              run.world_size == 1 ? "" : "s", db.path());
   const auto summary = hs::reports::export_chrome_trace(db, run.id, args.out_path);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  fmt::print("wrote {}: {} events ({} ranges, {} counter samples, {} metadata) in {:.2f} s\n", args.out_path,
-             summary.total(), summary.complete_events, summary.counter_events, summary.metadata_events, seconds);
+  fmt::print("wrote {}: {} events ({} ranges, {} comm ops, {} switch spans, {} GPU activities, {} CUDA API calls, "
+             "{} flow events, {} metric and {} memory counter samples, {} metadata) in {:.2f} s\n",
+             args.out_path, summary.total(), summary.complete_events, summary.comm_events, summary.switch_events,
+             summary.gpu_events, summary.api_events, summary.flow_events, summary.counter_events,
+             summary.memory_counter_events, summary.metadata_events, seconds);
   if (summary.skipped_metrics > 0)
     fmt::print("note: {} metric values left out (no step range for their step, or not finite)\n",
                summary.skipped_metrics);

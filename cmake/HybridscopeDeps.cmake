@@ -50,6 +50,11 @@ else()
   set(HS_TORCH_HAS_CUDA OFF)
 endif()
 
+# Optional: the CUDA toolkit's CUPTI for hs_cupti (probes/CMakeLists.txt). Absent is fine.
+if(HS_WITH_CUPTI)
+  find_package(CUDAToolkit QUIET)
+endif()
+
 if(HS_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

@@ -4,6 +4,10 @@
 
 namespace hs::probes {
 
+namespace detail {
+std::atomic<const RangeObserver*> g_range_observer{nullptr};
+}
+
 void StepTimings::begin_step(std::int64_t step) {
   step_ = step;
   totals_.clear();

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -50,8 +51,44 @@ constexpr std::pair<Category, const char*> kCategoryNames[] = {
     {Category::kValidation, "validation"}, {Category::kSetup, "setup"},
 };
 
-// Rows per multi-row INSERT: one sqlite3_step for many rows (7 bound ints each; run_id and rank
-// are ?1 and ?2, bound once). 64 * 7 + 2 parameters stays far below SQLITE_MAX_VARIABLE_NUMBER.
+constexpr std::pair<KernelClass, const char*> kKernelClassNames[] = {
+    {KernelClass::kCompute, "compute"}, {KernelClass::kNccl, "nccl"}, {KernelClass::kMemory, "memory"}};
+
+// CUpti_ActivityMemcpyKind and CUpti_ActivityMemoryKind values with Nsight Systems' names and labels
+// (its ENUM_CUPTI_MEMCPY_KIND / ENUM_CUDA_MEM_KIND tables). Numbers are CUPTI's ABI, stable across
+// releases; listed here so hs_probes needs no CUPTI header.
+struct EnumRow {
+  int id;
+  const char* name;
+  const char* label;
+};
+constexpr EnumRow kMemcpyKinds[] = {
+    {0, "CUPTI_ACTIVITY_MEMCPY_KIND_UNKNOWN", "Unknown"},
+    {1, "CUPTI_ACTIVITY_MEMCPY_KIND_HTOD", "Host-to-Device"},
+    {2, "CUPTI_ACTIVITY_MEMCPY_KIND_DTOH", "Device-to-Host"},
+    {3, "CUPTI_ACTIVITY_MEMCPY_KIND_HTOA", "Host-to-Array"},
+    {4, "CUPTI_ACTIVITY_MEMCPY_KIND_ATOH", "Array-to-Host"},
+    {5, "CUPTI_ACTIVITY_MEMCPY_KIND_ATOA", "Array-to-Array"},
+    {6, "CUPTI_ACTIVITY_MEMCPY_KIND_ATOD", "Array-to-Device"},
+    {7, "CUPTI_ACTIVITY_MEMCPY_KIND_DTOA", "Device-to-Array"},
+    {8, "CUPTI_ACTIVITY_MEMCPY_KIND_DTOD", "Device-to-Device"},
+    {9, "CUPTI_ACTIVITY_MEMCPY_KIND_HTOH", "Host-to-Host"},
+    {10, "CUPTI_ACTIVITY_MEMCPY_KIND_PTOP", "Peer-to-Peer"},
+};
+constexpr EnumRow kMemoryKinds[] = {
+    {0, "CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN", "Unknown"},
+    {1, "CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE", "Pageable"},
+    {2, "CUPTI_ACTIVITY_MEMORY_KIND_PINNED", "Pinned"},
+    {3, "CUPTI_ACTIVITY_MEMORY_KIND_DEVICE", "Device"},
+    {4, "CUPTI_ACTIVITY_MEMORY_KIND_ARRAY", "Array"},
+    {5, "CUPTI_ACTIVITY_MEMORY_KIND_MANAGED", "Managed"},
+    {6, "CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC", "Device Static"},
+    {7, "CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC", "Managed Static"},
+};
+
+// Rows per multi-row INSERT: one sqlite3_step for many rows (7 bound ints each for ranges, up to 18
+// for kernels; run_id and rank are ?1 and ?2, bound once). 64 * 18 + 2 parameters stays below
+// SQLITE_MAX_VARIABLE_NUMBER (32766 since SQLite 3.32).
 constexpr int kRowsPerInsert = 64;
 constexpr int kRangeColumns = 7;
 
@@ -94,12 +131,16 @@ struct ColdRecords {
   std::vector<KvPoolSample> kv_pool;
   std::vector<CommRecord> comm;
   std::vector<SwitchRecord> switches;
+  std::vector<GpuActivityBatch> gpu;
+  std::vector<CollectorStats> collector_stats;
   void swap(ColdRecords& other) noexcept {
     metrics.swap(other.metrics);
     memory.swap(other.memory);
     kv_pool.swap(other.kv_pool);
     comm.swap(other.comm);
     switches.swap(other.switches);
+    gpu.swap(other.gpu);
+    collector_stats.swap(other.collector_stats);
   }
 };
 
@@ -118,6 +159,7 @@ struct Hub {
   std::vector<Chunk*> spare;                   // recycled by the writer
   ColdRecords cold;
   std::atomic<std::int64_t> queued{0};         // records in `full` (written under mutex)
+  std::atomic<std::int64_t> gpu_queued{0};     // records in cold.gpu (written under mutex)
   std::atomic<std::int64_t> dropped{0};
   std::atomic<std::int64_t> write_errors{0};
   std::atomic<std::int64_t> run_id{-1};
@@ -215,6 +257,13 @@ struct Recorder::Impl {
   Statement insert_string, find_string, insert_range, insert_ranges, insert_metric, insert_memory, insert_kv_pool,
       update_dropped, insert_comm;
   Statement insert_switch, insert_switch_component;
+  // The per-launch GPU tables get multi-row INSERTs like the ranges (one sqlite3_step per
+  // kRowsPerInsert rows); the rarer ones a single-row statement.
+  struct BatchInsert {
+    Statement single, multi;
+  };
+  BatchInsert kernel_rows, memcpy_rows, memset_rows, runtime_api_rows, external_correlation_rows;
+  Statement insert_correlation_range, insert_overhead, insert_collector_stats;
   std::shared_ptr<Hub> hub;
   std::thread writer;
   int rank = 0;
@@ -232,7 +281,11 @@ struct Recorder::Impl {
     // Statements must be finalized before the connection closes.
     for (Statement* s : {&insert_string, &find_string, &insert_range, &insert_ranges, &insert_metric, &insert_memory,
                          &insert_kv_pool, &update_dropped, &insert_comm, &insert_switch,
-                         &insert_switch_component}) {
+                         &insert_switch_component, &kernel_rows.single, &kernel_rows.multi,
+                         &memcpy_rows.single, &memcpy_rows.multi, &memset_rows.single, &memset_rows.multi,
+                         &runtime_api_rows.single, &runtime_api_rows.multi, &external_correlation_rows.single,
+                         &external_correlation_rows.multi, &insert_correlation_range, &insert_overhead,
+                         &insert_collector_stats}) {
       sqlite3_finalize(s->stmt);
       s->stmt = nullptr;
     }
@@ -320,6 +373,8 @@ struct Recorder::Impl {
       for (const auto& k : cold.kv_pool) write_kv_pool(k, run_id);
       for (const auto& c : cold.comm) write_comm(c, run_id);
       for (const auto& w : cold.switches) write_switch(w, run_id);
+      for (const auto& b : cold.gpu) write_gpu(b, run_id);
+      for (const auto& c : cold.collector_stats) write_collector_stats(c, run_id);
       for (const auto& m : cold.metrics) {
         sqlite3_stmt* st = insert_metric.stmt;
         sqlite3_bind_int64(st, 1, run_id);
@@ -438,6 +493,101 @@ struct Recorder::Impl {
       sqlite3_reset(sc);
     }
   }
+  // Steps `st` (bound from parameter 1: run_id, rank, then the row) and counts a failure.
+  void step_row(sqlite3_stmt* st) {
+    if (sqlite3_step(st) != SQLITE_DONE) hub->write_errors.fetch_add(1, std::memory_order_relaxed);
+    sqlite3_reset(st);
+  }
+  int bind_run(sqlite3_stmt* st, std::int64_t run_id) {
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int(st, 2, rank);
+    return 3;
+  }
+  // INSERT INTO table(run_id, rank, columns...) with `rows` value tuples (?1 = run_id, ?2 = rank).
+  void prepare_batch(BatchInsert& b, const char* table, const std::vector<const char*>& columns) {
+    std::string sql = std::string("INSERT INTO ") + table + "(run_id, rank";
+    for (const char* c : columns) sql += std::string(", ") + c;
+    sql += ") VALUES";
+    const int n = static_cast<int>(columns.size());
+    auto row_sql = [n](int row) {
+      std::string r = "(?1, ?2";
+      for (int c = 0; c < n; ++c) r += ", ?" + std::to_string(3 + row * n + c);
+      return r + ")";
+    };
+    prepare(b.single, sql + row_sql(0));
+    std::string multi = sql;
+    for (int row = 0; row < kRowsPerInsert; ++row) multi += (row ? "," : "") + row_sql(row);
+    prepare(b.multi, multi);
+  }
+  // Writes `rows` through `b`; values(row) gives the N column values after run_id and rank.
+  template <std::size_t N, typename Rows, typename Values>
+  void insert_rows(BatchInsert& b, std::int64_t run_id, const Rows& rows, Values values) {
+    for (sqlite3_stmt* st : {b.single.stmt, b.multi.stmt}) {
+      sqlite3_bind_int64(st, 1, run_id);
+      sqlite3_bind_int(st, 2, rank);
+    }
+    std::size_t i = 0;
+    for (; i + kRowsPerInsert <= rows.size(); i += kRowsPerInsert) {
+      for (int r = 0; r < kRowsPerInsert; ++r) {
+        const std::array<std::int64_t, N> v = values(rows[i + static_cast<std::size_t>(r)]);
+        for (std::size_t c = 0; c < N; ++c)
+          sqlite3_bind_int64(b.multi.stmt, 3 + r * static_cast<int>(N) + static_cast<int>(c), v[c]);
+      }
+      step_range_statement(b.multi.stmt, kRowsPerInsert);
+    }
+    for (; i < rows.size(); ++i) {
+      const std::array<std::int64_t, N> v = values(rows[i]);
+      for (std::size_t c = 0; c < N; ++c) sqlite3_bind_int64(b.single.stmt, 3 + static_cast<int>(c), v[c]);
+      step_range_statement(b.single.stmt, 1);
+    }
+  }
+  void write_gpu(const GpuActivityBatch& b, std::int64_t run_id) {
+    using I = std::int64_t;
+    insert_rows<18>(kernel_rows, run_id, b.kernels, [this](const KernelActivity& k) {
+      return std::array<I, 18>{I{k.device}, I{k.context}, I{k.stream}, I{k.correlation_id}, k.start_ns, k.end_ns,
+                               intern_pointer(k.name), intern_pointer(k.short_name ? k.short_name : k.name),
+                               I{static_cast<int>(k.kernel_class)}, I{k.grid[0]},
+                               I{k.grid[1]}, I{k.grid[2]}, I{k.block[0]}, I{k.block[1]}, I{k.block[2]},
+                               I{k.registers_per_thread}, I{k.static_shared_memory}, I{k.dynamic_shared_memory}};
+    });
+    insert_rows<10>(memcpy_rows, run_id, b.memcpys, [](const MemcpyActivity& m) {
+      return std::array<I, 10>{I{m.device}, I{m.context}, I{m.stream}, I{m.correlation_id}, m.start_ns, m.end_ns,
+                               m.bytes, I{m.copy_kind}, I{m.src_kind}, I{m.dst_kind}};
+    });
+    insert_rows<9>(memset_rows, run_id, b.memsets, [](const MemsetActivity& m) {
+      return std::array<I, 9>{I{m.device}, I{m.context}, I{m.stream}, I{m.correlation_id}, m.start_ns, m.end_ns,
+                              m.bytes, I{m.value}, I{m.memory_kind}};
+    });
+    insert_rows<7>(runtime_api_rows, run_id, b.runtime_api, [this](const RuntimeApiActivity& a) {
+      return std::array<I, 7>{a.tid, I{a.correlation_id}, I{a.cbid}, intern_pointer(a.name), a.start_ns, a.end_ns,
+                              a.return_value};
+    });
+    insert_rows<2>(external_correlation_rows, run_id, b.external_correlations, [](const ExternalCorrelation& e) {
+      return std::array<I, 2>{I{e.correlation_id}, static_cast<I>(e.external_id)};
+    });
+    for (const auto& c : b.correlation_ranges) {
+      sqlite3_stmt* st = insert_correlation_range.stmt;
+      int p = bind_run(st, run_id);
+      for (std::int64_t v : {static_cast<std::int64_t>(c.external_id), c.tid, std::int64_t{c.depth}, c.start_ns,
+                             intern_pointer(c.name)})
+        sqlite3_bind_int64(st, p++, v);
+      step_row(st);
+    }
+    for (const auto& o : b.overhead) {
+      sqlite3_stmt* st = insert_overhead.stmt;
+      int p = bind_run(st, run_id);
+      for (std::int64_t v : {intern_pointer(o.kind), o.start_ns, o.end_ns}) sqlite3_bind_int64(st, p++, v);
+      step_row(st);
+    }
+  }
+  void write_collector_stats(const CollectorStats& c, std::int64_t run_id) {
+    sqlite3_stmt* st = insert_collector_stats.stmt;
+    int p = bind_run(st, run_id);
+    for (std::int64_t v : {c.ts_ns, intern_value(c.status), c.buffers_requested, c.buffers_refused,
+                           c.buffers_completed, c.records, c.dropped_records, c.peak_buffer_bytes})
+      sqlite3_bind_int64(st, p++, v);
+    step_row(st);
+  }
   void write_dropped(std::int64_t run_id) {
     const std::int64_t dropped = hub->dropped.load(std::memory_order_relaxed);
     if (dropped == written_dropped) return;
@@ -456,7 +606,9 @@ struct Recorder::Impl {
         // Before begin_run nothing can be written: a full queue must not wake the writer then,
         // or it would spin.
         return h.stop || h.flush_requested > h.flush_done ||
-               (h.run_id.load() >= 0 && h.queued.load(std::memory_order_relaxed) >= h.wake_threshold());
+               (h.run_id.load() >= 0 && h.queued.load(std::memory_order_relaxed) +
+                                                h.gpu_queued.load(std::memory_order_relaxed) >=
+                                            h.wake_threshold());
       });
       const bool stopping = h.stop;
       const std::uint64_t target = h.flush_requested;
@@ -464,6 +616,7 @@ struct Recorder::Impl {
       if (run_id >= 0) {
         std::deque<Chunk*> full;
         full.swap(h.full);
+        const std::int64_t gpu_taken = h.gpu_queued.load(std::memory_order_relaxed);
         std::vector<Chunk*> live;
         ColdRecords cold;
         try {
@@ -475,6 +628,7 @@ struct Recorder::Impl {
         lock.unlock();
         write(full, live, cold, run_id);
         lock.lock();
+        h.gpu_queued.store(h.gpu_queued.load(std::memory_order_relaxed) - gpu_taken, std::memory_order_relaxed);
         for (Chunk* c : full) {
           h.queued.store(h.queued.load(std::memory_order_relaxed) - c->queued, std::memory_order_relaxed);
           c->queued = 0;
@@ -532,6 +686,15 @@ Recorder::Recorder(const std::string& path, int rank, RecorderOptions options)
                             std::to_string(static_cast<int>(category)) + ", '" + name + "', '" + name + "')";
     impl_->exec(sql.c_str());
   }
+  auto insert_enum = [&](const char* table, int id, const char* name, const char* label) {
+    const std::string sql = std::string("INSERT OR IGNORE INTO ") + table + "(id, name, label) VALUES(" +
+                            std::to_string(id) + ", '" + name + "', '" + label + "')";
+    impl_->exec(sql.c_str());
+  };
+  for (const auto& [kernel_class, name] : kKernelClassNames)
+    insert_enum(schema::kKernelClasses, static_cast<int>(kernel_class), name, name);
+  for (const auto& row : kMemcpyKinds) insert_enum(schema::kMemcpyKinds, row.id, row.name, row.label);
+  for (const auto& row : kMemoryKinds) insert_enum(schema::kMemoryKinds, row.id, row.name, row.label);
   impl_->exec(("PRAGMA user_version=" + std::to_string(schema::kSchemaVersion)).c_str());
 
   // Runs of this host left 'running' by a process that no longer exists died without end_run
@@ -593,6 +756,29 @@ Recorder::Recorder(const std::string& path, int rank, RecorderOptions options)
                  "VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
   impl_->prepare(impl_->insert_switch_component,
                  "INSERT INTO switch_components(switch_id, name_id, duration_ns) VALUES(?,?,?)");
+  impl_->prepare_batch(impl_->kernel_rows, schema::kKernels,
+                       {"device", "context", "stream", "correlation_id", "start_ns", "end_ns", "name_id",
+                        "short_name_id", "class_id",
+                        "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread",
+                        "static_shared_memory", "dynamic_shared_memory"});
+  impl_->prepare_batch(impl_->memcpy_rows, schema::kMemcpy,
+                       {"device", "context", "stream", "correlation_id", "start_ns", "end_ns", "bytes", "copy_kind_id",
+                        "src_kind_id", "dst_kind_id"});
+  impl_->prepare_batch(impl_->memset_rows, schema::kMemset,
+                       {"device", "context", "stream", "correlation_id", "start_ns", "end_ns", "bytes", "value",
+                        "memory_kind_id"});
+  impl_->prepare_batch(impl_->runtime_api_rows, schema::kRuntimeApi,
+                       {"tid", "correlation_id", "cbid", "name_id", "start_ns", "end_ns", "return_value"});
+  impl_->prepare_batch(impl_->external_correlation_rows, schema::kExternalCorrelations,
+                       {"correlation_id", "external_id"});
+  impl_->prepare(impl_->insert_correlation_range,
+                 "INSERT OR REPLACE INTO correlation_ranges(run_id, rank, external_id, tid, depth, start_ns, name_id) "
+                 "VALUES(?,?,?,?,?,?,?)");
+  impl_->prepare(impl_->insert_overhead,
+                 "INSERT INTO cupti_overhead(run_id, rank, kind_id, start_ns, end_ns) VALUES(?,?,?,?,?)");
+  impl_->prepare(impl_->insert_collector_stats,
+                 "INSERT INTO collector_stats(run_id, rank, ts_ns, status_id, buffers_requested, buffers_refused, "
+                 "buffers_completed, records, dropped_records, peak_buffer_bytes) VALUES(?,?,?,?,?,?,?,?,?,?)");
   impl_->prepare(impl_->update_dropped, "UPDATE runs SET dropped_records = ? WHERE id = ?");
 
   impl_->writer = std::thread([impl = impl_.get()] { impl->writer_loop(); });
@@ -725,6 +911,36 @@ void Recorder::record_switch(const SwitchRecord& record) noexcept {
   try {
     std::lock_guard<std::mutex> lock(hub.mutex);
     hub.cold.switches.push_back(record);
+  } catch (...) {
+    hub.write_errors.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void Recorder::record_gpu_activity(GpuActivityBatch&& batch) noexcept {
+  Hub& hub = *impl_->hub;
+  const auto n = static_cast<std::int64_t>(batch.size());
+  if (n == 0) return;
+  try {
+    std::lock_guard<std::mutex> lock(hub.mutex);
+    // The same cap as the ranges': what waits for the writer, ranges and GPU records together.
+    if (hub.queued.load(std::memory_order_relaxed) + hub.gpu_queued.load(std::memory_order_relaxed) + n >
+        hub.options.max_queued_records) {
+      hub.dropped.fetch_add(n, std::memory_order_relaxed);
+      return;
+    }
+    hub.cold.gpu.push_back(std::move(batch));
+    hub.gpu_queued.store(hub.gpu_queued.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    if (hub.gpu_queued.load(std::memory_order_relaxed) >= hub.wake_threshold()) hub.wake.notify_one();
+  } catch (...) {
+    hub.dropped.fetch_add(n, std::memory_order_relaxed);
+  }
+}
+
+void Recorder::record_collector_stats(const CollectorStats& stats) noexcept {
+  Hub& hub = *impl_->hub;
+  try {
+    std::lock_guard<std::mutex> lock(hub.mutex);
+    hub.cold.collector_stats.push_back(stats);
   } catch (...) {
     hub.write_errors.fetch_add(1, std::memory_order_relaxed);
   }

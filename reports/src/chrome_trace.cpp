@@ -70,26 +70,84 @@ json run_info(const RunSummary& run, const std::string& database_path, int schem
   return info;
 }
 
+// The synthetic tracks of one rank: comm, switches, then one per GPU (device, stream) in order.
+struct RankTracks {
+  std::map<std::pair<int, std::int64_t>, std::int64_t> gpu;  // (device, stream) -> tid
+};
+constexpr std::int64_t kCommTid = kTrackTidBase;
+constexpr std::int64_t kSwitchTid = kTrackTidBase + 1;
+constexpr std::int64_t kFirstGpuTid = kTrackTidBase + 16;
+
+const char* gpu_category(GpuActivityRow::Kind kind) {
+  switch (kind) {
+    case GpuActivityRow::Kind::kKernel: return "kernel";
+    case GpuActivityRow::Kind::kMemcpy: return "memcpy";
+    case GpuActivityRow::Kind::kMemset: return "memset";
+  }
+  return "gpu";
+}
+
 }  // namespace
 
-json build_chrome_trace(const RunSummary& run, const std::vector<RangeRow>& ranges,
-                        const std::vector<StepMetric>& metrics, const ChromeTraceOptions& options,
+TraceRows read_trace_rows(const RunDatabase& db, std::int64_t run_id) {
+  TraceRows rows;
+  rows.ranges = db.ranges(run_id);
+  rows.metrics = db.step_metrics(run_id);
+  rows.comm_ops = db.comm_ops(run_id);
+  rows.switches = db.switches(run_id);
+  rows.memory = db.memory_samples(run_id);
+  rows.kv_pool = db.kv_pool_samples(run_id);
+  rows.gpu = db.gpu_activity(run_id);
+  rows.runtime_api = db.runtime_api(run_id);
+  return rows;
+}
+
+json build_chrome_trace(const RunSummary& run, const TraceRows& rows, const ChromeTraceOptions& options,
                         ChromeTraceSummary* summary, const std::string& database_path, int schema_version) {
   ChromeTraceSummary counts;
   json events = json::array();
+  const std::int64_t offset = run.clock_offset_ns;
+  // ts and dur of [start_ns, end_ns]: dur = end − ts, both rounded the same way, so ts + dur lands
+  // exactly on the rounded end and a child never pokes out of its parent (Sterbenz: the
+  // subtraction of close doubles is exact).
+  auto span = [offset](json& e, std::int64_t start_ns, std::int64_t end_ns) {
+    const double ts = trace_timestamp_us(start_ns, offset);
+    const double end = trace_timestamp_us(std::max(start_ns, end_ns), offset);
+    e["ts"] = ts;
+    e["dur"] = std::max(0.0, end - ts);
+  };
 
-  // Metadata first: a name for every process (rank) and thread that carries an event.
+  // Metadata first: a name for every process (rank) and track that carries an event.
+  const auto& ranges = rows.ranges;
   const auto ends = step_ends(ranges);
   std::set<int> pids;
   std::set<std::pair<int, std::int64_t>> threads;
+  std::map<std::pair<int, std::int64_t>, std::pair<std::string, std::int64_t>> tracks;  // -> (name, sort index)
+  std::map<int, RankTracks> rank_tracks;
   for (const auto& r : ranges) threads.emplace(r.rank, r.tid);
+  for (const auto& a : rows.runtime_api) threads.emplace(a.rank, a.tid);
   for (const auto& [rank, tid] : threads) pids.insert(rank);
   const std::unordered_set<std::string> chosen(options.counters.begin(), options.counters.end());
-  for (const auto& m : metrics)
+  for (const auto& m : rows.metrics)
     if (chosen.count(m.name)) {
       const auto it = ends.find(m.step);
       if (it != ends.end()) pids.insert(it->second.rank);
     }
+  for (const auto& c : rows.comm_ops) tracks[{c.rank, kCommTid}] = {"comm", 1};
+  for (const auto& w : rows.switches) tracks[{w.rank, kSwitchTid}] = {"switches", 2};
+  for (const auto& g : rows.gpu) rank_tracks[g.rank].gpu.emplace(std::make_pair(g.device, g.stream), 0);
+  for (auto& [rank, rt] : rank_tracks) {
+    std::int64_t next = kFirstGpuTid;
+    for (auto& [device_stream, tid] : rt.gpu) {
+      tid = next++;
+      tracks[{rank, tid}] = {"GPU " + std::to_string(device_stream.first) + " stream " +
+                                 std::to_string(device_stream.second),
+                             16 + (tid - kFirstGpuTid)};
+    }
+  }
+  for (const auto& [track, name] : tracks) pids.insert(track.first);
+  for (const auto& m : rows.memory) pids.insert(m.rank);
+  for (const auto& k : rows.kv_pool) pids.insert(k.rank);
   for (int pid : pids) {
     events.push_back(metadata_event("process_name", pid, 0, {{"name", "rank " + std::to_string(pid)}}));
     events.push_back(metadata_event("process_sort_index", pid, 0, {{"sort_index", pid}}));
@@ -98,6 +156,13 @@ json build_chrome_trace(const RunSummary& run, const std::vector<RangeRow>& rang
   for (const auto& [rank, tid] : threads) {
     events.push_back(metadata_event("thread_name", rank, tid, {{"name", "thread " + std::to_string(tid)}}));
     ++counts.metadata_events;
+  }
+  for (const auto& [track, name_sort] : tracks) {
+    events.push_back(metadata_event("thread_name", track.first, track.second, {{"name", name_sort.first}}));
+    // Synthetic tracks below the CPU threads (Perfetto orders threads by sort index, then tid).
+    events.push_back(
+        metadata_event("thread_sort_index", track.first, track.second, {{"sort_index", 1'000'000 + name_sort.second}}));
+    counts.metadata_events += 2;
   }
 
   // Complete events, in time order with parents before children that start at the same instant,
@@ -109,23 +174,115 @@ json build_chrome_trace(const RunSummary& run, const std::vector<RangeRow>& rang
     return std::make_tuple(a->start_ns, -a->end_ns, a->depth) < std::make_tuple(b->start_ns, -b->end_ns, b->depth);
   });
   for (const RangeRow* r : order) {
-    const double ts = trace_timestamp_us(r->start_ns, run.clock_offset_ns);
-    const double end = trace_timestamp_us(r->end_ns, run.clock_offset_ns);
-    // dur = end − ts, both rounded the same way, so ts + dur lands exactly on the rounded end and
-    // a child never pokes out of its parent (Sterbenz: the subtraction of close doubles is exact).
-    events.push_back({{"ph", "X"},
-                      {"name", r->name},
-                      {"cat", r->category},
-                      {"ts", ts},
-                      {"dur", std::max(0.0, end - ts)},
-                      {"pid", r->rank},
-                      {"tid", r->tid},
-                      {"args", {{"step", r->step}}}});
+    json e = {{"ph", "X"}, {"name", r->name}, {"cat", r->category}, {"pid", r->rank}, {"tid", r->tid},
+              {"args", {{"step", r->step}}}};
+    span(e, r->start_ns, r->end_ns);
+    events.push_back(std::move(e));
     ++counts.complete_events;
   }
 
+  // Collectives on the rank's comm track.
+  for (const auto& c : rows.comm_ops) {
+    json args = {{"op", c.op},       {"group", c.group}, {"group_size", c.group_size},
+                 {"bytes", c.bytes}, {"dtype", c.dtype}, {"step", c.step}};
+    if (c.algbw_gbps && std::isfinite(*c.algbw_gbps)) args["algbw_gbps"] = *c.algbw_gbps;
+    if (c.busbw_gbps && std::isfinite(*c.busbw_gbps)) args["busbw_gbps"] = *c.busbw_gbps;
+    json e = {{"ph", "X"}, {"name", c.op}, {"cat", "comm"}, {"pid", c.rank}, {"tid", kCommTid}, {"args", std::move(args)}};
+    span(e, c.start_ns, c.end_ns);
+    events.push_back(std::move(e));
+    ++counts.comm_events;
+  }
+
+  // Switches with their components, which run one after another from the switch's start
+  // (clamped to its end so that they nest).
+  for (const auto& w : rows.switches) {
+    json e = {{"ph", "X"},
+              {"name", "switch/" + w.direction},
+              {"cat", "switch"},
+              {"pid", w.rank},
+              {"tid", kSwitchTid},
+              {"args",
+               {{"step", w.step}, {"bytes_sent", w.bytes_sent}, {"bytes_received", w.bytes_received},
+                {"bytes_local", w.bytes_local}}}};
+    span(e, w.start_ns, w.end_ns);
+    events.push_back(std::move(e));
+    ++counts.switch_events;
+    std::int64_t at = w.start_ns;
+    for (const auto& [name, duration_ns] : w.components) {
+      const std::int64_t begin = std::min(at, w.end_ns);
+      const std::int64_t end = std::min(begin + std::max<std::int64_t>(0, duration_ns), w.end_ns);
+      json c = {{"ph", "X"}, {"name", name}, {"cat", "switch_component"}, {"pid", w.rank}, {"tid", kSwitchTid},
+                {"args", {{"step", w.step}, {"duration_ns", duration_ns}}}};
+      span(c, begin, end);
+      events.push_back(std::move(c));
+      ++counts.switch_events;
+      at = end;
+    }
+  }
+
+  // GPU work on one track per (device, stream); launches on their CPU thread, linked by flows.
+  std::map<std::pair<int, std::int64_t>, const GpuActivityRow*> gpu_by_correlation;
+  for (const auto& g : rows.gpu) {
+    const std::int64_t tid = rank_tracks[g.rank].gpu.at({g.device, g.stream});
+    json args = {{"correlation_id", g.correlation_id}, {"device", g.device}, {"stream", g.stream}};
+    if (g.kind == GpuActivityRow::Kind::kKernel) {
+      args["class"] = g.detail;
+      args["name"] = g.name;  // the event shows the short name
+      args["grid"] = {g.grid[0], g.grid[1], g.grid[2]};
+      args["block"] = {g.block[0], g.block[1], g.block[2]};
+    } else {
+      args["kind"] = g.detail;
+      args["bytes"] = g.bytes;
+    }
+    json e = {{"ph", "X"}, {"name", g.short_name}, {"cat", gpu_category(g.kind)}, {"pid", g.rank}, {"tid", tid},
+              {"args", std::move(args)}};
+    span(e, g.start_ns, g.end_ns);
+    events.push_back(std::move(e));
+    ++counts.gpu_events;
+    gpu_by_correlation.emplace(std::make_pair(g.rank, g.correlation_id), &g);
+  }
+  for (const auto& a : rows.runtime_api) {
+    json e = {{"ph", "X"}, {"name", a.name}, {"cat", "cuda_api"}, {"pid", a.rank}, {"tid", a.tid},
+              {"args", {{"correlation_id", a.correlation_id}}}};
+    span(e, a.start_ns, a.end_ns);
+    events.push_back(std::move(e));
+    ++counts.api_events;
+    const auto it = gpu_by_correlation.find({a.rank, a.correlation_id});
+    if (it == gpu_by_correlation.end()) continue;
+    const GpuActivityRow& g = *it->second;
+    // One id per (rank, correlation id): CUPTI's ids restart in every process.
+    const std::int64_t id = (static_cast<std::int64_t>(a.rank) << 32) | (a.correlation_id & 0xffffffff);
+    events.push_back({{"ph", "s"}, {"name", "launch"}, {"cat", "cuda_launch"}, {"id", id}, {"pid", a.rank},
+                      {"tid", a.tid}, {"ts", trace_timestamp_us(a.start_ns, offset)}});
+    events.push_back({{"ph", "f"}, {"bp", "e"}, {"name", "launch"}, {"cat", "cuda_launch"}, {"id", id},
+                      {"pid", g.rank}, {"tid", rank_tracks[g.rank].gpu.at({g.device, g.stream})},
+                      {"ts", trace_timestamp_us(g.start_ns, offset)}});
+    counts.flow_events += 2;
+  }
+
+  // Memory counters: one series per (device, quantity); NULL (not provided) is left out.
+  for (const auto& m : rows.memory) {
+    const std::string device = m.device < 0 ? "cpu" : "cuda:" + std::to_string(m.device);
+    for (const auto& [quantity, value] : {std::make_pair("allocated_bytes", m.allocated_bytes),
+                                          std::make_pair("reserved_bytes", m.reserved_bytes),
+                                          std::make_pair("active_bytes", m.active_bytes)}) {
+      if (!value) continue;
+      events.push_back({{"ph", "C"}, {"name", "memory " + device + " " + quantity}, {"pid", m.rank}, {"tid", 0},
+                        {"ts", trace_timestamp_us(m.ts_ns, offset)}, {"args", {{"bytes", *value}}}});
+      ++counts.memory_counter_events;
+    }
+  }
+  for (const auto& k : rows.kv_pool) {
+    for (const auto& [quantity, value] :
+         {std::make_pair("blocks_used", k.blocks_used), std::make_pair("shared_blocks", k.shared_blocks)}) {
+      events.push_back({{"ph", "C"}, {"name", std::string("kv_pool ") + quantity}, {"pid", k.rank}, {"tid", 0},
+                        {"ts", trace_timestamp_us(k.ts_ns, offset)}, {"args", {{"blocks", value}}}});
+      ++counts.memory_counter_events;
+    }
+  }
+
   // Counters: one track per chosen metric, a sample at the end of each step.
-  for (const auto& m : metrics) {
+  for (const auto& m : rows.metrics) {
     if (!chosen.count(m.name)) continue;
     const auto it = ends.find(m.step);
     if (it == ends.end() || !std::isfinite(m.value)) {  // JSON has no NaN/inf; no step range, no time
@@ -151,8 +308,8 @@ ChromeTraceSummary export_chrome_trace(const RunDatabase& db, std::int64_t run_i
                                        const ChromeTraceOptions& options) {
   const RunSummary run = db.run(run_id);
   ChromeTraceSummary summary;
-  const json trace = build_chrome_trace(run, db.ranges(run_id), db.step_metrics(run_id), options, &summary, db.path(),
-                                        db.schema_version());
+  const json trace =
+      build_chrome_trace(run, read_trace_rows(db, run_id), options, &summary, db.path(), db.schema_version());
 
   namespace fs = std::filesystem;
   const fs::path target(out_path);

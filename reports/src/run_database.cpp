@@ -30,6 +30,28 @@ bool StepMetric::operator==(const StepMetric& o) const {
   return step == o.step && name == o.name && value == o.value;
 }
 
+bool CommOpRow::operator==(const CommOpRow& o) const {
+  return rank == o.rank && step == o.step && op == o.op && group == o.group && group_size == o.group_size &&
+         bytes == o.bytes && dtype == o.dtype && start_ns == o.start_ns && end_ns == o.end_ns &&
+         algbw_gbps == o.algbw_gbps && busbw_gbps == o.busbw_gbps;
+}
+
+bool SwitchRow::operator==(const SwitchRow& o) const {
+  return rank == o.rank && step == o.step && direction == o.direction && start_ns == o.start_ns &&
+         end_ns == o.end_ns && bytes_sent == o.bytes_sent && bytes_received == o.bytes_received &&
+         bytes_local == o.bytes_local && components == o.components;
+}
+
+bool MemorySampleRow::operator==(const MemorySampleRow& o) const {
+  return rank == o.rank && step == o.step && ts_ns == o.ts_ns && phase == o.phase && device == o.device &&
+         allocated_bytes == o.allocated_bytes && reserved_bytes == o.reserved_bytes && active_bytes == o.active_bytes;
+}
+
+bool KvPoolSampleRow::operator==(const KvPoolSampleRow& o) const {
+  return rank == o.rank && step == o.step && ts_ns == o.ts_ns && phase == o.phase && num_blocks == o.num_blocks &&
+         blocks_used == o.blocks_used && shared_blocks == o.shared_blocks;
+}
+
 namespace {
 
 // A prepared statement that finalizes itself; reads are one-shot, so nothing is cached.
@@ -43,6 +65,8 @@ class Query {
   Query& operator=(const Query&) = delete;
 
   void bind(int index, std::int64_t value) { sqlite3_bind_int64(stmt_, index, value); }
+  /// Rewinds the statement to run it again with new bindings.
+  void reset() { sqlite3_reset(stmt_); }
   /// Advances to the next row; false when done. Throws on an SQLite error.
   bool next() {
     const int rc = sqlite3_step(stmt_);
@@ -54,6 +78,12 @@ class Query {
   std::int64_t int64(int col) const { return sqlite3_column_int64(stmt_, col); }
   double real(int col) const { return sqlite3_column_double(stmt_, col); }
   bool is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  std::optional<std::int64_t> opt_int64(int col) const {
+    return is_null(col) ? std::nullopt : std::optional<std::int64_t>(int64(col));
+  }
+  std::optional<double> opt_real(int col) const {
+    return is_null(col) ? std::nullopt : std::optional<double>(real(col));
+  }
   std::string text(int col) const {
     const auto* p = sqlite3_column_text(stmt_, col);
     return p ? std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)))
@@ -202,6 +232,193 @@ std::vector<StepMetric> RunDatabase::step_metrics(std::int64_t run_id) const {
   q.bind(1, run_id);
   std::vector<StepMetric> out;
   while (q.next()) out.push_back({q.int64(0), q.text(1), q.real(2)});
+  return out;
+}
+
+std::vector<CommOpRow> RunDatabase::comm_ops(std::int64_t run_id) const {
+  const std::string sql = "SELECT c.rank, c.step, o.value, g.value, c.group_size, c.bytes, d.value, c.start_ns, "
+                          "c.end_ns, c.algbw_gbps, c.busbw_gbps FROM " +
+                          std::string(schema::kCommOps) + " c JOIN " + schema::kStrings + " o ON o.id = c.op_id JOIN " +
+                          schema::kStrings + " g ON g.id = c.group_id JOIN " + schema::kStrings +
+                          " d ON d.id = c.dtype_id WHERE c.run_id = ? ORDER BY c.rank, c.start_ns, c.rowid";
+  Query q(impl_->db, sql, path_);
+  q.bind(1, run_id);
+  std::vector<CommOpRow> out;
+  while (q.next()) {
+    CommOpRow c;
+    c.rank = static_cast<int>(q.int64(0));
+    c.step = q.int64(1);
+    c.op = q.text(2);
+    c.group = q.text(3);
+    c.group_size = static_cast<int>(q.int64(4));
+    c.bytes = q.int64(5);
+    c.dtype = q.text(6);
+    c.start_ns = q.int64(7);
+    c.end_ns = q.int64(8);
+    c.algbw_gbps = q.opt_real(9);
+    c.busbw_gbps = q.opt_real(10);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<SwitchRow> RunDatabase::switches(std::int64_t run_id) const {
+  const std::string sql = "SELECT w.id, w.rank, w.step, d.value, w.start_ns, w.end_ns, w.bytes_sent, w.bytes_received, "
+                          "w.bytes_local FROM " +
+                          std::string(schema::kSwitches) + " w JOIN " + schema::kStrings +
+                          " d ON d.id = w.direction_id WHERE w.run_id = ? ORDER BY w.rank, w.start_ns, w.id";
+  Query q(impl_->db, sql, path_);
+  q.bind(1, run_id);
+  std::vector<std::int64_t> ids;
+  std::vector<SwitchRow> out;
+  while (q.next()) {
+    ids.push_back(q.int64(0));
+    SwitchRow w;
+    w.rank = static_cast<int>(q.int64(1));
+    w.step = q.int64(2);
+    w.direction = q.text(3);
+    w.start_ns = q.int64(4);
+    w.end_ns = q.int64(5);
+    w.bytes_sent = q.int64(6);
+    w.bytes_received = q.int64(7);
+    w.bytes_local = q.int64(8);
+    out.push_back(std::move(w));
+  }
+  Query c(impl_->db,
+          "SELECT s.value, c.duration_ns FROM " + std::string(schema::kSwitchComponents) + " c JOIN " +
+              schema::kStrings + " s ON s.id = c.name_id WHERE c.switch_id = ? ORDER BY c.rowid",
+          path_);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    c.reset();
+    c.bind(1, ids[i]);
+    while (c.next()) out[i].components.emplace_back(c.text(0), c.int64(1));
+  }
+  return out;
+}
+
+std::vector<MemorySampleRow> RunDatabase::memory_samples(std::int64_t run_id) const {
+  const std::string sql = "SELECT m.rank, m.step, m.ts_ns, p.value, m.device, m.allocated_bytes, m.reserved_bytes, "
+                          "m.active_bytes FROM " +
+                          std::string(schema::kMemorySamples) + " m JOIN " + schema::kStrings +
+                          " p ON p.id = m.phase_id WHERE m.run_id = ? ORDER BY m.rank, m.ts_ns, m.rowid";
+  Query q(impl_->db, sql, path_);
+  q.bind(1, run_id);
+  std::vector<MemorySampleRow> out;
+  while (q.next()) {
+    MemorySampleRow m;
+    m.rank = static_cast<int>(q.int64(0));
+    m.step = q.int64(1);
+    m.ts_ns = q.int64(2);
+    m.phase = q.text(3);
+    m.device = static_cast<int>(q.int64(4));
+    m.allocated_bytes = q.opt_int64(5);
+    m.reserved_bytes = q.opt_int64(6);
+    m.active_bytes = q.opt_int64(7);
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::vector<KvPoolSampleRow> RunDatabase::kv_pool_samples(std::int64_t run_id) const {
+  const std::string sql = "SELECT k.rank, k.step, k.ts_ns, p.value, k.num_blocks, k.blocks_used, k.shared_blocks FROM " +
+                          std::string(schema::kKvPoolSamples) + " k JOIN " + schema::kStrings +
+                          " p ON p.id = k.phase_id WHERE k.run_id = ? ORDER BY k.rank, k.ts_ns, k.rowid";
+  Query q(impl_->db, sql, path_);
+  q.bind(1, run_id);
+  std::vector<KvPoolSampleRow> out;
+  while (q.next())
+    out.push_back({static_cast<int>(q.int64(0)), q.int64(1), q.int64(2), q.text(3), q.int64(4), q.int64(5),
+                   q.int64(6)});
+  return out;
+}
+
+std::vector<GpuActivityRow> RunDatabase::gpu_activity(std::int64_t run_id) const {
+  std::vector<GpuActivityRow> out;
+  {
+    const std::string sql = "SELECT k.rank, k.device, k.stream, k.correlation_id, k.start_ns, k.end_ns, s.value, "
+                            "c.name, k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, h.value FROM " +
+                            std::string(schema::kKernels) + " k JOIN " + schema::kStrings +
+                            " s ON s.id = k.name_id JOIN " + schema::kStrings + " h ON h.id = k.short_name_id JOIN " +
+                            schema::kKernelClasses +
+                            " c ON c.id = k.class_id WHERE k.run_id = ? ORDER BY k.rank, k.start_ns, k.rowid";
+    Query q(impl_->db, sql, path_);
+    q.bind(1, run_id);
+    while (q.next()) {
+      GpuActivityRow g;
+      g.kind = GpuActivityRow::Kind::kKernel;
+      g.rank = static_cast<int>(q.int64(0));
+      g.device = static_cast<int>(q.int64(1));
+      g.stream = q.int64(2);
+      g.correlation_id = q.int64(3);
+      g.start_ns = q.int64(4);
+      g.end_ns = q.int64(5);
+      g.name = q.text(6);
+      g.detail = q.text(7);
+      for (int i = 0; i < 3; ++i) {
+        g.grid[i] = q.int64(8 + i);
+        g.block[i] = q.int64(11 + i);
+      }
+      g.short_name = q.text(14);
+      out.push_back(std::move(g));
+    }
+  }
+  {
+    const std::string sql = "SELECT m.rank, m.device, m.stream, m.correlation_id, m.start_ns, m.end_ns, k.label, "
+                            "m.bytes FROM " +
+                            std::string(schema::kMemcpy) + " m JOIN " + schema::kMemcpyKinds +
+                            " k ON k.id = m.copy_kind_id WHERE m.run_id = ? ORDER BY m.rank, m.start_ns, m.rowid";
+    Query q(impl_->db, sql, path_);
+    q.bind(1, run_id);
+    while (q.next()) {
+      GpuActivityRow g;
+      g.kind = GpuActivityRow::Kind::kMemcpy;
+      g.rank = static_cast<int>(q.int64(0));
+      g.device = static_cast<int>(q.int64(1));
+      g.stream = q.int64(2);
+      g.correlation_id = q.int64(3);
+      g.start_ns = q.int64(4);
+      g.end_ns = q.int64(5);
+      g.detail = q.text(6);
+      g.name = "Memcpy " + g.detail;
+      g.short_name = g.name;
+      g.bytes = q.int64(7);
+      out.push_back(std::move(g));
+    }
+  }
+  {
+    const std::string sql = "SELECT m.rank, m.device, m.stream, m.correlation_id, m.start_ns, m.end_ns, k.label, "
+                            "m.bytes FROM " +
+                            std::string(schema::kMemset) + " m JOIN " + schema::kMemoryKinds +
+                            " k ON k.id = m.memory_kind_id WHERE m.run_id = ? ORDER BY m.rank, m.start_ns, m.rowid";
+    Query q(impl_->db, sql, path_);
+    q.bind(1, run_id);
+    while (q.next()) {
+      GpuActivityRow g;
+      g.kind = GpuActivityRow::Kind::kMemset;
+      g.rank = static_cast<int>(q.int64(0));
+      g.device = static_cast<int>(q.int64(1));
+      g.stream = q.int64(2);
+      g.correlation_id = q.int64(3);
+      g.start_ns = q.int64(4);
+      g.end_ns = q.int64(5);
+      g.detail = q.text(6);
+      g.name = "Memset " + g.detail;
+      g.short_name = g.name;
+      g.bytes = q.int64(7);
+      out.push_back(std::move(g));
+    }
+  }
+  return out;
+}
+
+std::vector<RuntimeApiRow> RunDatabase::runtime_api(std::int64_t run_id) const {
+  const std::string sql = "SELECT a.rank, a.tid, a.correlation_id, s.value, a.start_ns, a.end_ns FROM " +
+                          std::string(schema::kRuntimeApi) + " a JOIN " + schema::kStrings +
+                          " s ON s.id = a.name_id WHERE a.run_id = ? ORDER BY a.rank, a.start_ns, a.rowid";
+  Query q(impl_->db, sql, path_);
+  q.bind(1, run_id);
+  std::vector<RuntimeApiRow> out;
+  while (q.next()) out.push_back({static_cast<int>(q.int64(0)), q.int64(1), q.int64(2), q.text(3), q.int64(4), q.int64(5)});
   return out;
 }
 

@@ -143,3 +143,95 @@ TEST(RunDatabaseErrors, EmptyRunDatabaseHasNoLastRun) {
   const auto msg = error_of(RunDatabaseError::Kind::kUnknownRun, [&] { db.last_run(); });
   EXPECT_EQ(msg, path + " holds no runs");
 }
+
+TEST(RunDatabase, ReadsCommSwitchMemoryAndGpuRowsExactly) {
+  namespace p = hs::probes;
+  const auto path = (temp_dir("gpu_rows") / "run.sqlite").string();
+  std::int64_t run_id = -1;
+  {
+    p::Recorder rec(path, 3);
+    run_id = rec.begin_run({"rows", "cmd", "", 4, "t"});
+    rec.record_comm({"all_gather", "tp", 4, 4096, "bfloat16", 500, 500, 2});  // zero duration: NULL bandwidths
+    rec.record_comm({"all_reduce", "dp", 4, 8000, "float32", 100, 300, 2});
+    p::SwitchRecord w;
+    w.step = 2;
+    w.direction = "rollout_to_train";
+    w.start_ns = 50, w.end_ns = 90, w.bytes_sent = 1, w.bytes_received = 2, w.bytes_local = 3;
+    w.components = {{"kv_release", 30}, {"rng_restore", 5}};
+    rec.record_switch(w);
+    p::MemorySample m;
+    m.ts_ns = 70, m.step = 2, m.phase = "update_actor", m.device = 1, m.allocated_bytes = 10, m.active_bytes = 9;
+    rec.record_memory(m);
+    p::KvPoolSample k;
+    k.ts_ns = 80, k.step = 2, k.phase = "gen", k.num_blocks = 16, k.blocks_used = 5, k.shared_blocks = 2;
+    rec.record_kv_pool(k);
+    p::GpuActivityBatch b;
+    p::KernelActivity kern;
+    kern.device = 1, kern.stream = 9, kern.correlation_id = 4, kern.start_ns = 200, kern.end_ns = 260;
+    kern.name = "ncclDevKernel_AllReduce", kern.kernel_class = p::KernelClass::kNccl;
+    kern.grid[0] = 2, kern.grid[1] = 3, kern.grid[2] = 4, kern.block[0] = 5, kern.block[1] = 6, kern.block[2] = 7;
+    b.kernels.push_back(kern);
+    p::MemcpyActivity copy;
+    copy.device = 1, copy.stream = 9, copy.correlation_id = 5, copy.start_ns = 150, copy.end_ns = 160;
+    copy.bytes = 64, copy.copy_kind = 2;
+    b.memcpys.push_back(copy);
+    p::MemsetActivity set;
+    set.device = 1, set.stream = 9, set.correlation_id = 6, set.start_ns = 170, set.end_ns = 171;
+    set.bytes = 32, set.memory_kind = 1;
+    b.memsets.push_back(set);
+    b.runtime_api.push_back({42, 4, 211, "cudaLaunchKernel_v7000", 190, 195, 0});
+    rec.record_gpu_activity(std::move(b));
+    rec.end_run(p::RunStatus::kCompleted);
+  }
+  const RunDatabase db(path);
+  const auto comm = db.comm_ops(run_id);
+  ASSERT_EQ(comm.size(), 2u);  // by start_ns
+  EXPECT_EQ(comm[0].op, "all_reduce");
+  EXPECT_EQ(comm[0].rank, 3);
+  EXPECT_EQ(comm[0].group, "dp");
+  EXPECT_EQ(comm[0].bytes, 8000);
+  EXPECT_EQ(comm[0].algbw_gbps, std::optional<double>(40.0));  // 8000 B / 200 ns
+  EXPECT_EQ(comm[0].busbw_gbps, std::optional<double>(60.0));  // × 2(n−1)/n = 1.5
+  EXPECT_EQ(comm[1].dtype, "bfloat16");
+  EXPECT_FALSE(comm[1].algbw_gbps.has_value());
+  EXPECT_FALSE(comm[1].busbw_gbps.has_value());
+
+  const auto switches = db.switches(run_id);
+  ASSERT_EQ(switches.size(), 1u);
+  EXPECT_EQ(switches[0].direction, "rollout_to_train");
+  EXPECT_EQ(switches[0].bytes_local, 3);
+  EXPECT_EQ(switches[0].components,
+            (std::vector<std::pair<std::string, std::int64_t>>{{"kv_release", 30}, {"rng_restore", 5}}));
+
+  const auto memory = db.memory_samples(run_id);
+  ASSERT_EQ(memory.size(), 1u);
+  EXPECT_EQ(memory[0].phase, "update_actor");
+  EXPECT_EQ(memory[0].device, 1);
+  EXPECT_EQ(memory[0].allocated_bytes, std::optional<std::int64_t>(10));
+  EXPECT_FALSE(memory[0].reserved_bytes.has_value());  // -1 recorded = NULL
+  EXPECT_EQ(memory[0].active_bytes, std::optional<std::int64_t>(9));
+  const auto kv = db.kv_pool_samples(run_id);
+  ASSERT_EQ(kv.size(), 1u);
+  EXPECT_EQ(kv[0], (KvPoolSampleRow{3, 2, 80, "gen", 16, 5, 2}));
+
+  const auto gpu = db.gpu_activity(run_id);
+  ASSERT_EQ(gpu.size(), 3u);  // kernels, then copies, then memsets
+  EXPECT_EQ(gpu[0].kind, GpuActivityRow::Kind::kKernel);
+  EXPECT_EQ(gpu[0].name, "ncclDevKernel_AllReduce");
+  EXPECT_EQ(gpu[0].short_name, "ncclDevKernel_AllReduce");  // none given: the name
+  EXPECT_EQ(gpu[0].detail, "nccl");
+  EXPECT_EQ(gpu[0].grid[2], 4);
+  EXPECT_EQ(gpu[0].block[1], 6);
+  EXPECT_EQ(gpu[1].kind, GpuActivityRow::Kind::kMemcpy);
+  EXPECT_EQ(gpu[1].name, "Memcpy Device-to-Host");
+  EXPECT_EQ(gpu[1].short_name, "Memcpy Device-to-Host");
+  EXPECT_EQ(gpu[1].bytes, 64);
+  EXPECT_EQ(gpu[2].kind, GpuActivityRow::Kind::kMemset);
+  EXPECT_EQ(gpu[2].name, "Memset Pageable");
+  EXPECT_EQ(gpu[2].correlation_id, 6);
+  const auto api = db.runtime_api(run_id);
+  ASSERT_EQ(api.size(), 1u);
+  EXPECT_EQ(api[0].tid, 42);
+  EXPECT_EQ(api[0].name, "cudaLaunchKernel_v7000");
+  EXPECT_EQ(api[0].end_ns, 195);
+}

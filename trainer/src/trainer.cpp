@@ -18,6 +18,9 @@
 #include "console.h"
 #include "hybridscope/probes/range.h"
 #include "hybridscope/probes/recorder.h"
+#if HS_HAVE_CUPTI
+#include "hybridscope/probes/cupti_collector.h"
+#endif
 #include "hybridscope/trainer/batch.h"
 #include "hybridscope/trainer/checkpoint.h"
 #include "hybridscope/trainer/core_algos.h"
@@ -103,6 +106,9 @@ struct PPOTrainer::State {
   std::unique_ptr<KlController> kl_ctrl;
 
   std::unique_ptr<probes::Recorder> recorder;
+#if HS_HAVE_CUPTI
+  std::unique_ptr<probes::CuptiCollector> cupti;  // GPU activity; says "inactive" without a device
+#endif
   probes::StepTimings timings;
   std::string checkpoint_root;
   double peak_flops = 0;
@@ -111,6 +117,13 @@ struct PPOTrainer::State {
                         std::uint64_t seed);
   torch::Tensor score(const RolloutBatch& batch);
   Metrics step();
+  /// Step end: GPU activity CUPTI holds, then everything the recorder holds, into the database.
+  void flush_records() {
+#if HS_HAVE_CUPTI
+    if (cupti) cupti->flush();
+#endif
+    recorder->flush();
+  }
   /// Memory probe at a phase boundary: the CPU tracking allocator and the KV pool.
   void sample(const char* phase);
   void record_kv(const char* phase, const KvPoolStats& stats);
@@ -477,6 +490,12 @@ FitSummary PPOTrainer::fit() {
   std::optional<MemorySampler> memory_sampler;
   if (cfg.hybridscope.probes.enable && cfg.hybridscope.probes.memory_interval_ms > 0)
     memory_sampler.emplace(s.recorder.get(), kCpuDevice, std::chrono::milliseconds(cfg.hybridscope.probes.memory_interval_ms));
+#if HS_HAVE_CUPTI
+  if (cfg.hybridscope.probes.enable && !s.cupti) {
+    s.cupti = std::make_unique<probes::CuptiCollector>(*s.recorder);
+    s.cupti->start();  // never throws; collector_stats records why it is not active
+  }
+#endif
 
   g_stop_signal.store(0);
   auto previous_int = std::signal(SIGINT, on_stop_signal);
@@ -555,7 +574,7 @@ FitSummary PPOTrainer::fit() {
                  summary.val_before, s.val_data.size());
       s.recorder->record_metrics(s.global_step, {{"val/mean@1", summary.val_before}});
     }
-    s.recorder->flush();
+    s.flush_records();
     summary.first_step = static_cast<int>(s.global_step) + 1;
 
     detail::Progress bar("train", s.total_steps, s.opts.show_progress);
@@ -572,7 +591,7 @@ FitSummary PPOTrainer::fit() {
       if (memory_sampler) memory_sampler->set_step(s.global_step);
       const Metrics metrics = s.step();
       s.recorder->record_metrics(s.global_step, metrics);
-      s.recorder->flush();
+      s.flush_records();
       ++summary.steps_run;
       step_seconds_sum += find(metrics, "perf/time_per_step");
       const double val = find(metrics, "val/mean@1", -1);
@@ -596,6 +615,9 @@ FitSummary PPOTrainer::fit() {
     if (summary.steps_run > 0) summary.mean_step_seconds = step_seconds_sum / summary.steps_run;
     if (auto latest = find_latest_checkpoint(s.checkpoint_root)) summary.checkpoint_dir = *latest;
     memory_sampler.reset();
+#if HS_HAVE_CUPTI
+    if (s.cupti) s.cupti->stop();
+#endif
     s.recorder->end_run(probes::RunStatus::kCompleted);
   } catch (const std::exception& e) {
     memory_sampler.reset();

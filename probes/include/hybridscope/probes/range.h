@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hybridscope/probes/clock.h"
+#include "hybridscope/probes/range_observer.h"
 #include "hybridscope/probes/recorder.h"
 
 namespace hs::probes {
@@ -41,8 +42,14 @@ class StepTimings {
 class ScopedRange {
  public:
   ScopedRange(StepTimings& timings, const char* name, Category category)
-      : timings_(timings), name_(name), category_(category), depth_(timings.push()), start_(now_ns()) {}
-  ~ScopedRange() { timings_.pop(name_, category_, depth_, start_, now_ns()); }
+      : timings_(timings), name_(name), category_(category), depth_(timings.push()), start_(now_ns()) {
+    if (const RangeObserver* o = range_observer()) o->push(o->context, name_, depth_, start_);
+  }
+  ~ScopedRange() {
+    const std::int64_t end = now_ns();
+    if (const RangeObserver* o = range_observer()) o->pop(o->context);
+    timings_.pop(name_, category_, depth_, start_, end);
+  }
   ScopedRange(const ScopedRange&) = delete;
   ScopedRange& operator=(const ScopedRange&) = delete;
 

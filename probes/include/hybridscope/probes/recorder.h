@@ -9,7 +9,8 @@
 // max_queued_records waiting records, new ones are dropped and counted (runs.dropped_records,
 // dropped_records(), write_errors()); the hot path never blocks on the writer and never throws.
 //
-// What this is not: a multi-rank merger (each rank writes its own file) or a CUPTI collector.
+// What this is not: a multi-rank merger (each rank writes its own file) or a CUPTI collector (that
+// is hs_cupti, which hands its parsed records to record_gpu_activity()).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "hybridscope/probes/gpu_activity.h"
 
 namespace hs::probes {
 
@@ -169,6 +172,12 @@ class Recorder {
   void record_comm(const CommRecord& comm) noexcept;
   /// Queues one train<->rollout switch with its components (cold path); any thread.
   void record_switch(const SwitchRecord& record) noexcept;
+  /// Queues the GPU activity of one parsed CUPTI buffer (the collector's thread, not the hot
+  /// path). Bounded like the ranges: when the waiting records plus the batch would exceed
+  /// max_queued_records the whole batch is dropped and counted (dropped_records()).
+  void record_gpu_activity(GpuActivityBatch&& batch) noexcept;
+  /// Queues one snapshot of the CUPTI collector's state and counters (collector_stats).
+  void record_collector_stats(const CollectorStats& stats) noexcept;
   /// Returns once everything recorded before the call (by this thread, or published by others)
   /// is committed to the database. No-op before begin_run.
   void flush() noexcept;

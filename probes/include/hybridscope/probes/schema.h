@@ -8,7 +8,8 @@ namespace hs::probes::schema {
 /// PRAGMA user_version of databases this build writes.
 inline constexpr int kSchemaVersion = 4;
 /// Oldest version the recorder upgrades in place (kMigrateToV2, kMigrateToV4; v3 only adds
-/// tables, which kCreateStatements creates); older or newer ones are refused.
+/// tables, which kCreateStatements creates, and so do v4's new tables); older or newer ones are
+/// refused.
 inline constexpr int kOldestMigratableVersion = 1;
 
 inline constexpr const char* kRuns = "runs";
@@ -22,6 +23,18 @@ inline constexpr const char* kKvPoolSamples = "kv_pool_samples";
 inline constexpr const char* kCommOps = "comm_ops";
 inline constexpr const char* kSwitches = "switches";
 inline constexpr const char* kSwitchComponents = "switch_components";
+// v4: GPU activity from the CUPTI collector (hs_cupti), Nsight Systems' CUPTI_ACTIVITY_KIND_* shape.
+inline constexpr const char* kKernels = "kernels";
+inline constexpr const char* kMemcpy = "memcpy";
+inline constexpr const char* kMemset = "memset";
+inline constexpr const char* kRuntimeApi = "runtime_api";
+inline constexpr const char* kKernelClasses = "kernel_classes";
+inline constexpr const char* kMemcpyKinds = "memcpy_kinds";
+inline constexpr const char* kMemoryKinds = "memory_kinds";
+inline constexpr const char* kExternalCorrelations = "external_correlations";
+inline constexpr const char* kCorrelationRanges = "correlation_ranges";
+inline constexpr const char* kCuptiOverhead = "cupti_overhead";
+inline constexpr const char* kCollectorStats = "collector_stats";
 
 /// Statements that create the current schema (idempotent).
 inline constexpr const char* kCreateStatements = R"sql(
@@ -151,6 +164,127 @@ CREATE TABLE IF NOT EXISTS switch_components (
   duration_ns INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS switch_components_by_switch ON switch_components(switch_id);
+CREATE TABLE IF NOT EXISTS kernel_classes (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  label TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS memcpy_kinds (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  label TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS memory_kinds (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  label TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS kernels (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  rank INTEGER NOT NULL,
+  device INTEGER NOT NULL,
+  context INTEGER NOT NULL,
+  stream INTEGER NOT NULL,
+  correlation_id INTEGER NOT NULL,
+  start_ns INTEGER NOT NULL,
+  end_ns INTEGER NOT NULL,
+  name_id INTEGER NOT NULL REFERENCES strings(id),
+  short_name_id INTEGER NOT NULL REFERENCES strings(id),
+  class_id INTEGER NOT NULL REFERENCES kernel_classes(id),
+  grid_x INTEGER NOT NULL,
+  grid_y INTEGER NOT NULL,
+  grid_z INTEGER NOT NULL,
+  block_x INTEGER NOT NULL,
+  block_y INTEGER NOT NULL,
+  block_z INTEGER NOT NULL,
+  registers_per_thread INTEGER NOT NULL,
+  static_shared_memory INTEGER NOT NULL,
+  dynamic_shared_memory INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS kernels_by_run_start ON kernels(run_id, rank, start_ns);
+CREATE INDEX IF NOT EXISTS kernels_by_correlation ON kernels(run_id, rank, correlation_id);
+CREATE TABLE IF NOT EXISTS memcpy (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  rank INTEGER NOT NULL,
+  device INTEGER NOT NULL,
+  context INTEGER NOT NULL,
+  stream INTEGER NOT NULL,
+  correlation_id INTEGER NOT NULL,
+  start_ns INTEGER NOT NULL,
+  end_ns INTEGER NOT NULL,
+  bytes INTEGER NOT NULL,
+  copy_kind_id INTEGER NOT NULL REFERENCES memcpy_kinds(id),
+  src_kind_id INTEGER NOT NULL REFERENCES memory_kinds(id),
+  dst_kind_id INTEGER NOT NULL REFERENCES memory_kinds(id)
+);
+CREATE INDEX IF NOT EXISTS memcpy_by_run_start ON memcpy(run_id, rank, start_ns);
+CREATE INDEX IF NOT EXISTS memcpy_by_correlation ON memcpy(run_id, rank, correlation_id);
+CREATE TABLE IF NOT EXISTS memset (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  rank INTEGER NOT NULL,
+  device INTEGER NOT NULL,
+  context INTEGER NOT NULL,
+  stream INTEGER NOT NULL,
+  correlation_id INTEGER NOT NULL,
+  start_ns INTEGER NOT NULL,
+  end_ns INTEGER NOT NULL,
+  bytes INTEGER NOT NULL,
+  value INTEGER NOT NULL,
+  memory_kind_id INTEGER NOT NULL REFERENCES memory_kinds(id)
+);
+CREATE INDEX IF NOT EXISTS memset_by_run_start ON memset(run_id, rank, start_ns);
+CREATE INDEX IF NOT EXISTS memset_by_correlation ON memset(run_id, rank, correlation_id);
+CREATE TABLE IF NOT EXISTS runtime_api (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  rank INTEGER NOT NULL,
+  tid INTEGER NOT NULL,
+  correlation_id INTEGER NOT NULL,
+  cbid INTEGER NOT NULL,
+  name_id INTEGER NOT NULL REFERENCES strings(id),
+  start_ns INTEGER NOT NULL,
+  end_ns INTEGER NOT NULL,
+  return_value INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runtime_api_by_run_start ON runtime_api(run_id, rank, start_ns);
+CREATE INDEX IF NOT EXISTS runtime_api_by_correlation ON runtime_api(run_id, rank, correlation_id);
+CREATE TABLE IF NOT EXISTS external_correlations (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  rank INTEGER NOT NULL,
+  correlation_id INTEGER NOT NULL,
+  external_id INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS external_correlations_by_correlation ON external_correlations(run_id, rank, correlation_id);
+CREATE TABLE IF NOT EXISTS correlation_ranges (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  rank INTEGER NOT NULL,
+  external_id INTEGER NOT NULL,
+  tid INTEGER NOT NULL,
+  depth INTEGER NOT NULL,
+  start_ns INTEGER NOT NULL,
+  name_id INTEGER NOT NULL REFERENCES strings(id),
+  PRIMARY KEY (run_id, rank, external_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS cupti_overhead (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  rank INTEGER NOT NULL,
+  kind_id INTEGER NOT NULL REFERENCES strings(id),
+  start_ns INTEGER NOT NULL,
+  end_ns INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS cupti_overhead_by_run ON cupti_overhead(run_id, rank, start_ns);
+CREATE TABLE IF NOT EXISTS collector_stats (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  rank INTEGER NOT NULL,
+  ts_ns INTEGER NOT NULL,
+  status_id INTEGER NOT NULL REFERENCES strings(id),
+  buffers_requested INTEGER NOT NULL,
+  buffers_refused INTEGER NOT NULL,
+  buffers_completed INTEGER NOT NULL,
+  records INTEGER NOT NULL,
+  dropped_records INTEGER NOT NULL,
+  peak_buffer_bytes INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS collector_stats_by_run ON collector_stats(run_id, rank, ts_ns);
 )sql";
 
 /// v1 -> v2: runs.dropped_records (records the recorder dropped because its queue was full).

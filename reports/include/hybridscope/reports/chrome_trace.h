@@ -6,9 +6,17 @@
 //   cat = range category, args {"step"};
 // - metadata events ("ph": "M") name each process "rank N" and each thread;
 // - selected step metrics become counter events ("ph": "C"), one track per metric, placed at the
-//   end of that step's "step" range.
-// The whole trace is built in memory (fine for the thousands of ranges a run records; a streaming
-// writer is the change to make if per-kernel records ever land in the same export).
+//   end of that step's "step" range;
+// - per rank, besides its threads: a "comm" track (one X per collective, args op, group, bytes,
+//   dtype, algbw/busbw), a "switches" track (each switch with its components as children), one
+//   track per GPU (device, stream) with kernels, copies and memsets (args incl. correlation_id),
+//   CUDA runtime API calls on the calling thread, and a flow arrow ("s" -> "f") from each launch
+//   to the GPU work it started (same rank and correlation id);
+// - memory counters: "memory cpu" / "memory cuda:N" (allocated, reserved, active bytes) and
+//   "kv_pool" (used and shared blocks) from memory_samples and kv_pool_samples.
+// Synthetic tracks use tids from kTrackTidBase up, above any OS thread id (Linux pid_max ≤ 2^22).
+// The whole trace is built in memory (fine for the ranges and the kernels of a few steps; a
+// streaming writer is the change to make for long GPU runs).
 #pragma once
 
 #include <cstddef>
@@ -37,21 +45,47 @@ struct ChromeTraceOptions {
   std::vector<std::string> counters = kDefaultTraceCounters;
 };
 
+/// tid of the first synthetic track of a rank (comm); switches and GPU streams follow.
+inline constexpr std::int64_t kTrackTidBase = std::int64_t{1} << 30;
+
 /// What an export wrote.
 struct ChromeTraceSummary {
   std::size_t complete_events = 0;  // "X": one per range
-  std::size_t metadata_events = 0;  // "M": process and thread names
+  std::size_t metadata_events = 0;  // "M": process and track names and sort order
   std::size_t counter_events = 0;   // "C": one per (step, counter metric) with a step range
   std::size_t skipped_metrics = 0;  // chosen metrics left out: no "step" range for their step, or not finite
-  std::size_t total() const { return complete_events + metadata_events + counter_events; }
+  std::size_t comm_events = 0;      // "X" on the comm tracks
+  std::size_t switch_events = 0;    // "X" on the switch tracks: switches and their components
+  std::size_t gpu_events = 0;       // "X" on the GPU stream tracks: kernels, copies, memsets
+  std::size_t api_events = 0;       // "X": CUDA runtime API calls
+  std::size_t flow_events = 0;      // "s" and "f": launch -> GPU work
+  std::size_t memory_counter_events = 0;  // "C": memory and KV-pool samples
+  std::size_t total() const {
+    return complete_events + metadata_events + counter_events + comm_events + switch_events + gpu_events +
+           api_events + flow_events + memory_counter_events;
+  }
+};
+
+/// Everything of one run that goes into its trace (RunDatabase's rows).
+struct TraceRows {
+  std::vector<RangeRow> ranges;
+  std::vector<StepMetric> metrics;
+  std::vector<CommOpRow> comm_ops;
+  std::vector<SwitchRow> switches;
+  std::vector<MemorySampleRow> memory;
+  std::vector<KvPoolSampleRow> kv_pool;
+  std::vector<GpuActivityRow> gpu;
+  std::vector<RuntimeApiRow> runtime_api;
 };
 
 /// Builds the trace document from rows already read (pure: no I/O). `database_path` and
 /// `schema_version` only go into otherData.
-nlohmann::json build_chrome_trace(const RunSummary& run, const std::vector<RangeRow>& ranges,
-                                  const std::vector<StepMetric>& metrics, const ChromeTraceOptions& options = {},
+nlohmann::json build_chrome_trace(const RunSummary& run, const TraceRows& rows, const ChromeTraceOptions& options = {},
                                   ChromeTraceSummary* summary = nullptr, const std::string& database_path = "",
                                   int schema_version = 0);
+
+/// Reads every table the trace shows for run `run_id`.
+TraceRows read_trace_rows(const RunDatabase& db, std::int64_t run_id);
 
 /// Reads run `run_id` from `db` and writes its trace to `out_path` (through a temporary file
 /// renamed into place, so a failed export leaves no half-written trace). Throws RunDatabaseError

@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hs::reports {
@@ -72,6 +73,93 @@ struct StepMetric {
   bool operator==(const StepMetric& o) const;
 };
 
+/// One row of `comm_ops` with its names resolved (one collective on one rank).
+struct CommOpRow {
+  int rank = 0;
+  std::int64_t step = 0;
+  std::string op;     // all_reduce, all_gather, reduce_scatter, broadcast, barrier
+  std::string group;  // the process group's name
+  int group_size = 0;
+  std::int64_t bytes = 0;
+  std::string dtype;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::optional<double> algbw_gbps;  // NULL for a zero-length call
+  std::optional<double> busbw_gbps;
+
+  bool operator==(const CommOpRow& o) const;
+};
+
+/// One row of `switches` with its components (name, duration ns) in execution order.
+struct SwitchRow {
+  int rank = 0;
+  std::int64_t step = 0;
+  std::string direction;  // train_to_rollout | rollout_to_train
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::int64_t bytes_sent = 0;
+  std::int64_t bytes_received = 0;
+  std::int64_t bytes_local = 0;
+  std::vector<std::pair<std::string, std::int64_t>> components;
+
+  bool operator==(const SwitchRow& o) const;
+};
+
+/// One row of `memory_samples` (the columns a timeline shows); absent = NULL (not provided).
+struct MemorySampleRow {
+  int rank = 0;
+  std::int64_t step = 0;
+  std::int64_t ts_ns = 0;
+  std::string phase;
+  int device = -1;  // -1 = CPU (tracking allocator), else the CUDA ordinal
+  std::optional<std::int64_t> allocated_bytes;
+  std::optional<std::int64_t> reserved_bytes;
+  std::optional<std::int64_t> active_bytes;
+
+  bool operator==(const MemorySampleRow& o) const;
+};
+
+/// One row of `kv_pool_samples` (the columns a timeline shows).
+struct KvPoolSampleRow {
+  int rank = 0;
+  std::int64_t step = 0;
+  std::int64_t ts_ns = 0;
+  std::string phase;
+  std::int64_t num_blocks = 0;
+  std::int64_t blocks_used = 0;
+  std::int64_t shared_blocks = 0;
+
+  bool operator==(const KvPoolSampleRow& o) const;
+};
+
+/// One GPU activity record of `kernels`, `memcpy` or `memset`, names resolved.
+struct GpuActivityRow {
+  enum class Kind { kKernel, kMemcpy, kMemset };
+  Kind kind = Kind::kKernel;
+  int rank = 0;
+  int device = 0;
+  std::int64_t stream = 0;
+  std::int64_t correlation_id = 0;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::string name;    // kernel: its (mangled) name; memcpy: "Memcpy <copy kind label>"; memset: "Memset <memory kind label>"
+  std::string short_name;  // kernel: kernels.short_name_id (demangled, bare); copies and memsets: name
+  std::string detail;  // kernel: kernel_classes.name; memcpy: memcpy_kinds.label; memset: memory_kinds.label
+  std::int64_t bytes = 0;  // memcpy/memset; 0 for kernels
+  std::int64_t grid[3] = {0, 0, 0};   // kernels only
+  std::int64_t block[3] = {0, 0, 0};  // kernels only
+};
+
+/// One row of `runtime_api`, name resolved.
+struct RuntimeApiRow {
+  int rank = 0;
+  std::int64_t tid = 0;
+  std::int64_t correlation_id = 0;
+  std::string name;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+};
+
 class RunDatabase {
  public:
   /// Opens `path` read-only and checks the schema version. Throws RunDatabaseError (kMissingFile,
@@ -99,6 +187,18 @@ class RunDatabase {
   std::vector<RangeRow> ranges(std::int64_t run_id) const;
   /// Step metrics of a run ordered by step, then name.
   std::vector<StepMetric> step_metrics(std::int64_t run_id) const;
+  /// Collectives of a run ordered by rank, start_ns.
+  std::vector<CommOpRow> comm_ops(std::int64_t run_id) const;
+  /// Train<->rollout switches of a run ordered by rank, start_ns, each with its components.
+  std::vector<SwitchRow> switches(std::int64_t run_id) const;
+  /// Memory and KV-pool samples of a run ordered by rank, ts_ns.
+  std::vector<MemorySampleRow> memory_samples(std::int64_t run_id) const;
+  std::vector<KvPoolSampleRow> kv_pool_samples(std::int64_t run_id) const;
+  /// Kernels, then copies, then memsets of a run, each ordered by rank, start_ns (empty without
+  /// the CUPTI collector).
+  std::vector<GpuActivityRow> gpu_activity(std::int64_t run_id) const;
+  /// CUDA runtime API calls of a run ordered by rank, start_ns.
+  std::vector<RuntimeApiRow> runtime_api(std::int64_t run_id) const;
 
  private:
   struct Impl;
