@@ -42,13 +42,19 @@ const char* to_string(RunStatus status) {
   return "failed";
 }
 
-namespace {
+const char* to_string(Category category) noexcept {
+  switch (category) {
+    case Category::kStep: return "step";
+    case Category::kPhase: return "phase";
+    case Category::kSwitch: return "switch";
+    case Category::kCheckpoint: return "checkpoint";
+    case Category::kValidation: return "validation";
+    case Category::kSetup: return "setup";
+  }
+  return "unknown";
+}
 
-constexpr std::pair<Category, const char*> kCategoryNames[] = {
-    {Category::kStep, "step"},           {Category::kPhase, "phase"},
-    {Category::kSwitch, "switch"},       {Category::kCheckpoint, "checkpoint"},
-    {Category::kValidation, "validation"}, {Category::kSetup, "setup"},
-};
+namespace {
 
 // Rows per multi-row INSERT: one sqlite3_step for many rows (7 bound ints each; run_id and rank
 // are ?1 and ?2, bound once). 64 * 7 + 2 parameters stays far below SQLITE_MAX_VARIABLE_NUMBER.
@@ -525,7 +531,8 @@ Recorder::Recorder(const std::string& path, int rank, RecorderOptions options)
   impl_->exec("BEGIN");
   if (version == 1) impl_->exec(schema::kMigrateToV2);
   impl_->exec(schema::kCreateStatements);
-  for (const auto& [category, name] : kCategoryNames) {
+  for (const Category category : kCategories) {
+    const std::string name = to_string(category);
     const std::string sql = "INSERT OR IGNORE INTO range_categories(id, name, label) VALUES(" +
                             std::to_string(static_cast<int>(category)) + ", '" + name + "', '" + name + "')";
     impl_->exec(sql.c_str());
