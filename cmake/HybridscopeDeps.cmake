@@ -61,3 +61,9 @@ endif()
 if(HS_BUILD_BENCH)
   find_package(benchmark REQUIRED)
 endif()
+
+# NVTX3 (header-only) from the CUDA toolkit: the probes' ranges also go to Nsight Systems.
+# Another location: -DHS_NVTX3_INCLUDE_DIR=<directory holding nvtx3/>.
+find_path(HS_NVTX3_INCLUDE_DIR nvtx3/nvToolsExt.h
+  HINTS ${CUDAToolkit_INCLUDE_DIRS} "$ENV{CUDA_HOME}/include" "$ENV{CUDA_PATH}/include" /usr/local/cuda/include
+  DOC "Directory holding nvtx3/nvToolsExt.h")

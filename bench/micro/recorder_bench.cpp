@@ -1,6 +1,7 @@
 // recorder_bench.cpp — what recording costs: the sustained rate of range records into SQLite
-// (records written / wall time, the final flush included), and one ScopedRange on the hot path
-// with the recorder on and with recording off (StepTimings without a recorder).
+// (records written / wall time, the final flush included), and one range on the hot path with the
+// recorder on and with recording off (StepTimings without a recorder), timed (HS_PROBE_RANGE,
+// feeds timing_s) and trace-only (HS_PROBE_TRACE_RANGE), no NVTX tool attached.
 // Goals (docs/benchmarks.md): >= 1,000,000 records/s; <= 1 us per range on; <= 50 ns off.
 // Run: ./build/bench/hs_recorder_bench
 #include <benchmark/benchmark.h>
@@ -68,7 +69,8 @@ void BM_ScopedRangeRecorderOn(benchmark::State& state) {
 }
 BENCHMARK(BM_ScopedRangeRecorderOn);
 
-// Recording off at run time (hybridscope.probes.enable: false): timing only.
+// Recording off at run time (hybridscope.probes.enable: false): a timed range still feeds the
+// step's totals (timing_s/*), so it still reads the clock twice.
 void BM_ScopedRangeRecorderOff(benchmark::State& state) {
   StepTimings timings;
   timings.begin_step(1);
@@ -78,6 +80,34 @@ void BM_ScopedRangeRecorderOff(benchmark::State& state) {
   benchmark::DoNotOptimize(timings.seconds("gen"));
 }
 BENCHMARK(BM_ScopedRangeRecorderOff);
+
+// A trace-only range (HS_PROBE_TRACE_RANGE: no timing consumer) with the recorder on.
+void BM_TraceRangeRecorderOn(benchmark::State& state) {
+  Recorder rec(bench_db("trace.sqlite"));
+  rec.begin_run({});
+  StepTimings timings(&rec);
+  timings.begin_step(1);
+  for (auto _ : state) {
+    HS_PROBE_TRACE_RANGE(timings, "gen/decode", kPhase);
+  }
+  rec.flush();
+  state.counters["dropped"] = static_cast<double>(rec.dropped_records());
+}
+BENCHMARK(BM_TraceRangeRecorderOn);
+
+// A trace-only range nobody consumes (recording off, no NVTX tool attached): the run-time
+// disabled path, one load and a branch. DoNotOptimize(timings) makes the compiler reload the
+// consumer mask every iteration, as it must in real code, instead of hoisting it out of the loop.
+void BM_TraceRangeRecorderOff(benchmark::State& state) {
+  StepTimings timings;
+  timings.begin_step(1);
+  if (timings.consumers(RangeKind::kTraceOnly) != 0) state.SkipWithError("an NVTX tool is attached");
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(timings);
+    HS_PROBE_TRACE_RANGE(timings, "gen/decode", kPhase);
+  }
+}
+BENCHMARK(BM_TraceRangeRecorderOff);
 
 // One read of the one clock: a range pays two, the floor under both ScopedRange figures.
 void BM_NowNs(benchmark::State& state) {

@@ -1,16 +1,26 @@
 // trainer_bench.cpp — what the demo's step costs on this machine: GEMM rate (the MFU denominator
 // on CPU), rollout tokens/s, and an actor update's tokens/s, on the demo model's shape
-// (configs/demo_grpo.yaml). Run: make bench (JSON in out/bench.json).
+// (configs/demo_grpo.yaml), and what the probes cost on the whole step (BM_ProbeOverhead).
+// Run: make bench (JSON in out/bench.json).
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "hybridscope/probes/clock.h"
 #include "hybridscope/trainer/batch.h"
 #include "hybridscope/trainer/config.h"
 #include "hybridscope/trainer/core_algos.h"
+#include "hybridscope/trainer/cpu_memory_tracker.h"
 #include "hybridscope/trainer/dataset.h"
 #include "hybridscope/trainer/ppo_workers.h"
 #include "hybridscope/trainer/rollout.h"
 #include "hybridscope/trainer/tokenizer.h"
+#include "hybridscope/trainer/trainer.h"
 
 namespace {
 
@@ -97,6 +107,103 @@ void BM_ActorUpdate(benchmark::State& state) {
       benchmark::Counter(tokens, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_ActorUpdate)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Probe overhead on the whole demo GRPO step (issue 3: <= 1 % of step time with all CPU probes
+// on). Two trainers on the same config and seed step alternately (on, off, off, on, on, off, ...:
+// each pair swaps its order so drift in the machine's speed cancels): one with
+// hybridscope.probes.enable=true (ranges recorded into a temporary SQLite file, the CPU tracking
+// allocator installed, memory and KV-pool samples at phase boundaries, switch records), one with
+// false (the tracker taken out for its steps). Both still time their phases (timing_s/*) and
+// record their step metrics: that is the trainer, not a probe. Both do the same work: same
+// weights, same samples (`same_work` = share of pairs whose token counts agree).
+// Counters: medians of the on and off step times, ratio = median(on) / median(off),
+// paired_ratio = median over pairs of on/off, overhead_pct = (ratio - 1) x 100; cpu_ratio is the
+// same ratio of the process's CPU time per step (all threads, the recorder's writer included),
+// which other load on a shared machine disturbs less than wall time.
+Config overhead_config(bool probes, const std::string& db) {
+  Config cfg = load_config(std::string(HS_SOURCE_DIR) + "/configs/demo_grpo.yaml");
+  cfg.data.train_files = std::string(HS_SOURCE_DIR) + "/" + cfg.data.train_files;
+  cfg.data.val_files = std::string(HS_SOURCE_DIR) + "/" + cfg.data.val_files;
+  cfg.hybridscope.warmup.steps = 0;  // a random policy: the step's shape is what matters here
+  cfg.hybridscope.peak_flops = 1e11;  // skip measuring the GEMM peak (MFU is not used)
+  cfg.hybridscope.db = db;
+  cfg.hybridscope.probes.enable = probes;
+  cfg.trainer.total_training_steps = 1000;
+  cfg.trainer.test_freq = -1;
+  cfg.trainer.save_freq = -1;
+  cfg.trainer.val_before_train = false;
+  cfg.trainer.resume_mode = "disable";
+  return cfg;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+}
+
+// CPU time of the whole process (every thread), in seconds.
+double process_cpu_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+double metric(const std::vector<std::pair<std::string, double>>& metrics, const char* name) {
+  for (const auto& [n, v] : metrics)
+    if (n == name) return v;
+  return -1;
+}
+
+void BM_ProbeOverhead(benchmark::State& state) {
+  const auto dir = std::filesystem::temp_directory_path() / ("hs_probe_overhead_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  TrainerOptions options;
+  options.show_progress = false;
+  PPOTrainer on(overhead_config(true, (dir / "on.sqlite").string()), options);
+  PPOTrainer off(overhead_config(false, (dir / "off.sqlite").string()), options);
+  double tokens_on = 0, tokens_off = 0;
+  std::vector<double> on_cpu, off_cpu;
+  auto timed_step = [&](bool probes) {
+    if (probes) {
+      install_cpu_memory_tracker();
+    } else {
+      uninstall_cpu_memory_tracker();
+    }
+    const double cpu_start = process_cpu_seconds();
+    const auto start = hs::probes::now_ns();
+    const auto metrics = (probes ? on : off).train_step();
+    const double seconds = static_cast<double>(hs::probes::now_ns() - start) * 1e-9;
+    (probes ? on_cpu : off_cpu).push_back(process_cpu_seconds() - cpu_start);
+    (probes ? tokens_on : tokens_off) = metric(metrics, "perf/total_num_tokens");
+    return seconds;
+  };
+  timed_step(true);  // warm-up: first-step allocations, page faults, the SQLite files
+  timed_step(false);
+  on_cpu.clear();
+  off_cpu.clear();
+  std::vector<double> on_s, off_s, ratios;
+  int same_work = 0;
+  for (auto _ : state) {
+    const bool on_first = on_s.size() % 2 == 0;
+    const double first = timed_step(on_first);
+    const double second = timed_step(!on_first);
+    on_s.push_back(on_first ? first : second);
+    off_s.push_back(on_first ? second : first);
+    ratios.push_back(on_s.back() / off_s.back());
+    same_work += tokens_on == tokens_off ? 1 : 0;
+  }
+  const double ratio = median(on_s) / median(off_s);
+  state.counters["on_ms"] = median(on_s) * 1e3;
+  state.counters["off_ms"] = median(off_s) * 1e3;
+  state.counters["ratio"] = ratio;
+  state.counters["paired_ratio"] = median(ratios);
+  state.counters["overhead_pct"] = (ratio - 1.0) * 100.0;
+  state.counters["cpu_ratio"] = median(on_cpu) / median(off_cpu);
+  state.counters["same_work"] = static_cast<double>(same_work) / static_cast<double>(on_s.size());
+  install_cpu_memory_tracker();  // as a probes-on trainer leaves the process
+}
+BENCHMARK(BM_ProbeOverhead)->Iterations(20)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

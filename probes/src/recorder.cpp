@@ -43,13 +43,19 @@ const char* to_string(RunStatus status) {
   return "failed";
 }
 
-namespace {
+const char* to_string(Category category) noexcept {
+  switch (category) {
+    case Category::kStep: return "step";
+    case Category::kPhase: return "phase";
+    case Category::kSwitch: return "switch";
+    case Category::kCheckpoint: return "checkpoint";
+    case Category::kValidation: return "validation";
+    case Category::kSetup: return "setup";
+  }
+  return "unknown";
+}
 
-constexpr std::pair<Category, const char*> kCategoryNames[] = {
-    {Category::kStep, "step"},           {Category::kPhase, "phase"},
-    {Category::kSwitch, "switch"},       {Category::kCheckpoint, "checkpoint"},
-    {Category::kValidation, "validation"}, {Category::kSetup, "setup"},
-};
+namespace {
 
 constexpr std::pair<KernelClass, const char*> kKernelClassNames[] = {
     {KernelClass::kCompute, "compute"}, {KernelClass::kNccl, "nccl"}, {KernelClass::kMemory, "memory"}};
@@ -681,7 +687,8 @@ Recorder::Recorder(const std::string& path, int rank, RecorderOptions options)
   // v1-v2 files get their switches table from kCreateStatements; only an existing one moves.
   if (version == 3) impl_->exec(schema::kMigrateToV4);
   impl_->exec(schema::kCreateStatements);
-  for (const auto& [category, name] : kCategoryNames) {
+  for (const Category category : kCategories) {
+    const std::string name = to_string(category);
     const std::string sql = "INSERT OR IGNORE INTO range_categories(id, name, label) VALUES(" +
                             std::to_string(static_cast<int>(category)) + ", '" + name + "', '" + name + "')";
     impl_->exec(sql.c_str());

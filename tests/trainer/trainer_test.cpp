@@ -154,6 +154,56 @@ TEST(Trainer, RecordsEveryPhaseAndDerivesTimingFromRanges) {
   EXPECT_TRUE(fs::exists(dir + "/ckpt/base/config.json"));
 }
 
+// train_step() (what the probe-overhead benchmark interleaves) is fit()'s loop one step at a time:
+// the same metrics, the run completed when the trainer goes.
+TEST(Trainer, TrainStepRunsWhatFitRuns) {
+  const auto by_fit = scratch("by_fit");
+  const auto by_step = scratch("by_step");
+  PPOTrainer(tiny_config(by_fit), quiet()).fit();
+  {
+    PPOTrainer trainer(tiny_config(by_step), quiet());
+    for (int i = 0; i < 3; ++i) {
+      const auto metrics = trainer.train_step();
+      bool has_step = false;
+      for (const auto& [name, value] : metrics) has_step = has_step || (name == "training/global_step" && value == i + 1);
+      EXPECT_TRUE(has_step) << "step " << i + 1;
+    }
+    EXPECT_THROW(trainer.fit(), std::logic_error);
+  }
+  const auto db = by_step + "/run.sqlite";
+  EXPECT_EQ(scalar(db, "SELECT COUNT(*) FROM runs WHERE status = 'completed'"), 1.0);
+  for (std::int64_t step = 1; step <= 3; ++step) {
+    const auto expected = metrics_of(by_fit + "/run.sqlite", step);
+    const auto got = metrics_of(db, step);
+    ASSERT_FALSE(expected.empty());
+    for (const auto& [name, value] : expected) {
+      if (is_timing(name) || name == "val/mean@1") continue;  // fit()'s closing validation is not a step
+      ASSERT_TRUE(got.count(name)) << name;
+      EXPECT_EQ(got.at(name), value) << "step " << step << " " << name;
+    }
+  }
+}
+
+// hybridscope.probes.enable=false: the phases are still timed by their ranges (timing_s/*), but no
+// range, memory, KV-pool or switch record is written.
+TEST(Trainer, ProbesOffKeepTimingAndRecordNoProbeData) {
+  const auto dir = scratch("probes_off");
+  {
+    PPOTrainer trainer(tiny_config(dir, {"hybridscope.probes.enable=false"}), quiet());
+    trainer.train_step();
+    trainer.train_step();
+  }
+  const auto db = dir + "/run.sqlite";
+  const auto m = metrics_of(db, 2);
+  for (const char* name : {"timing_s/step", "timing_s/gen", "timing_s/update_actor", "perf/time_per_step",
+                           "perf/throughput"}) {
+    ASSERT_TRUE(m.count(name)) << "missing metric " << name;
+    EXPECT_GT(m.at(name), 0.0) << name;
+  }
+  for (const char* table : {"ranges", "memory_samples", "kv_pool_samples", "switches"})
+    EXPECT_EQ(scalar(db, std::string("SELECT COUNT(*) FROM ") + table), 0.0) << table;
+}
+
 TEST(Trainer, ResumeReproducesTheNextStepExactly) {
   for (const std::string estimator : {"grpo", "gae"}) {
     const auto full = scratch("full_" + estimator);

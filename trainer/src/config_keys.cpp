@@ -161,7 +161,7 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(hybridscope.warmup.steps, "Supervised warm-up steps before RL; 0 = none."),
       HS_CONFIG_KEY(hybridscope.warmup.batch_size, "Sequences per warm-up step."),
       HS_CONFIG_KEY(hybridscope.warmup.lr, "Warm-up learning rate."),
-      HS_CONFIG_KEY(hybridscope.probes.enable, "Record ranges and metrics."),
+      HS_CONFIG_KEY(hybridscope.probes.enable, "Record ranges, memory/KV-pool samples and switches; install the CPU tracking allocator. false: trace-only ranges cost a branch; timing_s/* and step metrics stay."),
       HS_CONFIG_KEY(hybridscope.probes.memory_interval_ms, "Memory samples (phase \"timer\") every this many ms besides the phase boundaries; 0 = only at phase boundaries."),
       HS_CONFIG_KEY(hybridscope.peak_flops, "FLOP/s denominator of perf/mfu; -1 = measure this machine's GEMM peak."),
   };

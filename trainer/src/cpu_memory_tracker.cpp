@@ -67,19 +67,30 @@ class TrackingCpuAllocator final : public c10::Allocator {
 TrackingCpuAllocator* TrackingCpuAllocator::instance = nullptr;
 
 TrackingCpuAllocator* g_tracker = nullptr;
-std::once_flag g_install_once;
+c10::Allocator* g_base = nullptr;
+std::mutex g_install_lock;
+// LibTorch keeps the allocator set with the highest priority; ours and its restore use the same one.
+constexpr std::uint8_t kPriority = 1;
 
 }  // namespace
 
 void install_cpu_memory_tracker() {
-  std::call_once(g_install_once, [] {
+  std::lock_guard<std::mutex> lock(g_install_lock);
+  if (!g_tracker) {
     c10::Allocator* base = c10::GetCPUAllocator();
     if (base->raw_deleter() == nullptr) return;  // a base without raw allocation cannot be wrapped
     // Intentionally leaked: storage may outlive any static destructor order.
+    g_base = base;
     g_tracker = new TrackingCpuAllocator(base);
     TrackingCpuAllocator::instance = g_tracker;
-    c10::SetCPUAllocator(g_tracker, /*priority=*/1);
-  });
+  }
+  c10::SetCPUAllocator(g_tracker, kPriority);
+}
+
+void uninstall_cpu_memory_tracker() {
+  std::lock_guard<std::mutex> lock(g_install_lock);
+  // Storage the tracker allocated keeps its deleter (the tracker, which frees through the base).
+  if (g_tracker && c10::GetCPUAllocator() == g_tracker) c10::SetCPUAllocator(g_base, kPriority);
 }
 
 bool cpu_memory_tracker_installed() { return g_tracker != nullptr && c10::GetCPUAllocator() == g_tracker; }

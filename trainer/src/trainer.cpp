@@ -109,6 +109,7 @@ struct PPOTrainer::State {
 #if HS_HAVE_CUPTI
   std::unique_ptr<probes::CuptiCollector> cupti;  // GPU activity; says "inactive" without a device
 #endif
+  std::unique_ptr<MemorySampler> memory_sampler;  // while a run is being recorded
   probes::StepTimings timings;
   std::string checkpoint_root;
   double peak_flops = 0;
@@ -117,6 +118,17 @@ struct PPOTrainer::State {
                         std::uint64_t seed);
   torch::Tensor score(const RolloutBatch& batch);
   Metrics step();
+  /// What fit() does before the first step: resume or warm up, set up the reference policy and
+  /// the critic, validate before training (trainer.val_before_train).
+  void prepare(FitSummary& summary);
+  /// One iteration of fit()'s loop: the next step, its metrics recorded and flushed.
+  Metrics train_step();
+  /// The run row of this trainer (begin_run).
+  probes::RunInfo run_info() const;
+  /// begin_run, then the collectors that record into the run: the memory sampler and CUPTI.
+  void begin_recording();
+  /// The collectors stopped, then end_run: the run row says how the run ended.
+  void end_recording(probes::RunStatus status, const std::string& message = {});
   /// Step end: GPU activity CUPTI holds, then everything the recorder holds, into the database.
   void flush_records() {
 #if HS_HAVE_CUPTI
@@ -124,6 +136,7 @@ struct PPOTrainer::State {
 #endif
     recorder->flush();
   }
+  bool stepping = false;  // PPOTrainer::train_step() began the run; ~PPOTrainer ends it
   /// Memory probe at a phase boundary: the CPU tracking allocator and the KV pool.
   void sample(const char* phase);
   void record_kv(const char* phase, const KvPoolStats& stats);
@@ -195,7 +208,9 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
   s.peak_flops = cfg.hybridscope.peak_flops > 0 ? cfg.hybridscope.peak_flops : measure_gemm_flops();
 }
 
-PPOTrainer::~PPOTrainer() = default;
+PPOTrainer::~PPOTrainer() {
+  if (state_ && state_->stepping) state_->end_recording(probes::RunStatus::kCompleted);
+}
 
 RolloutBatch PPOTrainer::State::generate(const std::vector<const Example*>& examples, const SamplingParams& params,
                                          std::uint64_t seed) {
@@ -426,8 +441,10 @@ Metrics PPOTrainer::State::step() {
   const double step_seconds = timings.seconds("step");
   const int world = cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node;
   metrics.emplace_back("perf/total_num_tokens", tokens);
-  metrics.emplace_back("perf/time_per_step", step_seconds);
-  metrics.emplace_back("perf/throughput", tokens / (step_seconds * world));
+  if (step_seconds > 0) {  // 0: the ranges are compiled out (HS_ENABLE_PROBES=OFF), nothing was timed
+    metrics.emplace_back("perf/time_per_step", step_seconds);
+    metrics.emplace_back("perf/throughput", tokens / (step_seconds * world));
+  }
   const double actor_seconds = timings.seconds("update_actor");
   if (actor_seconds > 0)
     metrics.emplace_back("perf/mfu/actor", estimate_flops(actor_model->shape(), lengths) * arr.actor.ppo_epochs /
@@ -461,7 +478,134 @@ void PPOTrainer::State::save(std::int64_t step) {
   save_checkpoint(checkpoint_root, state, parts);
 }
 
+void PPOTrainer::State::prepare(FitSummary& summary) {
+  timings.begin_step(0);
+  // Resume or warm up.
+  std::optional<std::string> resume_dir;
+  if (cfg.trainer.resume_mode == "auto") resume_dir = find_latest_checkpoint(checkpoint_root);
+  const std::string base_dir = (std::filesystem::path(checkpoint_root) / "base").string();
+  const bool warmup_configured = cfg.actor_rollout_ref.model.path.empty() && cfg.hybridscope.warmup.steps > 0;
+  if (resume_dir) {
+    HS_PROBE_RANGE(timings, "load_checkpoint", kCheckpoint);
+    // The reference is the policy the run started from, not the resumed actor.
+    if (cfg.use_reference()) {
+      if (warmup_configured) {
+        ref_model = load_pretrained(base_dir, HeadKind::kLm);
+      } else {
+        ref_model = Transformer(actor_model->shape(), HeadKind::kLm);
+        copy_backbone(actor_model, ref_model);
+      }
+    }
+    CheckpointParts parts{&actor_model, &actor->optimizer().adamw(), critic ? &critic->model() : nullptr,
+                          critic ? &critic->optimizer().adamw() : nullptr};
+    const TrainerState state = load_checkpoint(*resume_dir, parts);
+    global_step = state.global_step;
+    loader->set_state(state.data);
+    if (kl_ctrl) kl_ctrl->set_value(state.kl_coef);
+    summary.checkpoint_dir = *resume_dir;
+    fmt::print("resumed from {} (step {})\n", *resume_dir, global_step);
+  } else if (warmup_configured) {
+    HS_PROBE_RANGE(timings, "warmup", kSetup);
+    const auto start = probes::now_ns();
+    detail::Progress bar("warm-up", cfg.hybridscope.warmup.steps, opts.show_progress);
+    const int every = std::max(1, cfg.hybridscope.warmup.steps / 5);
+    const RLDataset warmup_data = cfg.hybridscope.warmup.files.empty()
+                                      ? train_data
+                                      : RLDataset::load(cfg.hybridscope.warmup.files, *tokenizer, cfg.data);
+    const double loss = supervised_warmup(
+        actor_model, warmup_data, *tokenizer, cfg.hybridscope.warmup, cfg.hybridscope.seed,
+        [&](int done, int total, double l) {
+          bar.update(done, fmt::format("loss {:.3f}", l));
+          if (done % every == 0 || done == total) bar.println(fmt::format("warm-up {}/{} loss {:.4f}", done, total, l));
+        });
+    bar.finish();
+    summary.warmup_seconds = static_cast<double>(probes::now_ns() - start) * 1e-9;
+    std::filesystem::create_directories(base_dir);
+    save_pretrained(actor_model, base_dir);
+    fmt::print("warm-up: {} steps in {}, final loss {:.4f}; base policy saved to {}\n", cfg.hybridscope.warmup.steps,
+               detail::format_duration(summary.warmup_seconds), loss, base_dir);
+  }
+  // Reference policy and critic start from the (possibly warmed-up) actor.
+  if (cfg.use_reference()) {
+    if (!ref_model) {
+      ref_model = Transformer(actor_model->shape(), HeadKind::kLm);
+      copy_backbone(actor_model, ref_model);
+    }
+    ref_model->eval();
+    for (auto& p : ref_model->parameters()) p.set_requires_grad(false);
+  }
+  if (critic && !resume_dir && cfg.critic.model.path.empty()) copy_backbone(actor_model, critic->model());
+
+  if (cfg.trainer.val_before_train) {
+    HS_PROBE_RANGE(timings, "testing", kValidation);
+    summary.val_before = validate(nullptr);
+    fmt::print("validation before training (step {}): mean@1 = {:.3f} on {} prompts\n", global_step,
+               summary.val_before, val_data.size());
+    recorder->record_metrics(global_step, {{"val/mean@1", summary.val_before}});
+  }
+  flush_records();
+}
+
+Metrics PPOTrainer::State::train_step() {
+  ++global_step;
+  timings.begin_step(global_step);
+  if (memory_sampler) memory_sampler->set_step(global_step);
+  Metrics metrics = step();
+  recorder->record_metrics(global_step, metrics);
+  flush_records();
+  return metrics;
+}
+
+probes::RunInfo PPOTrainer::State::run_info() const {
+  probes::RunInfo info;
+  info.name = cfg.trainer.project_name + "/" + cfg.trainer.experiment_name;
+  info.command_line = opts.command_line;
+  info.config_yaml = to_yaml(cfg);
+  info.config = config_entries(cfg);
+  info.world_size = cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node;
+  info.torch_version = TORCH_VERSION;
+  return info;
+}
+
+void PPOTrainer::State::begin_recording() {
+  recorder->begin_run(run_info());
+  if (!cfg.hybridscope.probes.enable) return;
+  // Memory on a timer besides the phase boundaries.
+  if (cfg.hybridscope.probes.memory_interval_ms > 0)
+    memory_sampler = std::make_unique<MemorySampler>(recorder.get(), kCpuDevice,
+                                                     std::chrono::milliseconds(cfg.hybridscope.probes.memory_interval_ms));
+#if HS_HAVE_CUPTI
+  if (!cupti) cupti = std::make_unique<probes::CuptiCollector>(*recorder);
+  cupti->start();  // never throws; collector_stats records why it is not active
+#endif
+}
+
+void PPOTrainer::State::end_recording(probes::RunStatus status, const std::string& message) {
+  memory_sampler.reset();
+#if HS_HAVE_CUPTI
+  if (cupti) cupti->stop();
+#endif
+  recorder->end_run(status, message);
+}
+
 double PPOTrainer::validate() { return state_->validate(nullptr); }
+
+Metrics PPOTrainer::train_step() {
+  auto& s = *state_;
+  if (!s.stepping) {
+    s.begin_recording();
+    s.stepping = true;
+    FitSummary unused;
+    s.prepare(unused);
+  }
+  try {
+    return s.train_step();
+  } catch (const std::exception& e) {
+    s.end_recording(probes::RunStatus::kFailed, e.what());
+    s.stepping = false;
+    throw;
+  }
+}
 
 namespace {
 double find(const Metrics& metrics, const std::string& name, double fallback = 0.0) {
@@ -474,28 +618,11 @@ double find(const Metrics& metrics, const std::string& name, double fallback = 0
 FitSummary PPOTrainer::fit() {
   auto& s = *state_;
   const auto& cfg = s.cfg;
+  if (s.stepping || s.recorder->run_id() >= 0)
+    throw std::logic_error("PPOTrainer::fit() runs once, on a trainer that has not run train_step(): make a new trainer");
   FitSummary summary;
   summary.db_path = cfg.hybridscope.db;
-
-  probes::RunInfo info;
-  info.name = cfg.trainer.project_name + "/" + cfg.trainer.experiment_name;
-  info.command_line = s.opts.command_line;
-  info.config_yaml = to_yaml(cfg);
-  info.config = config_entries(cfg);
-  info.world_size = cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node;
-  info.torch_version = TORCH_VERSION;
-  s.recorder->begin_run(info);
-  // Memory on a timer besides the phase boundaries; stopped before the run row is closed (and
-  // by unwinding on an error).
-  std::optional<MemorySampler> memory_sampler;
-  if (cfg.hybridscope.probes.enable && cfg.hybridscope.probes.memory_interval_ms > 0)
-    memory_sampler.emplace(s.recorder.get(), kCpuDevice, std::chrono::milliseconds(cfg.hybridscope.probes.memory_interval_ms));
-#if HS_HAVE_CUPTI
-  if (cfg.hybridscope.probes.enable && !s.cupti) {
-    s.cupti = std::make_unique<probes::CuptiCollector>(*s.recorder);
-    s.cupti->start();  // never throws; collector_stats records why it is not active
-  }
-#endif
+  s.begin_recording();
 
   g_stop_signal.store(0);
   auto previous_int = std::signal(SIGINT, on_stop_signal);
@@ -510,71 +637,7 @@ FitSummary PPOTrainer::fit() {
   } restore{previous_int, previous_term};
 
   try {
-    s.timings.begin_step(0);
-    // Resume or warm up.
-    std::optional<std::string> resume_dir;
-    if (cfg.trainer.resume_mode == "auto") resume_dir = find_latest_checkpoint(s.checkpoint_root);
-    const std::string base_dir = (std::filesystem::path(s.checkpoint_root) / "base").string();
-    const bool warmup_configured = cfg.actor_rollout_ref.model.path.empty() && cfg.hybridscope.warmup.steps > 0;
-    if (resume_dir) {
-      HS_PROBE_RANGE(s.timings, "load_checkpoint", kCheckpoint);
-      // The reference is the policy the run started from, not the resumed actor.
-      if (cfg.use_reference()) {
-        if (warmup_configured) {
-          s.ref_model = load_pretrained(base_dir, HeadKind::kLm);
-        } else {
-          s.ref_model = Transformer(s.actor_model->shape(), HeadKind::kLm);
-          copy_backbone(s.actor_model, s.ref_model);
-        }
-      }
-      CheckpointParts parts{&s.actor_model, &s.actor->optimizer().adamw(), s.critic ? &s.critic->model() : nullptr,
-                            s.critic ? &s.critic->optimizer().adamw() : nullptr};
-      const TrainerState state = load_checkpoint(*resume_dir, parts);
-      s.global_step = state.global_step;
-      s.loader->set_state(state.data);
-      if (s.kl_ctrl) s.kl_ctrl->set_value(state.kl_coef);
-      summary.checkpoint_dir = *resume_dir;
-      fmt::print("resumed from {} (step {})\n", *resume_dir, s.global_step);
-    } else if (warmup_configured) {
-      HS_PROBE_RANGE(s.timings, "warmup", kSetup);
-      const auto start = probes::now_ns();
-      detail::Progress bar("warm-up", cfg.hybridscope.warmup.steps, s.opts.show_progress);
-      const int every = std::max(1, cfg.hybridscope.warmup.steps / 5);
-      const RLDataset warmup_data = cfg.hybridscope.warmup.files.empty()
-                                        ? s.train_data
-                                        : RLDataset::load(cfg.hybridscope.warmup.files, *s.tokenizer, cfg.data);
-      const double loss = supervised_warmup(
-          s.actor_model, warmup_data, *s.tokenizer, cfg.hybridscope.warmup, cfg.hybridscope.seed,
-          [&](int done, int total, double l) {
-            bar.update(done, fmt::format("loss {:.3f}", l));
-            if (done % every == 0 || done == total) bar.println(fmt::format("warm-up {}/{} loss {:.4f}", done, total, l));
-          });
-      bar.finish();
-      summary.warmup_seconds = static_cast<double>(probes::now_ns() - start) * 1e-9;
-      std::filesystem::create_directories(base_dir);
-      save_pretrained(s.actor_model, base_dir);
-      fmt::print("warm-up: {} steps in {}, final loss {:.4f}; base policy saved to {}\n", cfg.hybridscope.warmup.steps,
-                 detail::format_duration(summary.warmup_seconds), loss, base_dir);
-    }
-    // Reference policy and critic start from the (possibly warmed-up) actor.
-    if (cfg.use_reference()) {
-      if (!s.ref_model) {
-        s.ref_model = Transformer(s.actor_model->shape(), HeadKind::kLm);
-        copy_backbone(s.actor_model, s.ref_model);
-      }
-      s.ref_model->eval();
-      for (auto& p : s.ref_model->parameters()) p.set_requires_grad(false);
-    }
-    if (s.critic && !resume_dir && cfg.critic.model.path.empty()) copy_backbone(s.actor_model, s.critic->model());
-
-    if (cfg.trainer.val_before_train) {
-      HS_PROBE_RANGE(s.timings, "testing", kValidation);
-      summary.val_before = s.validate(nullptr);
-      fmt::print("validation before training (step {}): mean@1 = {:.3f} on {} prompts\n", s.global_step,
-                 summary.val_before, s.val_data.size());
-      s.recorder->record_metrics(s.global_step, {{"val/mean@1", summary.val_before}});
-    }
-    s.flush_records();
+    s.prepare(summary);
     summary.first_step = static_cast<int>(s.global_step) + 1;
 
     detail::Progress bar("train", s.total_steps, s.opts.show_progress);
@@ -582,16 +645,10 @@ FitSummary PPOTrainer::fit() {
     double step_seconds_sum = 0;
     while (s.global_step < s.total_steps) {
       if (const int sig = g_stop_signal.load()) {
-        memory_sampler.reset();
-        s.recorder->end_run(probes::RunStatus::kKilled, fmt::format("stopped by signal {} after step {}", sig, s.global_step));
+        s.end_recording(probes::RunStatus::kKilled, fmt::format("stopped by signal {} after step {}", sig, s.global_step));
         throw std::runtime_error(fmt::format("stopped by signal {} after step {}", sig, s.global_step));
       }
-      ++s.global_step;
-      s.timings.begin_step(s.global_step);
-      if (memory_sampler) memory_sampler->set_step(s.global_step);
-      const Metrics metrics = s.step();
-      s.recorder->record_metrics(s.global_step, metrics);
-      s.flush_records();
+      const Metrics metrics = s.train_step();
       ++summary.steps_run;
       step_seconds_sum += find(metrics, "perf/time_per_step");
       const double val = find(metrics, "val/mean@1", -1);
@@ -614,14 +671,9 @@ FitSummary PPOTrainer::fit() {
     }
     if (summary.steps_run > 0) summary.mean_step_seconds = step_seconds_sum / summary.steps_run;
     if (auto latest = find_latest_checkpoint(s.checkpoint_root)) summary.checkpoint_dir = *latest;
-    memory_sampler.reset();
-#if HS_HAVE_CUPTI
-    if (s.cupti) s.cupti->stop();
-#endif
-    s.recorder->end_run(probes::RunStatus::kCompleted);
+    s.end_recording(probes::RunStatus::kCompleted);
   } catch (const std::exception& e) {
-    memory_sampler.reset();
-    if (g_stop_signal.load() == 0) s.recorder->end_run(probes::RunStatus::kFailed, e.what());
+    if (g_stop_signal.load() == 0) s.end_recording(probes::RunStatus::kFailed, e.what());
     throw;
   }
   return summary;

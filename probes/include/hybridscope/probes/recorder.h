@@ -31,6 +31,10 @@ class RecorderError : public std::runtime_error {
 
 /// Range categories (the `range_categories` enum table): which part of the system a range times.
 enum class Category : int { kStep = 1, kPhase = 2, kSwitch = 3, kCheckpoint = 4, kValidation = 5, kSetup = 6 };
+inline constexpr Category kCategories[] = {Category::kStep,       Category::kPhase,      Category::kSwitch,
+                                           Category::kCheckpoint, Category::kValidation, Category::kSetup};
+/// The category's name in `range_categories` and NVTX ("step", "phase", ...).
+const char* to_string(Category category) noexcept;
 
 struct RunInfo {
   std::string name;

@@ -213,7 +213,7 @@ struct WarmupConfig {
 };
 
 struct ProbesConfig {
-  bool enable = true;  // record ranges and metrics (a branch per range when false)
+  bool enable = true;  // record ranges and samples, CPU tracking allocator (false: timing_s/* only)
   int memory_interval_ms = 100;  // memory samples on a timer besides phase boundaries; 0 = none
 };
 

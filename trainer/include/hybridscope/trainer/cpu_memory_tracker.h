@@ -14,10 +14,14 @@ struct CpuMemoryStats {
   std::int64_t num_allocs = 0;   // allocations since install
 };
 
-/// Installs the tracker as LibTorch's CPU allocator (once per process; later calls are no-ops)
-/// and returns its statistics function's owner. Storage allocated before the install is not
-/// counted (its deleter is the previous allocator's).
+/// Installs the tracker as LibTorch's CPU allocator (the tracker is made once per process; a call
+/// while it is installed is a no-op). Storage allocated before the install is not counted (its
+/// deleter is the previous allocator's).
 void install_cpu_memory_tracker();
+/// Puts the allocator that was there before back (the probe-overhead benchmark's "off" steps);
+/// storage the tracker allocated is still released through it. install_cpu_memory_tracker()
+/// re-installs the same tracker, its counts continuing.
+void uninstall_cpu_memory_tracker();
 bool cpu_memory_tracker_installed();
 CpuMemoryStats cpu_memory_stats();
 void reset_cpu_memory_peak();

@@ -10,6 +10,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "hybridscope/trainer/config.h"
 
@@ -45,6 +47,14 @@ class PPOTrainer {
 
   /// Runs the whole training (warm-up if configured, validation, steps, checkpoints) and records it.
   FitSummary fit();
+
+  /// One training step outside fit(), for benchmarks that interleave trainers: the first call
+  /// begins the run and does fit()'s preparation (resume or warm-up, reference and critic set-up,
+  /// trainer.val_before_train); each call runs the next step, records and flushes its metrics
+  /// and returns them. The run ends (completed) with the trainer, or failed when a step throws.
+  /// Steps past trainer.total_training_steps are not refused. Returns metrics.h's Metrics (spelled
+  /// out here to keep LibTorch out of this header).
+  std::vector<std::pair<std::string, double>> train_step();
 
   /// Greedy mean@1 reward on the validation set with the current actor.
   double validate();
