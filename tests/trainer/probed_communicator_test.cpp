@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,8 @@
 #include "../test_db.h"
 #include "hybridscope/probes/recorder.h"
 #include "hybridscope/trainer/probed_communicator.h"
+
+#include "hybridscope/probes/range_observer.h"
 
 namespace fs = std::filesystem;
 
@@ -132,3 +135,68 @@ TEST(ProbedCommunicator, DtypeNames) {
 
 }  // namespace
 }  // namespace hs::trainer
+
+// Each collective is announced to the range observer (CUPTI's external correlation) as
+// "comm/<op>" with the comm_ops row's start, and closed after it: the documented query then
+// gives the collective the GPU time of the kernels launched inside it.
+TEST(ProbedCommunicator, AnnouncesEachCollectiveToTheRangeObserverForGpuTime) {
+  struct Seen {
+    std::vector<std::tuple<std::string, int, std::int64_t>> pushes;
+    int pops = 0;
+  } seen;
+  const probes::RangeObserver observer{
+      [](void* c, const char* name, int depth, std::int64_t start_ns) noexcept {
+        static_cast<Seen*>(c)->pushes.emplace_back(name, depth, start_ns);
+      },
+      [](void* c) noexcept { ++static_cast<Seen*>(c)->pops; }, &seen};
+  const auto path = hs::test::temp_db("probed_comm_test", "observer.sqlite");
+  {
+    probes::Recorder rec(path, 1);
+    rec.begin_run({});
+    ProbedCommunicator comm(std::make_shared<FakeCommunicator>(), &rec);
+    const auto* previous = probes::set_range_observer(&observer);
+    auto grad = torch::ones({4}, torch::kFloat32);
+    comm.all_reduce(grad);
+    (void)comm.all_gather(grad);
+    probes::set_range_observer(previous);
+    comm.barrier();  // no observer: nothing announced
+    rec.end_run(probes::RunStatus::kCompleted);
+  }
+  ASSERT_EQ(seen.pushes.size(), 2u);
+  EXPECT_EQ(seen.pops, 2);
+  EXPECT_EQ(std::get<0>(seen.pushes[0]), "comm/all_reduce");
+  EXPECT_EQ(std::get<0>(seen.pushes[1]), "comm/all_gather");
+  EXPECT_EQ(std::get<1>(seen.pushes[0]), ProbedCommunicator::kCollectiveDepth);
+  const auto starts = hs::test::query_rows(path, "SELECT start_ns FROM comm_ops ORDER BY start_ns LIMIT 2");
+  ASSERT_EQ(starts.size(), 2u);
+  EXPECT_EQ(starts[0], std::to_string(std::get<2>(seen.pushes[0])));
+  EXPECT_EQ(starts[1], std::to_string(std::get<2>(seen.pushes[1])));
+
+  // What the CUPTI collector would add for the all_reduce: its external id, one NCCL kernel of
+  // 700 ns correlated to it. The documented query gives the collective that GPU time.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  const std::string fill =
+      "INSERT OR IGNORE INTO strings(value) VALUES('comm/all_reduce'), ('ncclDevKernel_AllReduce');"
+      "INSERT INTO correlation_ranges(run_id, rank, external_id, tid, depth, start_ns, name_id) "
+      "SELECT 1, 1, 77, 0, -1, " + starts[0] + ", id FROM strings WHERE value = 'comm/all_reduce';"
+      "INSERT INTO external_correlations(run_id, rank, correlation_id, external_id) VALUES(1, 1, 5, 77);";
+  ASSERT_EQ(sqlite3_exec(db, fill.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  const auto kernel_columns = hs::test::query_rows(path, "SELECT name FROM pragma_table_info('kernels') ORDER BY cid");
+  std::string columns, values;
+  for (const auto& c : kernel_columns) {
+    columns += (columns.empty() ? "" : ", ") + c;
+    std::string v = "0";
+    if (c == "run_id" || c == "rank") v = "1";
+    if (c == "correlation_id") v = "5";
+    if (c == "start_ns") v = "1000";
+    if (c == "end_ns") v = "1700";
+    if (c == "name_id" || c == "short_name_id") v = "(SELECT id FROM strings WHERE value = 'ncclDevKernel_AllReduce')";
+    values += (values.empty() ? "" : ", ") + v;
+  }
+  const std::string kernel = "INSERT INTO kernels(" + columns + ") VALUES(" + values + ")";
+  ASSERT_EQ(sqlite3_exec(db, kernel.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  EXPECT_EQ(hs::test::query_rows(path, std::string(kCollectiveGpuTimeSql)),
+            (std::vector<std::string>{"all_reduce|1|700", "all_gather|0|NULL", "barrier|0|NULL"}));
+}

@@ -8,6 +8,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "hybridscope/probes/clock.h"
+#include "hybridscope/probes/range_observer.h"
 
 namespace hs::trainer {
 
@@ -24,6 +25,25 @@ const char* intern_group_name(const std::string& name) {
 }
 
 std::int64_t nbytes(const at::Tensor& t) { return static_cast<std::int64_t>(t.numel()) * t.element_size(); }
+
+// The collective as an observed range (range_observer.h), so that the CUPTI collector ties the
+// kernels it launches (NCCL's) to it: correlation_ranges gets (name "comm/<op>", depth
+// kCollectiveDepth, start_ns = the comm_ops row's start_ns), which gives each collective its
+// GPU-side duration (docs/schema.md). Without an observer: one atomic load.
+class ObservedCollective {
+ public:
+  ObservedCollective(const char* range_name, std::int64_t start_ns) noexcept : observer_(probes::range_observer()) {
+    if (observer_) observer_->push(observer_->context, range_name, ProbedCommunicator::kCollectiveDepth, start_ns);
+  }
+  ~ObservedCollective() {
+    if (observer_) observer_->pop(observer_->context);
+  }
+  ObservedCollective(const ObservedCollective&) = delete;
+  ObservedCollective& operator=(const ObservedCollective&) = delete;
+
+ private:
+  const probes::RangeObserver* observer_;
+};
 
 }  // namespace
 
@@ -62,6 +82,7 @@ void ProbedCommunicator::all_reduce(at::Tensor& tensor, ReduceOp op) {
   const std::int64_t bytes = nbytes(tensor);
   const char* dtype = comm_dtype_name(tensor.scalar_type());
   const std::int64_t start = probes::now_ns();
+  const ObservedCollective observed("comm/all_reduce", start);  // popped after the record
   inner_->all_reduce(tensor, op);
   record("all_reduce", bytes, dtype, start);
 }
@@ -71,6 +92,7 @@ at::Tensor ProbedCommunicator::all_gather(const at::Tensor& input) {
   const std::int64_t bytes = nbytes(input) * group_size_;  // the output buffer
   const char* dtype = comm_dtype_name(input.scalar_type());
   const std::int64_t start = probes::now_ns();
+  const ObservedCollective observed("comm/all_gather", start);  // popped after the record
   at::Tensor out = inner_->all_gather(input);
   record("all_gather", bytes, dtype, start);
   return out;
@@ -81,6 +103,7 @@ at::Tensor ProbedCommunicator::reduce_scatter(const at::Tensor& input, ReduceOp 
   const std::int64_t bytes = nbytes(input);  // the input buffer
   const char* dtype = comm_dtype_name(input.scalar_type());
   const std::int64_t start = probes::now_ns();
+  const ObservedCollective observed("comm/reduce_scatter", start);  // popped after the record
   at::Tensor out = inner_->reduce_scatter(input, op);
   record("reduce_scatter", bytes, dtype, start);
   return out;
@@ -91,6 +114,7 @@ void ProbedCommunicator::broadcast(at::Tensor& tensor, int root) {
   const std::int64_t bytes = nbytes(tensor);
   const char* dtype = comm_dtype_name(tensor.scalar_type());
   const std::int64_t start = probes::now_ns();
+  const ObservedCollective observed("comm/broadcast", start);  // popped after the record
   inner_->broadcast(tensor, root);
   record("broadcast", bytes, dtype, start);
 }
@@ -100,6 +124,7 @@ void ProbedCommunicator::send(const at::Tensor& tensor, int peer) {
   const std::int64_t bytes = nbytes(tensor);
   const char* dtype = comm_dtype_name(tensor.scalar_type());
   const std::int64_t start = probes::now_ns();
+  const ObservedCollective observed("comm/send", start);  // popped after the record
   inner_->send(tensor, peer);
   record("send", bytes, dtype, start);
 }
@@ -109,6 +134,7 @@ void ProbedCommunicator::recv(at::Tensor& tensor, int peer) {
   const std::int64_t bytes = nbytes(tensor);
   const char* dtype = comm_dtype_name(tensor.scalar_type());
   const std::int64_t start = probes::now_ns();
+  const ObservedCollective observed("comm/recv", start);  // popped after the record
   inner_->recv(tensor, peer);
   record("recv", bytes, dtype, start);
 }
@@ -116,6 +142,7 @@ void ProbedCommunicator::recv(at::Tensor& tensor, int peer) {
 void ProbedCommunicator::barrier() {
   if (!recorder_) return inner_->barrier();
   const std::int64_t start = probes::now_ns();
+  const ObservedCollective observed("comm/barrier", start);  // popped after the record
   inner_->barrier();
   record("barrier", 0, "", start);
 }

@@ -7,7 +7,10 @@
 //   send, recv: the tensor; barrier: 0.
 // Times are probes::now_ns() around the forwarded call, so they measure what the wrapped call
 // waits for: complete for Gloo and the single-rank identity; for an asynchronous NCCL backend
-// they are enqueue times unless the wrapped communicator synchronizes.
+// they are enqueue times unless the wrapped communicator synchronizes. The GPU-side duration
+// comes from CUPTI: each collective is announced to the range observer (range_observer.h) as
+// "comm/<op>" at depth kCollectiveDepth with the row's start_ns, so the collector maps the NCCL
+// kernels it launches to it (correlation_ranges; the query is in docs/schema.md).
 //
 // What this is not: a communicator of its own (it never moves data) or a CUPTI NCCL-kernel probe.
 #pragma once
@@ -23,12 +26,30 @@
 
 namespace hs::trainer {
 
+/// Per collective of the newest run (comm_ops order): op, the number of GPU kernels CUPTI
+/// correlated to it, and their summed GPU time in ns (NULL without CUPTI or kernels): the
+/// GPU-side duration of each collective. docs/schema.md shows the same query.
+inline constexpr const char* kCollectiveGpuTimeSql = R"sql(
+SELECT o.value AS op, COUNT(k.correlation_id) AS kernels, SUM(k.end_ns - k.start_ns) AS gpu_ns
+FROM comm_ops c JOIN strings o ON o.id = c.op_id
+LEFT JOIN strings rn ON rn.value = 'comm/' || o.value
+LEFT JOIN correlation_ranges cr ON cr.run_id = c.run_id AND cr.rank = c.rank AND cr.depth = -1
+     AND cr.start_ns = c.start_ns AND cr.name_id = rn.id
+LEFT JOIN external_correlations e ON e.run_id = cr.run_id AND e.rank = cr.rank AND e.external_id = cr.external_id
+LEFT JOIN kernels k ON k.run_id = e.run_id AND k.rank = e.rank AND k.correlation_id = e.correlation_id
+WHERE c.run_id = (SELECT MAX(id) FROM runs)
+GROUP BY c.rowid ORDER BY c.start_ns, c.rowid
+)sql";
+
 /// The dtype name recorded for `type` ("float32", "bfloat16", ...; "other" for the rest). A
 /// string literal, as probes::CommRecord requires.
 const char* comm_dtype_name(c10::ScalarType type) noexcept;
 
 class ProbedCommunicator final : public Communicator {
  public:
+  /// The depth a collective is announced at to the range observer (not a range of `ranges`).
+  static constexpr int kCollectiveDepth = -1;
+
   /// `inner` must be non-null. `recorder` may be null: then every call only forwards. `step`
   /// (may be null: step 0) is read at each collective, e.g. &trainer_state.global_step; it and
   /// `recorder` must outlive this object.
