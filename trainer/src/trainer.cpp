@@ -187,7 +187,13 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
 }
 
 PPOTrainer::~PPOTrainer() {
-  if (state_ && state_->stepping) state_->recorder->end_run(probes::RunStatus::kCompleted);
+  if (!state_ || !state_->stepping) return;
+  try {
+    state_->recorder->end_run(probes::RunStatus::kCompleted);
+  } catch (const std::exception&) {
+    // A destructor cannot report it; the run stays 'running' and is marked killed when the
+    // database is next opened.
+  }
 }
 
 RolloutBatch PPOTrainer::State::generate(const std::vector<const Example*>& examples, const SamplingParams& params,
@@ -582,7 +588,7 @@ double find(const Metrics& metrics, const std::string& name, double fallback = 0
 FitSummary PPOTrainer::fit() {
   auto& s = *state_;
   const auto& cfg = s.cfg;
-  if (s.stepping || s.recorder->run_id() >= 0)
+  if (s.recorder->run_id() >= 0)
     throw std::logic_error("PPOTrainer::fit() runs once, on a trainer that has not run train_step(): make a new trainer");
   FitSummary summary;
   summary.db_path = cfg.hybridscope.db;
