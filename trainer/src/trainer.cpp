@@ -209,7 +209,13 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
 }
 
 PPOTrainer::~PPOTrainer() {
-  if (state_ && state_->stepping) state_->end_recording(probes::RunStatus::kCompleted);
+  if (!state_ || !state_->stepping) return;
+  try {
+    state_->end_recording(probes::RunStatus::kCompleted);
+  } catch (const std::exception&) {
+    // A destructor cannot report it; the run stays 'running' and is marked killed when the
+    // database is next opened.
+  }
 }
 
 RolloutBatch PPOTrainer::State::generate(const std::vector<const Example*>& examples, const SamplingParams& params,
@@ -618,7 +624,7 @@ double find(const Metrics& metrics, const std::string& name, double fallback = 0
 FitSummary PPOTrainer::fit() {
   auto& s = *state_;
   const auto& cfg = s.cfg;
-  if (s.stepping || s.recorder->run_id() >= 0)
+  if (s.recorder->run_id() >= 0)
     throw std::logic_error("PPOTrainer::fit() runs once, on a trainer that has not run train_step(): make a new trainer");
   FitSummary summary;
   summary.db_path = cfg.hybridscope.db;
