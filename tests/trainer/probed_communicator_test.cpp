@@ -136,6 +136,9 @@ TEST(ProbedCommunicator, DtypeNames) {
 }  // namespace
 }  // namespace hs::trainer
 
+namespace hs::trainer {
+namespace {
+
 // Each collective is announced to the range observer (CUPTI's external correlation) as
 // "comm/<op>" with the comm_ops row's start, and closed after it: the documented query then
 // gives the collective the GPU time of the kernels launched inside it.
@@ -200,3 +203,6 @@ TEST(ProbedCommunicator, AnnouncesEachCollectiveToTheRangeObserverForGpuTime) {
   EXPECT_EQ(hs::test::query_rows(path, std::string(kCollectiveGpuTimeSql)),
             (std::vector<std::string>{"all_reduce|1|700", "all_gather|0|NULL", "barrier|0|NULL"}));
 }
+
+}  // namespace
+}  // namespace hs::trainer

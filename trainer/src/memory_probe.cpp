@@ -2,7 +2,6 @@
 // (see memory_probe.h).
 #include "hybridscope/trainer/memory_probe.h"
 
-#include <algorithm>
 #include <stdexcept>
 
 #include "hybridscope/probes/clock.h"
@@ -95,10 +94,11 @@ void MemorySampler::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   auto next = std::chrono::steady_clock::now() + interval_;
   while (!wake_.wait_until(lock, next, [this] { return stop_; })) {
-    // A missed tick (a stalled machine) is skipped, not caught up in a burst.
-    next = std::max(next + interval_, std::chrono::steady_clock::now());
     recorder_->record_memory(read_memory(device_, step_.load(std::memory_order_relaxed), "timer"));
     samples_.fetch_add(1, std::memory_order_relaxed);
+    // Samples are at least one interval apart: a late tick (a stalled machine) delays the next
+    // one instead of bunching samples to catch up.
+    next = std::chrono::steady_clock::now() + interval_;
   }
 }
 

@@ -58,8 +58,8 @@ class MemoryPeakWindow {
   bool tracked_;
 };
 
-/// Records read_memory(device, step, "timer") every `interval` from its own thread until
-/// destroyed (which wakes and joins the thread at once).
+/// Records read_memory(device, step, "timer") from its own thread, one interval after the
+/// previous sample (never closer), until destroyed (which wakes and joins the thread at once).
 class MemorySampler {
  public:
   /// `recorder` must be non-null and outlive the sampler; `interval` > 0.
