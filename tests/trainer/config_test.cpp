@@ -425,8 +425,10 @@ TEST(ConfigErrors, UnknownKeySuggestsTheClosestKeyAndNamesTheOverride) {
 }
 
 TEST(ConfigErrors, KeyInTheWrongSectionIsFoundByItsLastSegment) {
+  // Two sections hold the name (the rollout layout and the Megatron training layout): both named.
   EXPECT_TRUE(Contains(override_error({"actor_rollout_ref.tensor_model_parallel_size=2"}),
-                       "did you mean actor_rollout_ref.rollout.tensor_model_parallel_size?"));
+                       "did you mean actor_rollout_ref.rollout.tensor_model_parallel_size or "
+                       "actor_rollout_ref.actor.megatron.tensor_model_parallel_size?"));
   EXPECT_TRUE(Contains(override_error({"trainer.adv_estimator=grpo"}), "did you mean algorithm.adv_estimator?"));
 }
 

@@ -6,8 +6,8 @@
 namespace hs::probes::schema {
 
 /// PRAGMA user_version of databases this build writes.
-inline constexpr int kSchemaVersion = 3;
-/// Oldest version the recorder upgrades in place (kMigrateToV2; v3 only adds tables, which
+inline constexpr int kSchemaVersion = 4;
+/// Oldest version the recorder upgrades in place (kMigrateToV2; v3 and v4 only add tables, which
 /// kCreateStatements creates); older or newer ones are refused.
 inline constexpr int kOldestMigratableVersion = 1;
 
@@ -21,6 +21,7 @@ inline constexpr const char* kKvPoolSamples = "kv_pool_samples";
 inline constexpr const char* kCommOps = "comm_ops";
 inline constexpr const char* kSwitches = "switches";
 inline constexpr const char* kSwitchComponents = "switch_components";
+inline constexpr const char* kRanks = "ranks";
 
 /// Statements that create the current schema (idempotent).
 inline constexpr const char* kCreateStatements = R"sql(
@@ -143,6 +144,21 @@ CREATE TABLE IF NOT EXISTS switch_components (
   duration_ns INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS switch_components_by_switch ON switch_components(switch_id);
+CREATE TABLE IF NOT EXISTS ranks (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  rank INTEGER NOT NULL,
+  local_rank INTEGER NOT NULL,
+  host TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  device TEXT NOT NULL,
+  clock_offset_ns INTEGER NOT NULL,
+  start_unix_ns INTEGER NOT NULL,
+  end_unix_ns INTEGER,
+  status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'killed')),
+  status_message TEXT,
+  dropped_records INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (run_id, rank)
+) WITHOUT ROWID;
 )sql";
 
 /// v1 -> v2: runs.dropped_records (records the recorder dropped because its queue was full).
