@@ -61,20 +61,17 @@ std::uint64_t rank_stream_seed(std::uint64_t seed, std::int64_t step, std::uint6
   return rank == 0 ? s : stream_seed(s, rank, stream);
 }
 
-// How each metric combines over ranks: sums of per-rank shares, maxima of per-rank times and
-// peaks, minima of minima, and the mean of everything else (equal shares per rank).
+// How each metric combines over ranks (docs/metrics.md): per-rank shares of the step's tokens,
+// throughput and MFU add up; phase times and peaks take the slowest rank; otherwise verl's rule —
+// names containing "max" by max, "min" by min, the rest by mean (ranks hold equal shares).
 enum class Combine { kMean, kSum, kMax, kMin };
 Combine combine_of(const std::string& name) {
-  auto ends_with = [&](const char* tail) {
-    const std::string t = tail;
-    return name.size() >= t.size() && name.compare(name.size() - t.size(), t.size(), t) == 0;
-  };
   if (name == "perf/total_num_tokens" || name == "perf/throughput" || name.rfind("perf/mfu/", 0) == 0)
     return Combine::kSum;
-  if (name.rfind("timing_s/", 0) == 0 || name == "perf/time_per_step" || name.rfind("perf/max_memory", 0) == 0 ||
-      name == "perf/cpu_memory_used_gb" || ends_with("/max"))
+  if (name.rfind("timing_s/", 0) == 0 || name == "perf/time_per_step" || name == "perf/cpu_memory_used_gb")
     return Combine::kMax;
-  if (ends_with("/min")) return Combine::kMin;
+  if (name.find("max") != std::string::npos) return Combine::kMax;
+  if (name.find("min") != std::string::npos) return Combine::kMin;
   return Combine::kMean;
 }
 
