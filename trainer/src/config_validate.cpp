@@ -227,6 +227,9 @@ void validate(const Config& c) {
   if (!(h.warmup.lr >= 0.0)) p.add("hybridscope.warmup.lr = {}: must be >= 0", h.warmup.lr);
   p.one_of("hybridscope.dist.backend", h.dist.backend, {"auto", "gloo", "nccl"});
   if (!(h.dist.timeout_s > 0.0)) p.add("hybridscope.dist.timeout_s = {}: must be > 0 (seconds)", h.dist.timeout_s);
+  if (h.dist.backend == "nccl" && t.device != "cuda")
+    p.add("hybridscope.dist.backend = nccl moves CUDA tensors only, but trainer.device = {}: use gloo (or auto)",
+          t.device);
   const auto& mega = actor.megatron;
   p.at_least("actor_rollout_ref.actor.megatron.tensor_model_parallel_size", mega.tensor_model_parallel_size, 1);
   p.at_least("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size", mega.pipeline_model_parallel_size, 1);
