@@ -114,4 +114,32 @@ TEST(Launch, KilledRankEndsTheJobAndTheRunIsNotCompleted) {
   EXPECT_NE(hs::test::query_row(db, "SELECT COUNT(*) FROM ranges WHERE rank = 2 AND step >= 1"), "0");
 }
 
+// SIGTERM to the launcher reaches every rank; they agree to stop at the same step boundary, so
+// each rank's row says killed and the launcher exits non-zero.
+TEST(Launch, ForwardsSigtermAndEveryRankStopsAsKilled) {
+  const std::string dir = fs::path(hs::test::temp_db("launch_test", "term")).string();
+  fs::create_directories(dir);
+  std::vector<std::string> argv = {kBinary, "launch", "-n", "2", "--log-dir", dir + "/logs", "--"};
+  auto train = tiny_grpo(dir, 100000);
+  train.back() = "hybridscope.dist.timeout_s=60";
+  for (auto& a : train) argv.push_back(a == "trainer.n_gpus_per_node=4" ? "trainer.n_gpus_per_node=2" : a);
+  const pid_t launcher = hs::test::spawn(argv, {}, dir + "/out.txt", dir + "/err.txt");
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+  while (read_all(dir + "/out.txt").find("[rank 0] step    2/") == std::string::npos &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ::kill(launcher, SIGTERM);
+  const int status = hs::test::wait_for(launcher, std::chrono::seconds(120));
+  ASSERT_NE(status, -1) << "the launcher hung after SIGTERM";
+  EXPECT_FALSE(hs::test::exited_ok(status));
+  EXPECT_NE(read_all(dir + "/err.txt").find("forwarding it to the ranks"), std::string::npos);
+  // Rank 1 stopped cleanly, so its file is not merged by rank 0: merge it now.
+  const pid_t merge = hs::test::spawn({kBinary, "merge", dir + "/run.sqlite"}, {}, dir + "/merge.txt");
+  ASSERT_TRUE(hs::test::exited_ok(hs::test::wait_for(merge, std::chrono::seconds(60))));
+  const std::string db = dir + "/run.sqlite";
+  EXPECT_EQ(hs::test::query_row(db, "SELECT status FROM runs"), "killed");
+  EXPECT_EQ(hs::test::query_rows(db, "SELECT rank, status FROM ranks ORDER BY rank"),
+            (std::vector<std::string>{"0|killed", "1|killed"}));
+}
+
 }  // namespace
