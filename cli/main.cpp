@@ -11,11 +11,14 @@
 #include <fmt/format.h>
 
 #include "export_trace_command.h"
+#include "hybridscope/probes/merge.h"
 #include "hybridscope/probes/recorder.h"
+#include "launch_command.h"
 #include "hybridscope/reports/chrome_trace.h"
 #include "hybridscope/reports/run_database.h"
 #include "hybridscope/trainer/config.h"
 #include "hybridscope/trainer/dataset.h"
+#include "hybridscope/trainer/process_group.h"
 #include "hybridscope/trainer/tokenizer.h"
 #include "hybridscope/trainer/trainer.h"
 
@@ -77,10 +80,37 @@ int main(int argc, char** argv) {
   hs::cli::ExportTraceArgs export_args;
   auto* export_trace = hs::cli::add_export_trace_command(app, export_args);
 
-  CLI11_PARSE(app, argc, argv);
+  // launch
+  hs::cli::LaunchArgs launch_args;
+  auto* launch = hs::cli::add_launch_command(app, launch_args);
+
+  // merge
+  std::string merge_db;
+  auto* merge = app.add_subcommand("merge", "Merge a multi-rank run's per-rank files (RUN.sqlite.rank<K>) into RUN.sqlite");
+  merge->add_option("db", merge_db, "The run database")->required()->check(CLI::ExistingFile);
+
+  // `launch [options] -- command...`: what follows `--` belongs to the ranks, untouched by parsing.
+  int parse_argc = argc;
+  if (argc > 1 && std::string(argv[1]) == "launch") {
+    for (int i = 2; i < argc; ++i) {
+      if (std::string(argv[i]) == "--") {
+        launch_args.command.assign(argv + i + 1, argv + argc);
+        parse_argc = i;
+        break;
+      }
+    }
+  }
+  CLI11_PARSE(app, parse_argc, argv);
 
   try {
     if (export_trace->parsed()) return hs::cli::run_export_trace(export_args);
+    if (launch->parsed()) return hs::cli::run_launch(launch_args);
+    if (merge->parsed()) {
+      const auto report = hs::probes::merge_rank_files(merge_db);
+      for (const auto& line : report.messages) fmt::print("{}\n", line);
+      fmt::print("merged {} rank files ({} rows) into {}\n", report.files_merged, report.rows_copied, merge_db);
+      return 0;
+    }
     if (!db_path.empty()) overrides.push_back("hybridscope.db=" + db_path);
     const auto config = hs::trainer::load_config(config_path, overrides);
     if (config_cmd->parsed()) {
@@ -97,6 +127,9 @@ int main(int argc, char** argv) {
   } catch (const hs::trainer::ConfigError& e) {
     fmt::print(stderr, "config error: {}\n", e.what());
     return 2;
+  } catch (const hs::trainer::DistError& e) {
+    fmt::print(stderr, "distributed error: {}\n", e.what());
+    return 1;
   } catch (const hs::trainer::DataError& e) {
     fmt::print(stderr, "data error: {}\n", e.what());
     return 2;

@@ -21,6 +21,7 @@ debian_packages=(
   build-essential cmake ninja-build ccache pkg-config python3 python3-venv
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libsqlite3-dev sqlite3 libgtest-dev libgmock-dev libbenchmark-dev
+  libgloo-dev  # headers c10d's ProcessGroupGloo.hpp includes (the PyPI wheel ships none)
 )
 
 install_debian() {

@@ -719,6 +719,10 @@ Recorder::Recorder(const std::string& path, int rank, RecorderOptions options)
       const std::int64_t pid = sqlite3_column_int64(find.stmt, 1);
       if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) dead.emplace_back(id, pid);
     }
+    Statement mark_rank;
+    impl_->prepare(mark_rank,
+                   "UPDATE ranks SET status = 'killed', status_message = ? WHERE status = 'running' AND host = ? AND "
+                   "pid = ?");
     for (const auto& [id, pid] : dead) {
       const std::string message = "found dead: process " + std::to_string(pid) + " on " + host +
                                   " no longer existed when the database was next opened (killed or crashed "
@@ -727,6 +731,11 @@ Recorder::Recorder(const std::string& path, int rank, RecorderOptions options)
       sqlite3_bind_int64(mark.stmt, 2, id);
       sqlite3_step(mark.stmt);
       sqlite3_reset(mark.stmt);
+      sqlite3_bind_text(mark_rank.stmt, 1, message.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_text(mark_rank.stmt, 2, host.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_int64(mark_rank.stmt, 3, pid);
+      sqlite3_step(mark_rank.stmt);
+      sqlite3_reset(mark_rank.stmt);
     }
   }
   impl_->exec("COMMIT");
@@ -806,7 +815,8 @@ std::int64_t Recorder::begin_run(const RunInfo& info) {
   Statement s;
   impl_->prepare(s,
                  "INSERT INTO runs(name, command_line, config_yaml, host, pid, world_size, hybridscope_version, "
-                 "torch_version, start_unix_ns, clock_offset_ns, status) VALUES(?,?,?,?,?,?,?,?,?,?, 'running')");
+                 "torch_version, start_unix_ns, clock_offset_ns, status, id) VALUES(?,?,?,?,?,?,?,?,?,?, 'running', ?)");
+  if (info.run_id >= 0) sqlite3_bind_int64(s.stmt, 11, info.run_id);  // else NULL: the next free id
   const std::string host = host_name();
   sqlite3_bind_text(s.stmt, 1, info.name.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(s.stmt, 2, info.command_line.c_str(), -1, SQLITE_TRANSIENT);
@@ -816,7 +826,8 @@ std::int64_t Recorder::begin_run(const RunInfo& info) {
   sqlite3_bind_int(s.stmt, 6, info.world_size);
   sqlite3_bind_text(s.stmt, 7, HS_VERSION_STRING, -1, SQLITE_STATIC);
   sqlite3_bind_text(s.stmt, 8, info.torch_version.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int64(s.stmt, 9, now_ns() + epoch_offset_ns());
+  const std::int64_t start_unix_ns = now_ns() + epoch_offset_ns();
+  sqlite3_bind_int64(s.stmt, 9, start_unix_ns);
   sqlite3_bind_int64(s.stmt, 10, epoch_offset_ns());
   if (sqlite3_step(s.stmt) != SQLITE_DONE)
     throw RecorderError(std::string("cannot insert the run row: ") + sqlite3_errmsg(impl_->db));
@@ -833,6 +844,20 @@ std::int64_t Recorder::begin_run(const RunInfo& info) {
       sqlite3_reset(c.stmt);
     }
   }
+  Statement r;
+  impl_->prepare(r,
+                 "INSERT OR REPLACE INTO ranks(run_id, rank, local_rank, host, pid, device, clock_offset_ns, "
+                 "start_unix_ns, status) VALUES(?,?,?,?,?,?,?,?, 'running')");
+  sqlite3_bind_int64(r.stmt, 1, run_id_);
+  sqlite3_bind_int(r.stmt, 2, rank_);
+  sqlite3_bind_int(r.stmt, 3, info.local_rank);
+  sqlite3_bind_text(r.stmt, 4, host.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(r.stmt, 5, static_cast<std::int64_t>(getpid()));
+  sqlite3_bind_text(r.stmt, 6, info.device.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(r.stmt, 7, epoch_offset_ns());
+  sqlite3_bind_int64(r.stmt, 8, start_unix_ns);
+  if (sqlite3_step(r.stmt) != SQLITE_DONE)
+    throw RecorderError(std::string("cannot insert the ranks row: ") + sqlite3_errmsg(impl_->db));
   impl_->hub->run_id.store(run_id_);
   return run_id_;
 }
@@ -848,6 +873,16 @@ void Recorder::end_run(RunStatus status, const std::string& message) {
   sqlite3_bind_int64(s.stmt, 4, dropped_records());
   sqlite3_bind_int64(s.stmt, 5, run_id_);
   if (sqlite3_step(s.stmt) != SQLITE_DONE) impl_->hub->write_errors.fetch_add(1, std::memory_order_relaxed);
+  Statement r;
+  impl_->prepare(r, "UPDATE ranks SET status = ?, status_message = ?, end_unix_ns = ?, dropped_records = ? "
+                    "WHERE run_id = ? AND rank = ?");
+  sqlite3_bind_text(r.stmt, 1, to_string(status), -1, SQLITE_STATIC);
+  sqlite3_bind_text(r.stmt, 2, message.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(r.stmt, 3, now_ns() + epoch_offset_ns());
+  sqlite3_bind_int64(r.stmt, 4, dropped_records());
+  sqlite3_bind_int64(r.stmt, 5, run_id_);
+  sqlite3_bind_int(r.stmt, 6, rank_);
+  if (sqlite3_step(r.stmt) != SQLITE_DONE) impl_->hub->write_errors.fetch_add(1, std::memory_order_relaxed);
 }
 
 void Recorder::record_range(const RangeRecord& range) noexcept {

@@ -425,8 +425,10 @@ TEST(ConfigErrors, UnknownKeySuggestsTheClosestKeyAndNamesTheOverride) {
 }
 
 TEST(ConfigErrors, KeyInTheWrongSectionIsFoundByItsLastSegment) {
+  // Two sections hold the name (the rollout layout and the Megatron training layout): both named.
   EXPECT_TRUE(Contains(override_error({"actor_rollout_ref.tensor_model_parallel_size=2"}),
-                       "did you mean actor_rollout_ref.rollout.tensor_model_parallel_size?"));
+                       "did you mean actor_rollout_ref.rollout.tensor_model_parallel_size or "
+                       "actor_rollout_ref.actor.megatron.tensor_model_parallel_size?"));
   EXPECT_TRUE(Contains(override_error({"trainer.adv_estimator=grpo"}), "did you mean algorithm.adv_estimator?"));
 }
 
@@ -612,6 +614,25 @@ TEST(ConfigValidateScope, ValidateChecksAStructBuiltInCode) {
 
 // ---------------------------------------------------------------------------------------------
 // docs/config.md
+
+TEST(ConfigValidate, DistributedKeys) {
+  Config c = default_config();
+  c.hybridscope.dist.backend = "mpi";
+  EXPECT_TRUE(Contains(error_of([&] { validate(c); }), "hybridscope.dist.backend"));
+  c = default_config();
+  c.hybridscope.dist.backend = "nccl";
+  EXPECT_TRUE(Contains(error_of([&] { validate(c); }), "nccl moves CUDA tensors only"));
+  c = default_config();
+  c.hybridscope.dist.timeout_s = 0;
+  EXPECT_TRUE(Contains(error_of([&] { validate(c); }), "hybridscope.dist.timeout_s = 0"));
+  c = default_config();
+  c.trainer.n_gpus_per_node = 4;
+  c.data.train_batch_size = 6;
+  c.actor_rollout_ref.actor.ppo_mini_batch_size = 6;
+  EXPECT_TRUE(Contains(error_of([&] { validate(c); }), "data.train_batch_size (6) is not divisible by the 4 data-parallel ranks"));
+  c.actor_rollout_ref.actor.megatron.tensor_model_parallel_size = 3;
+  EXPECT_TRUE(Contains(error_of([&] { validate(c); }), "is not divisible by actor_rollout_ref.actor.megatron"));
+}
 
 TEST(ConfigDocs, CarryTheGeneratedKeyReference) {
   const std::string docs = read_file(std::string{HS_SOURCE_DIR} + "/docs/config.md");

@@ -269,14 +269,30 @@ TEST(Trainer, EveryEstimatorAndKlModeRunsAndRecords) {
 
 TEST(Trainer, RefusesWhatThisBuildCannotRun) {
   const auto dir = scratch("unsupported");
-  for (const std::string o : {"trainer.n_gpus_per_node=2", "trainer.device=cuda",
-                              "actor_rollout_ref.model.enable_gradient_checkpointing=true", "trainer.logger=[wandb]"}) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"trainer.device=cuda"},
+      {"actor_rollout_ref.model.enable_gradient_checkpointing=true"},
+      {"trainer.logger=[wandb]"},
+      {"trainer.n_gpus_per_node=2", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"},
+      {"trainer.n_gpus_per_node=2", "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2"},
+      {"trainer.n_gpus_per_node=2", "algorithm.adv_estimator=gae"}};
+  for (const auto& overrides : cases) {
     try {
-      PPOTrainer trainer(tiny_config(dir, {o}), quiet());
-      FAIL() << "expected a ConfigError for " << o;
+      PPOTrainer trainer(tiny_config(dir, overrides), quiet());
+      FAIL() << "expected a ConfigError for " << overrides.back();
     } catch (const ConfigError& e) {
       EXPECT_NE(std::string(e.what()).find("not supported"), std::string::npos) << e.what();
     }
+  }
+}
+
+TEST(Trainer, AWorldOfSeveralRanksNeedsALauncher) {
+  const auto dir = scratch("nolauncher");
+  try {
+    PPOTrainer trainer(tiny_config(dir, {"trainer.n_gpus_per_node=2"}), quiet());
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("hybridscope launch -n 2"), std::string::npos) << e.what();
   }
 }
 

@@ -66,6 +66,8 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(actor_rollout_ref.actor.optim.lr_warmup_steps_ratio, "Warm-up steps as a share of the total training steps."),
       HS_CONFIG_KEY(actor_rollout_ref.actor.optim.min_lr_ratio, "Floor of the cosine schedule as a share of lr."),
       HS_CONFIG_KEY(actor_rollout_ref.actor.optim.warmup_style, "Schedule after warm-up: constant or cosine."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.megatron.tensor_model_parallel_size, "Tensor-parallel size of the training layout; data parallel = world / (tp x pp)."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.megatron.pipeline_model_parallel_size, "Pipeline stages of the training layout."),
 
       HS_CONFIG_KEY(actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu, "Samples per reference log-prob pass on one rank; -1 = whole batch."),
 
@@ -163,6 +165,8 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(hybridscope.warmup.lr, "Warm-up learning rate."),
       HS_CONFIG_KEY(hybridscope.probes.enable, "Record ranges, memory/KV-pool samples and switches; install the CPU tracking allocator. false: trace-only ranges cost a branch; timing_s/* and step metrics stay."),
       HS_CONFIG_KEY(hybridscope.probes.memory_interval_ms, "Memory samples (phase \"timer\") every this many ms besides the phase boundaries; 0 = only at phase boundaries."),
+      HS_CONFIG_KEY(hybridscope.dist.backend, "Process groups: auto (gloo on cpu, nccl on cuda), gloo or nccl."),
+      HS_CONFIG_KEY(hybridscope.dist.timeout_s, "Seconds the rendezvous and each collective wait for the other ranks before failing."),
       HS_CONFIG_KEY(hybridscope.peak_flops, "FLOP/s denominator of perf/mfu; -1 = measure this machine's GEMM peak."),
   };
   return table;

@@ -226,6 +226,31 @@ void validate(const Config& c) {
   p.at_least("hybridscope.warmup.steps", h.warmup.steps, 0);
   if (h.warmup.steps > 0) p.at_least("hybridscope.warmup.batch_size", h.warmup.batch_size, 1);
   if (!(h.warmup.lr >= 0.0)) p.add("hybridscope.warmup.lr = {}: must be >= 0", h.warmup.lr);
+  p.one_of("hybridscope.dist.backend", h.dist.backend, {"auto", "gloo", "nccl"});
+  if (!(h.dist.timeout_s > 0.0)) p.add("hybridscope.dist.timeout_s = {}: must be > 0 (seconds)", h.dist.timeout_s);
+  if (h.dist.backend == "nccl" && t.device != "cuda")
+    p.add("hybridscope.dist.backend = nccl moves CUDA tensors only, but trainer.device = {}: use gloo (or auto)",
+          t.device);
+  const auto& mega = actor.megatron;
+  p.at_least("actor_rollout_ref.actor.megatron.tensor_model_parallel_size", mega.tensor_model_parallel_size, 1);
+  p.at_least("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size", mega.pipeline_model_parallel_size, 1);
+  const int world = t.nnodes * t.n_gpus_per_node;
+  const int model_parallel = std::max(1, mega.tensor_model_parallel_size) * std::max(1, mega.pipeline_model_parallel_size);
+  if (world % model_parallel != 0) {
+    p.add("the world of {} ranks (trainer.nnodes x trainer.n_gpus_per_node) is not divisible by "
+          "actor_rollout_ref.actor.megatron.tensor_model_parallel_size x pipeline_model_parallel_size ({})",
+          world, model_parallel);
+  } else if (const int dp = world / model_parallel; dp > 1) {
+    // Each data-parallel rank takes an equal share of the prompts and of every mini-batch.
+    if (d.train_batch_size % dp != 0)
+      p.add("data.train_batch_size ({}) is not divisible by the {} data-parallel ranks", d.train_batch_size, dp);
+    if (actor.ppo_mini_batch_size % dp != 0)
+      p.add("actor_rollout_ref.actor.ppo_mini_batch_size ({}) is not divisible by the {} data-parallel ranks",
+            actor.ppo_mini_batch_size, dp);
+    if (c.use_critic() && c.critic.ppo_mini_batch_size % dp != 0)
+      p.add("critic.ppo_mini_batch_size ({}) is not divisible by the {} data-parallel ranks",
+            c.critic.ppo_mini_batch_size, dp);
+  }
   if (h.peak_flops != -1.0 && !(h.peak_flops > 0.0)) {
     p.add("hybridscope.peak_flops = {}: must be -1 (measure) or > 0", h.peak_flops);
   }

@@ -40,12 +40,28 @@ Optimizer::Optimizer(torch::nn::Module& module, const OptimConfig& optim, double
 void Optimizer::zero_grad() { adamw_->zero_grad(true); }
 
 double Optimizer::step() {
-  // Global L2 norm over every parameter's gradient; with sharded parameters the squared norms
-  // are summed over the data-parallel group first.
+  // Data parallel with replicated parameters: each rank's gradient is already weighted by its
+  // share of the global loss count (micro_batch_weight), so the sum over dp is the gradient of the
+  // whole batch. One flat buffer, one all_reduce per optimizer step.
+  if (parallel_.dp->size() > 1) {
+    std::vector<torch::Tensor> grads;
+    for (auto& p : params_) {
+      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+      grads.push_back(p.grad().reshape({-1}));
+    }
+    auto flat = torch::cat(grads);
+    parallel_.dp->all_reduce(flat, ReduceOp::kSum);
+    std::int64_t offset = 0;
+    for (auto& p : params_) {
+      const auto n = p.numel();
+      p.grad().copy_(flat.narrow(0, offset, n).view_as(p));
+      offset += n;
+    }
+  }
+  // Global L2 norm over every parameter's gradient (identical on every dp rank after the sum).
   auto total_sq = torch::zeros({}, torch::kFloat64);
   for (const auto& p : params_)
     if (p.grad().defined()) total_sq += p.grad().to(torch::kFloat64).pow(2).sum();
-  parallel_.dp->all_reduce(total_sq);
   const double norm = std::sqrt(total_sq.item<double>());
   if (!std::isfinite(norm)) {  // verl skips the update when the norm is not finite
     zero_grad();
@@ -171,20 +187,27 @@ torch::Tensor response_values(Transformer& model, const RolloutBatch& batch) {
   return values.slice(1, p - 1, p + batch.response_length() - 1);
 }
 
-double micro_batch_weight(const torch::Tensor& micro_mask, const torch::Tensor& mini_mask, LossAggMode mode) {
+double loss_agg_count(const torch::Tensor& mask, LossAggMode mode) {
   switch (mode) {
-    case LossAggMode::kTokenMean:
-      return micro_mask.sum().item<double>() / std::max(1e-8, mini_mask.sum().item<double>());
+    case LossAggMode::kTokenMean: return mask.sum().item<double>();
     case LossAggMode::kSeqMeanTokenSum:
-    case LossAggMode::kSeqMeanTokenMean: {
-      const double micro_seqs = (micro_mask.sum(-1) > 0).sum().item<double>();
-      const double mini_seqs = (mini_mask.sum(-1) > 0).sum().item<double>();
-      return micro_seqs / std::max(1.0, mini_seqs);
-    }
-    case LossAggMode::kSeqMeanTokenSumNorm:
-      return 1.0;
+    case LossAggMode::kSeqMeanTokenMean: return (mask.sum(-1) > 0).sum().item<double>();
+    case LossAggMode::kSeqMeanTokenSumNorm: return 1.0;
   }
   return 1.0;
+}
+
+double global_loss_agg_count(const torch::Tensor& mask, LossAggMode mode, Communicator& dp) {
+  if (mode == LossAggMode::kSeqMeanTokenSumNorm || dp.size() == 1) return loss_agg_count(mask, mode);
+  auto count = torch::full({1}, loss_agg_count(mask, mode), torch::kFloat64);
+  dp.all_reduce(count, ReduceOp::kSum);
+  return count.item<double>();
+}
+
+double micro_batch_weight(const torch::Tensor& micro_mask, double mini_count, LossAggMode mode) {
+  if (mode == LossAggMode::kSeqMeanTokenSumNorm) return 1.0;
+  const double floor = mode == LossAggMode::kTokenMean ? 1e-8 : 1.0;
+  return loss_agg_count(micro_mask, mode) / std::max(floor, mini_count);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -216,9 +239,10 @@ Metrics PPOActor::update_policy(const RolloutBatch& batch, std::int64_t step, st
       const auto micro_batches = config_.use_dynamic_bsz
                                      ? split_rows_by_tokens(mb.attention_mask, config_.ppo_max_token_len_per_gpu)
                                      : split_rows(mb.size(), micro);
+      const double mini_count = global_loss_agg_count(mb.response_mask, config_.loss_agg_mode, *parallel_.dp);
       for (const auto& rows : micro_batches) {
         const RolloutBatch ub = mb.select(rows);
-        const double weight = micro_batch_weight(ub.response_mask, mb.response_mask, config_.loss_agg_mode);
+        const double weight = micro_batch_weight(ub.response_mask, mini_count, config_.loss_agg_mode);
         if (weight == 0.0) continue;
         const bool need_entropy = config_.entropy_coeff != 0.0;
         auto [log_prob, entropy_tokens] = response_log_probs(model_, ub, temperature_, true);
@@ -277,9 +301,10 @@ Metrics PPOCritic::update_critic(const RolloutBatch& batch, std::int64_t step) {
       const auto micro_batches = config_.use_dynamic_bsz
                                      ? split_rows_by_tokens(mb.attention_mask, config_.ppo_max_token_len_per_gpu)
                                      : split_rows(mb.size(), config_.ppo_micro_batch_size_per_gpu);
+      const double mini_count = global_loss_agg_count(mb.response_mask, config_.loss_agg_mode, *parallel_.dp);
       for (const auto& rows : micro_batches) {
         const RolloutBatch ub = mb.select(rows);
-        const double weight = micro_batch_weight(ub.response_mask, mb.response_mask, config_.loss_agg_mode);
+        const double weight = micro_batch_weight(ub.response_mask, mini_count, config_.loss_agg_mode);
         if (weight == 0.0) continue;
         auto vpreds = response_values(model_, ub);
         auto vl = compute_value_loss(vpreds, ub.returns, ub.values, ub.response_mask, config_.cliprange_value,

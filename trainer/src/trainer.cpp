@@ -1,12 +1,21 @@
-// trainer.cpp — the PPO/GRPO loop: verl's RayPPOTrainer.fit for a single process.
+// trainer.cpp — the PPO/GRPO loop: verl's RayPPOTrainer.fit, one process per rank.
 //
-// Randomness: every random stream is derived from (hybridscope.seed, global step), so a run resumed
-// from a checkpoint at step k draws exactly what the uninterrupted run drew at step k + 1.
+// Randomness: every random stream is derived from (hybridscope.seed, global step, rank), so a run
+// resumed from a checkpoint at step k draws exactly what the uninterrupted run drew at step k + 1.
+//
+// Data parallel (world > 1, tp = pp = 1): every rank holds the whole model (replicated
+// parameters), reads the same global batch and keeps its contiguous share of the prompts; it
+// generates, scores and computes advantages for its share only (a GRPO group never leaves its
+// rank), and the optimizer sums the gradients over dp with global loss weights, so the update
+// equals the single-process one on the same samples. Metrics are reduced over the world; rank 0
+// prints, validates its share like everyone else, writes checkpoints, and merges the ranks' run
+// files into the run database at the end (probes/merge.h).
 #include "hybridscope/trainer/trainer.h"
 
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -16,6 +25,7 @@
 #include <torch/torch.h>
 
 #include "console.h"
+#include "hybridscope/probes/merge.h"
 #include "hybridscope/probes/range.h"
 #include "hybridscope/probes/recorder.h"
 #if HS_HAVE_CUPTI
@@ -29,6 +39,8 @@
 #include "hybridscope/trainer/hybrid_switch.h"
 #include "hybridscope/trainer/metrics.h"
 #include "hybridscope/trainer/ppo_workers.h"
+#include "hybridscope/trainer/probed_communicator.h"
+#include "hybridscope/trainer/process_group.h"
 #include "hybridscope/trainer/reward.h"
 #include "hybridscope/trainer/rollout.h"
 #include "hybridscope/trainer/sft.h"
@@ -49,6 +61,57 @@ std::uint64_t stream_seed(std::uint64_t seed, std::int64_t step, std::uint64_t s
 }
 enum Stream : std::uint64_t { kRolloutStream = 1, kActorShuffleStream = 2, kInitStream = 3 };
 constexpr int kCpuDevice = -1;  // the memory probe's device: trainer.device=cuda is refused for now
+
+// A rank's own stream: rank 0's is the single-process stream, so a one-rank run is unchanged.
+std::uint64_t rank_stream_seed(std::uint64_t seed, std::int64_t step, std::uint64_t stream, int rank) {
+  const std::uint64_t s = stream_seed(seed, step, stream);
+  return rank == 0 ? s : stream_seed(s, rank, stream);
+}
+
+// How each metric combines over ranks (docs/metrics.md): per-rank shares of the step's tokens,
+// throughput and MFU add up; phase times and peaks take the slowest rank; otherwise verl's rule —
+// names containing "max" by max, "min" by min, the rest by mean (ranks hold equal shares).
+enum class Combine { kMean, kSum, kMax, kMin };
+Combine combine_of(const std::string& name) {
+  if (name == "perf/total_num_tokens" || name == "perf/throughput" || name.rfind("perf/mfu/", 0) == 0)
+    return Combine::kSum;
+  if (name.rfind("timing_s/", 0) == 0 || name == "perf/time_per_step" || name == "perf/cpu_memory_used_gb")
+    return Combine::kMax;
+  if (name.find("max") != std::string::npos) return Combine::kMax;
+  if (name.find("min") != std::string::npos) return Combine::kMin;
+  return Combine::kMean;
+}
+
+// Every rank's metrics reduced over `world` (names must match across ranks, as they do for one
+// config). Three small all_reduces per call.
+Metrics reduce_metrics(const Metrics& metrics, Communicator& world) {
+  if (world.size() == 1) return metrics;
+  const auto n = static_cast<std::int64_t>(metrics.size());
+  auto count = torch::tensor({n, -n}, torch::kInt64);
+  world.all_reduce(count, ReduceOp::kMax);
+  if (count[0].item<std::int64_t>() != n || -count[1].item<std::int64_t>() != n)
+    throw DistError(fmt::format("ranks report different metric sets ({} here, {} to {} elsewhere)", n,
+                                -count[1].item<std::int64_t>(), count[0].item<std::int64_t>()));
+  auto values = torch::empty({n}, torch::kFloat64);
+  for (std::int64_t i = 0; i < n; ++i) values[i] = metrics[static_cast<std::size_t>(i)].second;
+  auto sum = values.clone(), max = values.clone(), min = values.clone();
+  world.all_reduce(sum, ReduceOp::kSum);
+  world.all_reduce(max, ReduceOp::kMax);
+  world.all_reduce(min, ReduceOp::kMin);
+  Metrics out;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto& name = metrics[static_cast<std::size_t>(i)].first;
+    double v = 0;
+    switch (combine_of(name)) {
+      case Combine::kSum: v = sum[i].item<double>(); break;
+      case Combine::kMax: v = max[i].item<double>(); break;
+      case Combine::kMin: v = min[i].item<double>(); break;
+      case Combine::kMean: v = sum[i].item<double>() / world.size(); break;
+    }
+    out.emplace_back(name, v);
+  }
+  return out;
+}
 
 Transformer make_model(const ModelShape& shape, HeadKind head, std::uint64_t seed) {
   torch::manual_seed(seed);
@@ -72,10 +135,22 @@ void check_supported(const Config& cfg) {
   };
   if (cfg.trainer.device != "cpu")
     refuse("trainer.device=" + cfg.trainer.device + " (runs on cpu; set trainer.device=cpu)");
-  if (cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node != 1)
-    refuse(fmt::format("a world of {} ranks (trainer.nnodes={} x trainer.n_gpus_per_node={}; set both to 1)",
-                       cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node, cfg.trainer.nnodes,
-                       cfg.trainer.n_gpus_per_node));
+  const auto& mega = cfg.actor_rollout_ref.actor.megatron;
+  if (mega.tensor_model_parallel_size != 1)
+    refuse("actor_rollout_ref.actor.megatron.tensor_model_parallel_size > 1 (data parallel only; set it to 1)");
+  if (mega.pipeline_model_parallel_size != 1)
+    refuse("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size > 1 (data parallel only; set it to 1)");
+  if (cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node > 1) {
+    // These whiten or adapt over the whole batch, which data-parallel ranks do not hold.
+    const auto est = cfg.algorithm.adv_estimator;
+    if (est == AdvEstimator::kGae || est == AdvEstimator::kReinforcePlusPlus ||
+        est == AdvEstimator::kReinforcePlusPlusBaseline)
+      refuse(fmt::format("algorithm.adv_estimator={} with more than one rank (it whitens advantages over the whole "
+                         "batch; use grpo, rloo or remax, or one rank)",
+                         to_string(est)));
+    if (cfg.algorithm.use_kl_in_reward && cfg.algorithm.kl_ctrl.type == KlCtrlType::kAdaptive)
+      refuse("algorithm.kl_ctrl.type=adaptive with more than one rank (set it to fixed)");
+  }
   if (cfg.actor_rollout_ref.rollout.tensor_model_parallel_size != 1)
     refuse("actor_rollout_ref.rollout.tensor_model_parallel_size > 1 (one rank; set it to 1)");
   if (cfg.actor_rollout_ref.model.enable_gradient_checkpointing || cfg.critic.model.enable_gradient_checkpointing)
@@ -105,6 +180,9 @@ struct PPOTrainer::State {
   std::unique_ptr<HybridSwitch> hybrid_switch;
   std::unique_ptr<KlController> kl_ctrl;
 
+  DistEnv env;                                 // this rank in the world (the one-rank world by default)
+  std::unique_ptr<C10dGroupFactory> groups;     // world > 1 only
+  ParallelContext parallel;                     // world and dp groups, probed
   std::unique_ptr<probes::Recorder> recorder;
 #if HS_HAVE_CUPTI
   std::unique_ptr<probes::CuptiCollector> cupti;  // GPU activity; says "inactive" without a device
@@ -142,6 +220,10 @@ struct PPOTrainer::State {
   void record_kv(const char* phase, const KvPoolStats& stats);
   double validate(std::map<std::string, double>* per_source);
   void save(std::int64_t step);
+  int rank() const { return env.rank; }
+  int world() const { return env.world_size; }
+  /// Rank 0's parameters to every rank (replicas start identical whatever each rank loaded).
+  void broadcast_parameters(torch::nn::Module& module);
 };
 
 PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make_unique<State>()) {
@@ -152,6 +234,52 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
   const auto& cfg = s.cfg;
   check_supported(cfg);
   torch::set_num_threads(cfg.hybridscope.num_threads);
+
+  s.env = dist_env_from_environment();
+  const int world = cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node;
+  if (s.env.world_size != world) {
+    throw ConfigError(s.env.world_size == 1
+                          ? fmt::format("trainer.nnodes x trainer.n_gpus_per_node = {} ranks, but this process was "
+                                        "started alone (no RANK/WORLD_SIZE): start it with `hybridscope launch -n {} "
+                                        "-- train ...` (or torchrun/srun/mpirun)",
+                                        world, world)
+                          : fmt::format("WORLD_SIZE={} from the launcher, but trainer.nnodes x trainer.n_gpus_per_node "
+                                        "= {}: set trainer.n_gpus_per_node={} (with trainer.nnodes=1) to match",
+                                        s.env.world_size, world, s.env.world_size));
+  }
+  const std::string& db = cfg.hybridscope.db;
+  if (world > 1) {
+    ProcessGroupOptions pg;
+    pg.backend = cfg.hybridscope.dist.backend == "nccl" ? DistBackend::kNccl : DistBackend::kGloo;
+    pg.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.hybridscope.dist.timeout_s * 1000.0));
+    s.groups = std::make_unique<C10dGroupFactory>(s.env, pg);
+    // Files a dead earlier run left behind are merged before this run's ranks open theirs.
+    if (s.rank() == 0 && std::filesystem::exists(db) && !probes::rank_files(db).empty()) {
+      for (const auto& line : probes::merge_rank_files(db).messages) fmt::print("merged earlier rank file: {}\n", line);
+    }
+    s.groups->world()->barrier();
+  }
+  const std::string rank_db = s.rank() == 0 ? db : db + ".rank" + std::to_string(s.rank());
+  if (s.rank() > 0 && std::filesystem::exists(rank_db)) {
+    // Left over and not mergeable (its run is not in the run database): replaced, said aloud.
+    fmt::print(stderr, "warning: replacing a stale rank file {} that could not be merged into {}\n", rank_db, db);
+    for (const char* suffix : {"", "-wal", "-shm"}) std::remove((rank_db + suffix).c_str());
+  }
+  s.recorder = std::make_unique<probes::Recorder>(rank_db, s.rank());
+  if (world > 1) {
+    // Every collective of the run goes through the communication probe.
+    const bool probe = cfg.hybridscope.probes.enable;
+    std::vector<int> all(static_cast<std::size_t>(world));
+    for (int r = 0; r < world; ++r) all[static_cast<std::size_t>(r)] = r;
+    std::shared_ptr<Communicator> world_group = s.groups->world();
+    std::shared_ptr<Communicator> dp_group = s.groups->new_group(all, "dp");
+    if (probe) {
+      world_group = std::make_shared<ProbedCommunicator>(world_group, s.recorder.get(), &s.global_step);
+      dp_group = std::make_shared<ProbedCommunicator>(dp_group, s.recorder.get(), &s.global_step);
+    }
+    s.parallel.world = world_group;
+    s.parallel.dp = dp_group;
+  }
 
   s.tokenizer = make_tokenizer(cfg.hybridscope.tokenizer);
   s.train_data = RLDataset::load(cfg.data.train_files, *s.tokenizer, cfg.data);
@@ -173,7 +301,7 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
                                      : load_pretrained(model_path, HeadKind::kLm);
   const double temperature = cfg.actor_rollout_ref.rollout.temperature;
   s.actor = std::make_unique<PPOActor>(s.actor_model, cfg.actor_rollout_ref.actor, temperature,
-                                       cfg.actor_rollout_ref.rollout.n, s.total_steps);
+                                       cfg.actor_rollout_ref.rollout.n, s.total_steps, s.parallel);
   if (cfg.use_critic()) {
     Transformer critic_model{nullptr};
     if (!cfg.critic.model.path.empty()) {
@@ -181,7 +309,8 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
     } else {
       critic_model = make_model(s.actor_model->shape(), HeadKind::kValue, stream_seed(seed, 0, kInitStream) + 1);
     }
-    s.critic = std::make_unique<PPOCritic>(critic_model, cfg.critic, cfg.actor_rollout_ref.rollout.n, s.total_steps);
+    s.critic = std::make_unique<PPOCritic>(critic_model, cfg.critic, cfg.actor_rollout_ref.rollout.n, s.total_steps,
+                                           s.parallel);
   }
   if (cfg.reward_model.enable) {
     s.reward_model = cfg.reward_model.model.path.empty()
@@ -198,7 +327,6 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
                                               rollout_cfg.max_num_seqs, max_seq_len);
   s.checkpoint_root = cfg.trainer.default_local_dir;
 
-  s.recorder = std::make_unique<probes::Recorder>(cfg.hybridscope.db);
   if (cfg.hybridscope.probes.enable) {
     s.timings.set_recorder(s.recorder.get());
     install_cpu_memory_tracker();
@@ -293,29 +421,44 @@ void PPOTrainer::State::sample(const char* phase) {
 }
 
 double PPOTrainer::State::validate(std::map<std::string, double>* per_source) {
+  // Each rank scores its contiguous share of the validation prompts; sums and counts per data
+  // source (the same sorted list on every rank) are added over the world.
   torch::NoGradGuard no_grad;
   SamplingParams params = cfg.actor_rollout_ref.rollout.val_kwargs;
   params.n = 1;
+  const std::size_t total_rows = val_data.size();
+  const std::size_t share = (total_rows + static_cast<std::size_t>(world()) - 1) / static_cast<std::size_t>(world());
+  const std::size_t first = std::min(total_rows, share * static_cast<std::size_t>(rank()));
+  const std::size_t last = std::min(total_rows, first + share);
   const std::size_t chunk = cfg.data.val_batch_size > 0 ? static_cast<std::size_t>(cfg.data.val_batch_size)
-                                                        : val_data.size();
-  std::map<std::string, std::pair<double, int>> sums;
-  double total = 0;
-  for (std::size_t start = 0; start < val_data.size(); start += chunk) {
+                                                        : std::max<std::size_t>(1, last - first);
+  std::map<std::string, std::size_t> source_index;
+  for (std::size_t i = 0; i < total_rows; ++i) source_index.emplace(val_data[i].data_source, 0);
+  std::size_t next = 0;
+  for (auto& [source, index] : source_index) index = next++;
+  auto sums = torch::zeros({2, static_cast<std::int64_t>(source_index.size()) + 1}, torch::kFloat64);  // (sum, count)
+  auto sums_a = sums.accessor<double, 2>();
+  const auto all = static_cast<std::int64_t>(source_index.size());
+  for (std::size_t start = first; start < last; start += chunk) {
     std::vector<const Example*> examples;
-    for (std::size_t i = start; i < std::min(val_data.size(), start + chunk); ++i) examples.push_back(&val_data[i]);
+    for (std::size_t i = start; i < std::min(last, start + chunk); ++i) examples.push_back(&val_data[i]);
     const RolloutBatch batch = generate(examples, params, stream_seed(cfg.hybridscope.seed, -1, kRolloutStream));
     const auto scores = score(batch).sum(-1);
     for (std::int64_t b = 0; b < batch.size(); ++b) {
       const double v = scores[b].item<double>();
-      auto& [sum, count] = sums[batch.data_source[static_cast<std::size_t>(b)]];
-      sum += v;
-      ++count;
-      total += v;
+      const auto k = static_cast<std::int64_t>(source_index.at(batch.data_source[static_cast<std::size_t>(b)]));
+      sums_a[0][k] += v;
+      sums_a[1][k] += 1;
+      sums_a[0][all] += v;
+      sums_a[1][all] += 1;
     }
   }
+  parallel.world->all_reduce(sums, ReduceOp::kSum);
   if (per_source)
-    for (const auto& [source, sc] : sums) (*per_source)[source] = sc.first / sc.second;
-  return val_data.size() ? total / static_cast<double>(val_data.size()) : 0.0;
+    for (const auto& [source, k] : source_index)
+      if (sums_a[1][static_cast<std::int64_t>(k)] > 0)
+        (*per_source)[source] = sums_a[0][static_cast<std::int64_t>(k)] / sums_a[1][static_cast<std::int64_t>(k)];
+  return sums_a[1][all] > 0 ? sums_a[0][all] / sums_a[1][all] : 0.0;
 }
 
 Metrics PPOTrainer::State::step() {
@@ -326,8 +469,12 @@ Metrics PPOTrainer::State::step() {
   RolloutBatch batch;
   {
     HS_PROBE_RANGE(timings, "step", kStep);
+    // Every rank draws the same global batch and keeps its contiguous share of the prompts.
+    const auto indices = loader->next_batch();
+    const std::size_t share = indices.size() / static_cast<std::size_t>(world());
     std::vector<const Example*> examples;
-    for (auto i : loader->next_batch()) examples.push_back(&train_data[i]);
+    for (std::size_t k = share * static_cast<std::size_t>(rank()); k < share * static_cast<std::size_t>(rank() + 1); ++k)
+      examples.push_back(&train_data[indices[k]]);
     {
       HS_PROBE_RANGE(timings, "switch/train_to_rollout", kSwitch);
       hybrid_switch->to_rollout(step);
@@ -335,7 +482,8 @@ Metrics PPOTrainer::State::step() {
     sample("switch/train_to_rollout");
     {
       HS_PROBE_RANGE(timings, "gen", kPhase);
-      batch = generate(examples, arr.rollout.sampling(), stream_seed(cfg.hybridscope.seed, step, kRolloutStream));
+      batch = generate(examples, arr.rollout.sampling(),
+                       rank_stream_seed(cfg.hybridscope.seed, step, kRolloutStream, rank()));
     }
     if (cfg.algorithm.adv_estimator == AdvEstimator::kRemax) {
       HS_PROBE_RANGE(timings, "gen_max", kPhase);
@@ -417,7 +565,8 @@ Metrics PPOTrainer::State::step() {
     if (critic) sample("update_critic");
     if (step > cfg.trainer.critic_warmup) {
       HS_PROBE_RANGE(timings, "update_actor", kPhase);
-      const auto actor_metrics = actor->update_policy(batch, step - 1, stream_seed(cfg.hybridscope.seed, step, kActorShuffleStream));
+      const auto actor_metrics = actor->update_policy(
+          batch, step - 1, rank_stream_seed(cfg.hybridscope.seed, step, kActorShuffleStream, rank()));
       metrics.insert(metrics.end(), actor_metrics.begin(), actor_metrics.end());
     }
     sample("update_actor");
@@ -431,7 +580,8 @@ Metrics PPOTrainer::State::step() {
     }
     if (cfg.trainer.save_freq > 0 && (step % cfg.trainer.save_freq == 0 || last)) {
       HS_PROBE_RANGE(timings, "save_checkpoint", kCheckpoint);
-      save(step);
+      if (rank() == 0) save(step);  // replicas are identical: one copy
+      parallel.world->barrier();    // nobody resumes from a half-written checkpoint
     }
   }
 
@@ -470,7 +620,7 @@ Metrics PPOTrainer::State::step() {
   metrics.emplace_back("rollout/kv_num_blocks", static_cast<double>(pool.num_blocks));
   metrics.emplace_back("training/global_step", static_cast<double>(step));
   metrics.emplace_back("training/epoch", static_cast<double>(loader->state().epoch));
-  return metrics;
+  return reduce_metrics(metrics, *parallel.world);
 }
 
 void PPOTrainer::State::save(std::int64_t step) {
@@ -485,6 +635,7 @@ void PPOTrainer::State::save(std::int64_t step) {
 }
 
 void PPOTrainer::State::prepare(FitSummary& summary) {
+  const bool lead = rank() == 0;  // prints and writes the shared files
   timings.begin_step(0);
   // Resume or warm up.
   std::optional<std::string> resume_dir;
@@ -513,7 +664,7 @@ void PPOTrainer::State::prepare(FitSummary& summary) {
   } else if (warmup_configured) {
     HS_PROBE_RANGE(timings, "warmup", kSetup);
     const auto start = probes::now_ns();
-    detail::Progress bar("warm-up", cfg.hybridscope.warmup.steps, opts.show_progress);
+    detail::Progress bar("warm-up", cfg.hybridscope.warmup.steps, opts.show_progress && lead);
     const int every = std::max(1, cfg.hybridscope.warmup.steps / 5);
     const RLDataset warmup_data = cfg.hybridscope.warmup.files.empty()
                                       ? train_data
@@ -522,13 +673,17 @@ void PPOTrainer::State::prepare(FitSummary& summary) {
         actor_model, warmup_data, *tokenizer, cfg.hybridscope.warmup, cfg.hybridscope.seed,
         [&](int done, int total, double l) {
           bar.update(done, fmt::format("loss {:.3f}", l));
-          if (done % every == 0 || done == total) bar.println(fmt::format("warm-up {}/{} loss {:.4f}", done, total, l));
+          if (lead && (done % every == 0 || done == total))
+            bar.println(fmt::format("warm-up {}/{} loss {:.4f}", done, total, l));
         });
     bar.finish();
     summary.warmup_seconds = static_cast<double>(probes::now_ns() - start) * 1e-9;
-    std::filesystem::create_directories(base_dir);
-    save_pretrained(actor_model, base_dir);
-    fmt::print("warm-up: {} steps in {}, final loss {:.4f}; base policy saved to {}\n", cfg.hybridscope.warmup.steps,
+    if (lead) {
+      std::filesystem::create_directories(base_dir);
+      save_pretrained(actor_model, base_dir);
+    }
+    parallel.world->barrier();
+    if (lead) fmt::print("warm-up: {} steps in {}, final loss {:.4f}; base policy saved to {}\n", cfg.hybridscope.warmup.steps,
                detail::format_duration(summary.warmup_seconds), loss, base_dir);
   }
   // Reference policy and critic start from the (possibly warmed-up) actor.
@@ -541,11 +696,15 @@ void PPOTrainer::State::prepare(FitSummary& summary) {
     for (auto& p : ref_model->parameters()) p.set_requires_grad(false);
   }
   if (critic && !resume_dir && cfg.critic.model.path.empty()) copy_backbone(actor_model, critic->model());
+  if (world() > 1) {
+    broadcast_parameters(*actor_model);
+    if (critic) broadcast_parameters(*critic->model());
+  }
 
   if (cfg.trainer.val_before_train) {
     HS_PROBE_RANGE(timings, "testing", kValidation);
     summary.val_before = validate(nullptr);
-    fmt::print("validation before training (step {}): mean@1 = {:.3f} on {} prompts\n", global_step,
+    if (lead) fmt::print("validation before training (step {}): mean@1 = {:.3f} on {} prompts\n", global_step,
                summary.val_before, val_data.size());
     recorder->record_metrics(global_step, {{"val/mean@1", summary.val_before}});
   }
@@ -570,11 +729,24 @@ probes::RunInfo PPOTrainer::State::run_info() const {
   info.config = config_entries(cfg);
   info.world_size = cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node;
   info.torch_version = TORCH_VERSION;
+  info.local_rank = env.local_rank;
+  info.device = cfg.trainer.device;
   return info;
 }
 
 void PPOTrainer::State::begin_recording() {
-  recorder->begin_run(run_info());
+  probes::RunInfo info = run_info();
+  if (world() > 1) {
+    // Rank 0 creates the run row in the run database; the others record under the same id.
+    auto id = torch::full({1}, rank() == 0 ? recorder->begin_run(info) : std::int64_t{-1}, torch::kInt64);
+    parallel.world->broadcast(id, 0);
+    if (rank() > 0) {
+      info.run_id = id.item<std::int64_t>();
+      recorder->begin_run(info);
+    }
+  } else {
+    recorder->begin_run(info);
+  }
   if (!cfg.hybridscope.probes.enable) return;
   // Memory on a timer besides the phase boundaries.
   if (cfg.hybridscope.probes.memory_interval_ms > 0)
@@ -613,6 +785,15 @@ Metrics PPOTrainer::train_step() {
   }
 }
 
+void PPOTrainer::State::broadcast_parameters(torch::nn::Module& module) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : module.parameters()) {
+    auto buffer = p.detach().contiguous();
+    parallel.world->broadcast(buffer, 0);
+    if (!buffer.is_same(p)) p.copy_(buffer);
+  }
+}
+
 namespace {
 double find(const Metrics& metrics, const std::string& name, double fallback = 0.0) {
   for (const auto& [n, v] : metrics)
@@ -629,6 +810,7 @@ FitSummary PPOTrainer::fit() {
   FitSummary summary;
   summary.db_path = cfg.hybridscope.db;
   s.begin_recording();
+  const bool lead = s.rank() == 0;  // prints and writes the shared files
 
   g_stop_signal.store(0);
   auto previous_int = std::signal(SIGINT, on_stop_signal);
@@ -646,11 +828,18 @@ FitSummary PPOTrainer::fit() {
     s.prepare(summary);
     summary.first_step = static_cast<int>(s.global_step) + 1;
 
-    detail::Progress bar("train", s.total_steps, s.opts.show_progress);
+    detail::Progress bar("train", s.total_steps, s.opts.show_progress && lead);
     bar.update(s.global_step);
     double step_seconds_sum = 0;
     while (s.global_step < s.total_steps) {
-      if (const int sig = g_stop_signal.load()) {
+      // A stop request on any rank stops every rank at the same step boundary.
+      int sig = g_stop_signal.load();
+      if (s.world() > 1) {
+        auto flag = torch::full({1}, sig, torch::kInt64);
+        s.parallel.world->all_reduce(flag, ReduceOp::kMax);
+        sig = static_cast<int>(flag.item<std::int64_t>());
+      }
+      if (sig) {
         s.end_recording(probes::RunStatus::kKilled, fmt::format("stopped by signal {} after step {}", sig, s.global_step));
         throw std::runtime_error(fmt::format("stopped by signal {} after step {}", sig, s.global_step));
       }
@@ -667,7 +856,7 @@ FitSummary PPOTrainer::fit() {
           find(metrics, "perf/time_per_step"), find(metrics, "perf/throughput"));
       if (s.critic) line += fmt::format(" | vf_loss {:.4f}", find(metrics, "critic/vf_loss"));
       if (val >= 0) line += fmt::format(" | val mean@1 {:.3f}", val);
-      bar.println(line);
+      if (lead) bar.println(line);
       bar.update(s.global_step);
     }
     bar.finish();
@@ -678,6 +867,14 @@ FitSummary PPOTrainer::fit() {
     if (summary.steps_run > 0) summary.mean_step_seconds = step_seconds_sum / summary.steps_run;
     if (auto latest = find_latest_checkpoint(s.checkpoint_root)) summary.checkpoint_dir = *latest;
     s.end_recording(probes::RunStatus::kCompleted);
+    if (s.world() > 1) {
+      s.parallel.world->barrier();  // every rank's file is complete
+      if (lead) {
+        const auto report = probes::merge_rank_files(cfg.hybridscope.db);
+        fmt::print("merged {} rank files ({} rows) into {}\n", report.files_merged, report.rows_copied,
+                   cfg.hybridscope.db);
+      }
+    }
   } catch (const std::exception& e) {
     if (g_stop_signal.load() == 0) s.end_recording(probes::RunStatus::kFailed, e.what());
     throw;

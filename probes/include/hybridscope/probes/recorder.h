@@ -9,8 +9,8 @@
 // max_queued_records waiting records, new ones are dropped and counted (runs.dropped_records,
 // dropped_records(), write_errors()); the hot path never blocks on the writer and never throws.
 //
-// What this is not: a multi-rank merger (each rank writes its own file) or a CUPTI collector (that
-// is hs_cupti, which hands its parsed records to record_gpu_activity()).
+// Each rank writes its own file (see merge.h for how they become one run database); begin_run
+// also writes this rank's row of the `ranks` table. What this is not: a CUPTI collector.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +43,11 @@ struct RunInfo {
   int world_size = 1;
   std::string torch_version;
   std::vector<std::pair<std::string, std::string>> config;  // (dotted key, value): the `config` table
+  /// The run's id; -1: the next free one. A rank > 0 recording into its own file passes rank 0's
+  /// id in the run database, so that merge_rank_files() knows where its rows belong.
+  std::int64_t run_id = -1;
+  int local_rank = 0;          // this rank's index on its host (the ranks table)
+  std::string device = "cpu";  // this rank's device ("cpu", "cuda:0", ...)
 };
 
 enum class RunStatus { kRunning, kCompleted, kFailed, kKilled };
@@ -159,10 +164,10 @@ class Recorder {
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
 
-  /// Inserts the run row (status running) and returns its id. Records made before it are kept
-  /// and written with this run.
+  /// Inserts the run row (status running; with info.run_id when >= 0) and this rank's row of the
+  /// ranks table, and returns the run id. Records made before it are kept and written with this run.
   std::int64_t begin_run(const RunInfo& info);
-  /// Flushes and records how the run ended.
+  /// Flushes and records how the run (and this rank) ended.
   void end_run(RunStatus status, const std::string& message = "");
 
   /// Hot path, any thread: appends to the thread's chunk; drops (counted) when the queue is full.

@@ -35,6 +35,7 @@ inline constexpr const char* kExternalCorrelations = "external_correlations";
 inline constexpr const char* kCorrelationRanges = "correlation_ranges";
 inline constexpr const char* kCuptiOverhead = "cupti_overhead";
 inline constexpr const char* kCollectorStats = "collector_stats";
+inline constexpr const char* kRanks = "ranks";
 
 /// Statements that create the current schema (idempotent).
 inline constexpr const char* kCreateStatements = R"sql(
@@ -285,6 +286,21 @@ CREATE TABLE IF NOT EXISTS collector_stats (
   peak_buffer_bytes INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS collector_stats_by_run ON collector_stats(run_id, rank, ts_ns);
+CREATE TABLE IF NOT EXISTS ranks (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  rank INTEGER NOT NULL,
+  local_rank INTEGER NOT NULL,
+  host TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  device TEXT NOT NULL,
+  clock_offset_ns INTEGER NOT NULL,
+  start_unix_ns INTEGER NOT NULL,
+  end_unix_ns INTEGER,
+  status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'killed')),
+  status_message TEXT,
+  dropped_records INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (run_id, rank)
+) WITHOUT ROWID;
 )sql";
 
 /// v1 -> v2: runs.dropped_records (records the recorder dropped because its queue was full).

@@ -65,6 +65,12 @@ struct ModelConfig {
   bool enable_gradient_checkpointing = false;
 };
 
+/// verl's Megatron training layout: world = pipeline x tensor x data parallel.
+struct MegatronConfig {
+  int tensor_model_parallel_size = 1;
+  int pipeline_model_parallel_size = 1;
+};
+
 struct ActorConfig {
   std::string strategy = "fsdp";       // fsdp | megatron (layouts come with the ranks issue)
   int ppo_mini_batch_size = 256;       // prompts; x rollout.n samples
@@ -84,6 +90,7 @@ struct ActorConfig {
   bool shuffle = false;
   double grad_clip = 1.0;
   OptimConfig optim{};
+  MegatronConfig megatron{};  // tp = pp = 1: data parallel over the whole world
 
   double effective_clip_low() const { return clip_ratio_low >= 0 ? clip_ratio_low : clip_ratio; }
   double effective_clip_high() const { return clip_ratio_high >= 0 ? clip_ratio_high : clip_ratio; }
@@ -217,6 +224,12 @@ struct ProbesConfig {
   int memory_interval_ms = 100;  // memory samples on a timer besides phase boundaries; 0 = none
 };
 
+/// The distributed runtime (c10d process groups, TCPStore rendezvous).
+struct DistConfig {
+  std::string backend = "auto";  // auto (gloo on cpu, nccl on cuda) | gloo | nccl
+  double timeout_s = 300;        // rendezvous and every collective give up after this long
+};
+
 struct HybridscopeSection {
   ModelShape model{};
   std::string tokenizer = "char";  // char: the built-in character tokenizer
@@ -227,6 +240,7 @@ struct HybridscopeSection {
   std::string db = "out/run.sqlite";  // run database (SQLite)
   WarmupConfig warmup{};
   ProbesConfig probes{};
+  DistConfig dist{};
   double peak_flops = -1;  // FLOP/s denominator of perf/mfu; -1: measure this machine's GEMM peak
 };
 

@@ -1,7 +1,8 @@
 // ppo_workers.h — the actor and the critic (verl's DataParallelPPOActor / DataParallelPPOCritic):
 // forward passes over micro-batches for log-probs and values, and the PPO updates with mini-batches,
 // ppo_epochs, gradient accumulation over micro-batches, gradient clipping, AdamW and the LR
-// schedule. Parallelism comes in through ParallelContext (one rank here).
+// schedule. Parallelism comes in through ParallelContext: data parallel with replicated
+// parameters (each rank its share of the batch, gradients summed over dp with global weights).
 #pragma once
 
 #include <cstdint>
@@ -25,8 +26,8 @@ namespace hs::trainer {
 /// to min_lr_ratio (verl's get_constant/cosine_schedule_with_warmup).
 double lr_multiplier(const OptimConfig& optim, std::int64_t step, std::int64_t total_steps);
 
-/// AdamW over a module's parameters with verl's schedule and global-norm clipping; the norm is
-/// reduced over the data-parallel group.
+/// AdamW over a module's parameters with verl's schedule and global-norm clipping. Parameters are
+/// replicated over the data-parallel group: step() first sums the gradients over it.
 class Optimizer {
  public:
   Optimizer(torch::nn::Module& module, const OptimConfig& optim, double grad_clip, std::int64_t total_steps,
@@ -107,9 +108,17 @@ class PPOCritic {
   Optimizer optimizer_;
 };
 
-/// The weight of a micro-batch's aggregated loss so that the sum over micro-batches equals the
-/// mini-batch's aggregate exactly: token-mean by token share, seq-mean-* by valid-sequence share,
-/// seq-mean-token-sum-norm 1 (its normaliser is fixed).
-double micro_batch_weight(const torch::Tensor& micro_mask, const torch::Tensor& mini_mask, LossAggMode mode);
+/// What a loss aggregation averages over in `mask` (B, R): tokens (token-mean), valid sequences
+/// (seq-mean-*), 1 for seq-mean-token-sum-norm (its normaliser is fixed).
+double loss_agg_count(const torch::Tensor& mask, LossAggMode mode);
+/// loss_agg_count of the whole mini-batch across the data-parallel group (summed over `dp`; one
+/// all_reduce when dp has more than one rank).
+double global_loss_agg_count(const torch::Tensor& mask, LossAggMode mode, Communicator& dp);
+
+/// The weight of a micro-batch's aggregated loss so that the sum over micro-batches — and over
+/// data-parallel ranks, when `mini_count` is the global count — equals the mini-batch's aggregate
+/// exactly: token-mean by token share, seq-mean-* by valid-sequence share, seq-mean-token-sum-norm
+/// 1 (its normaliser is fixed).
+double micro_batch_weight(const torch::Tensor& micro_mask, double mini_count, LossAggMode mode);
 
 }  // namespace hs::trainer

@@ -1,0 +1,238 @@
+// dist_child.cpp — one rank of the multi-process tests in process_group_test.cpp (started N times
+// with RANK/WORLD_SIZE/MASTER_PORT; forking the multi-threaded test binary is unsafe).
+//
+//   hs_dist_child collectives DB   every collective over Gloo with known inputs; checks each result
+//                                  against the arithmetic and records into DB.rank<r>
+//   hs_dist_child dp_update OUT    one PPO actor update on this rank's share of a fixed batch with
+//                                  gradients all-reduced over dp; rank 0 also runs the
+//                                  single-process update on the whole batch and writes the largest
+//                                  parameter and loss differences to OUT
+// Exits 0 when every check passed; otherwise prints what differed and exits 1.
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "hybridscope/probes/recorder.h"
+#include "hybridscope/trainer/batch.h"
+#include "hybridscope/trainer/core_algos.h"
+#include "hybridscope/trainer/model.h"
+#include "hybridscope/trainer/ppo_workers.h"
+#include "hybridscope/trainer/process_group.h"
+
+namespace {
+
+using namespace hs::trainer;
+
+int failures = 0;
+
+void check(bool ok, const std::string& what) {
+  if (!ok) {
+    std::fprintf(stderr, "rank check failed: %s\n", what.c_str());
+    ++failures;
+  }
+}
+
+void check_equal(const torch::Tensor& got, const torch::Tensor& want, const std::string& what) {
+  const bool ok = got.sizes() == want.sizes() && torch::equal(got, want);
+  check(ok, what);
+  if (!ok) std::cerr << "  got\n" << got << "\n  want\n" << want << "\n";
+}
+
+int run_collectives(const std::string& db) {
+  const DistEnv env = dist_env_from_environment();
+  const int n = env.world_size;
+  const int r = env.rank;
+  hs::probes::Recorder recorder(db + ".rank" + std::to_string(r), r);
+  recorder.begin_run({});
+  std::int64_t step = 7;
+  ProcessGroupOptions options;
+  options.timeout = std::chrono::seconds(60);
+  C10dGroupFactory groups(env, options, &recorder, &step);
+  auto world = groups.world();
+  check(world->rank() == r && world->size() == n, "world rank/size");
+
+  // all_reduce sum: 4 float32 of (r + 1) -> n(n+1)/2 each (16 B).
+  auto t = torch::full({4}, static_cast<float>(r + 1));
+  world->all_reduce(t, ReduceOp::kSum);
+  check_equal(t, torch::full({4}, static_cast<float>(n * (n + 1) / 2)), "all_reduce sum");
+  // max and avg over int64 / float32 of 2 elements (16 B, 8 B).
+  auto m = torch::tensor({static_cast<std::int64_t>(r), static_cast<std::int64_t>(-r)});
+  world->all_reduce(m, ReduceOp::kMax);
+  check_equal(m, torch::tensor({static_cast<std::int64_t>(n - 1), std::int64_t{0}}), "all_reduce max");
+  auto a = torch::full({2}, static_cast<float>(2 * r));
+  world->all_reduce(a, ReduceOp::kAvg);
+  check_equal(a, torch::full({2}, static_cast<float>(n - 1)), "all_reduce avg");
+
+  // all_gather of (3,) float32: rank k contributes 10k + [0, 1, 2]; output (3n,) = 12n B.
+  auto gathered = world->all_gather(torch::arange(3, torch::kFloat32) + 10.0f * static_cast<float>(r));
+  std::vector<torch::Tensor> parts;
+  for (int k = 0; k < n; ++k) parts.push_back(torch::arange(3, torch::kFloat32) + 10.0f * static_cast<float>(k));
+  check_equal(gathered, torch::cat(parts), "all_gather");
+
+  // reduce_scatter of (2n, 2) float32 (16n B): input[i] = r + i; this rank's rows 2r, 2r+1 summed.
+  auto input = (torch::arange(2 * n, torch::kFloat32).unsqueeze(1) + static_cast<float>(r)).repeat({1, 2});
+  auto scattered = world->reduce_scatter(input, ReduceOp::kSum);
+  const float base = static_cast<float>(n * (n - 1) / 2);
+  auto want_rows = torch::arange(2 * r, 2 * r + 2, torch::kFloat32) * static_cast<float>(n) + base;
+  check_equal(scattered, want_rows.unsqueeze(1).repeat({1, 2}), "reduce_scatter");
+
+  // broadcast of (5,) int32 (20 B) from the last rank.
+  auto b = torch::full({5}, r, torch::kInt32);
+  world->broadcast(b, n - 1);
+  check_equal(b, torch::full({5}, n - 1, torch::kInt32), "broadcast");
+
+  // send/recv around the ring, (6,) float32 = 24 B each way.
+  if (n > 1) {
+    auto out = torch::full({6}, static_cast<float>(100 + r));
+    auto in = torch::zeros({6});
+    const int next = (r + 1) % n;
+    const int prev = (r + n - 1) % n;
+    if (r % 2 == 0) {
+      world->send(out, next);
+      world->recv(in, prev);
+    } else {
+      world->recv(in, prev);
+      world->send(out, next);
+    }
+    check_equal(in, torch::full({6}, static_cast<float>(100 + prev)), "recv from the previous rank");
+  }
+
+  // A sub-group of ranks {0, 1}: the others get nullptr; inside, sum of (r + 1) = 3.
+  auto pair = groups.new_group({0, std::min(1, n - 1)}, "pair");
+  if (r <= 1) {
+    check(pair != nullptr && pair->size() == std::min(2, n), "pair group made for ranks 0 and 1");
+    auto p = torch::full({1}, static_cast<double>(r + 1), torch::kFloat64);
+    pair->all_reduce(p);
+    check_equal(p, torch::full({1}, n > 1 ? 3.0 : 1.0, torch::kFloat64), "pair all_reduce");
+  } else {
+    check(pair == nullptr, "ranks outside the pair group get nullptr");
+  }
+  world->barrier();
+  recorder.end_run(hs::probes::RunStatus::kCompleted);
+  return failures == 0 ? 0 : 1;
+}
+
+// A fixed batch of 8 samples (2 prompts x 4 responses), identical on every rank.
+RolloutBatch fixed_batch(int vocab) {
+  auto gen = at::detail::createCPUGenerator(1234);
+  const std::int64_t b = 8, p = 3, rlen = 5;
+  std::vector<std::vector<std::int32_t>> prompts, responses;
+  for (std::int64_t i = 0; i < b / 4; ++i) {
+    std::vector<std::int32_t> prompt;
+    for (std::int64_t k = 0; k < p - (i % 2); ++k)
+      prompt.push_back(static_cast<std::int32_t>(torch::randint(3, vocab, {1}, gen).item<std::int64_t>()));
+    prompts.push_back(prompt);
+  }
+  for (std::int64_t i = 0; i < b; ++i) {
+    std::vector<std::int32_t> response;
+    for (std::int64_t k = 0; k < 1 + (i * 3) % rlen; ++k)
+      response.push_back(static_cast<std::int32_t>(torch::randint(3, vocab, {1}, gen).item<std::int64_t>()));
+    responses.push_back(response);
+  }
+  RolloutBatch batch = make_rollout_batch(prompts, responses, 4, /*pad=*/0, /*eos=*/1);
+  const auto shape = batch.responses.sizes();
+  batch.old_log_probs = -torch::rand(shape, gen) - 1.0;
+  batch.advantages = torch::randn(shape, gen);
+  return batch;
+}
+
+int run_dp_update(const std::string& out_path) {
+  torch::set_num_threads(1);
+  const DistEnv env = dist_env_from_environment();
+  ProcessGroupOptions options;
+  options.timeout = std::chrono::seconds(60);
+  C10dGroupFactory groups(env, options);
+  ParallelContext dp_ctx;
+  dp_ctx.world = groups.world();
+  dp_ctx.dp = dp_ctx.world;
+
+  ModelShape shape;
+  shape.vocab_size = 16;
+  shape.hidden_size = 16;
+  shape.intermediate_size = 32;
+  shape.num_hidden_layers = 1;
+  shape.num_attention_heads = 2;
+  shape.num_key_value_heads = 1;
+  shape.max_position_embeddings = 32;
+  ActorConfig cfg;
+  cfg.ppo_mini_batch_size = 2;          // prompts: the whole batch is one mini-batch
+  cfg.ppo_micro_batch_size_per_gpu = 1;  // several micro-batches per rank
+  // AdamW's first step is lr * g / (|g| + eps): with a tiny eps that is lr * sign(g) and hides a
+  // mis-weighted gradient; an eps far above |g| makes the update (lr / eps) * g, linear in g.
+  cfg.optim.lr = 10.0;
+  cfg.optim.eps = 1e3;
+  cfg.optim.weight_decay = 0.0;
+  cfg.grad_clip = 1e9;                   // the norm is reported, not applied: compares raw updates
+  const char* mode = std::getenv("HS_LOSS_AGG");
+  if (mode && std::string(mode) == "seq-mean-token-mean") cfg.loss_agg_mode = LossAggMode::kSeqMeanTokenMean;
+
+  const RolloutBatch batch = fixed_batch(shape.vocab_size);
+  const std::int64_t share = batch.size() / env.world_size;
+  std::vector<std::int64_t> rows;
+  for (std::int64_t i = env.rank * share; i < (env.rank + 1) * share; ++i) rows.push_back(i);
+
+  torch::manual_seed(5);
+  Transformer model(shape, HeadKind::kLm);
+  const RolloutBatch local = batch.select(rows);
+  // The policy loss of the whole batch at the start weights, assembled from this rank's
+  // micro-batches with the trainer's weights (global counts) and summed over dp.
+  const double count = global_loss_agg_count(local.response_mask, cfg.loss_agg_mode, *dp_ctx.dp);
+  auto loss = torch::zeros({1}, torch::kFloat64);
+  {
+    torch::NoGradGuard no_grad;
+    for (const auto& micro : split_rows(local.size(), cfg.ppo_micro_batch_size_per_gpu)) {
+      const RolloutBatch ub = local.select(micro);
+      const auto log_prob = response_log_probs(model, ub, 1.0, false).first;
+      const auto pg = compute_policy_loss(ub.old_log_probs, log_prob, ub.advantages, ub.response_mask, 0.2, 0.2, 3.0,
+                                          cfg.loss_agg_mode);
+      loss += pg.pg_loss.to(torch::kFloat64) * micro_batch_weight(ub.response_mask, count, cfg.loss_agg_mode);
+    }
+  }
+  dp_ctx.dp->all_reduce(loss, ReduceOp::kSum);
+  PPOActor actor(model, cfg, 1.0, 4, 10, dp_ctx);
+  actor.update_policy(local, 0, 0);
+
+  if (env.rank == 0) {
+    torch::manual_seed(5);
+    Transformer reference(shape, HeadKind::kLm);
+    double single_loss = 0;
+    {
+      torch::NoGradGuard no_grad;
+      const auto log_prob = response_log_probs(reference, batch, 1.0, false).first;
+      single_loss = compute_policy_loss(batch.old_log_probs, log_prob, batch.advantages, batch.response_mask, 0.2, 0.2,
+                                        3.0, cfg.loss_agg_mode)
+                        .pg_loss.item<double>();
+    }
+    PPOActor single(reference, cfg, 1.0, 4, 10);
+    single.update_policy(batch, 0, 0);
+    double max_param_diff = 0;
+    auto got = model->named_parameters();
+    for (const auto& item : reference->named_parameters()) {
+      const double d = (got[item.key()] - item.value()).abs().max().item<double>();
+      max_param_diff = std::max(max_param_diff, d);
+    }
+    std::ofstream(out_path) << fmt::format("{:.9g} {:.9g}\n", max_param_diff,
+                                           std::abs(loss.item<double>() - single_loss));
+  }
+  groups.world()->barrier();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    if (argc == 3 && std::string(argv[1]) == "collectives") return run_collectives(argv[2]);
+    if (argc == 3 && std::string(argv[1]) == "dp_update") return run_dp_update(argv[2]);
+    std::fprintf(stderr, "usage: hs_dist_child collectives DB | dp_update OUT\n");
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank %s: %s\n", std::getenv("RANK") ? std::getenv("RANK") : "?", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,145 @@
+// launch_test.cpp — `hybridscope launch` with real trainer ranks over Gloo: a 4-rank GRPO run in
+// which one rank is killed with SIGKILL ends the launcher with a message naming that rank, and
+// `hybridscope merge` leaves a run database whose run is not completed and whose ranks table says
+// which rank was killed, with everything the ranks flushed kept.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "../test_db.h"
+#include "dist_test_util.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+const std::string kBinary = std::string{HS_BINARY_DIR} + "/cli/hybridscope";
+
+// A tiny GRPO run that would take many steps: 4 ranks x 2 prompts x 2 samples.
+std::vector<std::string> tiny_grpo(const std::string& dir, int steps) {
+  return {"train", "--config", std::string{HS_SOURCE_DIR} + "/configs/demo_grpo.yaml", "--no-progress",
+          "--db", dir + "/run.sqlite",
+          "data.train_files=" + std::string{HS_SOURCE_DIR} + "/datasets/addition/train.jsonl",
+          "data.val_files=" + std::string{HS_SOURCE_DIR} + "/datasets/addition/val.jsonl",
+          "data.train_batch_size=8", "actor_rollout_ref.actor.ppo_mini_batch_size=8",
+          "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=-1", "actor_rollout_ref.rollout.n=2",
+          "hybridscope.model.hidden_size=32", "hybridscope.model.intermediate_size=64",
+          "hybridscope.model.num_hidden_layers=1", "hybridscope.model.num_attention_heads=2",
+          "hybridscope.model.num_key_value_heads=1", "hybridscope.warmup.steps=0", "hybridscope.num_threads=1",
+          "hybridscope.peak_flops=1e9", "trainer.val_before_train=false", "trainer.test_freq=-1",
+          "trainer.save_freq=-1", "trainer.resume_mode=disable", "trainer.default_local_dir=" + dir + "/ckpt",
+          "trainer.total_training_steps=" + std::to_string(steps), "trainer.n_gpus_per_node=4",
+          "hybridscope.dist.timeout_s=20"};
+}
+
+TEST(Launch, FourRanksCompleteAndMergeIntoOneRun) {
+  const std::string dir = fs::path(hs::test::temp_db("launch_test", "ok")).string();
+  fs::create_directories(dir);
+  std::vector<std::string> argv = {kBinary, "launch", "-n", "4", "--log-dir", dir + "/logs", "--"};
+  for (auto& a : tiny_grpo(dir, 2)) argv.push_back(a);
+  const pid_t launcher = hs::test::spawn(argv, {}, dir + "/out.txt", dir + "/err.txt");
+  const int status = hs::test::wait_for(launcher, std::chrono::seconds(300));
+  ASSERT_TRUE(hs::test::exited_ok(status)) << read_all(dir + "/err.txt");
+  const std::string out = read_all(dir + "/out.txt");
+  EXPECT_NE(out.find("[rank 0] step    2/2"), std::string::npos) << out;
+  EXPECT_NE(out.find("launch: all 4 ranks exited 0"), std::string::npos);
+  EXPECT_NE(read_all(dir + "/logs/rank3.log").find("run summary"), std::string::npos);
+  const std::string db = dir + "/run.sqlite";
+  EXPECT_EQ(hs::test::query_row(db, "SELECT status, world_size FROM runs"), "completed|4");
+  EXPECT_EQ(hs::test::query_rows(db, "SELECT rank, status FROM ranks ORDER BY rank"),
+            (std::vector<std::string>{"0|completed", "1|completed", "2|completed", "3|completed"}));
+  // Every rank's ranges and its gradient all-reduces over dp (one per mini-batch and step).
+  EXPECT_EQ(hs::test::query_row(db, "SELECT COUNT(DISTINCT rank) FROM ranges"), "4");
+  EXPECT_EQ(hs::test::query_rows(db,
+                                 "SELECT c.rank, COUNT(*) FROM comm_ops c JOIN strings o ON o.id = c.op_id "
+                                 "JOIN strings g ON g.id = c.group_id WHERE o.value = 'all_reduce' AND "
+                                 "g.value = 'dp' AND c.bytes > 1000 GROUP BY c.rank ORDER BY c.rank"),
+            (std::vector<std::string>{"0|2", "1|2", "2|2", "3|2"}));
+  for (int r = 1; r < 4; ++r) EXPECT_FALSE(fs::exists(db + ".rank" + std::to_string(r))) << "merged files are deleted";
+}
+
+TEST(Launch, KilledRankEndsTheJobAndTheRunIsNotCompleted) {
+  const std::string dir = fs::path(hs::test::temp_db("launch_test", "kill")).string();
+  fs::create_directories(dir);
+  std::vector<std::string> argv = {kBinary, "launch", "-n", "4", "--log-dir", dir + "/logs", "--grace", "3", "--"};
+  for (auto& a : tiny_grpo(dir, 100000)) argv.push_back(a);
+  const pid_t launcher = hs::test::spawn(argv, {}, dir + "/out.txt", dir + "/err.txt");
+  // Wait until training runs (rank 0 printed step 2), then SIGKILL rank 2.
+  pid_t victim = -1;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+  while (victim < 0 && std::chrono::steady_clock::now() < until) {
+    const std::string out = read_all(dir + "/out.txt");
+    std::smatch m;
+    if (out.find("[rank 0] step    2/") != std::string::npos &&
+        std::regex_search(out, m, std::regex("launch: rank 2 pid ([0-9]+)")))
+      victim = static_cast<pid_t>(std::stol(m[1]));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_GT(victim, 0) << "training did not start: " << read_all(dir + "/err.txt");
+  const auto killed_at = std::chrono::steady_clock::now();
+  ::kill(victim, SIGKILL);
+  // The safety deadline (timeout_s 20 + grace 3 + slack) only turns a hang into a failure.
+  const int status = hs::test::wait_for(launcher, std::chrono::seconds(120));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  std::printf("launcher ended %.1f s after the SIGKILL\n", seconds);
+  ASSERT_NE(status, -1) << "the launcher hung after a rank was killed";
+  EXPECT_FALSE(hs::test::exited_ok(status));
+  const std::string err = read_all(dir + "/err.txt");
+  EXPECT_NE(err.find("launch: FAILED — rank 2 (pid " + std::to_string(victim) + ") was killed by signal 9 (KILL)"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("Its last lines"), std::string::npos);
+
+  const pid_t merge = hs::test::spawn({kBinary, "merge", dir + "/run.sqlite"}, {}, dir + "/merge.txt");
+  ASSERT_TRUE(hs::test::exited_ok(hs::test::wait_for(merge, std::chrono::seconds(60)))) << read_all(dir + "/merge.txt");
+  const std::string db = dir + "/run.sqlite";
+  EXPECT_NE(hs::test::query_row(db, "SELECT status FROM runs"), "completed");
+  EXPECT_NE(hs::test::query_row(db, "SELECT status FROM runs"), "running");
+  EXPECT_EQ(hs::test::query_row(db, "SELECT status FROM ranks WHERE rank = 2"), "killed");
+  EXPECT_EQ(hs::test::query_row(db, "SELECT COUNT(*) FROM ranks"), "4");
+  // What rank 2 flushed (at least its first steps) is in the merged database.
+  EXPECT_NE(hs::test::query_row(db, "SELECT COUNT(*) FROM ranges WHERE rank = 2 AND step >= 1"), "0");
+}
+
+// SIGTERM to the launcher reaches every rank; they agree to stop at the same step boundary, so
+// each rank's row says killed and the launcher exits non-zero.
+TEST(Launch, ForwardsSigtermAndEveryRankStopsAsKilled) {
+  const std::string dir = fs::path(hs::test::temp_db("launch_test", "term")).string();
+  fs::create_directories(dir);
+  std::vector<std::string> argv = {kBinary, "launch", "-n", "2", "--log-dir", dir + "/logs", "--"};
+  auto train = tiny_grpo(dir, 100000);
+  train.back() = "hybridscope.dist.timeout_s=60";
+  for (auto& a : train) argv.push_back(a == "trainer.n_gpus_per_node=4" ? "trainer.n_gpus_per_node=2" : a);
+  const pid_t launcher = hs::test::spawn(argv, {}, dir + "/out.txt", dir + "/err.txt");
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+  while (read_all(dir + "/out.txt").find("[rank 0] step    2/") == std::string::npos &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ::kill(launcher, SIGTERM);
+  const int status = hs::test::wait_for(launcher, std::chrono::seconds(120));
+  ASSERT_NE(status, -1) << "the launcher hung after SIGTERM";
+  EXPECT_FALSE(hs::test::exited_ok(status));
+  EXPECT_NE(read_all(dir + "/err.txt").find("forwarding it to the ranks"), std::string::npos);
+  // Rank 1 stopped cleanly, so its file is not merged by rank 0: merge it now.
+  const pid_t merge = hs::test::spawn({kBinary, "merge", dir + "/run.sqlite"}, {}, dir + "/merge.txt");
+  ASSERT_TRUE(hs::test::exited_ok(hs::test::wait_for(merge, std::chrono::seconds(60))));
+  const std::string db = dir + "/run.sqlite";
+  EXPECT_EQ(hs::test::query_row(db, "SELECT status FROM runs"), "killed");
+  EXPECT_EQ(hs::test::query_rows(db, "SELECT rank, status FROM ranks ORDER BY rank"),
+            (std::vector<std::string>{"0|killed", "1|killed"}));
+}
+
+}  // namespace

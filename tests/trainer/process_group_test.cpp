@@ -1,0 +1,140 @@
+// process_group_test.cpp — c10d Gloo process groups between real processes (hs_dist_child):
+// the rendezvous environment, every collective's result against its arithmetic, the bytes the
+// communication probe records per op, and data-parallel updates equal to the single-process one.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <functional>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "../test_db.h"
+#include "dist_test_util.h"
+#include "hybridscope/trainer/process_group.h"
+
+namespace hs::trainer {
+namespace {
+
+using EnvVars = std::vector<std::pair<std::string, std::string>>;
+
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(const EnvVars& vars) {
+    for (const char* name : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"}) ::unsetenv(name);
+    for (const auto& [k, v] : vars) ::setenv(k.c_str(), v.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    for (const char* name : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"}) ::unsetenv(name);
+  }
+};
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const DistError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(DistEnv, NoVariablesIsTheOneRankWorld) {
+  ScopedEnv env(EnvVars{});
+  const DistEnv d = dist_env_from_environment();
+  EXPECT_EQ(d.rank, 0);
+  EXPECT_EQ(d.world_size, 1);
+  EXPECT_EQ(d.master_addr, "127.0.0.1");
+}
+
+TEST(DistEnv, ReadsTorchrunVariables) {
+  ScopedEnv env(EnvVars{{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}, {"MASTER_ADDR", "10.0.0.2"},
+                 {"MASTER_PORT", "29611"}});
+  const DistEnv d = dist_env_from_environment();
+  EXPECT_EQ(d.rank, 3);
+  EXPECT_EQ(d.world_size, 4);
+  EXPECT_EQ(d.local_rank, 1);
+  EXPECT_EQ(d.master_addr, "10.0.0.2");
+  EXPECT_EQ(d.master_port, 29611);
+}
+
+TEST(DistEnv, ErrorsNameTheVariable) {
+  {
+    ScopedEnv env(EnvVars{{"RANK", "1"}});
+    EXPECT_NE(error_of([] { dist_env_from_environment(); }).find("WORLD_SIZE is not"), std::string::npos);
+  }
+  {
+    ScopedEnv env(EnvVars{{"RANK", "x"}, {"WORLD_SIZE", "2"}});
+    EXPECT_NE(error_of([] { dist_env_from_environment(); }).find("RANK='x'"), std::string::npos);
+  }
+  {
+    ScopedEnv env(EnvVars{{"RANK", "2"}, {"WORLD_SIZE", "2"}});
+    EXPECT_NE(error_of([] { dist_env_from_environment(); }).find("RANK=2 is not below WORLD_SIZE=2"),
+              std::string::npos);
+  }
+  {
+    ScopedEnv env(EnvVars{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "70000"}});
+    EXPECT_NE(error_of([] { dist_env_from_environment(); }).find("MASTER_PORT=70000"), std::string::npos);
+  }
+}
+
+// Every collective over Gloo between `world` processes: the child checks each result against the
+// arithmetic (exit 0 = all equal); here the comm probe's rows are checked op by op.
+void check_collectives(int world) {
+  const auto db = hs::test::temp_db("process_group_test", "collectives" + std::to_string(world) + ".sqlite");
+  const auto status = hs::test::run_ranks({HS_DIST_CHILD, "collectives", db}, world);
+  for (int r = 0; r < world; ++r) ASSERT_TRUE(hs::test::exited_ok(status[static_cast<std::size_t>(r)])) << "rank " << r;
+  const std::string n = std::to_string(world);
+  for (int r = 0; r < world; ++r) {
+    const auto rows = hs::test::query_rows(
+        db + ".rank" + std::to_string(r),
+        "SELECT o.value, g.value, c.group_size, c.bytes, c.step FROM comm_ops c JOIN strings o ON o.id = c.op_id "
+        "JOIN strings g ON g.id = c.group_id ORDER BY c.start_ns");
+    std::vector<std::string> want = {
+        "all_reduce|world|" + n + "|16|7",                                  // 4 float32
+        "all_reduce|world|" + n + "|16|7",                                  // 2 int64
+        "all_reduce|world|" + n + "|8|7",                                   // 2 float32 (avg)
+        "all_gather|world|" + n + "|" + std::to_string(12 * world) + "|7",  // n x 3 float32 out
+        "reduce_scatter|world|" + n + "|" + std::to_string(16 * world) + "|7",  // (2n, 2) float32 in
+        "broadcast|world|" + n + "|20|7",                                   // 5 int32
+    };
+    if (world > 1) {
+      const bool even = r % 2 == 0;
+      want.push_back(std::string(even ? "send" : "recv") + "|world|" + n + "|24|7");
+      want.push_back(std::string(even ? "recv" : "send") + "|world|" + n + "|24|7");
+    }
+    if (r <= 1) want.push_back("all_reduce|pair|2|8|7");  // 1 float64
+    want.push_back("barrier|world|" + n + "|0|7");
+    EXPECT_EQ(rows, want) << "rank " << r;
+  }
+}
+
+TEST(ProcessGroupGloo, CollectivesBetweenTwoProcesses) { check_collectives(2); }
+TEST(ProcessGroupGloo, CollectivesBetweenFourProcesses) { check_collectives(4); }
+
+// One PPO actor step, data parallel over `world` processes vs the single-process trainer on the
+// same 8-sample batch (several micro-batches per rank, unequal response lengths so the token
+// weighting matters). float32 throughout: parameters within 2e-6 (the step is (lr/eps)·g = 1e-2·g,
+// see dist_child.cpp, so a gradient weighted by local instead of global counts shows as ~1e-3),
+// the loss within 1e-6.
+void check_dp_update(int world, const std::string& loss_agg) {
+  const auto out = hs::test::temp_db("process_group_test", "dp" + std::to_string(world) + loss_agg + ".txt");
+  ::setenv("HS_LOSS_AGG", loss_agg.c_str(), 1);
+  const auto status = hs::test::run_ranks({HS_DIST_CHILD, "dp_update", out}, world);
+  ::unsetenv("HS_LOSS_AGG");
+  for (int r = 0; r < world; ++r) ASSERT_TRUE(hs::test::exited_ok(status[static_cast<std::size_t>(r)])) << "rank " << r;
+  std::ifstream in(out);
+  double param_diff = -1, loss_diff = -1;
+  in >> param_diff >> loss_diff;
+  ASSERT_TRUE(in) << "rank 0 wrote no result to " << out;
+  std::printf("dp=%d %s: max |param - single| = %.3g, |loss - single| = %.3g\n", world, loss_agg.c_str(), param_diff,
+              loss_diff);
+  EXPECT_LE(param_diff, 2e-6);
+  EXPECT_LE(loss_diff, 1e-6);
+}
+
+TEST(DataParallel, TwoRanksUpdateEqualsSingleProcessTokenMean) { check_dp_update(2, "token-mean"); }
+TEST(DataParallel, FourRanksUpdateEqualsSingleProcessTokenMean) { check_dp_update(4, "token-mean"); }
+TEST(DataParallel, TwoRanksUpdateEqualsSingleProcessSeqMean) { check_dp_update(2, "seq-mean-token-mean"); }
+
+}  // namespace
+}  // namespace hs::trainer

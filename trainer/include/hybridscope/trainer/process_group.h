@@ -1,0 +1,80 @@
+// process_group.h — real process groups: c10d Gloo (CPU tensors) and NCCL (CUDA tensors) behind
+// the Communicator/GroupFactory interface of parallel.h, and the rendezvous that builds them from
+// the environment torchrun, Slurm and mpirun set up (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
+// MASTER_PORT) over one c10d::TCPStore served by rank 0.
+//
+// Every collective waits for its c10d work (`work->wait()`) before returning, so the
+// communication probe (ProbedCommunicator) in front of it times complete operations; a collective
+// that a peer never joins fails after the configured timeout instead of hanging.
+//
+// Deliberately free of c10d headers (they pull in Gloo's): the c10d objects live in
+// process_group.cpp.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "hybridscope/trainer/parallel.h"
+
+namespace hs::probes {
+class Recorder;
+}
+
+namespace hs::trainer {
+
+/// A rendezvous or process-group problem: names the variable, the peer or the timeout involved.
+class DistError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Where this rank sits in the world and how to reach rank 0's store.
+struct DistEnv {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  std::string master_addr = "127.0.0.1";  // loopback unless told otherwise
+  int master_port = 29500;
+};
+
+/// Reads RANK, WORLD_SIZE, LOCAL_RANK (default: RANK), MASTER_ADDR (default 127.0.0.1) and
+/// MASTER_PORT (default 29500). With none of them set: the one-rank world. Throws DistError naming
+/// a missing or invalid variable (e.g. RANK set without WORLD_SIZE, RANK >= WORLD_SIZE).
+DistEnv dist_env_from_environment();
+
+enum class DistBackend { kGloo, kNccl };
+
+struct ProcessGroupOptions {
+  DistBackend backend = DistBackend::kGloo;
+  /// Rendezvous (store connect and key waits) and every collective fail after this long.
+  std::chrono::milliseconds timeout{std::chrono::seconds(300)};
+};
+
+/// The groups of one world over c10d. Construction is the rendezvous: rank 0 serves the TCPStore,
+/// every rank connects and the world group is formed. Each group gets its own PrefixStore over
+/// the one TCPStore ("group/<n>/", n counting new_group calls, which every rank makes in the same
+/// order — c10d's rule). When `recorder` is non-null every communicator is wrapped in a
+/// ProbedCommunicator, so every collective lands in comm_ops; `step` is read per collective.
+class C10dGroupFactory final : public GroupFactory {
+ public:
+  C10dGroupFactory(const DistEnv& env, ProcessGroupOptions options, probes::Recorder* recorder = nullptr,
+                   const std::int64_t* step = nullptr);
+  ~C10dGroupFactory() override;
+  C10dGroupFactory(const C10dGroupFactory&) = delete;
+  C10dGroupFactory& operator=(const C10dGroupFactory&) = delete;
+
+  std::shared_ptr<Communicator> world() override;
+  std::shared_ptr<Communicator> new_group(const std::vector<int>& ranks, const std::string& name) override;
+
+  const DistEnv& env() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hs::trainer

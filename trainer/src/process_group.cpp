@@ -1,0 +1,275 @@
+// process_group.cpp — c10d communicators, the TCPStore rendezvous and the group factory (see
+// process_group.h).
+//
+// Which c10d entry points are used, and why that is safe with the PyPI wheel: the wheel ships
+// ProcessGroupGloo.hpp but not the Gloo headers it includes; Debian's libgloo-dev provides them
+// (an older Gloo than the one built into the wheel). Only torch's exported functions are called
+// (TCPStore, PrefixStore, ProcessGroupGloo's constructor, Options::create, createDevice*, the
+// Backend virtuals) and the one class instantiated here, ProcessGroupGloo, holds Gloo objects only
+// behind std::shared_ptr/std::unique_ptr, so its size does not depend on the Gloo headers'
+// version. The multi-process tests (tests/trainer/process_group_test.cpp) check every op.
+#include "hybridscope/trainer/process_group.h"
+
+#include <cstdlib>
+#include <string_view>
+
+#include <fmt/format.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/torch.h>
+
+#include "hybridscope/trainer/probed_communicator.h"
+#include "nccl_backend.h"
+
+namespace hs::trainer {
+
+namespace {
+
+const char* env_or_null(const char* name) {
+  const char* v = std::getenv(name);
+  return (v && *v) ? v : nullptr;
+}
+
+int parse_env_int(const char* name, const char* value, int min_value) {
+  char* end = nullptr;
+  const long v = std::strtol(value, &end, 10);
+  if (end == value || *end != '\0' || v < min_value || v > 1 << 20)
+    throw DistError(fmt::format("environment variable {}='{}' is not an integer >= {}; set it to this rank's value "
+                                "(hybridscope launch, torchrun, srun and mpirun set it)",
+                                name, value, min_value));
+  return static_cast<int>(v);
+}
+
+c10d::ReduceOp to_c10d(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return c10d::ReduceOp(c10d::ReduceOp::SUM);
+    case ReduceOp::kMax: return c10d::ReduceOp(c10d::ReduceOp::MAX);
+    case ReduceOp::kMin: return c10d::ReduceOp(c10d::ReduceOp::MIN);
+    case ReduceOp::kAvg: return c10d::ReduceOp(c10d::ReduceOp::SUM);  // divided after (Gloo has no AVG)
+  }
+  return c10d::ReduceOp(c10d::ReduceOp::SUM);
+}
+
+/// One c10d backend (Gloo or NCCL) as a Communicator. Every call waits for its work.
+/// Ops the backend lacks are built from ones it has, with the bytes that really move noted:
+///   kAvg: SUM then divide by size (the same bytes as a sum);
+///   reduce_scatter without _reduce_scatter_base: all_reduce of the input, then this rank's
+///   slice — 2(n−1)/n × input on the wire in a ring instead of (n−1)/n × input.
+class C10dCommunicator final : public Communicator {
+ public:
+  C10dCommunicator(c10::intrusive_ptr<c10d::Backend> backend, std::string name, std::chrono::milliseconds timeout)
+      : backend_(std::move(backend)), name_(std::move(name)), timeout_(timeout) {}
+
+  int rank() const override { return backend_->getRank(); }
+  int size() const override { return backend_->getSize(); }
+  std::string name() const override { return name_; }
+
+  void all_reduce(at::Tensor& tensor, ReduceOp op) override {
+    TORCH_CHECK(tensor.is_contiguous(), "all_reduce on group '", name_, "' needs a contiguous tensor");
+    std::vector<at::Tensor> tensors{tensor};
+    c10d::AllreduceOptions opts;
+    opts.reduceOp = to_c10d(op);
+    opts.timeout = timeout_;
+    wait(backend_->allreduce(tensors, opts), "all_reduce");
+    if (op == ReduceOp::kAvg) tensor.div_(size());
+  }
+
+  at::Tensor all_gather(const at::Tensor& input) override {
+    const at::Tensor in = input.contiguous();
+    std::vector<int64_t> shape = in.sizes().vec();
+    if (shape.empty()) shape.push_back(1);
+    shape[0] *= size();
+    at::Tensor out = at::empty(shape, in.options());
+    at::Tensor flat_in = in.dim() == 0 ? in.reshape({1}) : in;
+    c10d::AllgatherOptions opts;
+    opts.timeout = timeout_;
+    wait(backend_->_allgather_base(out, flat_in, opts), "all_gather");
+    return out;
+  }
+
+  at::Tensor reduce_scatter(const at::Tensor& input, ReduceOp op) override {
+    TORCH_CHECK(input.dim() >= 1 && input.size(0) % size() == 0, "reduce_scatter on group '", name_,
+                "': dim 0 (", input.dim() ? input.size(0) : 0, ") must be divisible by the group size ", size());
+    at::Tensor in = input.contiguous();
+    std::vector<int64_t> shape = in.sizes().vec();
+    shape[0] /= size();
+    if (!reduce_scatter_unsupported_) {
+      at::Tensor out = at::empty(shape, in.options());
+      c10d::ReduceScatterOptions opts;
+      opts.reduceOp = to_c10d(op);
+      opts.timeout = timeout_;
+      try {
+        wait(backend_->_reduce_scatter_base(out, in, opts), "reduce_scatter");
+        if (op == ReduceOp::kAvg) out.div_(size());
+        return out;
+      } catch (const c10::NotImplementedError&) {
+        // Raised before any data moves, identically on every rank: fall back from now on.
+        reduce_scatter_unsupported_ = true;
+      }
+    }
+    at::Tensor reduced = in.clone();
+    all_reduce(reduced, op);
+    return reduced.chunk(size(), 0)[static_cast<std::size_t>(rank())].clone();
+  }
+
+  void broadcast(at::Tensor& tensor, int root) override {
+    TORCH_CHECK(tensor.is_contiguous(), "broadcast on group '", name_, "' needs a contiguous tensor");
+    std::vector<at::Tensor> tensors{tensor};
+    c10d::BroadcastOptions opts;
+    opts.rootRank = root;
+    opts.timeout = timeout_;
+    wait(backend_->broadcast(tensors, opts), "broadcast");
+  }
+
+  void send(const at::Tensor& tensor, int peer) override {
+    std::vector<at::Tensor> tensors{tensor.contiguous()};
+    wait(backend_->send(tensors, peer, 0), "send");
+  }
+
+  void recv(at::Tensor& tensor, int peer) override {
+    TORCH_CHECK(tensor.is_contiguous(), "recv on group '", name_, "' needs a contiguous tensor");
+    std::vector<at::Tensor> tensors{tensor};
+    wait(backend_->recv(tensors, peer, 0), "recv");
+  }
+
+  void barrier() override {
+    c10d::BarrierOptions opts;
+    opts.timeout = timeout_;
+    wait(backend_->barrier(opts), "barrier");
+  }
+
+ private:
+  void wait(const c10::intrusive_ptr<c10d::Work>& work, const char* op) const {
+    try {
+      work->wait(timeout_);
+    } catch (const std::exception& e) {
+      throw DistError(fmt::format("{} on group '{}' (rank {} of {}) failed: {} — a peer rank died or did not join "
+                                  "within hybridscope.dist.timeout_s={}",
+                                  op, name_, rank(), size(), e.what(), timeout_.count() / 1000.0));
+    }
+  }
+
+  c10::intrusive_ptr<c10d::Backend> backend_;
+  std::string name_;
+  std::chrono::milliseconds timeout_;
+  bool reduce_scatter_unsupported_ = false;
+};
+
+bool is_loopback(const std::string& addr) {
+  return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
+}
+
+}  // namespace
+
+DistEnv dist_env_from_environment() {
+  DistEnv env;
+  const char* rank = env_or_null("RANK");
+  const char* world = env_or_null("WORLD_SIZE");
+  if (!rank && !world) return env;
+  if (!rank || !world)
+    throw DistError(fmt::format("{} is set but {} is not: set both (hybridscope launch, torchrun, srun and mpirun "
+                                "set RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT)",
+                                rank ? "RANK" : "WORLD_SIZE", rank ? "WORLD_SIZE" : "RANK"));
+  env.world_size = parse_env_int("WORLD_SIZE", world, 1);
+  env.rank = parse_env_int("RANK", rank, 0);
+  if (env.rank >= env.world_size)
+    throw DistError(fmt::format("RANK={} is not below WORLD_SIZE={}: ranks count 0 .. WORLD_SIZE-1", env.rank,
+                                env.world_size));
+  env.local_rank = env.rank;
+  if (const char* local = env_or_null("LOCAL_RANK")) env.local_rank = parse_env_int("LOCAL_RANK", local, 0);
+  if (const char* addr = env_or_null("MASTER_ADDR")) env.master_addr = addr;
+  if (const char* port = env_or_null("MASTER_PORT")) {
+    env.master_port = parse_env_int("MASTER_PORT", port, 1);
+    if (env.master_port > 65535)
+      throw DistError(fmt::format("MASTER_PORT={} is not a TCP port (1..65535)", env.master_port));
+  }
+  return env;
+}
+
+struct C10dGroupFactory::Impl {
+  DistEnv env;
+  ProcessGroupOptions options;
+  probes::Recorder* recorder;
+  const std::int64_t* step;
+  c10::intrusive_ptr<c10d::Store> store;
+  int groups_made = 0;
+  std::shared_ptr<Communicator> world;
+
+  std::shared_ptr<Communicator> make(const std::vector<int>& ranks, const std::string& name) {
+    const int index = groups_made++;
+    auto member = std::find(ranks.begin(), ranks.end(), env.rank);
+    if (member == ranks.end()) return nullptr;
+    const int group_rank = static_cast<int>(member - ranks.begin());
+    const int group_size = static_cast<int>(ranks.size());
+    auto prefixed = c10::make_intrusive<c10d::PrefixStore>(fmt::format("group/{}/", index), store);
+    c10::intrusive_ptr<c10d::Backend> backend;
+    if (options.backend == DistBackend::kNccl) {
+      backend = detail::make_nccl_backend(prefixed, group_rank, group_size, options.timeout);
+    } else {
+      auto opts = c10d::ProcessGroupGloo::Options::create(options.timeout);
+      opts->devices.push_back(is_loopback(env.master_addr)
+                                  ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+                                  : c10d::ProcessGroupGloo::createDefaultDevice());
+      opts->threads = 1;  // one op at a time per group: every call waits for its work
+      try {
+        backend = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, group_rank, group_size, opts);
+      } catch (const std::exception& e) {
+        throw DistError(fmt::format("forming Gloo group '{}' ({} ranks) failed: {} — every rank of the group must "
+                                    "create it within hybridscope.dist.timeout_s={}",
+                                    name, group_size, e.what(), options.timeout.count() / 1000.0));
+      }
+    }
+    std::shared_ptr<Communicator> comm = std::make_shared<C10dCommunicator>(backend, name, options.timeout);
+    if (recorder) comm = std::make_shared<ProbedCommunicator>(comm, recorder, step);
+    return comm;
+  }
+};
+
+C10dGroupFactory::C10dGroupFactory(const DistEnv& env, ProcessGroupOptions options, probes::Recorder* recorder,
+                                   const std::int64_t* step)
+    : impl_(std::make_unique<Impl>()) {
+  auto& s = *impl_;
+  s.env = env;
+  s.options = options;
+  s.recorder = recorder;
+  s.step = step;
+  if (env.world_size < 1 || env.rank < 0 || env.rank >= env.world_size)
+    throw DistError(fmt::format("rank {} of a world of {}: need 0 <= rank < world_size", env.rank, env.world_size));
+  c10d::TCPStoreOptions store_opts;
+  store_opts.port = static_cast<std::uint16_t>(env.master_port);
+  store_opts.isServer = env.rank == 0;
+  store_opts.numWorkers = static_cast<std::size_t>(env.world_size);
+  store_opts.waitWorkers = true;
+  store_opts.timeout = options.timeout;
+  try {
+    s.store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_opts);
+  } catch (const std::exception& e) {
+    throw DistError(fmt::format(
+        "rendezvous failed: rank {} of {} could not {} the TCPStore at {}:{} within {} s: {} — check MASTER_ADDR/"
+        "MASTER_PORT (a port in use? another run?) and that every rank starts",
+        env.rank, env.world_size, env.rank == 0 ? "serve" : "reach", env.master_addr, env.master_port,
+        options.timeout.count() / 1000.0, e.what()));
+  }
+  std::vector<int> all(static_cast<std::size_t>(env.world_size));
+  for (int r = 0; r < env.world_size; ++r) all[static_cast<std::size_t>(r)] = r;
+  s.world = s.make(all, "world");
+}
+
+C10dGroupFactory::~C10dGroupFactory() = default;
+
+std::shared_ptr<Communicator> C10dGroupFactory::world() { return impl_->world; }
+
+std::shared_ptr<Communicator> C10dGroupFactory::new_group(const std::vector<int>& ranks, const std::string& name) {
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] < 0 || ranks[i] >= impl_->env.world_size || (i > 0 && ranks[i] <= ranks[i - 1]))
+      throw DistError(fmt::format("new_group('{}'): ranks must be ascending world ranks in [0, {})", name,
+                                  impl_->env.world_size));
+  }
+  if (ranks.empty()) throw DistError(fmt::format("new_group('{}'): a group needs at least one rank", name));
+  return impl_->make(ranks, name);
+}
+
+const DistEnv& C10dGroupFactory::env() const { return impl_->env; }
+
+}  // namespace hs::trainer
