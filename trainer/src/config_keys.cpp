@@ -41,7 +41,7 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(actor_rollout_ref.model.path, "HuggingFace-layout model directory; empty = random init with hybridscope.model."),
       HS_CONFIG_KEY(actor_rollout_ref.model.enable_gradient_checkpointing, "Recompute activations in backward to save memory."),
 
-      HS_CONFIG_KEY(actor_rollout_ref.actor.strategy, "Training layout backend: fsdp or megatron."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.strategy, "Training layout along dp: fsdp (ZeRO-3 parameter shards) or megatron (replicated parameters)."),
       HS_CONFIG_KEY(actor_rollout_ref.actor.ppo_mini_batch_size, "Prompts per PPO mini-batch (x rollout.n samples), split over data-parallel ranks."),
       HS_CONFIG_KEY(actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu, "Samples per forward/backward pass on one rank; -1 = the whole mini-batch."),
       HS_CONFIG_KEY(actor_rollout_ref.actor.use_dynamic_bsz, "Pack micro-batches by a token budget instead of a sample count."),
@@ -66,6 +66,8 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(actor_rollout_ref.actor.optim.lr_warmup_steps_ratio, "Warm-up steps as a share of the total training steps."),
       HS_CONFIG_KEY(actor_rollout_ref.actor.optim.min_lr_ratio, "Floor of the cosine schedule as a share of lr."),
       HS_CONFIG_KEY(actor_rollout_ref.actor.optim.warmup_style, "Schedule after warm-up: constant or cosine."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.megatron.tensor_model_parallel_size, "Tensor-parallel size t of the training layout."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.megatron.pipeline_model_parallel_size, "Pipeline stages p of the training layout (dp = world / (t * p))."),
 
       HS_CONFIG_KEY(actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu, "Samples per reference log-prob pass on one rank; -1 = whole batch."),
 
@@ -162,6 +164,7 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(hybridscope.warmup.batch_size, "Sequences per warm-up step."),
       HS_CONFIG_KEY(hybridscope.warmup.lr, "Warm-up learning rate."),
       HS_CONFIG_KEY(hybridscope.probes.enable, "Record ranges and metrics."),
+      HS_CONFIG_KEY(hybridscope.reshard.mode, "Train->rollout resharding: hybrid (HybridFlow), vanilla (gather the TP x PP group) or naive (gather everything, DS-Chat)."),
       HS_CONFIG_KEY(hybridscope.peak_flops, "FLOP/s denominator of perf/mfu; -1 = measure this machine's GEMM peak."),
   };
   return table;

@@ -65,8 +65,14 @@ struct ModelConfig {
   bool enable_gradient_checkpointing = false;
 };
 
+/// verl's actor.megatron section: the training layout's model-parallel sizes (dp = world/(tp·pp)).
+struct MegatronConfig {
+  int tensor_model_parallel_size = 1;
+  int pipeline_model_parallel_size = 1;
+};
+
 struct ActorConfig {
-  std::string strategy = "fsdp";       // fsdp | megatron (layouts come with the ranks issue)
+  std::string strategy = "fsdp";       // fsdp (ZeRO-3 shards over dp) | megatron (replicated over dp); layout.h
   int ppo_mini_batch_size = 256;       // prompts; x rollout.n samples
   int ppo_micro_batch_size_per_gpu = -1;  // samples; -1 = the whole mini-batch in one pass
   bool use_dynamic_bsz = false;
@@ -84,6 +90,7 @@ struct ActorConfig {
   bool shuffle = false;
   double grad_clip = 1.0;
   OptimConfig optim{};
+  MegatronConfig megatron{};
 
   double effective_clip_low() const { return clip_ratio_low >= 0 ? clip_ratio_low : clip_ratio; }
   double effective_clip_high() const { return clip_ratio_high >= 0 ? clip_ratio_high : clip_ratio; }
@@ -216,6 +223,10 @@ struct ProbesConfig {
   bool enable = true;  // record ranges and metrics (a branch per range when false)
 };
 
+struct ReshardConfig {
+  std::string mode = "hybrid";  // hybrid | vanilla | naive (reshard.h, docs/resharding.md)
+};
+
 struct HybridscopeSection {
   ModelShape model{};
   std::string tokenizer = "char";  // char: the built-in character tokenizer
@@ -226,6 +237,7 @@ struct HybridscopeSection {
   std::string db = "out/run.sqlite";  // run database (SQLite)
   WarmupConfig warmup{};
   ProbesConfig probes{};
+  ReshardConfig reshard{};
   double peak_flops = -1;  // FLOP/s denominator of perf/mfu; -1: measure this machine's GEMM peak
 };
 
