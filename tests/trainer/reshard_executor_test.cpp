@@ -165,6 +165,22 @@ TEST(ReshardExecutor, LlamaActorWeightsAndBytesMatchThePlan) {
   }
 }
 
+// Rollout tp above training tp (generation shards inside training shards; rollout->train returns
+// the kept training tensors).
+TEST(ReshardExecutor, HybridWithRolloutTpAboveTrainingTp) {
+  for (const auto& [c, dp] : {std::pair{Case{1, 1, 4, 2}, DpSharding::kSharded},
+                              std::pair{Case{2, 1, 2, 2}, DpSharding::kReplicated}}) {
+    const std::string tag = "nested_" + tag_of(c, ReshardMode::kHybrid, dp);
+    auto plan = std::make_shared<const ReshardPlan>(
+        plan_reshard(llama_parameters(tiny_llama()), {c.pp, c.tp, c.dp}, dp, c.t_g, ReshardMode::kHybrid));
+    const auto received = run_plan(plan, tag);
+    for (std::size_t r = 0; r < received.size(); ++r) {
+      EXPECT_EQ(received[r], plan->ranks[r].bytes_received) << tag << " rank " << r;
+      EXPECT_GT(received[r], 0) << tag;
+    }
+  }
+}
+
 TEST(ReshardExecutor, ParameterSpecsOfTheModelEqualLlamaParameters) {
   for (bool tied : {false, true}) {
     ModelShape shape = tiny_llama();

@@ -252,6 +252,33 @@ TEST(ReshardPlanner, LlamaReceivedBytesEqualElementCount) {
   }
 }
 
+// Rollout tp above training tp (verl's usual fsdp + rollout tp 2): the generation shards nest
+// inside the training shards, so a megatron rank already holds its own stage's generation shard.
+TEST(ReshardPlanner, HybridWithRolloutTpAboveTrainingTp) {
+  const std::int64_t M = training_layout(sharded_model(), {1, 1, 1}, DpSharding::kReplicated).model_bytes();
+  struct Nested {
+    Case c;
+    DpSharding dp;
+    std::int64_t received, peak;
+  };
+  // (1,1,4) fsdp -> 2: rank j holds row block j; its generation half j/2 contains that block of the
+  // column-parallel half of M and 1/8 of the row-parallel half: M/2 - (M/8 + M/16) = 5M/16; the
+  // other M/16 of its rows stays outside the generation shard: peak M/2 + M/16.
+  const std::vector<Nested> cases = {{{1, 1, 4, 2}, DpSharding::kReplicated, 0, M},
+                                     {{1, 2, 2, 4}, DpSharding::kReplicated, 0, M / 2},
+                                     {{2, 1, 2, 2}, DpSharding::kReplicated, M / 2 - M / 4, M / 2 + M / 4},
+                                     {{1, 1, 4, 2}, DpSharding::kSharded, 5 * M / 16, 9 * M / 16}};
+  for (const auto& n : cases) {
+    const std::string what = name(n.c, ReshardMode::kHybrid, n.dp);
+    const ReshardPlan plan = plan_reshard(sharded_model(), {n.c.pp, n.c.tp, n.c.dp}, n.dp, n.c.t_g, ReshardMode::kHybrid);
+    for (int r = 0; r < plan.training.world(); ++r) {
+      EXPECT_EQ(plan.ranks[static_cast<std::size_t>(r)].bytes_received, n.received) << what << " rank " << r;
+      EXPECT_EQ(plan.ranks[static_cast<std::size_t>(r)].peak_parameter_bytes, n.peak) << what << " rank " << r;
+    }
+    expect_exact_cover(plan, what);
+  }
+}
+
 TEST(ReshardPlanner, RejectsShapesThatCannotBeLaidOut) {
   auto message = [](auto&& fn) {
     try {
@@ -279,9 +306,11 @@ TEST(ReshardPlanner, RejectsShapesThatCannotBeLaidOut) {
                 .find("pipeline_model_parallel_size"),
             std::string::npos);
   const LayoutSet t = training_layout(sharded_model(), {1, 2, 2}, DpSharding::kReplicated);
-  EXPECT_NE(message([&] { generation_layout(t, 4, ReshardMode::kHybrid); }).find("reshard.mode=vanilla"),
+  const std::vector<ParamSpec> six = {{"w", {12, 12}, 4, 0, 0}};
+  const LayoutSet t6 = training_layout(six, {1, 2, 3}, DpSharding::kReplicated);
+  EXPECT_NE(message([&] { generation_layout(t6, 3, ReshardMode::kHybrid); }).find("reshard.mode=vanilla"),
             std::string::npos);
-  EXPECT_NO_THROW(generation_layout(t, 4, ReshardMode::kVanilla));
+  EXPECT_NO_THROW(generation_layout(t6, 3, ReshardMode::kVanilla));
   EXPECT_NE(message([&] { generation_layout(t, 3, ReshardMode::kVanilla); }).find("must divide the world size 4"),
             std::string::npos);
   EXPECT_NE(message([] { parse_reshard_mode("hybird"); }).find("hybrid, vanilla or naive"), std::string::npos);

@@ -151,6 +151,15 @@ void validate(const Config& c) {
   p.at_least("actor_rollout_ref.actor.megatron.tensor_model_parallel_size", actor.megatron.tensor_model_parallel_size, 1);
   p.at_least("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size", actor.megatron.pipeline_model_parallel_size, 1);
   p.one_of("hybridscope.reshard.mode", c.hybridscope.reshard.mode, {"hybrid", "vanilla", "naive"});
+  if (c.hybridscope.reshard.mode == "hybrid" && actor.megatron.tensor_model_parallel_size >= 1 &&
+      rollout.tensor_model_parallel_size >= 1 &&
+      actor.megatron.tensor_model_parallel_size % rollout.tensor_model_parallel_size != 0 &&
+      rollout.tensor_model_parallel_size % actor.megatron.tensor_model_parallel_size != 0) {
+    p.add("hybridscope.reshard.mode = hybrid needs actor_rollout_ref.rollout.tensor_model_parallel_size ({}) and "
+          "actor_rollout_ref.actor.megatron.tensor_model_parallel_size ({}) to divide one another so that the "
+          "shards nest — change one of them or use hybridscope.reshard.mode=vanilla",
+          rollout.tensor_model_parallel_size, actor.megatron.tensor_model_parallel_size);
+  }
   // Layout rules on hybridscope.model (a model path's config.json is checked when it loads, layout.h).
   const bool random_init = c.actor_rollout_ref.model.path.empty();
   if (random_init && shape.num_hidden_layers >= 1 && actor.megatron.pipeline_model_parallel_size >= 1 &&

@@ -201,21 +201,34 @@ LayoutSet generation_layout(const LayoutSet& training, int t_g, ReshardMode mode
     throw LayoutError("actor_rollout_ref.rollout.tensor_model_parallel_size = " + std::to_string(t_g) +
                       " must divide the world size " + std::to_string(world));
   }
-  if (mode == ReshardMode::kHybrid && tm.tp % t_g != 0) {
-    throw LayoutError("hybrid resharding needs the rollout tp (" + std::to_string(t_g) +
-                      ") to divide the training tp (" + std::to_string(tm.tp) +
-                      ") so that each training shard lies inside a generation shard — lower "
+  if (mode == ReshardMode::kHybrid && tm.tp % t_g != 0 && t_g % tm.tp != 0) {
+    throw LayoutError("hybrid resharding needs the rollout tp (" + std::to_string(t_g) + ") and the training tp (" +
+                      std::to_string(tm.tp) +
+                      ") to divide one another so that shards nest — change "
                       "actor_rollout_ref.rollout.tensor_model_parallel_size or use hybridscope.reshard.mode=vanilla");
+  }
+  if (mode == ReshardMode::kHybrid && t_g > tm.tp && (tm.pp * tm.dp) % (t_g / tm.tp) != 0) {
+    throw LayoutError("hybrid resharding with rollout tp " + std::to_string(t_g) + " > training tp " +
+                      std::to_string(tm.tp) + " needs pp*dp (" + std::to_string(tm.pp * tm.dp) +
+                      ") divisible by their ratio — use hybridscope.reshard.mode=vanilla");
   }
   LayoutSet out;
   out.description = "generation tp=" + std::to_string(t_g) + " replicas=" + std::to_string(world / t_g) + " (" +
                     reshard_mode_name(mode) + " grouping)";
   out.mesh = {1, t_g, world / t_g};
   for (int r = 0; r < world; ++r) {
-    if (mode == ReshardMode::kHybrid) {
+    if (mode == ReshardMode::kHybrid && t_g <= tm.tp) {
       const MeshCoord c = training.coords[static_cast<std::size_t>(r)];
       const int stride = tm.tp / t_g;  // training tp ranks per generation shard
       out.coords.push_back({0, c.tp / stride, c.tp % stride + stride * (c.pp + tm.pp * c.dp)});
+    } else if (mode == ReshardMode::kHybrid) {
+      // t_g = k·t: each generation shard lies inside a training tp shard. The p·d ranks that share
+      // training tp rank i take its k generation blocks, in order of m = pp + p·dp, so that with
+      // fsdp (row blocks in dp order) a rank's rows fall in its own generation block when the
+      // split dim is dim 0.
+      const MeshCoord c = training.coords[static_cast<std::size_t>(r)];
+      const int k = t_g / tm.tp, per_block = tm.pp * tm.dp / k, m = c.pp + tm.pp * c.dp;
+      out.coords.push_back({0, c.tp * k + m / per_block, m % per_block});
     } else {
       out.coords.push_back({0, r % t_g, r / t_g});
     }

@@ -147,9 +147,13 @@ const char* reshard_mode_name(ReshardMode mode);
 ///     shard lies inside its generation shard; its micro-DP group is the p·t/t_g ranks of its
 ///     training replica j with the same g (consecutive ranks when pp = 1) and its generation TP
 ///     group the ranks of its stage and replica with the same i mod (t/t_g) (stride t/t_g).
+///     With t_g = k·t > t (e.g. fsdp, t = 1, rollout tp 2) the shards nest the other way: the p·d
+///     ranks of training tp rank i take generation blocks i·k .. i·k+k-1 (m = pp + p·dp, block
+///     i·k + m / (p·d/k), replica m mod (p·d/k)), so a megatron rank already holds its generation
+///     shard of its own stage's parameters.
 ///   vanilla, naive: consecutive generation TP groups (rank r: g = r mod t_g, replica r / t_g).
-/// Throws LayoutError when t_g does not divide world, or (hybrid) does not divide the training tp,
-/// or a tp-split dim is not divisible by t_g.
+/// Throws LayoutError when t_g does not divide world, or (hybrid) t_g and t do not divide one
+/// another (or k does not divide p·d), or a tp-split dim is not divisible by t_g.
 LayoutSet generation_layout(const LayoutSet& training, int rollout_tp, ReshardMode mode);
 
 }  // namespace hs::trainer
