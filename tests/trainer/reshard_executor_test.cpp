@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -230,11 +231,13 @@ TEST(ReshardExecutor, HybridSwitchReshardsTheActorIntoTheRolloutModel) {
     RolloutEngine rollout(rollout_model, /*eos=*/1, /*pad=*/0, /*block_size=*/4, /*num_blocks=*/8,
                           /*max_num_seqs=*/2, /*max_seq_len=*/16);
     HybridSwitch hybrid_switch(actor, rollout, /*free_cache_engine=*/true, nullptr);
+    std::set<const void*> generation_storage;
     hybrid_switch.set_resharder(std::make_shared<ReshardExecutor>(plan, rank, groups),
                                 [&](const std::vector<at::Tensor>& generation) {
                                   auto params = rollout_model->named_parameters();
                                   for (std::size_t p = 0; p < generation.size(); ++p) {
                                     params[plan->training.params[p].spec.name].copy_(generation[p]);
+                                    generation_storage.insert(generation[p].data_ptr());
                                   }
                                 });
     const auto to_rollout = hybrid_switch.to_rollout(1);
@@ -246,7 +249,14 @@ TEST(ReshardExecutor, HybridSwitchReshardsTheActorIntoTheRolloutModel) {
     for (const auto& item : rollout_model->named_parameters()) {
       EXPECT_TRUE(same_bits(item.value(), full_params.at(item.key()))) << "rank " << rank << " " << item.key();
     }
-    for (auto& item : actor->named_parameters()) item.value().add_(1.0);  // a stale copy would show
+    // Where the training box is the generation box (the tp-replicated norms and embedding) the
+    // executor hands out the actor's own tensor, no copy; everything else is a fresh tensor, so
+    // disturbing the actor there shows whether restore_weights really copies back.
+    for (auto& item : actor->named_parameters()) {
+      const bool replicated = item.value().sizes() == full_params.at(item.key()).sizes();
+      EXPECT_EQ(generation_storage.count(item.value().data_ptr()) == 1, replicated) << item.key();
+      if (!replicated) item.value().add_(1.0);
+    }
     const auto to_train = hybrid_switch.to_train(1);
     bool restored_component = false;
     for (const auto& [name, ns] : to_train.components) restored_component |= std::string(name) == "restore_weights";

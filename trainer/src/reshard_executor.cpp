@@ -97,19 +97,32 @@ std::vector<at::Tensor> ReshardExecutor::to_generation(const std::vector<at::Ten
                 " differs)");
     held[p] = *box;
   }
-  // Assemble into fresh tensors of the assembled boxes.
+  // Assemble into fresh tensors of the assembled boxes, except where the rank already holds
+  // exactly that box (hybrid with t_g = t, or a replicated parameter): there the training tensor
+  // is the generation tensor, no copy.
   std::vector<at::Tensor> assembled(n);
+  std::vector<bool> aliased(n, false);
   for (std::size_t p = 0; p < n; ++p) {
-    if (mine.assembled[p]) assembled[p] = at::empty(shape_of(*mine.assembled[p]), options);
+    if (!mine.assembled[p]) continue;
+    aliased[p] = training[p].defined() && held[p] == *mine.assembled[p] && training[p].is_contiguous();
+    assembled[p] = aliased[p] ? training[p] : at::empty(shape_of(*mine.assembled[p]), options);
   }
   for (const Piece& piece : mine.local) {
+    if (aliased[piece.param]) continue;
     view_of(assembled[piece.param], *mine.assembled[piece.param], piece.box)
         .copy_(view_of(training[piece.param], held[piece.param], piece.box));
   }
-  auto pack = [&](const Transfer& t) {
-    std::vector<at::Tensor> parts;
-    for (const Piece& piece : t.pieces) parts.push_back(view_of(training[piece.param], held[piece.param], piece.box).reshape({-1}));
-    return at::cat(parts);
+  auto pack = [&](const Transfer& t) {  // one copy per piece, straight into the flat buffer
+    std::int64_t count = 0;
+    for (const Piece& piece : t.pieces) count += piece.box.numel();
+    at::Tensor flat = at::empty({count}, options);
+    std::int64_t offset = 0;
+    for (const Piece& piece : t.pieces) {
+      const std::int64_t n = piece.box.numel();
+      flat.slice(0, offset, offset + n).view(shape_of(piece.box)).copy_(view_of(training[piece.param], held[piece.param], piece.box));
+      offset += n;
+    }
+    return flat;
   };
   auto unpack = [&](const Transfer& t, const at::Tensor& flat) {
     std::int64_t offset = 0;

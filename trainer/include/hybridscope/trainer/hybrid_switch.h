@@ -34,7 +34,8 @@ class HybridSwitch {
 
   /// Multi-rank resharding: `executor`'s plan names the parameters (parameter_specs of the full
   /// model); the actor holds this rank's training shard of those it has (by name). After each
-  /// reshard, `install` receives the generation shard of every plan parameter, in plan order.
+  /// reshard, `install` receives the generation shard of every plan parameter, in plan order
+  /// (the actor's own tensor where its training box is the generation box: copy, do not keep, it).
   void set_resharder(std::shared_ptr<ReshardExecutor> executor,
                      std::function<void(const std::vector<at::Tensor>&)> install);
 

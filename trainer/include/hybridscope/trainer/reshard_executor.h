@@ -51,7 +51,8 @@ class ReshardExecutor {
 
   /// `training[p]`: this rank's training shard of plan parameter p (the training box's shape;
   /// undefined where the rank holds none). All defined tensors share one dtype and device.
-  /// Returns the generation shard of every parameter (the generation box's shape, contiguous).
+  /// Returns the generation shard of every parameter (the generation box's shape, contiguous);
+  /// where the rank's training box already is its generation box, the training tensor itself.
   std::vector<at::Tensor> to_generation(const std::vector<at::Tensor>& training);
   /// The training shards again from `generation` (what to_generation returned).
   std::vector<at::Tensor> to_training(const std::vector<at::Tensor>& generation);
