@@ -11,11 +11,13 @@
 #include <fmt/format.h>
 
 #include "export_trace_command.h"
+#include "reshard_plan_command.h"
 #include "hybridscope/probes/recorder.h"
 #include "hybridscope/reports/chrome_trace.h"
 #include "hybridscope/reports/run_database.h"
 #include "hybridscope/trainer/config.h"
 #include "hybridscope/trainer/dataset.h"
+#include "hybridscope/trainer/layout.h"
 #include "hybridscope/trainer/tokenizer.h"
 #include "hybridscope/trainer/trainer.h"
 
@@ -77,10 +79,15 @@ int main(int argc, char** argv) {
   hs::cli::ExportTraceArgs export_args;
   auto* export_trace = hs::cli::add_export_trace_command(app, export_args);
 
+  // reshard-plan
+  hs::cli::ReshardPlanArgs reshard_args;
+  auto* reshard_plan = hs::cli::add_reshard_plan_command(app, reshard_args);
+
   CLI11_PARSE(app, argc, argv);
 
   try {
     if (export_trace->parsed()) return hs::cli::run_export_trace(export_args);
+    if (reshard_plan->parsed()) return hs::cli::run_reshard_plan(reshard_args);
     if (!db_path.empty()) overrides.push_back("hybridscope.db=" + db_path);
     const auto config = hs::trainer::load_config(config_path, overrides);
     if (config_cmd->parsed()) {
@@ -96,6 +103,9 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const hs::trainer::ConfigError& e) {
     fmt::print(stderr, "config error: {}\n", e.what());
+    return 2;
+  } catch (const hs::trainer::LayoutError& e) {
+    fmt::print(stderr, "layout error: {}\n", e.what());
     return 2;
   } catch (const hs::trainer::DataError& e) {
     fmt::print(stderr, "data error: {}\n", e.what());
