@@ -418,7 +418,7 @@ struct Recorder::Impl {
     sqlite3_bind_int64(st, p++, intern(w.direction));
     for (std::int64_t v : {w.start_ns, w.end_ns, w.bytes_sent, w.bytes_received, w.bytes_local})
       sqlite3_bind_int64(st, p++, v);
-    for (std::int64_t v : {w.peak_memory_before, w.peak_memory_after}) {
+    for (std::int64_t v : {w.memory_before_bytes, w.memory_after_bytes, w.peak_memory_bytes}) {
       if (v < 0) sqlite3_bind_null(st, p++);
       else sqlite3_bind_int64(st, p++, v);
     }
@@ -524,6 +524,8 @@ Recorder::Recorder(const std::string& path, int rank, RecorderOptions options)
   impl_->exec("PRAGMA wal_autocheckpoint=16384");
   impl_->exec("BEGIN");
   if (version == 1) impl_->exec(schema::kMigrateToV2);
+  // v1-v2 files get their switches table from kCreateStatements; only an existing one moves.
+  if (version == 3) impl_->exec(schema::kMigrateToV4);
   impl_->exec(schema::kCreateStatements);
   for (const auto& [category, name] : kCategoryNames) {
     const std::string sql = "INSERT OR IGNORE INTO range_categories(id, name, label) VALUES(" +
@@ -587,7 +589,8 @@ Recorder::Recorder(const std::string& path, int rank, RecorderOptions options)
                  "end_ns, algbw_gbps, busbw_gbps) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
   impl_->prepare(impl_->insert_switch,
                  "INSERT INTO switches(run_id, rank, step, direction_id, start_ns, end_ns, bytes_sent, bytes_received, "
-                 "bytes_local, peak_memory_before, peak_memory_after) VALUES(?,?,?,?,?,?,?,?,?,?,?)");
+                 "bytes_local, memory_before_bytes, memory_after_bytes, peak_memory_bytes) "
+                 "VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
   impl_->prepare(impl_->insert_switch_component,
                  "INSERT INTO switch_components(switch_id, name_id, duration_ns) VALUES(?,?,?)");
   impl_->prepare(impl_->update_dropped, "UPDATE runs SET dropped_records = ? WHERE id = ?");
@@ -625,6 +628,18 @@ std::int64_t Recorder::begin_run(const RunInfo& info) {
   if (sqlite3_step(s.stmt) != SQLITE_DONE)
     throw RecorderError(std::string("cannot insert the run row: ") + sqlite3_errmsg(impl_->db));
   run_id_ = sqlite3_last_insert_rowid(impl_->db);
+  if (!info.config.empty()) {
+    Statement c;
+    impl_->prepare(c, "INSERT OR REPLACE INTO config(run_id, key, value) VALUES(?,?,?)");
+    for (const auto& [key, value] : info.config) {
+      sqlite3_bind_int64(c.stmt, 1, run_id_);
+      sqlite3_bind_text(c.stmt, 2, key.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_text(c.stmt, 3, value.c_str(), -1, SQLITE_TRANSIENT);
+      if (sqlite3_step(c.stmt) != SQLITE_DONE)
+        throw RecorderError(std::string("cannot insert the run's config: ") + sqlite3_errmsg(impl_->db));
+      sqlite3_reset(c.stmt);
+    }
+  }
   impl_->hub->run_id.store(run_id_);
   return run_id_;
 }

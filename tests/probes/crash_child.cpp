@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
   try {
     const int n = std::atoi(argv[2]);
     hs::probes::Recorder rec(argv[1]);
-    const auto run = rec.begin_run({"crash_child", "hs_probe_crash_child", "", 1, ""});
+    const auto run = rec.begin_run({"crash_child", "hs_probe_crash_child", "", 1, "", {}});
     auto record = [&rec](std::int64_t first_step, int count) {
       for (int i = 0; i < count; ++i)
         rec.record_range({"crash_range", hs::probes::Category::kPhase, 0, first_step + i, i, i + 1});

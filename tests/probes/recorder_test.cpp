@@ -72,6 +72,7 @@ TEST(Recorder, WritesRunRangesMetricsAndEndState) {
     info.command_line = "hybridscope train";
     info.config_yaml = "data:\n  train_batch_size: 4\n";
     info.torch_version = "2.11.0";
+    info.config = {{"data.train_batch_size", "4"}, {"algorithm.adv_estimator", "grpo"}};
     const auto run = rec.begin_run(info);
     EXPECT_GT(run, 0);
     rec.record_range({"gen", Category::kPhase, 1, 7, 100, 250});
@@ -86,6 +87,8 @@ TEST(Recorder, WritesRunRangesMetricsAndEndState) {
   EXPECT_EQ(db.text("SELECT status FROM runs"), "completed");
   EXPECT_EQ(db.text("SELECT name FROM runs"), "proj/exp");
   EXPECT_EQ(db.text("SELECT config_yaml FROM runs"), "data:\n  train_batch_size: 4\n");
+  EXPECT_EQ(db.text("SELECT value FROM config WHERE key = 'algorithm.adv_estimator'"), "grpo");
+  EXPECT_EQ(db.number("SELECT COUNT(*) FROM config WHERE run_id = (SELECT id FROM runs)"), 2);
   EXPECT_EQ(db.number("SELECT COUNT(*) FROM ranges"), 3);
   EXPECT_EQ(db.number("SELECT COUNT(*) FROM strings WHERE value = 'gen'"), 1);  // interned once
   EXPECT_EQ(db.number("SELECT SUM(end_ns - start_ns) FROM ranges r JOIN strings s ON s.id = r.name_id "

@@ -109,7 +109,8 @@ bool is_timing(const std::string& name) {
 
 TEST(Trainer, RecordsEveryPhaseAndDerivesTimingFromRanges) {
   const auto dir = scratch("phases");
-  PPOTrainer trainer(tiny_config(dir, {"trainer.test_freq=3"}), quiet());
+  const Config cfg = tiny_config(dir, {"trainer.test_freq=3"});
+  PPOTrainer trainer(cfg, quiet());
   const auto summary = trainer.fit();
   EXPECT_EQ(summary.steps_run, 3);
   EXPECT_GE(summary.val_after, 0.0);
@@ -130,6 +131,10 @@ TEST(Trainer, RecordsEveryPhaseAndDerivesTimingFromRanges) {
   EXPECT_TRUE(metrics_of(db, 3).count("val/mean@1"));
   // the resolved config is stored with the run
   EXPECT_GT(scalar(db, "SELECT instr(config_yaml, 'adv_estimator') FROM runs"), 0.0);
+  // ... and key by key, one row per key of the table, with the run's (overridden) values
+  EXPECT_EQ(scalar(db, "SELECT COUNT(*) FROM config"), static_cast<double>(config_entries(cfg).size()));
+  EXPECT_EQ(scalar(db, "SELECT CAST(value AS REAL) FROM config WHERE key = 'data.train_batch_size'"),
+            static_cast<double>(cfg.data.train_batch_size));
   // phases nest inside the step range
   EXPECT_EQ(scalar(db, "SELECT COUNT(*) FROM ranges r JOIN ranges s ON s.step = r.step AND s.name_id = "
                        "(SELECT id FROM strings WHERE value = 'step') WHERE r.step > 0 AND "
@@ -261,8 +266,11 @@ TEST(Trainer, RecordsBothSwitchesOfEveryStepWithTheirComponents) {
       const std::string one = where + " AND d.value = '" + direction + "'";
       EXPECT_EQ(scalar(db, "SELECT COUNT(*)" + one), 1) << direction << " step " << step;
       EXPECT_EQ(scalar(db, "SELECT SUM(w.bytes_sent) + SUM(w.bytes_received)" + one), 0) << direction;
-      EXPECT_GE(scalar(db, "SELECT w.peak_memory_before" + one), 0) << "the CPU tracker is installed";
-      EXPECT_GE(scalar(db, "SELECT w.peak_memory_after" + one), 0);
+      EXPECT_GE(scalar(db, "SELECT w.memory_before_bytes" + one), 0) << "the CPU tracker is installed";
+      EXPECT_GE(scalar(db, "SELECT w.memory_after_bytes" + one), 0);
+      // The peak is over the whole switch: at least both edges.
+      EXPECT_GE(scalar(db, "SELECT w.peak_memory_bytes - MAX(w.memory_before_bytes, w.memory_after_bytes)" + one), 0)
+          << direction;
       EXPECT_GT(scalar(db, "SELECT w.end_ns - w.start_ns" + one), 0);
       // Components run one after another inside the switch.
       EXPECT_EQ(scalar(db, "SELECT COUNT(*) FROM (SELECT w.id, w.end_ns - w.start_ns AS total" + one +

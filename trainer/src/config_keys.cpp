@@ -164,6 +164,7 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(hybridscope.warmup.batch_size, "Sequences per warm-up step."),
       HS_CONFIG_KEY(hybridscope.warmup.lr, "Warm-up learning rate."),
       HS_CONFIG_KEY(hybridscope.probes.enable, "Record ranges and metrics."),
+      HS_CONFIG_KEY(hybridscope.probes.memory_interval_ms, "Memory samples (phase \"timer\") every this many ms besides the phase boundaries; 0 = only at phase boundaries."),
       HS_CONFIG_KEY(hybridscope.reshard.mode, "Train->rollout resharding: hybrid (HybridFlow), vanilla (gather the TP x PP group) or naive (gather everything, DS-Chat)."),
       HS_CONFIG_KEY(hybridscope.peak_flops, "FLOP/s denominator of perf/mfu; -1 = measure this machine's GEMM peak."),
   };

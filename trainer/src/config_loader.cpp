@@ -666,6 +666,14 @@ std::string to_yaml(const Config& config) {
   return std::string(out.c_str()) + "\n";
 }
 
+std::vector<std::pair<std::string, std::string>> config_entries(const Config& config) {
+  std::vector<std::pair<std::string, std::string>> out;
+  out.reserve(keys().size());
+  for (const Key& key : keys())
+    std::visit([&](const auto& field) { out.emplace_back(key.path, format_value(*field.view(config))); }, key.field);
+  return out;
+}
+
 std::string config_reference_markdown() {
   std::string out;
   std::string_view section;

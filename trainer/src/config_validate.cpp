@@ -253,6 +253,7 @@ void validate(const Config& c) {
   p.at_least("hybridscope.kv_block_size", h.kv_block_size, 1);
   p.unset_or_at_least_1("hybridscope.kv_num_blocks", h.kv_num_blocks);
   p.at_least("hybridscope.num_threads", h.num_threads, 1);
+  p.at_least("hybridscope.probes.memory_interval_ms", h.probes.memory_interval_ms, 0);
   p.at_least("hybridscope.warmup.steps", h.warmup.steps, 0);
   if (h.warmup.steps > 0) p.at_least("hybridscope.warmup.batch_size", h.warmup.batch_size, 1);
   if (!(h.warmup.lr >= 0.0)) p.add("hybridscope.warmup.lr = {}: must be >= 0", h.warmup.lr);

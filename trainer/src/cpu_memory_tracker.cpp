@@ -26,9 +26,8 @@ class TrackingCpuAllocator final : public c10::Allocator {
     void* data = static_cast<char*>(raw) + kHeader;
     const auto bytes = static_cast<std::int64_t>(n);
     const std::int64_t live = live_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-    std::int64_t peak = peak_.load(std::memory_order_relaxed);
-    while (live > peak && !peak_.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
-    }
+    raise(peak_, live);
+    raise(window_peak_, live);
     allocs_.fetch_add(1, std::memory_order_relaxed);
     return {data, data, &TrackingCpuAllocator::release, c10::Device(c10::DeviceType::CPU)};
   }
@@ -41,9 +40,17 @@ class TrackingCpuAllocator final : public c10::Allocator {
             allocs_.load(std::memory_order_relaxed)};
   }
   void reset_peak() { peak_.store(live_.load(std::memory_order_relaxed), std::memory_order_relaxed); }
+  void begin_window() { window_peak_.store(live_.load(std::memory_order_relaxed), std::memory_order_relaxed); }
+  std::int64_t window_peak() const { return window_peak_.load(std::memory_order_relaxed); }
   static TrackingCpuAllocator* instance;
 
  private:
+  static void raise(std::atomic<std::int64_t>& peak, std::int64_t live) {
+    std::int64_t seen = peak.load(std::memory_order_relaxed);
+    while (live > seen && !peak.compare_exchange_weak(seen, live, std::memory_order_relaxed)) {
+    }
+  }
+
   static void release(void* data) {
     if (!data) return;
     void* raw = static_cast<char*>(data) - kHeader;
@@ -54,6 +61,7 @@ class TrackingCpuAllocator final : public c10::Allocator {
   c10::Allocator* base_;
   std::atomic<std::int64_t> live_{0};
   std::atomic<std::int64_t> peak_{0};
+  std::atomic<std::int64_t> window_peak_{0};
   std::atomic<std::int64_t> allocs_{0};
 };
 TrackingCpuAllocator* TrackingCpuAllocator::instance = nullptr;
@@ -81,5 +89,11 @@ CpuMemoryStats cpu_memory_stats() { return g_tracker ? g_tracker->stats() : CpuM
 void reset_cpu_memory_peak() {
   if (g_tracker) g_tracker->reset_peak();
 }
+
+void begin_cpu_memory_window() {
+  if (g_tracker) g_tracker->begin_window();
+}
+
+std::int64_t cpu_memory_window_peak() { return g_tracker ? g_tracker->window_peak() : 0; }
 
 }  // namespace hs::trainer

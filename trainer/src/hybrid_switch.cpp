@@ -10,10 +10,13 @@
 
 #include "hybridscope/probes/clock.h"
 #include "hybridscope/trainer/cpu_memory_tracker.h"
+#include "hybridscope/trainer/memory_probe.h"
 
 namespace hs::trainer {
 
 namespace {
+
+constexpr int kCpuDevice = -1;  // the trainer runs on CPU (trainer.device=cuda is refused for now)
 
 // Live bytes of the CPU tracking allocator; -1 when it is not installed (nothing counted).
 std::int64_t memory_in_use() {
@@ -58,7 +61,8 @@ probes::SwitchRecord HybridSwitch::to_rollout(std::int64_t step) {
   probes::SwitchRecord record;
   record.step = step;
   record.direction = "train_to_rollout";
-  record.peak_memory_before = memory_in_use();
+  record.memory_before_bytes = memory_in_use();
+  const MemoryPeakWindow window(kCpuDevice);
   record.start_ns = probes::now_ns();
   timed(record, "rng_save", [&] {
     auto gen = at::detail::getDefaultCPUGenerator();
@@ -86,7 +90,8 @@ probes::SwitchRecord HybridSwitch::to_rollout(std::int64_t step) {
     if (!rollout_.cache_allocated()) rollout_.allocate_cache();
   });
   record.end_ns = probes::now_ns();
-  record.peak_memory_after = memory_in_use();
+  record.memory_after_bytes = memory_in_use();
+  record.peak_memory_bytes = window.peak_bytes();
   return finish(std::move(record));
 }
 
@@ -94,7 +99,8 @@ probes::SwitchRecord HybridSwitch::to_train(std::int64_t step) {
   probes::SwitchRecord record;
   record.step = step;
   record.direction = "rollout_to_train";
-  record.peak_memory_before = memory_in_use();
+  record.memory_before_bytes = memory_in_use();
+  const MemoryPeakWindow window(kCpuDevice);
   record.start_ns = probes::now_ns();
   timed(record, "kv_release", [&] {
     if (free_cache_engine_) rollout_.release_cache();
@@ -119,7 +125,8 @@ probes::SwitchRecord HybridSwitch::to_train(std::int64_t step) {
     gen.set_state(saved_rng_state_);
   });
   record.end_ns = probes::now_ns();
-  record.peak_memory_after = memory_in_use();
+  record.memory_after_bytes = memory_in_use();
+  record.peak_memory_bytes = window.peak_bytes();
   return finish(std::move(record));
 }
 

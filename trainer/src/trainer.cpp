@@ -5,9 +5,11 @@
 #include "hybridscope/trainer/trainer.h"
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -20,6 +22,7 @@
 #include "hybridscope/trainer/checkpoint.h"
 #include "hybridscope/trainer/core_algos.h"
 #include "hybridscope/trainer/cpu_memory_tracker.h"
+#include "hybridscope/trainer/memory_probe.h"
 #include "hybridscope/trainer/hybrid_switch.h"
 #include "hybridscope/trainer/metrics.h"
 #include "hybridscope/trainer/ppo_workers.h"
@@ -42,6 +45,7 @@ std::uint64_t stream_seed(std::uint64_t seed, std::int64_t step, std::uint64_t s
   return z ^ (z >> 31);
 }
 enum Stream : std::uint64_t { kRolloutStream = 1, kActorShuffleStream = 2, kInitStream = 3 };
+constexpr int kCpuDevice = -1;  // the memory probe's device: trainer.device=cuda is refused for now
 
 Transformer make_model(const ModelShape& shape, HeadKind head, std::uint64_t seed) {
   torch::manual_seed(seed);
@@ -250,16 +254,7 @@ void PPOTrainer::State::record_kv(const char* phase, const KvPoolStats& stats) {
 
 void PPOTrainer::State::sample(const char* phase) {
   if (!cfg.hybridscope.probes.enable) return;
-  const CpuMemoryStats cpu = cpu_memory_stats();
-  probes::MemorySample m;
-  m.ts_ns = probes::now_ns();
-  m.step = global_step;
-  m.phase = phase;
-  m.device = -1;
-  m.allocated_bytes = cpu.live_bytes;
-  m.peak_allocated_bytes = cpu.peak_bytes;
-  m.num_allocs = cpu.num_allocs;
-  recorder->record_memory(m);
+  recorder->record_memory(read_memory(kCpuDevice, global_step, phase));
   record_kv(phase, rollout->allocator().stats());
 }
 
@@ -473,9 +468,15 @@ FitSummary PPOTrainer::fit() {
   info.name = cfg.trainer.project_name + "/" + cfg.trainer.experiment_name;
   info.command_line = s.opts.command_line;
   info.config_yaml = to_yaml(cfg);
+  info.config = config_entries(cfg);
   info.world_size = cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node;
   info.torch_version = TORCH_VERSION;
   s.recorder->begin_run(info);
+  // Memory on a timer besides the phase boundaries; stopped before the run row is closed (and
+  // by unwinding on an error).
+  std::optional<MemorySampler> memory_sampler;
+  if (cfg.hybridscope.probes.enable && cfg.hybridscope.probes.memory_interval_ms > 0)
+    memory_sampler.emplace(s.recorder.get(), kCpuDevice, std::chrono::milliseconds(cfg.hybridscope.probes.memory_interval_ms));
 
   g_stop_signal.store(0);
   auto previous_int = std::signal(SIGINT, on_stop_signal);
@@ -562,11 +563,13 @@ FitSummary PPOTrainer::fit() {
     double step_seconds_sum = 0;
     while (s.global_step < s.total_steps) {
       if (const int sig = g_stop_signal.load()) {
+        memory_sampler.reset();
         s.recorder->end_run(probes::RunStatus::kKilled, fmt::format("stopped by signal {} after step {}", sig, s.global_step));
         throw std::runtime_error(fmt::format("stopped by signal {} after step {}", sig, s.global_step));
       }
       ++s.global_step;
       s.timings.begin_step(s.global_step);
+      if (memory_sampler) memory_sampler->set_step(s.global_step);
       const Metrics metrics = s.step();
       s.recorder->record_metrics(s.global_step, metrics);
       s.recorder->flush();
@@ -592,8 +595,10 @@ FitSummary PPOTrainer::fit() {
     }
     if (summary.steps_run > 0) summary.mean_step_seconds = step_seconds_sum / summary.steps_run;
     if (auto latest = find_latest_checkpoint(s.checkpoint_root)) summary.checkpoint_dir = *latest;
+    memory_sampler.reset();
     s.recorder->end_run(probes::RunStatus::kCompleted);
   } catch (const std::exception& e) {
+    memory_sampler.reset();
     if (g_stop_signal.load() == 0) s.recorder->end_run(probes::RunStatus::kFailed, e.what());
     throw;
   }

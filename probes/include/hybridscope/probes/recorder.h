@@ -35,6 +35,7 @@ struct RunInfo {
   std::string config_yaml;
   int world_size = 1;
   std::string torch_version;
+  std::vector<std::pair<std::string, std::string>> config;  // (dotted key, value): the `config` table
 };
 
 enum class RunStatus { kRunning, kCompleted, kFailed, kKilled };
@@ -122,8 +123,9 @@ struct SwitchRecord {
   std::int64_t bytes_sent = 0;      // weight bytes this rank sent while resharding
   std::int64_t bytes_received = 0;  // weight bytes this rank received
   std::int64_t bytes_local = 0;     // weight bytes already in place (no transfer)
-  std::int64_t peak_memory_before = -1;  // bytes in use on the device just before the switch; -1 unknown
-  std::int64_t peak_memory_after = -1;   // bytes in use just after; -1 unknown
+  std::int64_t memory_before_bytes = -1;  // bytes in use on the device just before the switch; -1 unknown
+  std::int64_t memory_after_bytes = -1;   // bytes in use just after; -1 unknown
+  std::int64_t peak_memory_bytes = -1;    // the most bytes in use at any moment of the switch; -1 unknown
   /// (name, duration ns), in execution order: rng_save, reshard_weights, kv_allocate, kv_release,
   /// rng_restore, cache_release, ...
   std::vector<std::pair<const char*, std::int64_t>> components;

@@ -6,12 +6,13 @@
 namespace hs::probes::schema {
 
 /// PRAGMA user_version of databases this build writes.
-inline constexpr int kSchemaVersion = 3;
-/// Oldest version the recorder upgrades in place (kMigrateToV2; v3 only adds tables, which
-/// kCreateStatements creates); older or newer ones are refused.
+inline constexpr int kSchemaVersion = 4;
+/// Oldest version the recorder upgrades in place (kMigrateToV2, kMigrateToV4; v3 only adds
+/// tables, which kCreateStatements creates); older or newer ones are refused.
 inline constexpr int kOldestMigratableVersion = 1;
 
 inline constexpr const char* kRuns = "runs";
+inline constexpr const char* kConfig = "config";
 inline constexpr const char* kStrings = "strings";
 inline constexpr const char* kRangeCategories = "range_categories";
 inline constexpr const char* kRanges = "ranges";
@@ -41,6 +42,12 @@ CREATE TABLE IF NOT EXISTS runs (
   status_message TEXT,
   dropped_records INTEGER NOT NULL DEFAULT 0
 );
+CREATE TABLE IF NOT EXISTS config (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (run_id, key)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS strings (
   id INTEGER PRIMARY KEY,
   value TEXT NOT NULL UNIQUE
@@ -133,8 +140,9 @@ CREATE TABLE IF NOT EXISTS switches (
   bytes_sent INTEGER NOT NULL,
   bytes_received INTEGER NOT NULL,
   bytes_local INTEGER NOT NULL,
-  peak_memory_before INTEGER,
-  peak_memory_after INTEGER
+  memory_before_bytes INTEGER,
+  memory_after_bytes INTEGER,
+  peak_memory_bytes INTEGER
 );
 CREATE INDEX IF NOT EXISTS switches_by_run_step ON switches(run_id, step, rank);
 CREATE TABLE IF NOT EXISTS switch_components (
@@ -148,5 +156,13 @@ CREATE INDEX IF NOT EXISTS switch_components_by_switch ON switch_components(swit
 /// v1 -> v2: runs.dropped_records (records the recorder dropped because its queue was full).
 inline constexpr const char* kMigrateToV2 =
     "ALTER TABLE runs ADD COLUMN dropped_records INTEGER NOT NULL DEFAULT 0";
+
+/// v3 -> v4: the switch's memory columns say what they hold (live bytes at the edges) and the
+/// switch gains its true peak.
+inline constexpr const char* kMigrateToV4 = R"sql(
+ALTER TABLE switches RENAME COLUMN peak_memory_before TO memory_before_bytes;
+ALTER TABLE switches RENAME COLUMN peak_memory_after TO memory_after_bytes;
+ALTER TABLE switches ADD COLUMN peak_memory_bytes INTEGER;
+)sql";
 
 }  // namespace hs::probes::schema

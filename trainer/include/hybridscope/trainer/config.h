@@ -221,6 +221,7 @@ struct WarmupConfig {
 
 struct ProbesConfig {
   bool enable = true;  // record ranges and metrics (a branch per range when false)
+  int memory_interval_ms = 100;  // memory samples on a timer besides phase boundaries; 0 = none
 };
 
 struct ReshardConfig {
@@ -271,6 +272,9 @@ Config parse_config(const std::string& yaml_text, const std::vector<std::string>
 
 /// The resolved configuration as YAML with every key (what is stored with the run).
 std::string to_yaml(const Config& config);
+/// Every key of the key table with its value as text (as docs/config.md's default column writes
+/// it), in table order: the run database's `config` table.
+std::vector<std::pair<std::string, std::string>> config_entries(const Config& config);
 
 /// Checks the relations between keys (divisibility, ranges); throws ConfigError naming them.
 void validate(const Config& config);

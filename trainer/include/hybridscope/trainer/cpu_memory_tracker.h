@@ -21,5 +21,9 @@ void install_cpu_memory_tracker();
 bool cpu_memory_tracker_installed();
 CpuMemoryStats cpu_memory_stats();
 void reset_cpu_memory_peak();
+/// A second peak for a window inside the step (the switch): restarted here at the live bytes,
+/// read by cpu_memory_window_peak(); the step peak above is not touched. One window at a time.
+void begin_cpu_memory_window();
+std::int64_t cpu_memory_window_peak();
 
 }  // namespace hs::trainer

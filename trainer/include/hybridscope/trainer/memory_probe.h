@@ -1,0 +1,90 @@
+// memory_probe.h — what the memory probe reads (design brief §3, profiling-facts.md "PyTorch CUDA
+// caching allocator"): one probes::MemorySample of a device — the CPU tracking allocator
+// (cpu_memory_tracker.h) or the CUDA caching allocator behind the version shim
+// (src/torch_compat.h) —, the peak over a window such as a switch, and a sampler thread that
+// records samples on a timer besides the phase boundaries the trainer samples at.
+//
+// What the CPU cannot tell: reserved, active and inactive-split bytes and the largest free block
+// belong to a caching allocator; on CPU they stay unknown (NULL), and so do the fragmentation
+// ratios built on them.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+
+#include "hybridscope/probes/recorder.h"
+
+namespace hs::trainer {
+
+/// The CUDA caching allocator's aggregate-pool statistics the probe records.
+struct CudaAllocatorStats {
+  std::int64_t allocated_bytes = 0;       // current
+  std::int64_t reserved_bytes = 0;        // current (segments cudaMalloc'ed)
+  std::int64_t active_bytes = 0;          // current (allocated or waiting on a stream)
+  std::int64_t inactive_split_bytes = 0;  // current (free pieces of split blocks)
+  std::int64_t peak_allocated_bytes = 0;  // since the last peak reset
+  std::int64_t num_allocs = 0;            // allocations requested, cumulative
+  std::int64_t num_alloc_retries = 0;     // cudaMalloc failures answered by freeing the cache
+  std::int64_t num_ooms = 0;
+  std::int64_t largest_free_block_bytes = 0;  // cacheInfo(): the largest cached free block
+};
+
+/// Whether this LibTorch can report CUDA caching-allocator statistics (a CUDA build).
+bool cuda_allocator_stats_available() noexcept;
+/// `device`'s caching-allocator statistics. Throws std::runtime_error on a LibTorch without CUDA.
+CudaAllocatorStats cuda_allocator_stats(int device);
+/// The sample columns of `stats` (device, bytes, counts; ts/step/phase left to the caller).
+probes::MemorySample to_memory_sample(const CudaAllocatorStats& stats, int device);
+
+/// A sample of `device` now: -1 = the CPU tracking allocator (allocated = live bytes, peak,
+/// allocation count; the caching-allocator columns unknown), >= 0 = that CUDA device.
+probes::MemorySample read_memory(int device, std::int64_t step, const char* phase);
+
+/// The most bytes allocated on `device` over a window: the peak is restarted at construction
+/// and read by peak_bytes(). One window at a time per device. On CUDA this resets the caching
+/// allocator's peak statistics (as torch.cuda.reset_peak_memory_stats does); on CPU it uses the
+/// tracker's window peak and leaves the step peak alone. -1 when nothing is tracked.
+class MemoryPeakWindow {
+ public:
+  explicit MemoryPeakWindow(int device);
+  std::int64_t peak_bytes() const;
+
+ private:
+  int device_;
+  bool tracked_;
+};
+
+/// Records read_memory(device, step, "timer") every `interval` from its own thread until
+/// destroyed (which wakes and joins the thread at once).
+class MemorySampler {
+ public:
+  /// `recorder` must be non-null and outlive the sampler; `interval` > 0.
+  MemorySampler(probes::Recorder* recorder, int device, std::chrono::milliseconds interval);
+  ~MemorySampler();
+  MemorySampler(const MemorySampler&) = delete;
+  MemorySampler& operator=(const MemorySampler&) = delete;
+
+  /// The step later samples are attributed to.
+  void set_step(std::int64_t step) { step_.store(step, std::memory_order_relaxed); }
+  /// Samples taken so far.
+  std::int64_t samples() const { return samples_.load(std::memory_order_relaxed); }
+
+ private:
+  void run();
+
+  probes::Recorder* recorder_;
+  int device_;
+  std::chrono::milliseconds interval_;
+  std::atomic<std::int64_t> step_{0};
+  std::atomic<std::int64_t> samples_{0};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace hs::trainer

@@ -1,0 +1,105 @@
+// memory_probe.cpp — device memory readings, the peak window and the timer sampler
+// (see memory_probe.h).
+#include "hybridscope/trainer/memory_probe.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "hybridscope/probes/clock.h"
+#include "hybridscope/trainer/cpu_memory_tracker.h"
+#include "torch_compat.h"
+
+namespace hs::trainer {
+
+bool cuda_allocator_stats_available() noexcept { return HS_TORCH_HAS_CUDA_ALLOCATOR != 0; }
+
+CudaAllocatorStats cuda_allocator_stats(int device) {
+#if HS_TORCH_HAS_CUDA_ALLOCATOR
+  return compat::aggregate_stats<CudaAllocatorStats>(compat::cuda_device_stats(device),
+                                                      compat::cuda_largest_free_block(device));
+#else
+  throw std::runtime_error("CUDA memory statistics of device " + std::to_string(device) +
+                           ": this LibTorch is a CPU build (no CUDA caching allocator)");
+#endif
+}
+
+probes::MemorySample to_memory_sample(const CudaAllocatorStats& stats, int device) {
+  probes::MemorySample m;
+  m.device = device;
+  m.allocated_bytes = stats.allocated_bytes;
+  m.reserved_bytes = stats.reserved_bytes;
+  m.active_bytes = stats.active_bytes;
+  m.inactive_split_bytes = stats.inactive_split_bytes;
+  m.largest_free_block_bytes = stats.largest_free_block_bytes;
+  m.peak_allocated_bytes = stats.peak_allocated_bytes;
+  m.num_allocs = stats.num_allocs;
+  m.num_alloc_retries = stats.num_alloc_retries;
+  m.num_ooms = stats.num_ooms;
+  return m;
+}
+
+probes::MemorySample read_memory(int device, std::int64_t step, const char* phase) {
+  probes::MemorySample m;
+  if (device >= 0) {
+    m = to_memory_sample(cuda_allocator_stats(device), device);
+  } else {
+    const CpuMemoryStats cpu = cpu_memory_stats();
+    m.device = -1;
+    if (cpu_memory_tracker_installed()) {
+      m.allocated_bytes = cpu.live_bytes;
+      m.peak_allocated_bytes = cpu.peak_bytes;
+      m.num_allocs = cpu.num_allocs;
+    }
+  }
+  m.ts_ns = probes::now_ns();
+  m.step = step;
+  m.phase = phase;
+  return m;
+}
+
+MemoryPeakWindow::MemoryPeakWindow(int device)
+    : device_(device), tracked_(device >= 0 ? cuda_allocator_stats_available() : cpu_memory_tracker_installed()) {
+  if (!tracked_) return;
+  if (device_ < 0) {
+    begin_cpu_memory_window();
+    return;
+  }
+#if HS_TORCH_HAS_CUDA_ALLOCATOR
+  compat::cuda_reset_peak_stats(device_);
+#endif
+}
+
+std::int64_t MemoryPeakWindow::peak_bytes() const {
+  if (!tracked_) return -1;
+  if (device_ >= 0) return cuda_allocator_stats(device_).peak_allocated_bytes;
+  return cpu_memory_window_peak();
+}
+
+MemorySampler::MemorySampler(probes::Recorder* recorder, int device, std::chrono::milliseconds interval)
+    : recorder_(recorder), device_(device), interval_(interval) {
+  if (!recorder_) throw std::invalid_argument("MemorySampler: the recorder is null");
+  if (interval_.count() <= 0) throw std::invalid_argument("MemorySampler: the interval must be > 0 ms");
+  thread_ = std::thread([this] { run(); });
+}
+
+MemorySampler::~MemorySampler() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void MemorySampler::run() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  auto next = std::chrono::steady_clock::now() + interval_;
+  while (!wake_.wait_until(lock, next, [this] { return stop_; })) {
+    // A missed tick (a stalled machine) is skipped, not caught up in a burst.
+    next = std::max(next + interval_, std::chrono::steady_clock::now());
+    recorder_->record_memory(read_memory(device_, step_.load(std::memory_order_relaxed), "timer"));
+    samples_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace hs::trainer
