@@ -12,6 +12,7 @@
 
 #include "export_trace_command.h"
 #include "hybridscope/probes/merge.h"
+#include "reshard_plan_command.h"
 #include "hybridscope/probes/recorder.h"
 #include "launch_command.h"
 #include "hybridscope/reports/chrome_trace.h"
@@ -19,6 +20,7 @@
 #include "hybridscope/trainer/config.h"
 #include "hybridscope/trainer/dataset.h"
 #include "hybridscope/trainer/process_group.h"
+#include "hybridscope/trainer/layout.h"
 #include "hybridscope/trainer/tokenizer.h"
 #include "hybridscope/trainer/trainer.h"
 
@@ -89,6 +91,10 @@ int main(int argc, char** argv) {
   auto* merge = app.add_subcommand("merge", "Merge a multi-rank run's per-rank files (RUN.sqlite.rank<K>) into RUN.sqlite");
   merge->add_option("db", merge_db, "The run database")->required()->check(CLI::ExistingFile);
 
+  // reshard-plan
+  hs::cli::ReshardPlanArgs reshard_args;
+  auto* reshard_plan = hs::cli::add_reshard_plan_command(app, reshard_args);
+
   // `launch [options] -- command...`: what follows `--` belongs to the ranks, untouched by parsing.
   int parse_argc = argc;
   if (argc > 1 && std::string(argv[1]) == "launch") {
@@ -104,6 +110,7 @@ int main(int argc, char** argv) {
 
   try {
     if (export_trace->parsed()) return hs::cli::run_export_trace(export_args);
+    if (reshard_plan->parsed()) return hs::cli::run_reshard_plan(reshard_args);
     if (launch->parsed()) return hs::cli::run_launch(launch_args);
     if (merge->parsed()) {
       const auto report = hs::probes::merge_rank_files(merge_db);
@@ -130,6 +137,9 @@ int main(int argc, char** argv) {
   } catch (const hs::trainer::DistError& e) {
     fmt::print(stderr, "distributed error: {}\n", e.what());
     return 1;
+  } catch (const hs::trainer::LayoutError& e) {
+    fmt::print(stderr, "layout error: {}\n", e.what());
+    return 2;
   } catch (const hs::trainer::DataError& e) {
     fmt::print(stderr, "data error: {}\n", e.what());
     return 2;

@@ -510,6 +510,22 @@ TEST_P(ConfigValidate, RejectsWithKeysAndValues) {
 }
 
 const std::vector<RuleCase> kRuleCases = {
+    {"ReshardModeKnown", {"hybridscope.reshard.mode=hybird"}, {"hybridscope.reshard.mode", "hybrid"}},
+    {"PipelineStagesDivideLayers", {"actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=3"},
+     {"actor_rollout_ref.actor.megatron.pipeline_model_parallel_size = 3 does not divide "
+      "hybridscope.model.num_hidden_layers = 2"}},
+    {"TrainingTpSplitsHeads", {"actor_rollout_ref.actor.megatron.tensor_model_parallel_size=4"},
+     {"actor_rollout_ref.actor.megatron.tensor_model_parallel_size = 4 must divide "
+      "hybridscope.model.num_key_value_heads (2)"}},
+    {"RolloutTpSplitsHeads", {"actor_rollout_ref.rollout.tensor_model_parallel_size=3"},
+     {"actor_rollout_ref.rollout.tensor_model_parallel_size = 3 must divide"}},
+    {"HybridTpsNest",
+     {"hybridscope.model.num_key_value_heads=4", "hybridscope.model.intermediate_size=384",
+      "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2", "actor_rollout_ref.rollout.tensor_model_parallel_size=3",
+      "hybridscope.model.num_attention_heads=12", "hybridscope.model.hidden_size=192"},
+     {"hybridscope.reshard.mode = hybrid needs actor_rollout_ref.rollout.tensor_model_parallel_size (3)"}},
+    {"TrainingTpPositive", {"actor_rollout_ref.actor.megatron.tensor_model_parallel_size=0"},
+     {"actor_rollout_ref.actor.megatron.tensor_model_parallel_size = 0: must be >= 1"}},
     {"HeadsDivideHidden", {"hybridscope.model.hidden_size=130"},
      {"hybridscope.model.hidden_size (130) is not divisible by hybridscope.model.num_attention_heads (4)"}},
     {"KvHeadsDivideHeads", {"hybridscope.model.num_key_value_heads=3"},

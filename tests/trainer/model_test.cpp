@@ -26,6 +26,7 @@
 #include "hybridscope/trainer/kv_block_pool.h"
 #include "hybridscope/trainer/model.h"
 #include "hybridscope/trainer/rollout.h"
+#include "thread_world.h"
 
 namespace hs::trainer {
 namespace {
@@ -467,75 +468,6 @@ TEST_F(ModelTest, ForkedSequencesShareThePromptAndMatchFullForward) {
 
 // ---------------------------------------------------------------------------------------------
 // Tensor parallelism with in-process ranks
-
-// The ranks of one group meet here; every collective is an exchange of one tensor per rank.
-class ThreadGroup {
- public:
-  explicit ThreadGroup(int size) : size_(size), deposits_(static_cast<std::size_t>(size)) {}
-  int size() const { return size_; }
-  std::vector<torch::Tensor> exchange(int rank, torch::Tensor t) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    const auto generation = generation_;
-    deposits_[static_cast<std::size_t>(rank)] = std::move(t);
-    if (++arrived_ == size_) {
-      result_ = deposits_;
-      arrived_ = 0;
-      ++generation_;
-      cv_.notify_all();
-    } else if (!cv_.wait_for(lock, std::chrono::seconds(60), [&] { return generation_ != generation; })) {
-      throw std::runtime_error("ThreadGroup: a rank never arrived");
-    }
-    return result_;
-  }
-
- private:
-  int size_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::vector<torch::Tensor> deposits_, result_;
-  int arrived_ = 0;
-  std::uint64_t generation_ = 0;
-};
-
-class ThreadCommunicator final : public Communicator {
- public:
-  ThreadCommunicator(int rank, std::shared_ptr<ThreadGroup> group, std::string name)
-      : rank_(rank), group_(std::move(group)), name_(std::move(name)) {}
-  int rank() const override { return rank_; }
-  int size() const override { return group_->size(); }
-  std::string name() const override { return name_; }
-  void all_reduce(at::Tensor& tensor, ReduceOp op) override {
-    auto all = group_->exchange(rank_, tensor.clone());
-    auto r = all[0].clone();
-    for (std::size_t i = 1; i < all.size(); ++i) {
-      if (op == ReduceOp::kMax) r = torch::maximum(r, all[i]);
-      else if (op == ReduceOp::kMin) r = torch::minimum(r, all[i]);
-      else r += all[i];
-    }
-    if (op == ReduceOp::kAvg) r /= static_cast<double>(all.size());
-    tensor.copy_(r);
-  }
-  at::Tensor all_gather(const at::Tensor& input) override {
-    return torch::cat(group_->exchange(rank_, input.contiguous()), 0);
-  }
-  at::Tensor reduce_scatter(const at::Tensor& input, ReduceOp op) override {
-    auto full = input.clone();
-    all_reduce(full, op);
-    return full.chunk(size(), 0)[static_cast<std::size_t>(rank_)].contiguous();
-  }
-  void broadcast(at::Tensor& tensor, int root) override {
-    auto all = group_->exchange(rank_, tensor.clone());
-    tensor.copy_(all[static_cast<std::size_t>(root)]);
-  }
-  void send(const at::Tensor&, int) override { throw std::logic_error("ThreadCommunicator: no send"); }
-  void recv(at::Tensor&, int) override { throw std::logic_error("ThreadCommunicator: no recv"); }
-  void barrier() override { group_->exchange(rank_, torch::Tensor()); }
-
- private:
-  int rank_;
-  std::shared_ptr<ThreadGroup> group_;
-  std::string name_;
-};
 
 // std::filesystem::remove_all is not used: the PyTorch wheel's libtorch.so exports its own
 // std::filesystem::remove_all, which the dynamic linker binds first and which crashes.

@@ -41,7 +41,7 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(actor_rollout_ref.model.path, "HuggingFace-layout model directory; empty = random init with hybridscope.model."),
       HS_CONFIG_KEY(actor_rollout_ref.model.enable_gradient_checkpointing, "Recompute activations in backward to save memory."),
 
-      HS_CONFIG_KEY(actor_rollout_ref.actor.strategy, "Training layout backend: fsdp or megatron."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.strategy, "Training layout along dp: fsdp (ZeRO-3 parameter shards) or megatron (replicated parameters)."),
       HS_CONFIG_KEY(actor_rollout_ref.actor.ppo_mini_batch_size, "Prompts per PPO mini-batch (x rollout.n samples), split over data-parallel ranks."),
       HS_CONFIG_KEY(actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu, "Samples per forward/backward pass on one rank; -1 = the whole mini-batch."),
       HS_CONFIG_KEY(actor_rollout_ref.actor.use_dynamic_bsz, "Pack micro-batches by a token budget instead of a sample count."),

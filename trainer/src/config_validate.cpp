@@ -148,6 +148,35 @@ void validate(const Config& c) {
   }
 
   p.one_of("actor_rollout_ref.actor.strategy", actor.strategy, {"fsdp", "megatron"});
+  p.one_of("hybridscope.reshard.mode", c.hybridscope.reshard.mode, {"hybrid", "vanilla", "naive"});
+  if (c.hybridscope.reshard.mode == "hybrid" && actor.megatron.tensor_model_parallel_size >= 1 &&
+      rollout.tensor_model_parallel_size >= 1 &&
+      actor.megatron.tensor_model_parallel_size % rollout.tensor_model_parallel_size != 0 &&
+      rollout.tensor_model_parallel_size % actor.megatron.tensor_model_parallel_size != 0) {
+    p.add("hybridscope.reshard.mode = hybrid needs actor_rollout_ref.rollout.tensor_model_parallel_size ({}) and "
+          "actor_rollout_ref.actor.megatron.tensor_model_parallel_size ({}) to divide one another so that the "
+          "shards nest — change one of them or use hybridscope.reshard.mode=vanilla",
+          rollout.tensor_model_parallel_size, actor.megatron.tensor_model_parallel_size);
+  }
+  // Layout rules on hybridscope.model (a model path's config.json is checked when it loads, layout.h).
+  const bool random_init = c.actor_rollout_ref.model.path.empty();
+  if (random_init && shape.num_hidden_layers >= 1 && actor.megatron.pipeline_model_parallel_size >= 1 &&
+      shape.num_hidden_layers % actor.megatron.pipeline_model_parallel_size != 0) {
+    p.add("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size = {} does not divide "
+          "hybridscope.model.num_hidden_layers = {}: every pipeline stage holds the same number of decoder layers",
+          actor.megatron.pipeline_model_parallel_size, shape.num_hidden_layers);
+  }
+  for (const auto& [key, tp] : {std::pair{"actor_rollout_ref.actor.megatron.tensor_model_parallel_size",
+                                          actor.megatron.tensor_model_parallel_size},
+                                std::pair{"actor_rollout_ref.rollout.tensor_model_parallel_size",
+                                          rollout.tensor_model_parallel_size}}) {
+    if (random_init && tp >= 1 && shape.num_key_value_heads >= 1 &&
+        (shape.num_key_value_heads % tp != 0 || shape.intermediate_size % tp != 0)) {
+      p.add("{} = {} must divide hybridscope.model.num_key_value_heads ({}) and intermediate_size ({}): tensor "
+            "parallelism splits whole heads and equal MLP slices",
+            key, tp, shape.num_key_value_heads, shape.intermediate_size);
+    }
+  }
   p.batches("actor_rollout_ref.actor", c, actor.ppo_mini_batch_size, actor.ppo_micro_batch_size_per_gpu,
             actor.use_dynamic_bsz, actor.ppo_epochs);
   if (actor.use_dynamic_bsz) p.at_least("actor_rollout_ref.actor.ppo_max_token_len_per_gpu", actor.ppo_max_token_len_per_gpu, 1);

@@ -1,7 +1,9 @@
 // hybrid_switch.cpp — the train<->rollout switches, one now_ns() pair per component.
 #include "hybridscope/trainer/hybrid_switch.h"
 
+#include <map>
 #include <mutex>
+#include <string>
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
@@ -41,6 +43,20 @@ HybridSwitch::HybridSwitch(Transformer actor, RolloutEngine& rollout, bool free_
                            probes::Recorder* recorder)
     : actor_(std::move(actor)), rollout_(rollout), free_cache_engine_(free_cache_engine), recorder_(recorder) {}
 
+void HybridSwitch::set_resharder(std::shared_ptr<ReshardExecutor> executor,
+                                 std::function<void(const std::vector<at::Tensor>&)> install) {
+  TORCH_CHECK(executor && install, "HybridSwitch::set_resharder: the executor and the install callback must be set");
+  std::map<std::string, at::Tensor> by_name;
+  for (const auto& item : actor_->named_parameters()) by_name[item.key()] = item.value();
+  actor_shards_.clear();
+  for (const auto& p : executor->plan().training.params) {
+    auto it = by_name.find(p.spec.name);
+    actor_shards_.push_back(it == by_name.end() ? at::Tensor() : it->second);
+  }
+  executor_ = std::move(executor);
+  install_ = std::move(install);
+}
+
 probes::SwitchRecord HybridSwitch::to_rollout(std::int64_t step) {
   probes::SwitchRecord record;
   record.step = step;
@@ -53,9 +69,23 @@ probes::SwitchRecord HybridSwitch::to_rollout(std::int64_t step) {
     std::lock_guard<std::mutex> lock(gen.mutex());
     saved_rng_state_ = gen.get_state();
   });
-  // One process: the rollout engine generates with the actor's module, so every weight is
-  // already where generation needs it.
-  timed(record, "reshard_weights", [&] { record.bytes_local = parameter_bytes(actor_); });
+  timed(record, "reshard_weights", [&] {
+    if (!executor_) {
+      // One process: the rollout engine generates with the actor's module, so every weight is
+      // already where generation needs it.
+      record.bytes_local = parameter_bytes(actor_);
+      return;
+    }
+    torch::NoGradGuard no_grad;
+    std::vector<at::Tensor> training;
+    for (const auto& t : actor_shards_) training.push_back(t.defined() ? t.detach() : t);
+    generation_ = executor_->to_generation(training);
+    install_(generation_);
+    const ReshardBytes& bytes = executor_->last_bytes();
+    record.bytes_sent = bytes.sent;
+    record.bytes_received = bytes.received;
+    record.bytes_local = bytes.local;
+  });
   timed(record, "kv_allocate", [&] {
     if (!rollout_.cache_allocated()) rollout_.allocate_cache();
   });
@@ -75,6 +105,19 @@ probes::SwitchRecord HybridSwitch::to_train(std::int64_t step) {
   timed(record, "kv_release", [&] {
     if (free_cache_engine_) rollout_.release_cache();
   });
+  if (executor_) {
+    timed(record, "restore_weights", [&] {
+      if (generation_.empty()) return;  // no train->rollout switch since the last restore
+      torch::NoGradGuard no_grad;
+      const auto restored = executor_->to_training(generation_);
+      for (std::size_t p = 0; p < actor_shards_.size(); ++p) {
+        if (actor_shards_[p].defined() && restored[p].defined() && !restored[p].is_same(actor_shards_[p])) {
+          actor_shards_[p].detach().copy_(restored[p]);
+        }
+      }
+      generation_.clear();
+    });
+  }
   timed(record, "rng_restore", [&] {
     if (!saved_rng_state_.defined()) return;
     auto gen = at::detail::getDefaultCPUGenerator();

@@ -63,6 +63,15 @@ const char* comm_dtype_name(c10::ScalarType type) noexcept {
   }
 }
 
+std::int64_t received_bytes(std::string_view op, std::int64_t bytes, int group_size) {
+  const std::int64_t n = group_size;
+  if (op == "all_gather" || op == "reduce_scatter") return bytes * (n - 1) / n;
+  if (op == "all_reduce") return 2 * bytes * (n - 1) / n;
+  if (op == "recv" || op == "broadcast") return bytes;
+  if (op == "send" || op == "barrier") return 0;
+  throw std::invalid_argument("received_bytes: unknown comm op '" + std::string(op) + "'");
+}
+
 ProbedCommunicator::ProbedCommunicator(std::shared_ptr<Communicator> inner, probes::Recorder* recorder,
                                        const std::int64_t* step)
     : inner_(std::move(inner)), recorder_(recorder), step_(step) {

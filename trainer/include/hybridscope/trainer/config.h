@@ -65,14 +65,14 @@ struct ModelConfig {
   bool enable_gradient_checkpointing = false;
 };
 
-/// verl's Megatron training layout: world = pipeline x tensor x data parallel.
+/// verl's actor.megatron section: the training layout's model-parallel sizes (dp = world/(tp·pp)).
 struct MegatronConfig {
   int tensor_model_parallel_size = 1;
   int pipeline_model_parallel_size = 1;
 };
 
 struct ActorConfig {
-  std::string strategy = "fsdp";       // fsdp | megatron (layouts come with the ranks issue)
+  std::string strategy = "fsdp";       // fsdp (ZeRO-3 shards over dp) | megatron (replicated over dp); layout.h
   int ppo_mini_batch_size = 256;       // prompts; x rollout.n samples
   int ppo_micro_batch_size_per_gpu = -1;  // samples; -1 = the whole mini-batch in one pass
   bool use_dynamic_bsz = false;
@@ -230,6 +230,11 @@ struct DistConfig {
   double timeout_s = 300;        // rendezvous and every collective give up after this long
 };
 
+/// How the actor's weights move between the training and the generation layout (3D-HybridEngine).
+struct ReshardConfig {
+  std::string mode = "hybrid";  // hybrid | vanilla | naive (reshard.h, docs/resharding.md)
+};
+
 struct HybridscopeSection {
   ModelShape model{};
   std::string tokenizer = "char";  // char: the built-in character tokenizer
@@ -241,6 +246,7 @@ struct HybridscopeSection {
   WarmupConfig warmup{};
   ProbesConfig probes{};
   DistConfig dist{};
+  ReshardConfig reshard{};
   double peak_flops = -1;  // FLOP/s denominator of perf/mfu; -1: measure this machine's GEMM peak
 };
 

@@ -3,17 +3,26 @@
 // blocks; rollout->train frees the KV blocks and restores the RNG state. Each switch returns (and,
 // given a recorder, records) a probes::SwitchRecord with one duration per component.
 //
-// What this is not: a multi-rank resharder. In the single-process trainer the rollout engine holds
-// the actor's own module, so reshard_weights moves nothing: it counts the parameter bytes that are
-// already in place (bytes_local) and sends/receives 0.
+// One process: the rollout engine holds the actor's own module, so reshard_weights moves nothing:
+// it counts the parameter bytes that are already in place (bytes_local) and sends/receives 0.
+// Several ranks (set_resharder): reshard_weights runs the ReshardExecutor over the actor's
+// training shards and hands the generation shards to an install callback (the rollout engine's
+// module); rollout->train adds restore_weights, which copies the restored training shards back
+// (bit-identical) and drops the generation shards. The bytes_* columns are the executor's.
+// What this is not: a memory manager — the actor's own parameter storage stays allocated during
+// rollout (the plan's peak_parameter_bytes says what a zero-redundancy engine would hold).
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
 #include "hybridscope/probes/recorder.h"
 #include "hybridscope/trainer/model.h"
+#include "hybridscope/trainer/reshard_executor.h"
 #include "hybridscope/trainer/rollout.h"
 
 namespace hs::trainer {
@@ -23,9 +32,17 @@ class HybridSwitch {
   /// `actor` is the module `rollout` generates with. `recorder` null: time, do not record.
   HybridSwitch(Transformer actor, RolloutEngine& rollout, bool free_cache_engine, probes::Recorder* recorder);
 
+  /// Multi-rank resharding: `executor`'s plan names the parameters (parameter_specs of the full
+  /// model); the actor holds this rank's training shard of those it has (by name). After each
+  /// reshard, `install` receives the generation shard of every plan parameter, in plan order
+  /// (the actor's own tensor where its training box is the generation box: copy, do not keep, it).
+  void set_resharder(std::shared_ptr<ReshardExecutor> executor,
+                     std::function<void(const std::vector<at::Tensor>&)> install);
+
   /// train->rollout: rng_save, reshard_weights, kv_allocate (when the cache is not allocated).
   probes::SwitchRecord to_rollout(std::int64_t step);
-  /// rollout->train: kv_release (when free_cache_engine), rng_restore.
+  /// rollout->train: kv_release (when free_cache_engine), restore_weights (with a resharder),
+  /// rng_restore.
   probes::SwitchRecord to_train(std::int64_t step);
 
   /// The default CPU generator's state saved by the last to_rollout (undefined before it).
@@ -38,6 +55,10 @@ class HybridSwitch {
   RolloutEngine& rollout_;
   bool free_cache_engine_;
   probes::Recorder* recorder_;
+  std::shared_ptr<ReshardExecutor> executor_;
+  std::function<void(const std::vector<at::Tensor>&)> install_;
+  std::vector<at::Tensor> actor_shards_;  // per plan parameter: the actor's tensor, undefined if absent
+  std::vector<at::Tensor> generation_;    // the generation shards between the two switches
   at::Tensor saved_rng_state_;  // (N,) uint8: at::detail::getDefaultCPUGenerator().get_state()
 };
 

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <c10/core/ScalarType.h>
 
@@ -44,6 +45,13 @@ GROUP BY c.rowid ORDER BY c.start_ns, c.rowid
 /// The dtype name recorded for `type` ("float32", "bfloat16", ...; "other" for the rest). A
 /// string literal, as probes::CommRecord requires.
 const char* comm_dtype_name(c10::ScalarType type) noexcept;
+
+/// Bytes one rank received in one comm_ops row, from the row's nccl-tests `bytes` and group size
+/// n: all_gather (n-1)/n * bytes (the output less the rank's own input); reduce_scatter
+/// (n-1)/n * bytes and all_reduce 2(n-1)/n * bytes (ring algorithms, nccl-tests' bus-bandwidth
+/// factors); recv bytes; send and barrier 0; broadcast bytes (as for a non-root rank: the row does
+/// not name the root, which receives nothing). Throws std::invalid_argument for other ops.
+std::int64_t received_bytes(std::string_view op, std::int64_t bytes, int group_size);
 
 class ProbedCommunicator final : public Communicator {
  public:

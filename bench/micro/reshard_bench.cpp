@@ -1,0 +1,133 @@
+// reshard_bench.cpp — the 3D-HybridEngine's cost: how long the pure planner takes for a 7B-shaped
+// model on 16 ranks, and how long the train->rollout weight switch (the executor, i.e. the
+// switch's reshard_weights component) takes on 4 in-process thread ranks for the demo model and a
+// larger shape, hybrid vs vanilla vs naive side by side. Counters give the bytes each rank
+// received (rank 0), so time and volume read together. Run: build/release/bench/hs_reshard_bench.
+#include <benchmark/benchmark.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "hybridscope/trainer/reshard_executor.h"
+#include "thread_world.h"
+
+namespace {
+
+using namespace hs::trainer;
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kMiB = 1024.0 * 1024.0;
+
+ReshardMode mode_of(std::int64_t arg) { return static_cast<ReshardMode>(arg); }
+
+// Llama-2-7B: 32 layers, hidden 4096, MLP 11008, 32 heads, vocab 32000, bfloat16.
+ModelShape llama_7b() {
+  ModelShape s;
+  s.vocab_size = 32000;
+  s.hidden_size = 4096;
+  s.intermediate_size = 11008;
+  s.num_hidden_layers = 32;
+  s.num_attention_heads = 32;
+  s.num_key_value_heads = 32;
+  return s;
+}
+
+// Plan train (pp=2, tp=4, dp=2, megatron) -> rollout tp 2 on 16 ranks.
+void BM_ReshardPlan7B(benchmark::State& state) {
+  const auto params = llama_parameters(llama_7b(), /*element_size=*/2);
+  const ReshardMode mode = mode_of(state.range(0));
+  ReshardPlan plan;
+  for (auto _ : state) {
+    plan = plan_reshard(params, {2, 4, 2}, DpSharding::kReplicated, 2, mode);
+    benchmark::DoNotOptimize(plan.ranks.data());
+  }
+  state.SetLabel(reshard_mode_name(mode));
+  state.counters["model_GiB"] = static_cast<double>(plan.training.model_bytes()) / kGiB;
+  state.counters["recv_GiB_rank0"] = static_cast<double>(plan.ranks[0].bytes_received) / kGiB;
+  state.counters["peak_GiB_rank0"] = static_cast<double>(plan.ranks[0].peak_parameter_bytes) / kGiB;
+}
+BENCHMARK(BM_ReshardPlan7B)->ArgName("mode")->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
+
+// The demo model (configs/demo_grpo.yaml with the char tokenizer's 98 ids) and a larger shape.
+ModelShape exec_shape(std::int64_t which) {
+  ModelShape s;
+  if (which == 0) {
+    s.vocab_size = 98;
+    s.hidden_size = 128;
+    s.intermediate_size = 384;
+    s.num_hidden_layers = 2;
+    s.num_attention_heads = 4;
+    s.num_key_value_heads = 2;
+  } else {
+    s.vocab_size = 8192;
+    s.hidden_size = 768;
+    s.intermediate_size = 2048;
+    s.num_hidden_layers = 4;
+    s.num_attention_heads = 12;
+    s.num_key_value_heads = 12;
+  }
+  return s;
+}
+
+// Train->rollout on 4 thread ranks. Layout 0: (pp=1, tp=2, dp=2) -> t_g = 2 (hybrid moves
+// nothing); layout 1: (pp=2, tp=2, dp=1) -> t_g = 2. Manual time: from the release of the ranks to
+// the last rank's return.
+void BM_ReshardExecute(benchmark::State& state) {
+  const ModelShape shape = exec_shape(state.range(0));
+  const MeshShape mesh = state.range(1) == 0 ? MeshShape{1, 2, 2} : MeshShape{2, 2, 1};
+  const ReshardMode mode = mode_of(state.range(2));
+  auto plan = std::make_shared<const ReshardPlan>(
+      plan_reshard(llama_parameters(shape), mesh, DpSharding::kReplicated, 2, mode));
+  constexpr int kWorld = 4;
+  auto world = std::make_shared<ThreadWorld>(kWorld);
+  std::vector<std::unique_ptr<ReshardExecutor>> executors;
+  std::vector<std::vector<at::Tensor>> shards(kWorld);
+  torch::manual_seed(0);
+  std::vector<at::Tensor> full;
+  for (const auto& p : plan->training.params) full.push_back(torch::randn(p.spec.shape));
+  for (int r = 0; r < kWorld; ++r) {
+    ThreadGroupFactory factory(r, world);
+    executors.push_back(std::make_unique<ReshardExecutor>(plan, r, factory));
+    for (std::size_t p = 0; p < full.size(); ++p) {
+      at::Tensor t;
+      if (auto box = plan->training.box(p, r)) {
+        t = full[p];
+        for (std::size_t d = 0; d < box->ranges.size(); ++d) {
+          t = t.slice(static_cast<std::int64_t>(d), box->ranges[d].begin, box->ranges[d].end);
+        }
+        t = t.contiguous();
+      }
+      shards[static_cast<std::size_t>(r)].push_back(t);
+    }
+  }
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<std::thread> threads;
+    for (int r = 0; r < kWorld; ++r) {
+      threads.emplace_back([&, r] {
+        torch::set_num_threads(1);
+        auto generation = executors[static_cast<std::size_t>(r)]->to_generation(shards[static_cast<std::size_t>(r)]);
+        benchmark::DoNotOptimize(generation.data());
+      });
+    }
+    for (auto& t : threads) t.join();
+    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  state.SetLabel(std::string(reshard_mode_name(mode)) + (state.range(0) == 0 ? " demo" : " larger") +
+                 (state.range(1) == 0 ? " (1,2,2)->tg2" : " (2,2,1)->tg2"));
+  state.counters["model_MiB"] = static_cast<double>(plan->training.model_bytes()) / kMiB;
+  state.counters["recv_MiB_rank0"] = static_cast<double>(plan->ranks[0].bytes_received) / kMiB;
+  state.counters["peak_MiB_rank0"] = static_cast<double>(plan->ranks[0].peak_parameter_bytes) / kMiB;
+}
+BENCHMARK(BM_ReshardExecute)
+    ->ArgNames({"shape", "layout", "mode"})
+    ->ArgsProduct({{0, 1}, {0, 1}, {0, 1, 2}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

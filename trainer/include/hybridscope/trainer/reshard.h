@@ -1,0 +1,80 @@
+// reshard.h — the reshard planner: a pure function from (training layout, generation layout,
+// mode) to what every rank sends, receives and keeps (HybridFlow §5, Table 2; design brief §2).
+//
+// Each rank *assembles* a set of boxes: in hybrid mode its generation shard; in vanilla and naive
+// mode the full tensors (then it slices its generation shard locally). The assembled boxes are
+// filled from *source pieces*, which partition every parameter, so nothing is received twice
+// and nothing is kept twice:
+//   hybrid, vanilla: the distinct training boxes; a piece the rank holds is kept locally, the
+//     others come from a holder in the rank's own training replica (same dp coordinate) when
+//     there is one (megatron), else from the one rank that holds it (fsdp);
+//   naive (DS-Chat / ZeRO-3): every training box split again into dp row blocks, block j
+//     contributed by the rank with dp coordinate j, so each rank contributes M/(p·t·d) (balanced
+//     stages, d dividing the rows; uneven blocks otherwise) and receives everything else —
+//     including what its megatron replica already holds.
+// Per rank: received = bytes assembled − bytes kept. With every parameter tp-split and balanced
+// stages this is HybridFlow's Table 2 (docs/resharding.md gives the per-rank statement for
+// unbalanced stages and tp-replicated parameters).
+//
+// The rollout->train direction moves nothing: a training box inside the generation box is
+// sliced back out of it; otherwise the executor kept the training tensor (counted as redundant).
+//
+// Deliberately free of LibTorch (reshard_executor.h runs a plan on tensors).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "hybridscope/trainer/layout.h"
+
+namespace hs::trainer {
+
+/// A box of one parameter (index into LayoutSet::params), in the parameter's global indices.
+struct Piece {
+  std::size_t param = 0;
+  Box box;
+};
+
+/// The pieces one rank sends to or receives from one peer (a world rank), in a fixed order that
+/// both sides derive from the same plan; bytes is their sum.
+struct Transfer {
+  int peer = 0;
+  std::vector<Piece> pieces;
+  std::int64_t bytes = 0;
+};
+
+struct RankPlan {
+  /// Per parameter: the box this rank assembles (nullopt: none of it). Hybrid: the generation
+  /// box; vanilla, naive: the full tensor.
+  std::vector<std::optional<Box>> assembled;
+  std::vector<Piece> local;       // copied from the rank's own training shard
+  std::vector<Transfer> sends;    // ascending peer
+  std::vector<Transfer> recvs;    // ascending peer
+  std::int64_t bytes_sent = 0;
+  std::int64_t bytes_received = 0;
+  std::int64_t bytes_local = 0;
+  std::int64_t training_bytes = 0;    // the rank's training shard
+  std::int64_t generation_bytes = 0;  // its generation shard
+  /// Parameter bytes held at the switch's peak: assembled ∪ training shard.
+  std::int64_t peak_parameter_bytes = 0;
+  /// Training bytes outside the generation shard, kept through rollout to restore the layout.
+  std::int64_t redundant_bytes = 0;
+};
+
+struct ReshardPlan {
+  ReshardMode mode = ReshardMode::kHybrid;
+  LayoutSet training;
+  LayoutSet generation;
+  std::vector<RankPlan> ranks;  // by world rank
+};
+
+/// Plans train->rollout. Throws LayoutError when the layouts disagree (world size, parameters).
+ReshardPlan plan_reshard(const LayoutSet& training, const LayoutSet& generation, ReshardMode mode);
+
+/// The training and generation layouts of `params` for one configuration, then the plan:
+/// mesh (pp, tp, world/(pp·tp)) with the strategy's dp sharding, rollout tp `rollout_tp`.
+ReshardPlan plan_reshard(const std::vector<ParamSpec>& params, const MeshShape& training_mesh, DpSharding dp,
+                         int rollout_tp, ReshardMode mode);
+
+}  // namespace hs::trainer

@@ -1,0 +1,196 @@
+// reshard_executor.cpp — packs, exchanges and assembles the pieces of a reshard plan (see
+// reshard_executor.h).
+#include "hybridscope/trainer/reshard_executor.h"
+
+#include <numeric>
+#include <stdexcept>
+
+#include <torch/torch.h>
+
+#include "hybridscope/trainer/probed_communicator.h"
+#include "model_layers.h"
+
+namespace hs::trainer {
+
+namespace {
+
+// The part `piece` (global indices) of a tensor that holds box `held` (a view).
+at::Tensor view_of(const at::Tensor& tensor, const Box& held, const Box& piece) {
+  at::Tensor v = tensor;
+  for (std::size_t d = 0; d < piece.ranges.size(); ++d) {
+    const std::int64_t begin = piece.ranges[d].begin - held.ranges[d].begin;
+    v = v.slice(static_cast<std::int64_t>(d), begin, begin + piece.ranges[d].size());
+  }
+  return v;
+}
+
+std::vector<std::int64_t> shape_of(const Box& b) { return b.shape(); }
+
+}  // namespace
+
+std::vector<ParamSpec> parameter_specs(const TransformerImpl& model) {
+  const auto dims = detail::tensor_parallel_dims(model);
+  const std::int64_t tp = model.parallel().tp->size();
+  std::vector<ParamSpec> out;
+  for (const auto& item : model.named_parameters()) {
+    ParamSpec s;
+    s.name = item.key();
+    s.shape = item.value().sizes().vec();
+    s.element_size = static_cast<int>(item.value().element_size());
+    if (auto it = dims.find(s.name); it != dims.end()) {
+      s.tp_dim = it->second;
+      s.shape[static_cast<std::size_t>(it->second)] *= tp;
+      if (s.name.find(".self_attn.") != std::string::npos) s.tp_unit = model.shape().head_dim();
+    }
+    const std::string layers = "model.layers.";
+    if (s.name.rfind(layers, 0) == 0) {
+      s.layer = std::stoi(s.name.substr(layers.size()));
+    } else if (s.name.rfind("model.embed_tokens.", 0) == 0) {
+      s.layer = ParamSpec::kBeforeLayers;
+    } else {
+      s.layer = ParamSpec::kAfterLayers;  // model.norm, lm_head, score
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+ReshardExecutor::ReshardExecutor(std::shared_ptr<const ReshardPlan> plan, int rank, GroupFactory& groups,
+                                 probes::Recorder* recorder, const std::int64_t* step)
+    : plan_(std::move(plan)), rank_(rank) {
+  if (!plan_) throw std::invalid_argument("ReshardExecutor: the plan is null");
+  const int world = plan_->training.world();
+  if (rank < 0 || rank >= world) {
+    throw std::invalid_argument("ReshardExecutor: rank " + std::to_string(rank) + " outside the plan's world of " +
+                                std::to_string(world));
+  }
+  std::vector<int> all(static_cast<std::size_t>(world));
+  std::iota(all.begin(), all.end(), 0);
+  auto group = world == 1 ? std::make_shared<SingleRankCommunicator>("reshard") : groups.new_group(all, "reshard");
+  if (!group || group->size() != world) {
+    throw std::runtime_error("ReshardExecutor: the GroupFactory's world has another size than the plan (" +
+                             std::to_string(world) + " ranks)");
+  }
+  comm_ = std::make_shared<ProbedCommunicator>(std::move(group), recorder, step);
+}
+
+std::vector<at::Tensor> ReshardExecutor::to_generation(const std::vector<at::Tensor>& training) {
+  const ReshardPlan& plan = *plan_;
+  const RankPlan& mine = plan.ranks[static_cast<std::size_t>(rank_)];
+  const std::size_t n = plan.training.params.size();
+  TORCH_CHECK(training.size() == n, "ReshardExecutor::to_generation: ", training.size(),
+              " tensors for a plan of ", n, " parameters");
+  at::TensorOptions options;
+  bool have_options = false;
+  std::vector<Box> held(n);
+  for (std::size_t p = 0; p < n; ++p) {
+    const auto box = plan.training.box(p, rank_);
+    TORCH_CHECK(box.has_value() == training[p].defined(), "ReshardExecutor: rank ", rank_,
+                box ? " holds " : " does not hold ", plan.training.params[p].spec.name,
+                " in the training layout, but its tensor is ", training[p].defined() ? "defined" : "undefined");
+    if (!box) continue;
+    TORCH_CHECK(training[p].sizes().vec() == box->shape(), "ReshardExecutor: ", plan.training.params[p].spec.name,
+                " on rank ", rank_, " has shape ", training[p].sizes(), ", the training layout says ", box->shape());
+    if (!have_options) options = training[p].options(), have_options = true;
+    TORCH_CHECK(training[p].scalar_type() == options.dtype().toScalarType() && training[p].device() == options.device(),
+                "ReshardExecutor: every parameter must share one dtype and device (", plan.training.params[p].spec.name,
+                " differs)");
+    held[p] = *box;
+  }
+  // Assemble into fresh tensors of the assembled boxes, except where the rank already holds
+  // exactly that box (hybrid with t_g = t, or a replicated parameter): there the training tensor
+  // is the generation tensor, no copy.
+  std::vector<at::Tensor> assembled(n);
+  std::vector<bool> aliased(n, false);
+  for (std::size_t p = 0; p < n; ++p) {
+    if (!mine.assembled[p]) continue;
+    aliased[p] = training[p].defined() && held[p] == *mine.assembled[p] && training[p].is_contiguous();
+    assembled[p] = aliased[p] ? training[p] : at::empty(shape_of(*mine.assembled[p]), options);
+  }
+  for (const Piece& piece : mine.local) {
+    if (aliased[piece.param]) continue;
+    view_of(assembled[piece.param], *mine.assembled[piece.param], piece.box)
+        .copy_(view_of(training[piece.param], held[piece.param], piece.box));
+  }
+  auto pack = [&](const Transfer& t) {  // one copy per piece, straight into the flat buffer
+    std::int64_t count = 0;
+    for (const Piece& piece : t.pieces) count += piece.box.numel();
+    at::Tensor flat = at::empty({count}, options);
+    std::int64_t offset = 0;
+    for (const Piece& piece : t.pieces) {
+      const std::int64_t n = piece.box.numel();
+      flat.slice(0, offset, offset + n).view(shape_of(piece.box)).copy_(view_of(training[piece.param], held[piece.param], piece.box));
+      offset += n;
+    }
+    return flat;
+  };
+  auto unpack = [&](const Transfer& t, const at::Tensor& flat) {
+    std::int64_t offset = 0;
+    for (const Piece& piece : t.pieces) {
+      const std::int64_t count = piece.box.numel();
+      view_of(assembled[piece.param], *mine.assembled[piece.param], piece.box)
+          .copy_(flat.slice(0, offset, offset + count).view(shape_of(piece.box)));
+      offset += count;
+    }
+  };
+  auto receive = [&](const Transfer& t) {
+    std::int64_t count = 0;
+    for (const Piece& piece : t.pieces) count += piece.box.numel();
+    at::Tensor flat = at::empty({count}, options);
+    comm_->recv(flat, t.peer);
+    unpack(t, flat);
+  };
+  // Pairs in global order (see the header): towards higher peers this rank is `a` (send first),
+  // towards lower peers `b` (receive first). Peers are visited ascending, which is the order of
+  // this rank's pairs in the global order.
+  const int world = plan.training.world();
+  for (int peer = 0; peer < world; ++peer) {
+    if (peer == rank_) continue;
+    const Transfer* out = nullptr;
+    const Transfer* in = nullptr;
+    for (const Transfer& t : mine.sends) out = t.peer == peer ? &t : out;
+    for (const Transfer& t : mine.recvs) in = t.peer == peer ? &t : in;
+    if (rank_ < peer) {
+      if (out) comm_->send(pack(*out), peer);
+      if (in) receive(*in);
+    } else {
+      if (in) receive(*in);
+      if (out) comm_->send(pack(*out), peer);
+    }
+  }
+  bytes_ = {mine.bytes_sent, mine.bytes_received, mine.bytes_local};
+  // The generation shards (vanilla/naive: sliced out of the full tensors), and what must be kept.
+  std::vector<at::Tensor> generation(n);
+  kept_.assign(n, at::Tensor());
+  for (std::size_t p = 0; p < n; ++p) {
+    const auto gen = plan.generation.box(p, rank_);
+    generation[p] = *mine.assembled[p] == *gen ? assembled[p]
+                                               : view_of(assembled[p], *mine.assembled[p], *gen).contiguous();
+    if (training[p].defined() && !contains(*gen, held[p])) kept_[p] = training[p];
+  }
+  return generation;
+}
+
+std::vector<at::Tensor> ReshardExecutor::to_training(const std::vector<at::Tensor>& generation) {
+  const ReshardPlan& plan = *plan_;
+  const std::size_t n = plan.training.params.size();
+  TORCH_CHECK(generation.size() == n, "ReshardExecutor::to_training: ", generation.size(),
+              " tensors for a plan of ", n, " parameters");
+  std::vector<at::Tensor> training(n);
+  for (std::size_t p = 0; p < n; ++p) {
+    const auto box = plan.training.box(p, rank_);
+    if (!box) continue;
+    if (kept_.size() == n && kept_[p].defined()) {
+      training[p] = kept_[p];
+      continue;
+    }
+    const auto gen = plan.generation.box(p, rank_);
+    TORCH_CHECK(contains(*gen, *box), "ReshardExecutor::to_training before to_generation: rank ", rank_,
+                "'s training shard of ", plan.training.params[p].spec.name, " is not inside its generation shard");
+    training[p] = view_of(generation[p], *gen, *box).contiguous();
+  }
+  kept_.clear();
+  return training;
+}
+
+}  // namespace hs::trainer
