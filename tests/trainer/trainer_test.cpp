@@ -274,7 +274,8 @@ TEST(Trainer, RefusesWhatThisBuildCannotRun) {
       {"actor_rollout_ref.model.enable_gradient_checkpointing=true"},
       {"trainer.logger=[wandb]"},
       {"trainer.n_gpus_per_node=2", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"},
-      {"trainer.n_gpus_per_node=2", "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2"},
+      {"trainer.n_gpus_per_node=2", "hybridscope.model.num_hidden_layers=2",
+       "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2"},
       {"trainer.n_gpus_per_node=2", "algorithm.adv_estimator=gae"}};
   for (const auto& overrides : cases) {
     try {
