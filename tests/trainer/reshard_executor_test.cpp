@@ -19,29 +19,13 @@
 #include "hybridscope/trainer/rollout.h"
 #include "thread_world.h"
 
+#include "reshard_fixtures.h"
+
 namespace hs::trainer {
 namespace {
 
-std::vector<ParamSpec> sharded_model() {
-  std::vector<ParamSpec> out;
-  for (int l = 0; l < 4; ++l) {
-    out.push_back({"layers." + std::to_string(l) + ".column.weight", {64, 32}, 4, 0, l});
-    out.push_back({"layers." + std::to_string(l) + ".row.weight", {32, 64}, 4, 1, l});
-  }
-  return out;
-}
-
-ModelShape tiny_llama() {
-  ModelShape s;
-  s.vocab_size = 16;
-  s.hidden_size = 16;
-  s.intermediate_size = 32;
-  s.num_hidden_layers = 2;
-  s.num_attention_heads = 4;
-  s.num_key_value_heads = 4;
-  s.max_position_embeddings = 32;
-  return s;
-}
+using test::sharded_model;
+using test::tiny_llama;
 
 at::Tensor slice(const at::Tensor& full, const Box& box) {
   at::Tensor v = full;
