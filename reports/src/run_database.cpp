@@ -362,16 +362,17 @@ std::vector<GpuActivityRow> RunDatabase::gpu_activity(std::int64_t run_id) const
       out.push_back(std::move(g));
     }
   }
-  {
+  // Copies and memsets share their columns: the kind's label names them ("Memcpy HtoD").
+  const auto read_transfers = [&](const char* table, const char* kinds, const char* kind_column,
+                                  GpuActivityRow::Kind kind, const std::string& prefix) {
     const std::string sql = "SELECT m.rank, m.device, m.stream, m.correlation_id, m.start_ns, m.end_ns, k.label, "
-                            "m.bytes FROM " +
-                            std::string(schema::kMemcpy) + " m JOIN " + schema::kMemcpyKinds +
-                            " k ON k.id = m.copy_kind_id WHERE m.run_id = ? ORDER BY m.rank, m.start_ns, m.rowid";
+                            "m.bytes FROM " + std::string(table) + " m JOIN " + kinds + " k ON k.id = m." +
+                            kind_column + " WHERE m.run_id = ? ORDER BY m.rank, m.start_ns, m.rowid";
     Query q(impl_->db, sql, path_);
     q.bind(1, run_id);
     while (q.next()) {
       GpuActivityRow g;
-      g.kind = GpuActivityRow::Kind::kMemcpy;
+      g.kind = kind;
       g.rank = static_cast<int>(q.int64(0));
       g.device = static_cast<int>(q.int64(1));
       g.stream = q.int64(2);
@@ -379,35 +380,14 @@ std::vector<GpuActivityRow> RunDatabase::gpu_activity(std::int64_t run_id) const
       g.start_ns = q.int64(4);
       g.end_ns = q.int64(5);
       g.detail = q.text(6);
-      g.name = "Memcpy " + g.detail;
+      g.name = prefix + g.detail;
       g.short_name = g.name;
       g.bytes = q.int64(7);
       out.push_back(std::move(g));
     }
-  }
-  {
-    const std::string sql = "SELECT m.rank, m.device, m.stream, m.correlation_id, m.start_ns, m.end_ns, k.label, "
-                            "m.bytes FROM " +
-                            std::string(schema::kMemset) + " m JOIN " + schema::kMemoryKinds +
-                            " k ON k.id = m.memory_kind_id WHERE m.run_id = ? ORDER BY m.rank, m.start_ns, m.rowid";
-    Query q(impl_->db, sql, path_);
-    q.bind(1, run_id);
-    while (q.next()) {
-      GpuActivityRow g;
-      g.kind = GpuActivityRow::Kind::kMemset;
-      g.rank = static_cast<int>(q.int64(0));
-      g.device = static_cast<int>(q.int64(1));
-      g.stream = q.int64(2);
-      g.correlation_id = q.int64(3);
-      g.start_ns = q.int64(4);
-      g.end_ns = q.int64(5);
-      g.detail = q.text(6);
-      g.name = "Memset " + g.detail;
-      g.short_name = g.name;
-      g.bytes = q.int64(7);
-      out.push_back(std::move(g));
-    }
-  }
+  };
+  read_transfers(schema::kMemcpy, schema::kMemcpyKinds, "copy_kind_id", GpuActivityRow::Kind::kMemcpy, "Memcpy ");
+  read_transfers(schema::kMemset, schema::kMemoryKinds, "memory_kind_id", GpuActivityRow::Kind::kMemset, "Memset ");
   return out;
 }
 
