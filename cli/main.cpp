@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
     options.show_progress = !no_progress;
     hs::trainer::PPOTrainer trainer(config, options);
     const auto summary = trainer.fit();
-    print_summary(summary, config);
+    if (summary.rank == 0) print_summary(summary, config);  // one summary per run, not per rank
     return 0;
   } catch (const hs::trainer::ConfigError& e) {
     fmt::print(stderr, "config error: {}\n", e.what());

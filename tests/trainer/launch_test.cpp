@@ -56,7 +56,11 @@ TEST(Launch, FourRanksCompleteAndMergeIntoOneRun) {
   const std::string out = read_all(dir + "/out.txt");
   EXPECT_NE(out.find("[rank 0] step    2/2"), std::string::npos) << out;
   EXPECT_NE(out.find("launch: all 4 ranks exited 0"), std::string::npos);
-  EXPECT_NE(read_all(dir + "/logs/rank3.log").find("run summary"), std::string::npos);
+  // Each rank has its log; the run's summary is printed once, by rank 0.
+  EXPECT_TRUE(fs::exists(dir + "/logs/rank3.log"));
+  EXPECT_NE(read_all(dir + "/logs/rank0.log").find("run summary"), std::string::npos);
+  EXPECT_EQ(read_all(dir + "/logs/rank3.log").find("run summary"), std::string::npos);
+  EXPECT_EQ(out.find("run summary"), out.rfind("run summary"));
   const std::string db = dir + "/run.sqlite";
   EXPECT_EQ(hs::test::query_row(db, "SELECT status, world_size FROM runs"), "completed|4");
   EXPECT_EQ(hs::test::query_rows(db, "SELECT rank, status FROM ranks ORDER BY rank"),

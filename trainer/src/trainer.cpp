@@ -809,6 +809,7 @@ FitSummary PPOTrainer::fit() {
     throw std::logic_error("PPOTrainer::fit() runs once, on a trainer that has not run train_step(): make a new trainer");
   FitSummary summary;
   summary.db_path = cfg.hybridscope.db;
+  summary.rank = s.rank();
   s.begin_recording();
   const bool lead = s.rank() == 0;  // prints and writes the shared files
 

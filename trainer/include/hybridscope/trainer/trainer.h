@@ -31,6 +31,7 @@ struct FitSummary {
   double warmup_seconds = 0;
   std::string checkpoint_dir;   // last checkpoint written or resumed from ("" if none)
   std::string db_path;
+  int rank = 0;                 // this process's rank: rank 0 speaks for the run
 };
 
 struct TrainerOptions {
