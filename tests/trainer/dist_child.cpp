@@ -7,9 +7,15 @@
 //                                  gradients all-reduced over dp; rank 0 also runs the
 //                                  single-process update on the whole batch and writes the largest
 //                                  parameter and loss differences to OUT
+//   hs_dist_child reshard DB PP TP DP TG MODE
+//                                  train->rollout->train of reshard_fixtures.h's model over Gloo
+//                                  (megatron layout): generation weights bit-for-bit equal to the
+//                                  slices of the full weights, training shards restored bit-for-bit,
+//                                  the executor's bytes equal the plan's; comm_ops into DB.rank<r>
 // Exits 0 when every check passed; otherwise prints what differed and exits 1.
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -23,6 +29,8 @@
 #include "hybridscope/trainer/model.h"
 #include "hybridscope/trainer/ppo_workers.h"
 #include "hybridscope/trainer/process_group.h"
+#include "hybridscope/trainer/reshard_executor.h"
+#include "reshard_fixtures.h"
 
 namespace {
 
@@ -225,11 +233,62 @@ int run_dp_update(const std::string& out_path) {
 
 }  // namespace
 
+at::Tensor slice_box(const at::Tensor& full, const Box& box) {
+  at::Tensor v = full;
+  for (std::size_t d = 0; d < box.ranges.size(); ++d)
+    v = v.slice(static_cast<std::int64_t>(d), box.ranges[d].begin, box.ranges[d].end);
+  return v.contiguous();
+}
+
+bool same_bits(const at::Tensor& a, const at::Tensor& b) {
+  return a.sizes() == b.sizes() && a.scalar_type() == b.scalar_type() &&
+         std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), a.nbytes()) == 0;
+}
+
+int run_reshard(char** argv) {
+  const std::string db = argv[2];
+  const MeshShape mesh{std::stoi(argv[3]), std::stoi(argv[4]), std::stoi(argv[5])};
+  const int t_g = std::stoi(argv[6]);
+  const DistEnv env = dist_env_from_environment();
+  const int r = env.rank;
+  auto plan = std::make_shared<const ReshardPlan>(
+      plan_reshard(test::sharded_model(), mesh, DpSharding::kReplicated, t_g, parse_reshard_mode(argv[7])));
+  check(plan->training.world() == env.world_size, "world size = pp * tp * dp");
+  hs::probes::Recorder recorder(db + ".rank" + std::to_string(r), r);
+  recorder.begin_run({});
+  ProcessGroupOptions options;
+  options.timeout = std::chrono::seconds(60);
+  C10dGroupFactory groups(env, options, &recorder);
+  ReshardExecutor executor(plan, r, groups, &recorder);
+  // The same full weights on every rank (same seed), each rank starting from its training shard.
+  torch::manual_seed(11);
+  std::vector<at::Tensor> full, training, before;
+  for (const auto& p : plan->training.params) full.push_back(torch::randn(p.spec.shape, torch::kFloat32));
+  for (std::size_t p = 0; p < full.size(); ++p) {
+    const auto box = plan->training.box(p, r);
+    training.push_back(box ? slice_box(full[p], *box) : at::Tensor());
+    before.push_back(training.back().defined() ? training.back().clone() : at::Tensor());
+  }
+  const auto generation = executor.to_generation(training);
+  for (std::size_t p = 0; p < full.size(); ++p)
+    check(same_bits(generation[p], slice_box(full[p], *plan->generation.box(p, r))),
+          "generation weights of " + plan->training.params[p].spec.name);
+  const auto restored = executor.to_training(generation);
+  for (std::size_t p = 0; p < full.size(); ++p)
+    if (before[p].defined()) check(same_bits(restored[p], before[p]), "restored " + plan->training.params[p].spec.name);
+  const auto& mine = plan->ranks[static_cast<std::size_t>(r)];
+  check(executor.last_bytes().received == mine.bytes_received, "received bytes = plan");
+  check(executor.last_bytes().sent == mine.bytes_sent, "sent bytes = plan");
+  recorder.end_run(hs::probes::RunStatus::kCompleted);
+  return failures == 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   try {
     if (argc == 3 && std::string(argv[1]) == "collectives") return run_collectives(argv[2]);
     if (argc == 3 && std::string(argv[1]) == "dp_update") return run_dp_update(argv[2]);
-    std::fprintf(stderr, "usage: hs_dist_child collectives DB | dp_update OUT\n");
+    if (argc == 8 && std::string(argv[1]) == "reshard") return run_reshard(argv);
+    std::fprintf(stderr, "usage: hs_dist_child collectives DB | dp_update OUT | reshard DB PP TP DP TG MODE\n");
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %s: %s\n", std::getenv("RANK") ? std::getenv("RANK") : "?", e.what());

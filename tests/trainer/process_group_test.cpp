@@ -12,6 +12,8 @@
 #include "../test_db.h"
 #include "dist_test_util.h"
 #include "hybridscope/trainer/process_group.h"
+#include "hybridscope/trainer/probed_communicator.h"
+#include "reshard_fixtures.h"
 
 namespace hs::trainer {
 namespace {
@@ -135,6 +137,49 @@ void check_dp_update(int world, const std::string& loss_agg) {
 TEST(DataParallel, TwoRanksUpdateEqualsSingleProcessTokenMean) { check_dp_update(2, "token-mean"); }
 TEST(DataParallel, FourRanksUpdateEqualsSingleProcessTokenMean) { check_dp_update(4, "token-mean"); }
 TEST(DataParallel, TwoRanksUpdateEqualsSingleProcessSeqMean) { check_dp_update(2, "seq-mean-token-mean"); }
+
+// The reshard executor over real Gloo processes (4 ranks, megatron layout): each rank checks its
+// generation weights bit-for-bit and its restored shards (dist_child.cpp); here, the bytes each
+// rank received according to its comm_ops rows equal HybridFlow's Table 2 (M = model bytes,
+// T = pp·tp): hybrid (T − t_g)/(t_g·T)·M, vanilla (T − 1)/T·M, naive (T·dp − 1)/(T·dp)·M.
+void check_reshard_over_gloo(int pp, int tp, int dp, int t_g, const std::string& mode) {
+  const std::string tag = "reshard_" + mode + std::to_string(pp) + std::to_string(tp) + std::to_string(dp) + std::to_string(t_g);
+  const auto db = hs::test::temp_db("process_group_test", tag + ".sqlite");
+  const int world = pp * tp * dp;
+  const auto status = hs::test::run_ranks({HS_DIST_CHILD, "reshard", db, std::to_string(pp), std::to_string(tp),
+                                           std::to_string(dp), std::to_string(t_g), mode},
+                                          world);
+  for (int r = 0; r < world; ++r) ASSERT_TRUE(hs::test::exited_ok(status[static_cast<std::size_t>(r)])) << tag << " rank " << r;
+  std::int64_t model_bytes = 0;
+  for (const auto& p : test::sharded_model()) {
+    std::int64_t numel = 1;
+    for (const auto d : p.shape) numel *= d;
+    model_bytes += numel * p.element_size;
+  }
+  const std::int64_t T = pp * tp;
+  std::int64_t expected = 0;
+  if (mode == "hybrid") expected = (T - t_g) * model_bytes / (t_g * T);
+  if (mode == "vanilla") expected = (T - 1) * model_bytes / T;
+  if (mode == "naive") expected = (T * dp - 1) * model_bytes / (T * dp);
+  for (int r = 0; r < world; ++r) {
+    std::int64_t received = 0;
+    for (const auto& row : hs::test::query_rows(
+             db + ".rank" + std::to_string(r),
+             "SELECT s.value, c.bytes, c.group_size FROM comm_ops c JOIN strings s ON s.id = c.op_id "
+             "JOIN strings g ON g.id = c.group_id WHERE g.value = 'reshard'")) {
+      const auto a = row.find('|'), b = row.rfind('|');
+      received += received_bytes(row.substr(0, a), std::stoll(row.substr(a + 1, b - a - 1)), std::stoi(row.substr(b + 1)));
+    }
+    EXPECT_EQ(received, expected) << tag << " rank " << r;
+  }
+}
+
+TEST(ReshardOverGloo, ReceivedBytesEqualTable2ForEveryMode) {
+  for (const char* mode : {"hybrid", "vanilla", "naive"}) {
+    check_reshard_over_gloo(1, 4, 1, 2, mode);  // tp 4 -> t_g 2
+    check_reshard_over_gloo(2, 2, 1, 2, mode);  // pp 2, tp 2 -> t_g 2
+  }
+}
 
 }  // namespace
 }  // namespace hs::trainer

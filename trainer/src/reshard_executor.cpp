@@ -71,7 +71,13 @@ ReshardExecutor::ReshardExecutor(std::shared_ptr<const ReshardPlan> plan, int ra
     throw std::runtime_error("ReshardExecutor: the GroupFactory's world has another size than the plan (" +
                              std::to_string(world) + " ranks)");
   }
-  comm_ = std::make_shared<ProbedCommunicator>(std::move(group), recorder, step);
+  // A factory that probes its groups itself (C10dGroupFactory with a recorder) already records
+  // every transfer: wrapping again would count each byte twice.
+  if (dynamic_cast<ProbedCommunicator*>(group.get()) != nullptr) {
+    comm_ = std::move(group);
+  } else {
+    comm_ = std::make_shared<ProbedCommunicator>(std::move(group), recorder, step);
+  }
 }
 
 std::vector<at::Tensor> ReshardExecutor::to_generation(const std::vector<at::Tensor>& training) {

@@ -45,7 +45,8 @@ class ReshardExecutor {
  public:
   /// Collective over the world: every rank constructs its executor with the same plan (the
   /// group "reshard" is created here). `recorder` may be null (no comm_ops rows); `step` as for
-  /// ProbedCommunicator.
+  /// ProbedCommunicator. A group the factory already probes (C10dGroupFactory given a
+  /// recorder) is used as it is, so no transfer is recorded twice.
   ReshardExecutor(std::shared_ptr<const ReshardPlan> plan, int rank, GroupFactory& groups,
                   probes::Recorder* recorder = nullptr, const std::int64_t* step = nullptr);
 
