@@ -89,7 +89,7 @@ TEST(GpuActivity, EveryRecordKindIsWrittenExactly) {
   const auto path = hs::test::temp_db("gpu_activity_test", "gpu.sqlite");
   {
     Recorder rec(path, /*rank=*/2);
-    rec.begin_run({"gpu", "cmd", "", 4, "t"});
+    rec.begin_run({"gpu", "cmd", "", 4, "t", {}});
     rec.record_gpu_activity(sample_batch());
     CollectorStats stats;
     stats.ts_ns = 40'000;
@@ -157,20 +157,28 @@ TEST(GpuActivity, EveryRecordKindIsWrittenExactly) {
 }
 
 TEST(GpuActivity, BatchBeyondTheQueueCapIsDroppedWholeAndCounted) {
+  // Deterministic whatever the writer does meanwhile: a batch larger than the whole cap can never
+  // fit (the writer may drain the queue at any moment, so a "queue already full" case would race).
   const auto path = hs::test::temp_db("gpu_activity_test", "gpu_cap.sqlite");
   RecorderOptions options;
-  options.max_queued_records = 12;  // the sample batch holds 11 records
-  options.flush_interval_ms = 60'000;
+  options.max_queued_records = 10;  // the sample batch holds 11 records
   Recorder rec(path, 0, options);
-  rec.begin_run({"gpu_cap", "cmd", "", 1, "t"});
-  rec.record_gpu_activity(sample_batch());  // 11 waiting
-  rec.record_gpu_activity(sample_batch());  // 22 > 12: dropped, 11 counted
+  rec.begin_run({"gpu_cap", "cmd", "", 1, "t", {}});
+  rec.record_gpu_activity(sample_batch());  // 11 > 10: dropped whole, 11 counted
   EXPECT_EQ(rec.dropped_records(), 11);
-  rec.flush();  // the queue drains...
-  rec.record_gpu_activity(sample_batch());  // ...and takes a batch again
+  GpuActivityBatch kernels_only = sample_batch();  // its 3 kernels fit
+  kernels_only.memcpys.clear();
+  kernels_only.memsets.clear();
+  kernels_only.runtime_api.clear();
+  kernels_only.external_correlations.clear();
+  kernels_only.correlation_ranges.clear();
+  kernels_only.overhead.clear();
+  ASSERT_EQ(kernels_only.size(), 3u);
+  rec.record_gpu_activity(std::move(kernels_only));
   rec.end_run(RunStatus::kCompleted);
   EXPECT_EQ(rec.dropped_records(), 11);
-  EXPECT_EQ(hs::test::query_rows(path, "SELECT COUNT(*) FROM kernels"), std::vector<std::string>{"6"});
+  EXPECT_EQ(hs::test::query_rows(path, "SELECT COUNT(*) FROM kernels"), std::vector<std::string>{"3"});
+  EXPECT_EQ(hs::test::query_rows(path, "SELECT COUNT(*) FROM memcpy"), std::vector<std::string>{"0"});
   EXPECT_EQ(hs::test::query_rows(path, "SELECT dropped_records FROM runs"), std::vector<std::string>{"11"});
 }
 
@@ -197,7 +205,7 @@ TEST(GpuActivity, LargeBatchesGoThroughMultiRowInsertsExactly) {
   }
   {
     Recorder rec(path, 0);
-    rec.begin_run({"gpu_many", "cmd", "", 1, "t"});
+    rec.begin_run({"gpu_many", "cmd", "", 1, "t", {}});
     rec.record_gpu_activity(std::move(b));
     rec.end_run(RunStatus::kCompleted);
     EXPECT_EQ(rec.write_errors(), 0);
