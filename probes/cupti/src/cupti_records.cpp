@@ -110,18 +110,24 @@ const char* overhead_kind_name(CUpti_ActivityOverheadKind kind) {
   }
 }
 
+// Where and when a kernel, copy or memset ran: the fields CUPTI's records of the three share.
+template <typename Activity, typename Record>
+void set_placement(Activity& a, const Record& r) {
+  a.device = r.deviceId;
+  a.context = r.contextId;
+  a.stream = r.streamId;
+  a.correlation_id = r.correlationId;
+  a.start_ns = ns(r.start);
+  a.end_ns = ns(r.end);
+}
+
 bool convert_record(const CUpti_Activity& record, GpuActivityBatch& batch) {
   switch (record.kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto& r = reinterpret_cast<const KernelRecord&>(record);
       KernelActivity k;
-      k.device = r.deviceId;
-      k.context = r.contextId;
-      k.stream = r.streamId;
-      k.correlation_id = r.correlationId;
-      k.start_ns = ns(r.start);
-      k.end_ns = ns(r.end);
+      set_placement(k, r);
       k.name = stable_name(r.name);
       k.short_name = short_kernel_name(k.name);
       k.kernel_class = classify_kernel(k.name);
@@ -136,12 +142,7 @@ bool convert_record(const CUpti_Activity& record, GpuActivityBatch& batch) {
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto& r = reinterpret_cast<const MemcpyRecord&>(record);
       MemcpyActivity m;
-      m.device = r.deviceId;
-      m.context = r.contextId;
-      m.stream = r.streamId;
-      m.correlation_id = r.correlationId;
-      m.start_ns = ns(r.start);
-      m.end_ns = ns(r.end);
+      set_placement(m, r);
       m.bytes = static_cast<std::int64_t>(r.bytes);
       m.copy_kind = r.copyKind;
       m.src_kind = r.srcKind;
@@ -152,12 +153,7 @@ bool convert_record(const CUpti_Activity& record, GpuActivityBatch& batch) {
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto& r = reinterpret_cast<const MemsetRecord&>(record);
       MemsetActivity m;
-      m.device = r.deviceId;
-      m.context = r.contextId;
-      m.stream = r.streamId;
-      m.correlation_id = r.correlationId;
-      m.start_ns = ns(r.start);
-      m.end_ns = ns(r.end);
+      set_placement(m, r);
       m.bytes = static_cast<std::int64_t>(r.bytes);
       m.value = r.value;
       m.memory_kind = r.memoryKind;
