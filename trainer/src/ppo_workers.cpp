@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "hybridscope/trainer/core_algos.h"
+#include "model_layers.h"
 
 namespace hs::trainer {
 
@@ -29,6 +30,8 @@ Optimizer::Optimizer(torch::nn::Module& module, const OptimConfig& optim, double
                      ParallelContext parallel)
     : params_(module.parameters()), optim_(optim), grad_clip_(grad_clip), total_steps_(total_steps),
       parallel_(std::move(parallel)) {
+  const auto dims = detail::tensor_parallel_dims(module);
+  for (const auto& item : module.named_parameters()) tp_split_.push_back(dims.count(item.key()) != 0);
   auto options = torch::optim::AdamWOptions(optim.lr)
                      .betas({optim.betas[0], optim.betas[1]})
                      .eps(optim.eps)
@@ -59,9 +62,21 @@ double Optimizer::step() {
     }
   }
   // Global L2 norm over every parameter's gradient (identical on every dp rank after the sum).
-  auto total_sq = torch::zeros({}, torch::kFloat64);
-  for (const auto& p : params_)
-    if (p.grad().defined()) total_sq += p.grad().to(torch::kFloat64).pow(2).sum();
+  // A tp-split parameter's squares are summed over the tp group; a tp-replicated one (norms, the
+  // embedding) has the same gradient on every tp rank and counts once; pipeline stages hold
+  // disjoint parameters, so the total is summed over pp.
+  auto sq = torch::zeros({2}, torch::kFloat64);  // (tp-split, tp-replicated)
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const auto& p = params_[i];
+    if (p.grad().defined()) sq[tp_split_[i] ? 0 : 1] += p.grad().to(torch::kFloat64).pow(2).sum();
+  }
+  if (parallel_.tp->size() > 1) {
+    auto split = sq.narrow(0, 0, 1).clone();
+    parallel_.tp->all_reduce(split, ReduceOp::kSum);
+    sq.narrow(0, 0, 1).copy_(split);
+  }
+  auto total_sq = sq.sum().reshape({1});
+  if (parallel_.pp->size() > 1) parallel_.pp->all_reduce(total_sq, ReduceOp::kSum);
   const double norm = std::sqrt(total_sq.item<double>());
   if (!std::isfinite(norm)) {  // verl skips the update when the norm is not finite
     zero_grad();

@@ -27,7 +27,8 @@ namespace hs::trainer {
 double lr_multiplier(const OptimConfig& optim, std::int64_t step, std::int64_t total_steps);
 
 /// AdamW over a module's parameters with verl's schedule and global-norm clipping. Parameters are
-/// replicated over the data-parallel group: step() first sums the gradients over it.
+/// replicated over the data-parallel group: step() first sums the gradients over it. The clipping
+/// norm is the whole model's: tp-split gradients summed over tp, stages summed over pp.
 class Optimizer {
  public:
   Optimizer(torch::nn::Module& module, const OptimConfig& optim, double grad_clip, std::int64_t total_steps,
@@ -42,6 +43,7 @@ class Optimizer {
 
  private:
   std::vector<torch::Tensor> params_;
+  std::vector<bool> tp_split_;  // per parameter: split over the tp group (column/row-parallel)
   OptimConfig optim_;
   double grad_clip_;
   std::int64_t total_steps_;

@@ -1,0 +1,33 @@
+// mesh_groups.h — the process groups of a layout (layout.h) and the training shard of a model.
+//
+// Training mesh (pp, tp, dp) in Megatron rank order (megatron_coord): a tp group is the tp
+// consecutive ranks of one (pp, dp) coordinate, a dp group the ranks of one (pp, tp) coordinate,
+// a pp group the ranks of one (tp, dp) coordinate. The generation layout's groups follow its rank
+// grouping (LayoutSet::coords, which depends on the reshard mode): a generation tp group is the t_g
+// ranks of one replica (coords[r].dp), the dp group the d_g ranks with the same generation tp rank.
+//
+// Making groups is collective over the world (c10d's rule, parallel.h): every rank calls these
+// with the same arguments, and every rank creates every group in the same order.
+#pragma once
+
+#include "hybridscope/trainer/layout.h"
+#include "hybridscope/trainer/model.h"
+#include "hybridscope/trainer/parallel.h"
+
+namespace hs::trainer {
+
+/// Rank `rank`'s tp, dp and pp groups on the training mesh; `world` is groups.world(). Groups of
+/// one rank are SingleRankCommunicators (no c10d group is formed for them).
+ParallelContext make_training_context(GroupFactory& groups, const MeshShape& mesh, int rank);
+
+/// Rank `rank`'s groups in `generation` (a generation_layout): tp = its replica's t_g ranks in
+/// generation tp order, dp = the replicas, pp = one rank.
+ParallelContext make_generation_context(GroupFactory& groups, const LayoutSet& generation, int rank);
+
+/// Copies world rank `rank`'s box (layout.box) of every parameter of `full` (an unsharded model,
+/// the same names) into `shard`, a model built with that rank's context. Parameters `shard` does not
+/// hold (another pipeline stage) are skipped; a parameter of the layout missing from `full`, or a
+/// shard whose shape is not its box, throws LayoutError naming it.
+void copy_training_shard(const TransformerImpl& full, TransformerImpl& shard, const LayoutSet& layout, int rank);
+
+}  // namespace hs::trainer
