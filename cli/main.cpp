@@ -13,6 +13,7 @@
 #include "export_trace_command.h"
 #include "hybridscope/probes/merge.h"
 #include "reshard_plan_command.h"
+#include "switch_bench_command.h"
 #include "hybridscope/probes/recorder.h"
 #include "launch_command.h"
 #include "hybridscope/reports/chrome_trace.h"
@@ -95,6 +96,10 @@ int main(int argc, char** argv) {
   hs::cli::ReshardPlanArgs reshard_args;
   auto* reshard_plan = hs::cli::add_reshard_plan_command(app, reshard_args);
 
+  // switch-bench
+  hs::cli::SwitchBenchArgs switch_bench_args;
+  auto* switch_bench = hs::cli::add_switch_bench_command(app, switch_bench_args);
+
   // `launch [options] -- command...`: what follows `--` belongs to the ranks, untouched by parsing.
   int parse_argc = argc;
   if (argc > 1 && std::string(argv[1]) == "launch") {
@@ -111,6 +116,7 @@ int main(int argc, char** argv) {
   try {
     if (export_trace->parsed()) return hs::cli::run_export_trace(export_args);
     if (reshard_plan->parsed()) return hs::cli::run_reshard_plan(reshard_args);
+    if (switch_bench->parsed()) return hs::cli::run_switch_bench(switch_bench_args);
     if (launch->parsed()) return hs::cli::run_launch(launch_args);
     if (merge->parsed()) {
       const auto report = hs::probes::merge_rank_files(merge_db);

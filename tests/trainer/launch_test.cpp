@@ -2,6 +2,7 @@
 // which one rank is killed with SIGKILL ends the launcher with a message naming that rank, and
 // `hybridscope merge` leaves a run database whose run is not completed and whose ranks table says
 // which rank was killed, with everything the ranks flushed kept.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -14,6 +15,8 @@
 
 #include "../test_db.h"
 #include "dist_test_util.h"
+#include "hybridscope/trainer/layout.h"
+#include "hybridscope/trainer/tokenizer.h"
 
 namespace {
 
@@ -73,6 +76,52 @@ TEST(Launch, FourRanksCompleteAndMergeIntoOneRun) {
                                  "g.value = 'dp' AND c.bytes > 1000 GROUP BY c.rank ORDER BY c.rank"),
             (std::vector<std::string>{"0|2", "1|2", "2|2", "3|2"}));
   for (int r = 1; r < 4; ++r) EXPECT_FALSE(fs::exists(db + ".rank" + std::to_string(r))) << "merged files are deleted";
+}
+
+// The 3D-HybridEngine in the trainer: the actor trains tensor-parallel (tp 2 x dp 2) and generates
+// with rollout tp 1 (4 replicas), so every train->rollout switch reshards. With HybridFlow's
+// grouping each rank receives the other half of every tp-split parameter — (t − t_g)/(t_g·t) of
+// their bytes — and nothing of the replicated ones; rollout->train moves nothing.
+TEST(Launch, TensorParallelActorReshardsIntoTheRolloutLayout) {
+  const std::string dir = fs::path(hs::test::temp_db("launch_test", "tp2")).string();
+  fs::create_directories(dir);
+  std::vector<std::string> argv = {kBinary, "launch", "-n", "4", "--log-dir", dir + "/logs", "--"};
+  for (auto& a : tiny_grpo(dir, 2)) argv.push_back(a);
+  for (const char* a : {"hybridscope.model.num_key_value_heads=2", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
+                        "actor_rollout_ref.rollout.tensor_model_parallel_size=1", "hybridscope.reshard.mode=hybrid"})
+    argv.emplace_back(a);
+  const pid_t launcher = hs::test::spawn(argv, {}, dir + "/out.txt", dir + "/err.txt");
+  const int status = hs::test::wait_for(launcher, std::chrono::seconds(300));
+  ASSERT_TRUE(hs::test::exited_ok(status)) << read_all(dir + "/err.txt") << read_all(dir + "/out.txt");
+  const std::string db = dir + "/run.sqlite";
+  EXPECT_EQ(hs::test::query_row(db, "SELECT status FROM runs"), "completed");
+
+  hs::trainer::ModelShape shape;
+  shape.vocab_size = hs::trainer::make_tokenizer("char")->vocab_size();
+  shape.hidden_size = 32;
+  shape.intermediate_size = 64;
+  shape.num_hidden_layers = 1;
+  shape.num_attention_heads = 2;
+  shape.num_key_value_heads = 2;
+  std::int64_t split_bytes = 0;
+  for (const auto& p : hs::trainer::llama_parameters(shape))
+    if (p.tp_dim >= 0) split_bytes += p.bytes();
+  const std::int64_t t = 2, t_g = 1;
+  const std::int64_t expected = (t - t_g) * split_bytes / (t_g * t);
+  const auto rows = hs::test::query_rows(
+      db, "SELECT w.rank, d.value, MIN(w.bytes_received), MAX(w.bytes_received), COUNT(*) FROM switches w "
+          "JOIN strings d ON d.id = w.direction_id GROUP BY w.rank, d.value ORDER BY w.rank, d.value");
+  // Two steps and the validation at the end of fit() (test_freq off): three switches each way.
+  ASSERT_EQ(rows.size(), 8u);
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(rows[static_cast<std::size_t>(2 * r)], fmt::format("{}|rollout_to_train|0|0|3", r));
+    EXPECT_EQ(rows[static_cast<std::size_t>(2 * r + 1)],
+              fmt::format("{}|train_to_rollout|{}|{}|3", r, expected, expected));
+  }
+  // The tp groups' all-reduces ran in training (forward and backward of the row-parallel layers).
+  EXPECT_EQ(hs::test::query_row(db, "SELECT COUNT(DISTINCT c.rank) FROM comm_ops c JOIN strings g ON g.id = c.group_id "
+                                    "WHERE g.value = 'tp'"),
+            "4");
 }
 
 TEST(Launch, KilledRankEndsTheJobAndTheRunIsNotCompleted) {

@@ -272,4 +272,9 @@ std::shared_ptr<Communicator> C10dGroupFactory::new_group(const std::vector<int>
 
 const DistEnv& C10dGroupFactory::env() const { return impl_->env; }
 
+void C10dGroupFactory::set_recorder(probes::Recorder* recorder, const std::int64_t* step) {
+  impl_->recorder = recorder;
+  impl_->step = step;
+}
+
 }  // namespace hs::trainer

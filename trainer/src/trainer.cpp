@@ -17,6 +17,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -37,10 +38,14 @@
 #include "hybridscope/trainer/cpu_memory_tracker.h"
 #include "hybridscope/trainer/memory_probe.h"
 #include "hybridscope/trainer/hybrid_switch.h"
+#include "hybridscope/trainer/layout.h"
+#include "hybridscope/trainer/mesh_groups.h"
 #include "hybridscope/trainer/metrics.h"
 #include "hybridscope/trainer/ppo_workers.h"
 #include "hybridscope/trainer/probed_communicator.h"
 #include "hybridscope/trainer/process_group.h"
+#include "hybridscope/trainer/reshard.h"
+#include "hybridscope/trainer/reshard_executor.h"
 #include "hybridscope/trainer/reward.h"
 #include "hybridscope/trainer/rollout.h"
 #include "hybridscope/trainer/sft.h"
@@ -83,8 +88,9 @@ Combine combine_of(const std::string& name) {
 }
 
 // Every rank's metrics reduced over `world` (names must match across ranks, as they do for one
-// config). Three small all_reduces per call.
-Metrics reduce_metrics(const Metrics& metrics, Communicator& world) {
+// config). Three small all_reduces per call. The `model_parallel` = tp·pp ranks of one training
+// replica report the same share of the batch, so sums count each replica once.
+Metrics reduce_metrics(const Metrics& metrics, Communicator& world, int model_parallel) {
   if (world.size() == 1) return metrics;
   const auto n = static_cast<std::int64_t>(metrics.size());
   auto count = torch::tensor({n, -n}, torch::kInt64);
@@ -103,7 +109,7 @@ Metrics reduce_metrics(const Metrics& metrics, Communicator& world) {
     const auto& name = metrics[static_cast<std::size_t>(i)].first;
     double v = 0;
     switch (combine_of(name)) {
-      case Combine::kSum: v = sum[i].item<double>(); break;
+      case Combine::kSum: v = sum[i].item<double>() / model_parallel; break;
       case Combine::kMax: v = max[i].item<double>(); break;
       case Combine::kMin: v = min[i].item<double>(); break;
       case Combine::kMean: v = sum[i].item<double>() / world.size(); break;
@@ -136,10 +142,15 @@ void check_supported(const Config& cfg) {
   if (cfg.trainer.device != "cpu")
     refuse("trainer.device=" + cfg.trainer.device + " (runs on cpu; set trainer.device=cpu)");
   const auto& mega = cfg.actor_rollout_ref.actor.megatron;
-  if (mega.tensor_model_parallel_size != 1)
-    refuse("actor_rollout_ref.actor.megatron.tensor_model_parallel_size > 1 (data parallel only; set it to 1)");
   if (mega.pipeline_model_parallel_size != 1)
-    refuse("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size > 1 (data parallel only; set it to 1)");
+    refuse("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size > 1 (set it to 1)");
+  const bool sharded = mega.tensor_model_parallel_size > 1 || mega.pipeline_model_parallel_size > 1;
+  if (sharded && cfg.use_critic())
+    refuse("a critic with a tensor- or pipeline-parallel actor (use a critic-free estimator: grpo, rloo, remax)");
+  if (sharded && cfg.reward_model.enable)
+    refuse("reward_model.enable with a tensor- or pipeline-parallel actor (use the rule reward)");
+  if (sharded && cfg.trainer.save_freq > 0)
+    refuse("checkpoints of a tensor- or pipeline-parallel actor (set trainer.save_freq=-1)");
   if (cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node > 1) {
     // These whiten or adapt over the whole batch, which data-parallel ranks do not hold.
     const auto est = cfg.algorithm.adv_estimator;
@@ -151,8 +162,6 @@ void check_supported(const Config& cfg) {
     if (cfg.algorithm.use_kl_in_reward && cfg.algorithm.kl_ctrl.type == KlCtrlType::kAdaptive)
       refuse("algorithm.kl_ctrl.type=adaptive with more than one rank (set it to fixed)");
   }
-  if (cfg.actor_rollout_ref.rollout.tensor_model_parallel_size != 1)
-    refuse("actor_rollout_ref.rollout.tensor_model_parallel_size > 1 (one rank; set it to 1)");
   if (cfg.actor_rollout_ref.model.enable_gradient_checkpointing || cfg.critic.model.enable_gradient_checkpointing)
     refuse("enable_gradient_checkpointing=true (set it to false)");
   for (const auto& logger : cfg.trainer.logger)
@@ -182,7 +191,22 @@ struct PPOTrainer::State {
 
   DistEnv env;                                 // this rank in the world (the one-rank world by default)
   std::unique_ptr<C10dGroupFactory> groups;     // world > 1 only
-  ParallelContext parallel;                     // world and dp groups, probed
+  ParallelContext parallel;                     // the training mesh's groups, probed
+  // Layouts (layout.h): the actor trains on `mesh` and generates in the generation layout.
+  MeshShape mesh;
+  LayoutSet training_layout;
+  LayoutSet generation_layout;
+  /// The unsharded actor while setting up (warm-up, the reference's copy) when the actor holds a
+  /// shard; released after prepare().
+  Transformer full_actor{nullptr};
+  /// Generates when the generation layout differs from the training one (filled by resharding);
+  /// otherwise the rollout engine generates with the actor itself.
+  Transformer rollout_model{nullptr};
+  int replica = 0;           // this rank's generation replica
+  int replicas = 1;          // d_g
+  bool replica_lead = true;  // generation tp rank 0: speaks for its replica's results
+  bool sharded() const { return mesh.tp > 1 || mesh.pp > 1; }
+  int dp_rank() const { return parallel.dp->rank(); }
   std::unique_ptr<probes::Recorder> recorder;
 #if HS_HAVE_CUPTI
   std::unique_ptr<probes::CuptiCollector> cupti;  // GPU activity; says "inactive" without a device
@@ -192,8 +216,19 @@ struct PPOTrainer::State {
   std::string checkpoint_root;
   double peak_flops = 0;
 
-  RolloutBatch generate(const std::vector<const Example*>& examples, const SamplingParams& params,
-                        std::uint64_t seed);
+  /// The responses to `examples` (the step's global prompts) on every rank, prompt-major: each
+  /// generation replica generates its contiguous share with `seed_of(replica)`, and the shares are
+  /// all-gathered over the world.
+  std::vector<std::vector<std::int32_t>> generate_all(const std::vector<const Example*>& examples,
+                                                      const SamplingParams& params,
+                                                      const std::function<std::uint64_t(int)>& seed_of);
+  /// The prompts (indices into the step's prompts) this rank trains on: its dp rank's contiguous
+  /// share, or with trainer.balance_batch a share of equal size whose token total is balanced across
+  /// dp ranks (whole GRPO groups move, so group statistics stay on one rank).
+  std::vector<std::size_t> training_prompts(const std::vector<const Example*>& examples,
+                                            const std::vector<std::vector<std::int32_t>>& responses, int n) const;
+  RolloutBatch make_batch(const std::vector<const Example*>& examples, const std::vector<std::size_t>& prompts,
+                          const std::vector<std::vector<std::int32_t>>& responses, int n) const;
   torch::Tensor score(const RolloutBatch& batch);
   Metrics step();
   /// What fit() does before the first step: resume or warm up, set up the reference policy and
@@ -266,19 +301,32 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
     for (const char* suffix : {"", "-wal", "-shm"}) std::remove((rank_db + suffix).c_str());
   }
   s.recorder = std::make_unique<probes::Recorder>(rank_db, s.rank());
+  const auto& mega = cfg.actor_rollout_ref.actor.megatron;
+  const int model_parallel = mega.tensor_model_parallel_size * mega.pipeline_model_parallel_size;
+  if (world % model_parallel != 0)
+    throw ConfigError(fmt::format("{} ranks cannot hold whole model replicas of actor_rollout_ref.actor.megatron."
+                                  "tensor_model_parallel_size x pipeline_model_parallel_size = {}: choose sizes whose "
+                                  "product divides trainer.n_gpus_per_node x trainer.nnodes",
+                                  world, model_parallel));
+  s.mesh = {mega.pipeline_model_parallel_size, mega.tensor_model_parallel_size, world / model_parallel};
+  const int rollout_tp = cfg.actor_rollout_ref.rollout.tensor_model_parallel_size;
+  if (world % rollout_tp != 0)
+    throw ConfigError(fmt::format("actor_rollout_ref.rollout.tensor_model_parallel_size = {} must divide the {} ranks",
+                                  rollout_tp, world));
+  const int batch_prompts = cfg.data.train_batch_size;
+  for (const auto& [what, parts] : {std::pair{"data-parallel ranks", s.mesh.dp}, std::pair{"generation replicas", world / rollout_tp}}) {
+    if (batch_prompts % parts != 0)
+      throw ConfigError(fmt::format("data.train_batch_size = {} prompts cannot be split evenly over the {} {}: choose a "
+                                    "multiple of {}",
+                                    batch_prompts, parts, what, parts));
+  }
   if (world > 1) {
-    // Every collective of the run goes through the communication probe.
+    // Every collective of the run goes through the communication probe: the world here, every
+    // group the factory makes from now on (mesh, rollout, reshard) there.
     const bool probe = cfg.hybridscope.probes.enable;
-    std::vector<int> all(static_cast<std::size_t>(world));
-    for (int r = 0; r < world; ++r) all[static_cast<std::size_t>(r)] = r;
-    std::shared_ptr<Communicator> world_group = s.groups->world();
-    std::shared_ptr<Communicator> dp_group = s.groups->new_group(all, "dp");
-    if (probe) {
-      world_group = std::make_shared<ProbedCommunicator>(world_group, s.recorder.get(), &s.global_step);
-      dp_group = std::make_shared<ProbedCommunicator>(dp_group, s.recorder.get(), &s.global_step);
-    }
-    s.parallel.world = world_group;
-    s.parallel.dp = dp_group;
+    s.groups->set_recorder(probe ? s.recorder.get() : nullptr, &s.global_step);
+    s.parallel = make_training_context(*s.groups, s.mesh, s.rank());
+    if (probe) s.parallel.world = std::make_shared<ProbedCommunicator>(s.parallel.world, s.recorder.get(), &s.global_step);
   }
 
   s.tokenizer = make_tokenizer(cfg.hybridscope.tokenizer);
@@ -297,8 +345,24 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
                                   shape.vocab_size, s.tokenizer->name(), s.tokenizer->vocab_size()));
   const auto seed = cfg.hybridscope.seed;
   const auto& model_path = cfg.actor_rollout_ref.model.path;
-  s.actor_model = model_path.empty() ? make_model(shape, HeadKind::kLm, stream_seed(seed, 0, kInitStream))
-                                     : load_pretrained(model_path, HeadKind::kLm);
+  // Every rank builds (or loads) the whole model, then keeps its training shard.
+  Transformer full = model_path.empty() ? make_model(shape, HeadKind::kLm, stream_seed(seed, 0, kInitStream))
+                                        : load_pretrained(model_path, HeadKind::kLm);
+  const auto specs = parameter_specs(*full);
+  s.training_layout = training_layout(specs, s.mesh, DpSharding::kReplicated);
+  const ReshardMode reshard_mode = parse_reshard_mode(cfg.hybridscope.reshard.mode);
+  s.generation_layout = generation_layout(s.training_layout, rollout_tp, reshard_mode);
+  const MeshCoord gen_coord = s.generation_layout.coords[static_cast<std::size_t>(s.rank())];
+  s.replica = gen_coord.dp;
+  s.replicas = s.generation_layout.mesh.dp;
+  s.replica_lead = gen_coord.tp == 0;
+  if (s.sharded()) {
+    s.full_actor = full;
+    s.actor_model = Transformer(full->shape(), HeadKind::kLm, s.parallel);
+    copy_training_shard(*full, *s.actor_model, s.training_layout, s.rank());
+  } else {
+    s.actor_model = full;
+  }
   const double temperature = cfg.actor_rollout_ref.rollout.temperature;
   s.actor = std::make_unique<PPOActor>(s.actor_model, cfg.actor_rollout_ref.actor, temperature,
                                        cfg.actor_rollout_ref.rollout.n, s.total_steps, s.parallel);
@@ -322,7 +386,22 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
 
   const auto& rollout_cfg = cfg.actor_rollout_ref.rollout;
   const int max_seq_len = cfg.data.max_prompt_length + cfg.data.max_response_length;
-  s.rollout = std::make_unique<RolloutEngine>(s.actor_model, s.tokenizer->eos_token_id(), s.tokenizer->pad_token_id(),
+  // Does any rank generate with other weights than it trains with? Then the actor is resharded
+  // into a rollout model at every train->rollout switch (3D-HybridEngine).
+  bool differs = false;
+  for (std::size_t p = 0; p < s.training_layout.params.size(); ++p)
+    differs = differs || !(s.training_layout.box(p, s.rank()) == s.generation_layout.box(p, s.rank()));
+  auto reshard_flag = torch::full({1}, differs ? 1 : 0, torch::kInt64);
+  s.parallel.world->all_reduce(reshard_flag, ReduceOp::kMax);
+  std::shared_ptr<ReshardExecutor> resharder;
+  if (reshard_flag.item<std::int64_t>() != 0) {
+    s.rollout_model = Transformer(full->shape(), HeadKind::kLm,
+                                  make_generation_context(*s.groups, s.generation_layout, s.rank()));
+    auto plan = std::make_shared<const ReshardPlan>(plan_reshard(s.training_layout, s.generation_layout, reshard_mode));
+    resharder = std::make_shared<ReshardExecutor>(plan, s.rank(), *s.groups, nullptr, &s.global_step);
+  }
+  s.rollout = std::make_unique<RolloutEngine>(s.rollout_model ? s.rollout_model : s.actor_model,
+                                              s.tokenizer->eos_token_id(), s.tokenizer->pad_token_id(),
                                               cfg.hybridscope.kv_block_size, cfg.hybridscope.kv_num_blocks,
                                               rollout_cfg.max_num_seqs, max_seq_len);
   s.checkpoint_root = cfg.trainer.default_local_dir;
@@ -333,6 +412,23 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
   }
   s.hybrid_switch = std::make_unique<HybridSwitch>(s.actor_model, *s.rollout, rollout_cfg.free_cache_engine,
                                                    cfg.hybridscope.probes.enable ? s.recorder.get() : nullptr);
+  if (resharder) {
+    // The generation shards arrive in plan order; the rollout model takes them by name.
+    std::vector<at::Tensor> targets;
+    auto rollout_params = s.rollout_model->named_parameters();
+    for (const auto& p : resharder->plan().generation.params) {
+      auto* t = rollout_params.find(p.spec.name);
+      if (t == nullptr) throw std::logic_error("the rollout model has no parameter " + p.spec.name);
+      targets.push_back(*t);
+    }
+    s.hybrid_switch->set_resharder(resharder, [targets](const std::vector<at::Tensor>& generation) {
+      torch::NoGradGuard no_grad;
+      for (std::size_t p = 0; p < targets.size(); ++p) {
+        auto target = targets[p];
+        if (!generation[p].is_same(target)) target.copy_(generation[p]);
+      }
+    });
+  }
   s.peak_flops = cfg.hybridscope.peak_flops > 0 ? cfg.hybridscope.peak_flops : measure_gemm_flops();
 }
 
@@ -346,22 +442,111 @@ PPOTrainer::~PPOTrainer() {
   }
 }
 
-RolloutBatch PPOTrainer::State::generate(const std::vector<const Example*>& examples, const SamplingParams& params,
-                                         std::uint64_t seed) {
+std::vector<std::vector<std::int32_t>> PPOTrainer::State::generate_all(
+    const std::vector<const Example*>& examples, const SamplingParams& params,
+    const std::function<std::uint64_t(int)>& seed_of) {
+  // This replica's contiguous share of the prompts; the ranks of a generation tp group generate
+  // the same prompts with the same generator (their logits are all-gathered, so they agree).
+  const std::size_t share = examples.size() / static_cast<std::size_t>(replicas);
   GenerationRequest request;
   request.params = params;
   request.max_response_length = cfg.data.max_response_length;
-  for (const auto* ex : examples) request.prompts.push_back(ex->prompt_ids);
-  auto gen = at::detail::createCPUGenerator(seed);
-  actor_model->eval();
-  const GenerationResult result = rollout->generate(request, gen);
+  for (std::size_t i = share * static_cast<std::size_t>(replica); i < share * static_cast<std::size_t>(replica + 1); ++i)
+    request.prompts.push_back(examples[i]->prompt_ids);
+  auto gen = at::detail::createCPUGenerator(seed_of(replica));
+  (rollout_model ? rollout_model : actor_model)->eval();
+  GenerationResult result = rollout->generate(request, gen);
   record_kv("gen_peak", result.peak_pool);
-  RolloutBatch batch = make_rollout_batch(request.prompts, result.responses, params.n, tokenizer->pad_token_id(),
-                                          tokenizer->eos_token_id());
-  for (const auto* ex : examples) {
-    for (int j = 0; j < params.n; ++j) {
-      batch.ground_truth.push_back(ex->ground_truth);
-      batch.data_source.push_back(ex->data_source);
+  if (world() == 1) return std::move(result.responses);
+
+  // Responses back to every rank: one all-gather of (rows, 1 + max_response_length) tokens, row =
+  // (length, tokens..., pad); each replica's rows are taken from its generation tp rank 0.
+  const auto rows = static_cast<std::int64_t>(result.responses.size());
+  const std::int64_t width = 1 + cfg.data.max_response_length;
+  auto packed = torch::zeros({rows, width}, torch::kInt32);
+  auto packed_a = packed.accessor<std::int32_t, 2>();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const auto& tokens = result.responses[static_cast<std::size_t>(r)];
+    packed_a[r][0] = static_cast<std::int32_t>(tokens.size());
+    for (std::size_t t = 0; t < tokens.size(); ++t) packed_a[r][static_cast<std::int64_t>(t) + 1] = tokens[t];
+  }
+  const auto gathered = parallel.world->all_gather(packed).contiguous();  // (world * rows, width)
+  const auto gathered_a = gathered.accessor<std::int32_t, 2>();
+  std::vector<int> speaker(static_cast<std::size_t>(replicas), -1);  // replica -> its generation tp rank 0
+  for (int r = 0; r < world(); ++r) {
+    const MeshCoord c = generation_layout.coords[static_cast<std::size_t>(r)];
+    if (c.tp == 0) speaker[static_cast<std::size_t>(c.dp)] = r;
+  }
+  std::vector<std::vector<std::int32_t>> all;
+  all.reserve(static_cast<std::size_t>(rows * replicas));
+  for (int q = 0; q < replicas; ++q) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::int64_t row = speaker[static_cast<std::size_t>(q)] * rows + r;
+      const std::int32_t length = gathered_a[row][0];
+      std::vector<std::int32_t> tokens(static_cast<std::size_t>(length));
+      for (std::int32_t t = 0; t < length; ++t) tokens[static_cast<std::size_t>(t)] = gathered_a[row][t + 1];
+      all.push_back(std::move(tokens));
+    }
+  }
+  return all;
+}
+
+std::vector<std::size_t> PPOTrainer::State::training_prompts(const std::vector<const Example*>& examples,
+                                                             const std::vector<std::vector<std::int32_t>>& responses,
+                                                             int n) const {
+  if (world() == 1) {
+    std::vector<std::size_t> all(examples.size());
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+    return all;
+  }
+  const auto parts = static_cast<std::size_t>(mesh.dp);
+  const std::size_t share = examples.size() / parts;
+  std::vector<std::size_t> mine;
+  if (!cfg.trainer.balance_batch || parts == 1) {
+    for (std::size_t i = share * static_cast<std::size_t>(dp_rank()); i < share * static_cast<std::size_t>(dp_rank() + 1); ++i)
+      mine.push_back(i);
+    return mine;
+  }
+  // Balanced partition of whole prompt groups (verl's balance_batch keeps equal sequence counts
+  // per dp rank and balances their token totals): heaviest group first into the lightest part
+  // that still has room. Every rank computes the same partition from the same responses.
+  std::vector<std::pair<std::int64_t, std::size_t>> weight;  // (tokens of the group, prompt)
+  for (std::size_t i = 0; i < examples.size(); ++i) {
+    std::int64_t tokens = 0;
+    for (int j = 0; j < n; ++j)
+      tokens += static_cast<std::int64_t>(examples[i]->prompt_ids.size() + responses[i * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)].size());
+    weight.emplace_back(tokens, i);
+  }
+  std::stable_sort(weight.begin(), weight.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::int64_t> load(parts, 0);
+  std::vector<std::size_t> count(parts, 0);
+  std::vector<std::vector<std::size_t>> assigned(parts);
+  for (const auto& [tokens, prompt] : weight) {
+    std::size_t best = parts;
+    for (std::size_t k = 0; k < parts; ++k)
+      if (count[k] < share && (best == parts || load[k] < load[best])) best = k;
+    load[best] += tokens;
+    ++count[best];
+    assigned[best].push_back(prompt);
+  }
+  mine = std::move(assigned[static_cast<std::size_t>(dp_rank())]);
+  std::sort(mine.begin(), mine.end());
+  return mine;
+}
+
+RolloutBatch PPOTrainer::State::make_batch(const std::vector<const Example*>& examples,
+                                           const std::vector<std::size_t>& prompts,
+                                           const std::vector<std::vector<std::int32_t>>& responses, int n) const {
+  std::vector<std::vector<std::int32_t>> prompt_ids, response_ids;
+  for (const std::size_t i : prompts) {
+    prompt_ids.push_back(examples[i]->prompt_ids);
+    for (int j = 0; j < n; ++j) response_ids.push_back(responses[i * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)]);
+  }
+  RolloutBatch batch = make_rollout_batch(prompt_ids, response_ids, n, tokenizer->pad_token_id(), tokenizer->eos_token_id());
+  for (const std::size_t i : prompts) {
+    for (int j = 0; j < n; ++j) {
+      batch.ground_truth.push_back(examples[i]->ground_truth);
+      batch.data_source.push_back(examples[i]->data_source);
     }
   }
   return batch;
@@ -421,14 +606,16 @@ void PPOTrainer::State::sample(const char* phase) {
 }
 
 double PPOTrainer::State::validate(std::map<std::string, double>* per_source) {
-  // Each rank scores its contiguous share of the validation prompts; sums and counts per data
-  // source (the same sorted list on every rank) are added over the world.
+  // Each generation replica scores its contiguous share of the validation prompts (its ranks
+  // generate together; the replica's tp rank 0 counts); sums and counts per data source (the same
+  // sorted list on every rank) are added over the world.
   torch::NoGradGuard no_grad;
+  if (rollout_model) hybrid_switch->to_rollout(global_step);  // the rollout model gets the current weights
   SamplingParams params = cfg.actor_rollout_ref.rollout.val_kwargs;
   params.n = 1;
   const std::size_t total_rows = val_data.size();
-  const std::size_t share = (total_rows + static_cast<std::size_t>(world()) - 1) / static_cast<std::size_t>(world());
-  const std::size_t first = std::min(total_rows, share * static_cast<std::size_t>(rank()));
+  const std::size_t share = (total_rows + static_cast<std::size_t>(replicas) - 1) / static_cast<std::size_t>(replicas);
+  const std::size_t first = std::min(total_rows, share * static_cast<std::size_t>(replica));
   const std::size_t last = std::min(total_rows, first + share);
   const std::size_t chunk = cfg.data.val_batch_size > 0 ? static_cast<std::size_t>(cfg.data.val_batch_size)
                                                         : std::max<std::size_t>(1, last - first);
@@ -442,7 +629,16 @@ double PPOTrainer::State::validate(std::map<std::string, double>* per_source) {
   for (std::size_t start = first; start < last; start += chunk) {
     std::vector<const Example*> examples;
     for (std::size_t i = start; i < std::min(last, start + chunk); ++i) examples.push_back(&val_data[i]);
-    const RolloutBatch batch = generate(examples, params, stream_seed(cfg.hybridscope.seed, -1, kRolloutStream));
+    GenerationRequest request;
+    request.params = params;
+    request.max_response_length = cfg.data.max_response_length;
+    for (const auto* ex : examples) request.prompts.push_back(ex->prompt_ids);
+    auto gen = at::detail::createCPUGenerator(stream_seed(cfg.hybridscope.seed, -1, kRolloutStream));
+    const GenerationResult result = rollout->generate(request, gen);
+    if (!replica_lead) continue;
+    std::vector<std::size_t> rows(examples.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = i;
+    const RolloutBatch batch = make_batch(examples, rows, result.responses, 1);
     const auto scores = score(batch).sum(-1);
     for (std::int64_t b = 0; b < batch.size(); ++b) {
       const double v = scores[b].item<double>();
@@ -453,6 +649,7 @@ double PPOTrainer::State::validate(std::map<std::string, double>* per_source) {
       sums_a[1][all] += 1;
     }
   }
+  if (rollout_model) hybrid_switch->to_train(global_step);
   parallel.world->all_reduce(sums, ReduceOp::kSum);
   if (per_source)
     for (const auto& [source, k] : source_index)
@@ -469,12 +666,13 @@ Metrics PPOTrainer::State::step() {
   RolloutBatch batch;
   {
     HS_PROBE_RANGE(timings, "step", kStep);
-    // Every rank draws the same global batch and keeps its contiguous share of the prompts.
+    // Every rank draws the same global batch; generation replicas generate their shares, every
+    // rank gets all responses and keeps its dp rank's prompts for training.
     const auto indices = loader->next_batch();
-    const std::size_t share = indices.size() / static_cast<std::size_t>(world());
     std::vector<const Example*> examples;
-    for (std::size_t k = share * static_cast<std::size_t>(rank()); k < share * static_cast<std::size_t>(rank() + 1); ++k)
-      examples.push_back(&train_data[indices[k]]);
+    for (const auto index : indices) examples.push_back(&train_data[index]);
+    const int n = arr.rollout.n;
+    std::vector<std::size_t> mine;
     {
       HS_PROBE_RANGE(timings, "switch/train_to_rollout", kSwitch);
       hybrid_switch->to_rollout(step);
@@ -482,14 +680,18 @@ Metrics PPOTrainer::State::step() {
     sample("switch/train_to_rollout");
     {
       HS_PROBE_RANGE(timings, "gen", kPhase);
-      batch = generate(examples, arr.rollout.sampling(),
-                       rank_stream_seed(cfg.hybridscope.seed, step, kRolloutStream, rank()));
+      const auto responses = generate_all(examples, arr.rollout.sampling(), [&](int replica_index) {
+        return rank_stream_seed(cfg.hybridscope.seed, step, kRolloutStream, replica_index);
+      });
+      mine = training_prompts(examples, responses, n);
+      batch = make_batch(examples, mine, responses, n);
     }
     if (cfg.algorithm.adv_estimator == AdvEstimator::kRemax) {
       HS_PROBE_RANGE(timings, "gen_max", kPhase);
       SamplingParams greedy = arr.rollout.sampling();
       greedy.do_sample = false;
-      const RolloutBatch baseline = generate(examples, greedy, 0);
+      const RolloutBatch baseline =
+          make_batch(examples, mine, generate_all(examples, greedy, [](int) { return std::uint64_t{0}; }), n);
       batch.reward_baselines = score(baseline).sum(-1);
     }
     {
@@ -620,7 +822,7 @@ Metrics PPOTrainer::State::step() {
   metrics.emplace_back("rollout/kv_num_blocks", static_cast<double>(pool.num_blocks));
   metrics.emplace_back("training/global_step", static_cast<double>(step));
   metrics.emplace_back("training/epoch", static_cast<double>(loader->state().epoch));
-  return reduce_metrics(metrics, *parallel.world);
+  return reduce_metrics(metrics, *parallel.world, mesh.tp * mesh.pp);
 }
 
 void PPOTrainer::State::save(std::int64_t step) {
@@ -642,6 +844,12 @@ void PPOTrainer::State::prepare(FitSummary& summary) {
   if (cfg.trainer.resume_mode == "auto") resume_dir = find_latest_checkpoint(checkpoint_root);
   const std::string base_dir = (std::filesystem::path(checkpoint_root) / "base").string();
   const bool warmup_configured = cfg.actor_rollout_ref.model.path.empty() && cfg.hybridscope.warmup.steps > 0;
+  if (resume_dir && sharded())
+    throw ConfigError(fmt::format("found checkpoint {}, but a tensor- or pipeline-parallel actor cannot resume yet: set "
+                                  "trainer.resume_mode=disable or move the checkpoint directory",
+                                  *resume_dir));
+  // The warm-up trains the whole model (on every rank alike); a sharded actor takes its shard after.
+  Transformer& whole = full_actor ? full_actor : actor_model;
   if (resume_dir) {
     HS_PROBE_RANGE(timings, "load_checkpoint", kCheckpoint);
     // The reference is the policy the run started from, not the resumed actor.
@@ -670,7 +878,7 @@ void PPOTrainer::State::prepare(FitSummary& summary) {
                                       ? train_data
                                       : RLDataset::load(cfg.hybridscope.warmup.files, *tokenizer, cfg.data);
     const double loss = supervised_warmup(
-        actor_model, warmup_data, *tokenizer, cfg.hybridscope.warmup, cfg.hybridscope.seed,
+        whole, warmup_data, *tokenizer, cfg.hybridscope.warmup, cfg.hybridscope.seed,
         [&](int done, int total, double l) {
           bar.update(done, fmt::format("loss {:.3f}", l));
           if (lead && (done % every == 0 || done == total))
@@ -680,26 +888,30 @@ void PPOTrainer::State::prepare(FitSummary& summary) {
     summary.warmup_seconds = static_cast<double>(probes::now_ns() - start) * 1e-9;
     if (lead) {
       std::filesystem::create_directories(base_dir);
-      save_pretrained(actor_model, base_dir);
+      save_pretrained(whole, base_dir);
     }
     parallel.world->barrier();
     if (lead) fmt::print("warm-up: {} steps in {}, final loss {:.4f}; base policy saved to {}\n", cfg.hybridscope.warmup.steps,
                detail::format_duration(summary.warmup_seconds), loss, base_dir);
   }
-  // Reference policy and critic start from the (possibly warmed-up) actor.
+  if (world() > 1) broadcast_parameters(*whole);  // replicas start identical whatever each rank loaded
+  if (full_actor) copy_training_shard(*full_actor, *actor_model, training_layout, rank());
+  // Reference policy and critic start from the (possibly warmed-up) actor, in its layout.
   if (cfg.use_reference()) {
     if (!ref_model) {
-      ref_model = Transformer(actor_model->shape(), HeadKind::kLm);
-      copy_backbone(actor_model, ref_model);
+      ref_model = Transformer(actor_model->shape(), HeadKind::kLm, full_actor ? parallel : ParallelContext{});
+      if (full_actor) {
+        copy_training_shard(*full_actor, *ref_model, training_layout, rank());
+      } else {
+        copy_backbone(actor_model, ref_model);
+      }
     }
     ref_model->eval();
     for (auto& p : ref_model->parameters()) p.set_requires_grad(false);
   }
   if (critic && !resume_dir && cfg.critic.model.path.empty()) copy_backbone(actor_model, critic->model());
-  if (world() > 1) {
-    broadcast_parameters(*actor_model);
-    if (critic) broadcast_parameters(*critic->model());
-  }
+  if (world() > 1 && critic) broadcast_parameters(*critic->model());
+  full_actor = nullptr;  // from here on each rank holds only its shard
 
   if (cfg.trainer.val_before_train) {
     HS_PROBE_RANGE(timings, "testing", kValidation);

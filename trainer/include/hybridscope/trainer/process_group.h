@@ -71,6 +71,9 @@ class C10dGroupFactory final : public GroupFactory {
   std::shared_ptr<Communicator> new_group(const std::vector<int>& ranks, const std::string& name) override;
 
   const DistEnv& env() const;
+  /// Groups made from now on are wrapped in the ProbedCommunicator recording into `recorder`
+  /// (null: unprobed). For a trainer that needs the world before its rank's database is open.
+  void set_recorder(probes::Recorder* recorder, const std::int64_t* step);
 
  private:
   struct Impl;

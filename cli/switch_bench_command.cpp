@@ -1,0 +1,162 @@
+// switch_bench_command.cpp — `hybridscope switch-bench` (see switch_bench_command.h).
+//
+// Per shape and mode: one plan, one executor (its "reshard" group), `warmup` untimed switches, then
+// `repeat` timed ones. Each timed switch starts after a world barrier; a rank's time is its own
+// to_generation (train->rollout) or to_training (rollout->train) call, and the switch's latency is
+// the slowest rank's (all-reduced max), which is what the step waits for.
+#include "switch_bench_command.h"
+
+#include <algorithm>
+#include <fstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "hybridscope/probes/clock.h"
+#include "hybridscope/trainer/process_group.h"
+#include "hybridscope/trainer/reshard.h"
+#include "hybridscope/trainer/reshard_executor.h"
+
+namespace hs::cli {
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// The demo policy (configs/demo_grpo.yaml, char tokenizer) and a larger shape (~41 M parameters, the
+// shape of hs_reshard_bench's thread-rank executor benchmark).
+hs::trainer::ModelShape bench_shape(const std::string& name) {
+  hs::trainer::ModelShape s;
+  if (name == "demo") {
+    s.vocab_size = 98;
+    s.hidden_size = 128;
+    s.intermediate_size = 384;
+    s.num_hidden_layers = 2;
+    s.num_attention_heads = 4;
+    s.num_key_value_heads = 2;
+  } else if (name == "large") {
+    s.vocab_size = 8192;
+    s.hidden_size = 768;
+    s.intermediate_size = 2048;
+    s.num_hidden_layers = 4;
+    s.num_attention_heads = 12;
+    s.num_key_value_heads = 12;
+  } else {
+    throw std::invalid_argument("switch-bench: unknown shape '" + name + "' (use demo or large)");
+  }
+  return s;
+}
+
+struct Stats {
+  double median = 0, min = 0, max = 0;
+};
+
+Stats stats_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return {v[v.size() / 2], v.front(), v.back()};
+}
+
+}  // namespace
+
+CLI::App* add_switch_bench_command(CLI::App& app, SwitchBenchArgs& args) {
+  auto* cmd = app.add_subcommand(
+      "switch-bench", "Time the weight switch over real ranks, hybrid vs vanilla vs naive (run under `launch -n N --`)");
+  cmd->add_option("--shapes", args.shapes, "Model shapes: demo, large")->delimiter(',')->capture_default_str();
+  cmd->add_option("--modes", args.modes, "Reshard modes: hybrid, vanilla, naive")->delimiter(',')->capture_default_str();
+  cmd->add_option("--pp", args.pp, "Training pipeline-parallel size")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--tp", args.tp, "Training tensor-parallel size")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--rollout-tp", args.rollout_tp, "Generation tensor-parallel size t_g")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--strategy", args.strategy, "Along dp: megatron (replicated) or fsdp (sharded)")
+      ->check(CLI::IsMember({"megatron", "fsdp"}))
+      ->capture_default_str();
+  cmd->add_option("--warmup", args.warmup, "Untimed switches per shape and mode")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--repeat", args.repeat, "Timed switches per shape and mode")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--threads", args.threads, "Torch threads per rank")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--csv", args.csv, "Also write the table as CSV (rank 0)");
+  return cmd;
+}
+
+int run_switch_bench(const SwitchBenchArgs& args) {
+  using namespace hs::trainer;
+  torch::set_num_threads(args.threads);
+  const DistEnv env = dist_env_from_environment();
+  if (env.world_size % (args.pp * args.tp) != 0)
+    throw LayoutError(fmt::format("switch-bench: {} ranks are not a multiple of --pp {} x --tp {}: run it under "
+                                  "`hybridscope launch -n N --` with N a multiple of pp*tp",
+                                  env.world_size, args.pp, args.tp));
+  const MeshShape mesh{args.pp, args.tp, env.world_size / (args.pp * args.tp)};
+  const DpSharding dp = dp_sharding_for_strategy(args.strategy);
+  ProcessGroupOptions options;
+  options.timeout = std::chrono::seconds(300);
+  C10dGroupFactory groups(env, options);
+  auto world = groups.world();
+  const bool lead = env.rank == 0;
+  std::ofstream csv;
+  if (lead && !args.csv.empty()) {
+    csv.open(args.csv);
+    if (!csv) throw std::runtime_error("switch-bench: cannot write " + args.csv);
+    csv << "shape,model_mib,mode,train_to_rollout_ms_median,train_to_rollout_ms_min,train_to_rollout_ms_max,"
+           "rollout_to_train_ms_median,received_mib_per_rank_max,peak_parameter_mib_per_rank_max\n";
+  }
+  if (lead) {
+    fmt::print("switch-bench: {} ranks (CPU, Gloo), training pp={} tp={} dp={} {} -> rollout tp={}; {} warm-up + {} "
+               "timed switches each; latency = slowest rank, median [min, max]\n",
+               env.world_size, mesh.pp, mesh.tp, mesh.dp, args.strategy, args.rollout_tp, args.warmup, args.repeat);
+    fmt::print("{:<6} {:>9} {:<8} {:>28} {:>17} {:>16} {:>15}\n", "shape", "model MiB", "mode",
+               "train->rollout ms", "rollout->train ms", "received MiB/rk", "peak MiB/rk");
+  }
+  for (const auto& shape_name : args.shapes) {
+    const auto params = llama_parameters(bench_shape(shape_name));
+    for (const auto& mode_name : args.modes) {
+      const ReshardMode mode = parse_reshard_mode(mode_name);
+      auto plan = std::make_shared<const ReshardPlan>(plan_reshard(params, mesh, dp, args.rollout_tp, mode));
+      ReshardExecutor executor(plan, env.rank, groups);
+      std::vector<at::Tensor> training;
+      torch::manual_seed(env.rank + 1);
+      for (std::size_t p = 0; p < plan->training.params.size(); ++p) {
+        const auto box = plan->training.box(p, env.rank);
+        training.push_back(box ? torch::randn(box->shape()) : at::Tensor());
+      }
+      std::vector<double> to_gen, to_train;
+      for (int i = 0; i < args.warmup + args.repeat; ++i) {
+        world->barrier();
+        auto t0 = probes::now_ns();
+        const auto generation = executor.to_generation(training);
+        auto t1 = probes::now_ns();
+        world->barrier();
+        const auto t2 = probes::now_ns();
+        const auto restored = executor.to_training(generation);
+        if (restored.size() != training.size()) throw std::logic_error("switch-bench: to_training lost parameters");
+        const auto t3 = probes::now_ns();
+        auto times = torch::tensor({static_cast<double>(t1 - t0), static_cast<double>(t3 - t2)}, torch::kFloat64);
+        world->all_reduce(times, ReduceOp::kMax);
+        if (i >= args.warmup) {
+          to_gen.push_back(times[0].item<double>() * 1e-6);
+          to_train.push_back(times[1].item<double>() * 1e-6);
+        }
+      }
+      auto bytes = torch::tensor({static_cast<double>(executor.last_bytes().received),
+                                  static_cast<double>(plan->ranks[static_cast<std::size_t>(env.rank)].peak_parameter_bytes)},
+                                 torch::kFloat64);
+      world->all_reduce(bytes, ReduceOp::kMax);
+      const Stats g = stats_of(to_gen), t = stats_of(to_train);
+      const double model_mib = static_cast<double>(plan->training.model_bytes()) / kMiB;
+      if (lead) {
+        fmt::print("{:<6} {:>9.1f} {:<8} {:>10.2f} [{:>7.2f}, {:>7.2f}] {:>17.3f} {:>16.2f} {:>15.2f}\n", shape_name,
+                   model_mib, mode_name, g.median, g.min, g.max, t.median, bytes[0].item<double>() / kMiB,
+                   bytes[1].item<double>() / kMiB);
+        if (csv.is_open())
+          csv << fmt::format("{},{:.3f},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f}\n", shape_name, model_mib, mode_name,
+                             g.median, g.min, g.max, t.median, bytes[0].item<double>() / kMiB,
+                             bytes[1].item<double>() / kMiB);
+      }
+    }
+  }
+  world->barrier();
+  return 0;
+}
+
+}  // namespace hs::cli
