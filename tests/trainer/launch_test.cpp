@@ -124,6 +124,57 @@ TEST(Launch, TensorParallelActorReshardsIntoTheRolloutLayout) {
             "4");
 }
 
+// Split placement: the actor on ranks 0-1 (tp 2, rollout tp 1), the reference policy on ranks 2-3.
+// The reference ranks run only the ref phase; each receives its half of the step's rows from the
+// actor's replica lead (rank 0) and sends back (rows, R) float32 log-probs; the actor's groups
+// never include them.
+TEST(Launch, SplitPlacementServesTheReferenceFromItsOwnRanks) {
+  const std::string dir = fs::path(hs::test::temp_db("launch_test", "split")).string();
+  fs::create_directories(dir);
+  std::vector<std::string> argv = {kBinary, "launch", "-n", "4", "--log-dir", dir + "/logs", "--"};
+  for (auto& a : tiny_grpo(dir, 2)) argv.push_back(a);
+  for (const char* a : {"hybridscope.model.num_key_value_heads=2", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
+                        "actor_rollout_ref.rollout.tensor_model_parallel_size=1", "actor_rollout_ref.actor.use_kl_loss=true",
+                        "hybridscope.placement.actor=[0,1]", "hybridscope.placement.ref=[2,3]"})
+    argv.emplace_back(a);
+  const pid_t launcher = hs::test::spawn(argv, {}, dir + "/out.txt", dir + "/err.txt");
+  const int status = hs::test::wait_for(launcher, std::chrono::seconds(300));
+  ASSERT_TRUE(hs::test::exited_ok(status)) << read_all(dir + "/err.txt") << read_all(dir + "/out.txt");
+  const std::string db = dir + "/run.sqlite";
+  EXPECT_EQ(hs::test::query_row(db, "SELECT status FROM runs"), "completed");
+  EXPECT_EQ(hs::test::query_rows(db, "SELECT rank, status FROM ranks ORDER BY rank"),
+            (std::vector<std::string>{"0|completed", "1|completed", "2|completed", "3|completed"}));
+  // Phases per rank: the actor generates and updates, the reference ranks only compute log-probs.
+  const std::string phases =
+      "SELECT r.rank, COUNT(*) FROM ranges r JOIN strings n ON n.id = r.name_id WHERE n.value = '{}' "
+      "GROUP BY r.rank ORDER BY r.rank";
+  EXPECT_EQ(hs::test::query_rows(db, fmt::format(fmt::runtime(phases), "ref")),
+            (std::vector<std::string>{"0|2", "1|2", "2|2", "3|2"}));
+  EXPECT_EQ(hs::test::query_rows(db, fmt::format(fmt::runtime(phases), "update_actor")),
+            (std::vector<std::string>{"0|2", "1|2"}));
+  // The actor pool's groups (tp, its world "actor", the reshard) hold ranks 0 and 1 only.
+  EXPECT_EQ(hs::test::query_row(db, "SELECT GROUP_CONCAT(DISTINCT c.rank) FROM comm_ops c JOIN strings g ON "
+                                    "g.id = c.group_id WHERE g.value IN ('tp', 'actor', 'reshard')"),
+            "0,1");
+  // Each reference rank returns half of the 16 rows per step: 8 x R float32, R <= 9 response tokens.
+  for (int r = 2; r < 4; ++r) {
+    const auto rows = hs::test::query_rows(
+        db, fmt::format("SELECT c.bytes FROM comm_ops c JOIN strings o ON o.id = c.op_id JOIN strings g ON "
+                        "g.id = c.group_id WHERE c.rank = {} AND o.value = 'send' AND g.value = 'world'",
+                        r));
+    ASSERT_EQ(rows.size(), 2u) << "rank " << r;
+    for (const auto& b : rows) {
+      const auto bytes = std::stoll(b);
+      EXPECT_EQ(bytes % (8 * 4), 0) << b;
+      EXPECT_GE(bytes, 8 * 4);
+      EXPECT_LE(bytes, 8 * 9 * 4);
+    }
+  }
+  EXPECT_NE(hs::test::query_row(db, "SELECT COUNT(*) FROM step_metrics m JOIN strings n ON n.id = m.name_id "
+                                    "WHERE n.value = 'actor/kl_loss'"),
+            "0");
+}
+
 TEST(Launch, KilledRankEndsTheJobAndTheRunIsNotCompleted) {
   const std::string dir = fs::path(hs::test::temp_db("launch_test", "kill")).string();
   fs::create_directories(dir);

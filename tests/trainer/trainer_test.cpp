@@ -289,6 +289,31 @@ TEST(Trainer, RefusesWhatThisBuildCannotRun) {
   }
 }
 
+TEST(Trainer, PlacementErrorsNameTheKeyAndTheFix) {
+  const auto dir = scratch("placement");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"hybridscope.placement.ref=[2,3]"}, "has no reference policy"},
+      {{"actor_rollout_ref.actor.use_kl_loss=true", "hybridscope.placement.actor=[0,1]", "hybridscope.placement.ref=[1,2,3]"},
+       "share a rank"},
+      {{"actor_rollout_ref.actor.use_kl_loss=true", "hybridscope.placement.actor=[1,2]", "hybridscope.placement.ref=[0,3]"},
+       "must include rank 0"},
+      {{"actor_rollout_ref.actor.use_kl_loss=true", "hybridscope.placement.ref=[4,5]"}, "'4' is not a rank"},
+      {{"hybridscope.placement.actor=[0,1]"}, "lists only some ranks"},
+      {{"actor_rollout_ref.actor.use_kl_loss=true", "hybridscope.placement.actor=[0]", "hybridscope.placement.ref=[2,3]"},
+       "leaves ranks without a role"}};
+  for (const auto& [overrides, expected] : cases) {
+    auto all = overrides;
+    all.insert(all.begin(), {"trainer.n_gpus_per_node=4", "data.train_batch_size=8", "actor_rollout_ref.actor.ppo_mini_batch_size=4"});
+    try {
+      PPOTrainer trainer(tiny_config(dir, all), quiet());
+      FAIL() << "expected a ConfigError for " << overrides.back();
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("hybridscope.placement"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Trainer, AWorldOfSeveralRanksNeedsALauncher) {
   const auto dir = scratch("nolauncher");
   try {

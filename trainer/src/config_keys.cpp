@@ -167,6 +167,8 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(hybridscope.probes.memory_interval_ms, "Memory samples (phase \"timer\") every this many ms besides the phase boundaries; 0 = only at phase boundaries."),
       HS_CONFIG_KEY(hybridscope.dist.backend, "Process groups: auto (gloo on cpu, nccl on cuda), gloo or nccl."),
       HS_CONFIG_KEY(hybridscope.dist.timeout_s, "Seconds the rendezvous and each collective wait for the other ranks before failing."),
+      HS_CONFIG_KEY(hybridscope.placement.actor, "World ranks of the actor (training and rollout) when roles are split, e.g. [0, 1]; [] = every rank."),
+      HS_CONFIG_KEY(hybridscope.placement.ref, "World ranks of the reference policy when split from the actor, e.g. [2, 3]; [] = colocated with the actor."),
       HS_CONFIG_KEY(hybridscope.reshard.mode, "Train->rollout resharding: hybrid (HybridFlow), vanilla (gather the TP x PP group) or naive (gather everything, DS-Chat)."),
       HS_CONFIG_KEY(hybridscope.peak_flops, "FLOP/s denominator of perf/mfu; -1 = measure this machine's GEMM peak."),
   };

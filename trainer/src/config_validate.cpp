@@ -263,13 +263,20 @@ void validate(const Config& c) {
   const auto& mega = actor.megatron;
   p.at_least("actor_rollout_ref.actor.megatron.tensor_model_parallel_size", mega.tensor_model_parallel_size, 1);
   p.at_least("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size", mega.pipeline_model_parallel_size, 1);
+  // The actor's ranks: the world, less a split reference's (hybridscope.placement; the trainer
+  // checks the rank lists themselves).
+  const auto& placement = c.hybridscope.placement;
   const int world = t.nnodes * t.n_gpus_per_node;
+  const int actors = !placement.actor.empty() ? static_cast<int>(placement.actor.size())
+                                              : world - static_cast<int>(placement.ref.size());
   const int model_parallel = std::max(1, mega.tensor_model_parallel_size) * std::max(1, mega.pipeline_model_parallel_size);
-  if (world % model_parallel != 0) {
-    p.add("the world of {} ranks (trainer.nnodes x trainer.n_gpus_per_node) is not divisible by "
-          "actor_rollout_ref.actor.megatron.tensor_model_parallel_size x pipeline_model_parallel_size ({})",
-          world, model_parallel);
-  } else if (const int dp = world / model_parallel; dp > 1) {
+  if (actors < 1) {
+    p.add("hybridscope.placement leaves the actor no rank");
+  } else if (actors % model_parallel != 0) {
+    p.add("the actor's rank count {} (trainer.nnodes x trainer.n_gpus_per_node, less hybridscope.placement.ref) is "
+          "not divisible by actor_rollout_ref.actor.megatron.tensor_model_parallel_size x pipeline_model_parallel_size ({})",
+          actors, model_parallel);
+  } else if (const int dp = actors / model_parallel; dp > 1) {
     // Each data-parallel rank takes an equal share of the prompts and of every mini-batch.
     if (d.train_batch_size % dp != 0)
       p.add("data.train_batch_size ({}) is not divisible by the {} data-parallel ranks", d.train_batch_size, dp);

@@ -272,6 +272,30 @@ std::shared_ptr<Communicator> C10dGroupFactory::new_group(const std::vector<int>
 
 const DistEnv& C10dGroupFactory::env() const { return impl_->env; }
 
+C10dGroupFactory::C10dGroupFactory(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+std::unique_ptr<C10dGroupFactory> C10dGroupFactory::sub_world(const std::vector<int>& ranks, const std::string& name) {
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] < 0 || ranks[i] >= impl_->env.world_size || (i > 0 && ranks[i] <= ranks[i - 1]))
+      throw DistError(fmt::format("sub_world('{}'): ranks must be ascending world ranks in [0, {})", name,
+                                  impl_->env.world_size));
+  }
+  const auto member = std::find(ranks.begin(), ranks.end(), impl_->env.rank);
+  if (member == ranks.end()) return nullptr;
+  auto impl = std::make_unique<Impl>();
+  impl->env = impl_->env;
+  impl->env.rank = static_cast<int>(member - ranks.begin());
+  impl->env.world_size = static_cast<int>(ranks.size());
+  impl->options = impl_->options;
+  impl->recorder = impl_->recorder;
+  impl->step = impl_->step;
+  impl->store = c10::make_intrusive<c10d::PrefixStore>(fmt::format("pool/{}/", name), impl_->store);
+  std::vector<int> all(ranks.size());
+  for (std::size_t r = 0; r < all.size(); ++r) all[r] = static_cast<int>(r);
+  impl->world = impl->make(all, name);
+  return std::unique_ptr<C10dGroupFactory>(new C10dGroupFactory(std::move(impl)));
+}
+
 void C10dGroupFactory::set_recorder(probes::Recorder* recorder, const std::int64_t* step) {
   impl_->recorder = recorder;
   impl_->step = step;

@@ -12,15 +12,18 @@
 // files into the run database at the end (probes/merge.h).
 #include "hybridscope/trainer/trainer.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <stdexcept>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <torch/torch.h>
@@ -168,6 +171,60 @@ void check_supported(const Config& cfg) {
     if (logger != "console") refuse("trainer.logger '" + logger + "' (console is built in; every metric also goes to the run database)");
 }
 
+// hybridscope.placement as (actor ranks, ref ranks), each ascending; colocated: (every rank, {}).
+// Throws ConfigError naming the key and what to change.
+std::pair<std::vector<int>, std::vector<int>> placement_of(const Config& cfg, int world) {
+  auto ranks_of = [&](const char* key, const std::vector<std::string>& items) {
+    std::vector<int> out;
+    for (const auto& item : items) {
+      std::size_t used = 0;
+      int r = -1;
+      try {
+        r = std::stoi(item, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != item.size() || r < 0 || r >= world)
+        throw ConfigError(fmt::format("{}: '{}' is not a rank of this world (0..{})", key, item, world - 1));
+      out.push_back(r);
+    }
+    std::sort(out.begin(), out.end());
+    if (std::adjacent_find(out.begin(), out.end()) != out.end())
+      throw ConfigError(fmt::format("{} lists a rank twice", key));
+    return out;
+  };
+  std::vector<int> actor = ranks_of("hybridscope.placement.actor", cfg.hybridscope.placement.actor);
+  const std::vector<int> ref = ranks_of("hybridscope.placement.ref", cfg.hybridscope.placement.ref);
+  std::vector<int> everyone(static_cast<std::size_t>(world));
+  for (int r = 0; r < world; ++r) everyone[static_cast<std::size_t>(r)] = r;
+  if (ref.empty()) {
+    if (!actor.empty() && actor != everyone)
+      throw ConfigError("hybridscope.placement.actor lists only some ranks, but no other role is placed on the rest: "
+                        "list every rank, or place the reference on the others with hybridscope.placement.ref");
+    return {everyone, {}};
+  }
+  if (cfg.use_critic() || cfg.reward_model.enable)
+    throw ConfigError("hybridscope.placement.ref with a critic or a reward model is not supported yet (use a "
+                      "critic-free estimator and the rule reward, or leave the placement colocated)");
+  if (!cfg.use_reference())
+    throw ConfigError("hybridscope.placement.ref is set, but this run has no reference policy (set "
+                      "actor_rollout_ref.actor.use_kl_loss=true or algorithm.use_kl_in_reward=true, or leave the "
+                      "placement colocated)");
+  if (actor.empty()) std::set_difference(everyone.begin(), everyone.end(), ref.begin(), ref.end(), std::back_inserter(actor));
+  std::vector<int> both;
+  std::set_union(actor.begin(), actor.end(), ref.begin(), ref.end(), std::back_inserter(both));
+  if (both.size() != actor.size() + ref.size())
+    throw ConfigError("hybridscope.placement.actor and hybridscope.placement.ref share a rank: a split placement "
+                      "puts the roles on disjoint ranks (leave both empty to colocate them)");
+  if (both != everyone)
+    throw ConfigError(fmt::format("hybridscope.placement leaves ranks without a role: actor and ref together must list "
+                                  "every rank 0..{}", world - 1));
+  if (actor.empty() || actor.front() != 0)
+    throw ConfigError("hybridscope.placement.actor must include rank 0 (it prints, validates and writes the run "
+                      "database)");
+  return {actor, ref};
+}
+
 }  // namespace
 
 struct PPOTrainer::State {
@@ -207,6 +264,22 @@ struct PPOTrainer::State {
   bool replica_lead = true;  // generation tp rank 0: speaks for its replica's results
   bool sharded() const { return mesh.tp > 1 || mesh.pp > 1; }
   int dp_rank() const { return parallel.dp->rank(); }
+  // Placement (hybridscope.placement): colocated, every role on every rank, or split, the
+  // reference policy on its own ranks. The actor's groups come from its pool's own world.
+  std::vector<int> actor_ranks;                   // world ranks of the actor (all when colocated)
+  std::vector<int> ref_ranks;                     // world ranks of a split reference; empty = colocated
+  int actor_rank = 0;                             // this rank in the actor pool (its mesh rank); -1: a ref rank
+  std::unique_ptr<C10dGroupFactory> pool_groups;  // split: the actor pool's own world (members only)
+  GroupFactory* actor_groups = nullptr;           // where the actor's groups are made
+  std::shared_ptr<Communicator> global_world;     // every rank, probed: run id, stop flag, cross-pool data
+  std::shared_ptr<Communicator> replica_group;    // split, tp·pp > 1: the ranks of this rank's dp replica
+  bool serves_ref() const { return actor_rank < 0; }
+  bool split() const { return !ref_ranks.empty(); }
+  /// Split placement, ref phase: this rank's batch to the reference ranks, their log-probs back.
+  torch::Tensor remote_ref_log_probs(const RolloutBatch& batch);
+  /// Split placement, on a reference rank: the reference policy set up like the actor's base
+  /// (warm-up, then rank 0's weights), then one ref phase per training step until the actor stops.
+  void serve_reference(FitSummary& summary);
   std::unique_ptr<probes::Recorder> recorder;
 #if HS_HAVE_CUPTI
   std::unique_ptr<probes::CuptiCollector> cupti;  // GPU activity; says "inactive" without a device
@@ -270,8 +343,9 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
   check_supported(cfg);
   torch::set_num_threads(cfg.hybridscope.num_threads);
 
-  s.env = dist_env_from_environment();
   const int world = cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node;
+  std::tie(s.actor_ranks, s.ref_ranks) = placement_of(cfg, world);
+  s.env = dist_env_from_environment();
   if (s.env.world_size != world) {
     throw ConfigError(s.env.world_size == 1
                           ? fmt::format("trainer.nnodes x trainer.n_gpus_per_node = {} ranks, but this process was "
@@ -301,20 +375,25 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
     for (const char* suffix : {"", "-wal", "-shm"}) std::remove((rank_db + suffix).c_str());
   }
   s.recorder = std::make_unique<probes::Recorder>(rank_db, s.rank());
+  const int actors = static_cast<int>(s.actor_ranks.size());
+  const auto in_pool = std::find(s.actor_ranks.begin(), s.actor_ranks.end(), s.rank());
+  s.actor_rank = in_pool == s.actor_ranks.end() ? -1 : static_cast<int>(in_pool - s.actor_ranks.begin());
   const auto& mega = cfg.actor_rollout_ref.actor.megatron;
   const int model_parallel = mega.tensor_model_parallel_size * mega.pipeline_model_parallel_size;
-  if (world % model_parallel != 0)
-    throw ConfigError(fmt::format("{} ranks cannot hold whole model replicas of actor_rollout_ref.actor.megatron."
+  if (actors % model_parallel != 0)
+    throw ConfigError(fmt::format("{} actor ranks cannot hold whole model replicas of actor_rollout_ref.actor.megatron."
                                   "tensor_model_parallel_size x pipeline_model_parallel_size = {}: choose sizes whose "
-                                  "product divides trainer.n_gpus_per_node x trainer.nnodes",
-                                  world, model_parallel));
-  s.mesh = {mega.pipeline_model_parallel_size, mega.tensor_model_parallel_size, world / model_parallel};
+                                  "product divides the actor's ranks (trainer.n_gpus_per_node x trainer.nnodes, less "
+                                  "hybridscope.placement.ref)",
+                                  actors, model_parallel));
+  s.mesh = {mega.pipeline_model_parallel_size, mega.tensor_model_parallel_size, actors / model_parallel};
   const int rollout_tp = cfg.actor_rollout_ref.rollout.tensor_model_parallel_size;
-  if (world % rollout_tp != 0)
-    throw ConfigError(fmt::format("actor_rollout_ref.rollout.tensor_model_parallel_size = {} must divide the {} ranks",
-                                  rollout_tp, world));
+  if (actors % rollout_tp != 0)
+    throw ConfigError(fmt::format("actor_rollout_ref.rollout.tensor_model_parallel_size = {} must divide the {} actor "
+                                  "ranks",
+                                  rollout_tp, actors));
   const int batch_prompts = cfg.data.train_batch_size;
-  for (const auto& [what, parts] : {std::pair{"data-parallel ranks", s.mesh.dp}, std::pair{"generation replicas", world / rollout_tp}}) {
+  for (const auto& [what, parts] : {std::pair{"data-parallel ranks", s.mesh.dp}, std::pair{"generation replicas", actors / rollout_tp}}) {
     if (batch_prompts % parts != 0)
       throw ConfigError(fmt::format("data.train_batch_size = {} prompts cannot be split evenly over the {} {}: choose a "
                                     "multiple of {}",
@@ -325,8 +404,30 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
     // group the factory makes from now on (mesh, rollout, reshard) there.
     const bool probe = cfg.hybridscope.probes.enable;
     s.groups->set_recorder(probe ? s.recorder.get() : nullptr, &s.global_step);
-    s.parallel = make_training_context(*s.groups, s.mesh, s.rank());
-    if (probe) s.parallel.world = std::make_shared<ProbedCommunicator>(s.parallel.world, s.recorder.get(), &s.global_step);
+    s.global_world = s.groups->world();
+    if (probe) s.global_world = std::make_shared<ProbedCommunicator>(s.global_world, s.recorder.get(), &s.global_step);
+    if (s.split()) {
+      // The actor pool is a world of its own: its groups never involve the reference's ranks.
+      s.pool_groups = s.groups->sub_world(s.actor_ranks, "actor");
+      s.actor_groups = s.pool_groups.get();
+    } else {
+      s.actor_groups = s.groups.get();
+    }
+    if (!s.serves_ref() && actors > 1) {
+      s.parallel = make_training_context(*s.actor_groups, s.mesh, s.actor_rank);
+      if (!s.split()) s.parallel.world = s.global_world;  // the pool's own world is probed already
+      if (s.split() && model_parallel > 1) {
+        for (int j = 0; j < s.mesh.dp; ++j) {  // every dp replica's group, in order, on every actor rank
+          std::vector<int> members;
+          for (int r = 0; r < actors; ++r)
+            if (megatron_coord(s.mesh, r).dp == j) members.push_back(r);
+          auto group = s.actor_groups->new_group(members, "replica");
+          if (group) s.replica_group = std::move(group);
+        }
+      }
+    }
+  } else {
+    s.global_world = s.parallel.world;
   }
 
   s.tokenizer = make_tokenizer(cfg.hybridscope.tokenizer);
@@ -348,18 +449,28 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
   // Every rank builds (or loads) the whole model, then keeps its training shard.
   Transformer full = model_path.empty() ? make_model(shape, HeadKind::kLm, stream_seed(seed, 0, kInitStream))
                                         : load_pretrained(model_path, HeadKind::kLm);
+  if (s.serves_ref()) {
+    // A rank of a split reference: it holds the whole reference policy (replicated over its pool)
+    // and serves the actor's ref phase (serve_reference).
+    s.ref_model = full;
+    if (cfg.hybridscope.probes.enable) {
+      s.timings.set_recorder(s.recorder.get());
+      install_cpu_memory_tracker();
+    }
+    return;
+  }
   const auto specs = parameter_specs(*full);
   s.training_layout = training_layout(specs, s.mesh, DpSharding::kReplicated);
   const ReshardMode reshard_mode = parse_reshard_mode(cfg.hybridscope.reshard.mode);
   s.generation_layout = generation_layout(s.training_layout, rollout_tp, reshard_mode);
-  const MeshCoord gen_coord = s.generation_layout.coords[static_cast<std::size_t>(s.rank())];
+  const MeshCoord gen_coord = s.generation_layout.coords[static_cast<std::size_t>(s.actor_rank)];
   s.replica = gen_coord.dp;
   s.replicas = s.generation_layout.mesh.dp;
   s.replica_lead = gen_coord.tp == 0;
   if (s.sharded()) {
     s.full_actor = full;
     s.actor_model = Transformer(full->shape(), HeadKind::kLm, s.parallel);
-    copy_training_shard(*full, *s.actor_model, s.training_layout, s.rank());
+    copy_training_shard(*full, *s.actor_model, s.training_layout, s.actor_rank);
   } else {
     s.actor_model = full;
   }
@@ -390,15 +501,15 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
   // into a rollout model at every train->rollout switch (3D-HybridEngine).
   bool differs = false;
   for (std::size_t p = 0; p < s.training_layout.params.size(); ++p)
-    differs = differs || !(s.training_layout.box(p, s.rank()) == s.generation_layout.box(p, s.rank()));
+    differs = differs || !(s.training_layout.box(p, s.actor_rank) == s.generation_layout.box(p, s.actor_rank));
   auto reshard_flag = torch::full({1}, differs ? 1 : 0, torch::kInt64);
   s.parallel.world->all_reduce(reshard_flag, ReduceOp::kMax);
   std::shared_ptr<ReshardExecutor> resharder;
   if (reshard_flag.item<std::int64_t>() != 0) {
     s.rollout_model = Transformer(full->shape(), HeadKind::kLm,
-                                  make_generation_context(*s.groups, s.generation_layout, s.rank()));
+                                  make_generation_context(*s.actor_groups, s.generation_layout, s.actor_rank));
     auto plan = std::make_shared<const ReshardPlan>(plan_reshard(s.training_layout, s.generation_layout, reshard_mode));
-    resharder = std::make_shared<ReshardExecutor>(plan, s.rank(), *s.groups, nullptr, &s.global_step);
+    resharder = std::make_shared<ReshardExecutor>(plan, s.actor_rank, *s.actor_groups, nullptr, &s.global_step);
   }
   s.rollout = std::make_unique<RolloutEngine>(s.rollout_model ? s.rollout_model : s.actor_model,
                                               s.tokenizer->eos_token_id(), s.tokenizer->pad_token_id(),
@@ -457,7 +568,7 @@ std::vector<std::vector<std::int32_t>> PPOTrainer::State::generate_all(
   (rollout_model ? rollout_model : actor_model)->eval();
   GenerationResult result = rollout->generate(request, gen);
   record_kv("gen_peak", result.peak_pool);
-  if (world() == 1) return std::move(result.responses);
+  if (mesh.world() == 1) return std::move(result.responses);
 
   // Responses back to every rank: one all-gather of (rows, 1 + max_response_length) tokens, row =
   // (length, tokens..., pad); each replica's rows are taken from its generation tp rank 0.
@@ -473,7 +584,7 @@ std::vector<std::vector<std::int32_t>> PPOTrainer::State::generate_all(
   const auto gathered = parallel.world->all_gather(packed).contiguous();  // (world * rows, width)
   const auto gathered_a = gathered.accessor<std::int32_t, 2>();
   std::vector<int> speaker(static_cast<std::size_t>(replicas), -1);  // replica -> its generation tp rank 0
-  for (int r = 0; r < world(); ++r) {
+  for (int r = 0; r < mesh.world(); ++r) {
     const MeshCoord c = generation_layout.coords[static_cast<std::size_t>(r)];
     if (c.tp == 0) speaker[static_cast<std::size_t>(c.dp)] = r;
   }
@@ -494,7 +605,7 @@ std::vector<std::vector<std::int32_t>> PPOTrainer::State::generate_all(
 std::vector<std::size_t> PPOTrainer::State::training_prompts(const std::vector<const Example*>& examples,
                                                              const std::vector<std::vector<std::int32_t>>& responses,
                                                              int n) const {
-  if (world() == 1) {
+  if (mesh.world() == 1) {
     std::vector<std::size_t> all(examples.size());
     for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
     return all;
@@ -711,10 +822,14 @@ Metrics PPOTrainer::State::step() {
     if (cfg.use_reference()) {
       HS_PROBE_RANGE(timings, "ref", kPhase);
       torch::NoGradGuard no_grad;
-      std::vector<torch::Tensor> parts;
-      for (const auto& rows : split_rows(batch.size(), arr.ref.log_prob_micro_batch_size_per_gpu))
-        parts.push_back(response_log_probs(ref_model, batch.select(rows), arr.rollout.temperature, false).first);
-      batch.ref_log_probs = torch::cat(parts, 0);
+      if (split()) {
+        batch.ref_log_probs = remote_ref_log_probs(batch);
+      } else {
+        std::vector<torch::Tensor> parts;
+        for (const auto& rows : split_rows(batch.size(), arr.ref.log_prob_micro_batch_size_per_gpu))
+          parts.push_back(response_log_probs(ref_model, batch.select(rows), arr.rollout.temperature, false).first);
+        batch.ref_log_probs = torch::cat(parts, 0);
+      }
     }
     if (critic) {
       HS_PROBE_RANGE(timings, "values", kPhase);
@@ -768,7 +883,7 @@ Metrics PPOTrainer::State::step() {
     if (step > cfg.trainer.critic_warmup) {
       HS_PROBE_RANGE(timings, "update_actor", kPhase);
       const auto actor_metrics = actor->update_policy(
-          batch, step - 1, rank_stream_seed(cfg.hybridscope.seed, step, kActorShuffleStream, rank()));
+          batch, step - 1, rank_stream_seed(cfg.hybridscope.seed, step, kActorShuffleStream, actor_rank));
       metrics.insert(metrics.end(), actor_metrics.begin(), actor_metrics.end());
     }
     sample("update_actor");
@@ -782,7 +897,7 @@ Metrics PPOTrainer::State::step() {
     }
     if (cfg.trainer.save_freq > 0 && (step % cfg.trainer.save_freq == 0 || last)) {
       HS_PROBE_RANGE(timings, "save_checkpoint", kCheckpoint);
-      if (rank() == 0) save(step);  // replicas are identical: one copy
+      if (actor_rank == 0) save(step);  // replicas are identical: one copy
       parallel.world->barrier();    // nobody resumes from a half-written checkpoint
     }
   }
@@ -844,6 +959,10 @@ void PPOTrainer::State::prepare(FitSummary& summary) {
   if (cfg.trainer.resume_mode == "auto") resume_dir = find_latest_checkpoint(checkpoint_root);
   const std::string base_dir = (std::filesystem::path(checkpoint_root) / "base").string();
   const bool warmup_configured = cfg.actor_rollout_ref.model.path.empty() && cfg.hybridscope.warmup.steps > 0;
+  if (resume_dir && split())
+    throw ConfigError(fmt::format("found checkpoint {}, but a split placement cannot resume yet: set "
+                                  "trainer.resume_mode=disable or move the checkpoint directory",
+                                  *resume_dir));
   if (resume_dir && sharded())
     throw ConfigError(fmt::format("found checkpoint {}, but a tensor- or pipeline-parallel actor cannot resume yet: set "
                                   "trainer.resume_mode=disable or move the checkpoint directory",
@@ -896,8 +1015,9 @@ void PPOTrainer::State::prepare(FitSummary& summary) {
   }
   if (world() > 1) broadcast_parameters(*whole);  // replicas start identical whatever each rank loaded
   if (full_actor) copy_training_shard(*full_actor, *actor_model, training_layout, rank());
-  // Reference policy and critic start from the (possibly warmed-up) actor, in its layout.
-  if (cfg.use_reference()) {
+  // Reference policy and critic start from the (possibly warmed-up) actor, in its layout (split:
+  // the reference ranks took the same weights in the broadcast above).
+  if (cfg.use_reference() && !split()) {
     if (!ref_model) {
       ref_model = Transformer(actor_model->shape(), HeadKind::kLm, full_actor ? parallel : ParallelContext{});
       if (full_actor) {
@@ -912,6 +1032,10 @@ void PPOTrainer::State::prepare(FitSummary& summary) {
   if (critic && !resume_dir && cfg.critic.model.path.empty()) copy_backbone(actor_model, critic->model());
   if (world() > 1 && critic) broadcast_parameters(*critic->model());
   full_actor = nullptr;  // from here on each rank holds only its shard
+  if (split()) {  // the reference ranks start serving at the same step
+    auto start = torch::full({1}, global_step, torch::kInt64);
+    global_world->broadcast(start, 0);
+  }
 
   if (cfg.trainer.val_before_train) {
     HS_PROBE_RANGE(timings, "testing", kValidation);
@@ -951,7 +1075,7 @@ void PPOTrainer::State::begin_recording() {
   if (world() > 1) {
     // Rank 0 creates the run row in the run database; the others record under the same id.
     auto id = torch::full({1}, rank() == 0 ? recorder->begin_run(info) : std::int64_t{-1}, torch::kInt64);
-    parallel.world->broadcast(id, 0);
+    global_world->broadcast(id, 0);
     if (rank() > 0) {
       info.run_id = id.item<std::int64_t>();
       recorder->begin_run(info);
@@ -982,6 +1106,8 @@ double PPOTrainer::validate() { return state_->validate(nullptr); }
 
 Metrics PPOTrainer::train_step() {
   auto& s = *state_;
+  if (s.serves_ref())
+    throw std::logic_error("PPOTrainer::train_step() runs the actor's step; a split reference rank serves in fit()");
   if (!s.stepping) {
     s.begin_recording();
     s.stepping = true;
@@ -1001,8 +1127,105 @@ void PPOTrainer::State::broadcast_parameters(torch::nn::Module& module) {
   torch::NoGradGuard no_grad;
   for (auto& p : module.parameters()) {
     auto buffer = p.detach().contiguous();
-    parallel.world->broadcast(buffer, 0);
+    global_world->broadcast(buffer, 0);
     if (!buffer.is_same(p)) p.copy_(buffer);
+  }
+}
+
+// Split placement. The lead of each dp replica (its tp = pp = 0 rank) sends its rows in contiguous
+// chunks, one per reference rank: a header (rows, tokens, prompt length), then input_ids,
+// attention_mask and position_ids; all sends first, then the (rows, R) float32 log-probs back. The
+// reference ranks serve replica 0, 1, ... in order, so the transfers form no cycle. The replica's
+// other ranks receive the result by broadcast.
+torch::Tensor PPOTrainer::State::remote_ref_log_probs(const RolloutBatch& batch) {
+  const MeshCoord coord = megatron_coord(mesh, actor_rank);
+  const std::int64_t rows = batch.size(), R = batch.response_length();
+  torch::Tensor out;
+  if (coord.tp == 0 && coord.pp == 0) {
+    const auto refs = static_cast<std::int64_t>(ref_ranks.size());
+    auto first_row = [&](std::int64_t k) { return rows * k / refs; };
+    for (std::int64_t k = 0; k < refs; ++k) {
+      const std::int64_t b = first_row(k), e = first_row(k + 1);
+      const int peer = ref_ranks[static_cast<std::size_t>(k)];
+      auto header = torch::tensor({e - b, batch.input_ids.size(1), batch.prompt_length()}, torch::kInt64);
+      global_world->send(header, peer);
+      if (e == b) continue;
+      global_world->send(batch.input_ids.slice(0, b, e).to(torch::kInt64).contiguous(), peer);
+      global_world->send(batch.attention_mask.slice(0, b, e).to(torch::kInt64).contiguous(), peer);
+      global_world->send(batch.position_ids.slice(0, b, e).to(torch::kInt64).contiguous(), peer);
+    }
+    std::vector<torch::Tensor> parts;
+    for (std::int64_t k = 0; k < refs; ++k) {
+      const std::int64_t b = first_row(k), e = first_row(k + 1);
+      if (e == b) continue;
+      auto part = torch::empty({e - b, R}, torch::kFloat32);
+      global_world->recv(part, ref_ranks[static_cast<std::size_t>(k)]);
+      parts.push_back(part);
+    }
+    out = torch::cat(parts, 0);
+  } else {
+    out = torch::empty({rows, R}, torch::kFloat32);
+  }
+  if (replica_group) replica_group->broadcast(out, 0);
+  return out;
+}
+
+void PPOTrainer::State::serve_reference(FitSummary& summary) {
+  const auto& cfg_ref = cfg.actor_rollout_ref;
+  timings.begin_step(0);
+  // The base policy: the same warm-up as the actor's (keeping this rank busy while the actor warms
+  // up, within the collective timeout), then the actor's rank 0 weights, as the colocated reference.
+  if (cfg_ref.model.path.empty() && cfg.hybridscope.warmup.steps > 0) {
+    HS_PROBE_RANGE(timings, "warmup", kSetup);
+    const RLDataset warmup_data = cfg.hybridscope.warmup.files.empty()
+                                      ? train_data
+                                      : RLDataset::load(cfg.hybridscope.warmup.files, *tokenizer, cfg.data);
+    supervised_warmup(ref_model, warmup_data, *tokenizer, cfg.hybridscope.warmup, cfg.hybridscope.seed,
+                      [](int, int, double) {});
+  }
+  broadcast_parameters(*ref_model);
+  ref_model->eval();
+  for (auto& p : ref_model->parameters()) p.set_requires_grad(false);
+  auto start = torch::zeros({1}, torch::kInt64);  // the step the actor starts from
+  global_world->broadcast(start, 0);
+  global_step = start.item<std::int64_t>();
+  flush_records();
+  while (global_step < total_steps) {
+    auto flag = torch::full({1}, g_stop_signal.load(), torch::kInt64);
+    global_world->all_reduce(flag, ReduceOp::kMax);
+    if (const int sig = static_cast<int>(flag.item<std::int64_t>())) {
+      end_recording(probes::RunStatus::kKilled, fmt::format("stopped by signal {} after step {}", sig, global_step));
+      throw std::runtime_error(fmt::format("stopped by signal {} after step {}", sig, global_step));
+    }
+    ++global_step;
+    timings.begin_step(global_step);
+    {
+      HS_PROBE_RANGE(timings, "ref", kPhase);
+      torch::NoGradGuard no_grad;
+      for (int j = 0; j < mesh.dp; ++j) {
+        const int lead = actor_ranks[static_cast<std::size_t>(megatron_rank(mesh, {0, 0, j}))];
+        auto header = torch::empty({3}, torch::kInt64);
+        global_world->recv(header, lead);
+        const std::int64_t rows = header[0].item<std::int64_t>(), tokens = header[1].item<std::int64_t>(),
+                           prompt = header[2].item<std::int64_t>();
+        if (rows == 0) continue;
+        RolloutBatch batch;
+        batch.input_ids = torch::empty({rows, tokens}, torch::kInt64);
+        batch.attention_mask = torch::empty({rows, tokens}, torch::kInt64);
+        batch.position_ids = torch::empty({rows, tokens}, torch::kInt64);
+        global_world->recv(batch.input_ids, lead);
+        global_world->recv(batch.attention_mask, lead);
+        global_world->recv(batch.position_ids, lead);
+        batch.prompts = batch.input_ids.slice(1, 0, prompt);
+        batch.responses = batch.input_ids.slice(1, prompt);
+        std::vector<torch::Tensor> parts;
+        for (const auto& sel : split_rows(rows, cfg_ref.ref.log_prob_micro_batch_size_per_gpu))
+          parts.push_back(response_log_probs(ref_model, batch.select(sel), cfg_ref.rollout.temperature, false).first);
+        global_world->send(torch::cat(parts, 0).to(torch::kFloat32).contiguous(), lead);
+      }
+    }
+    flush_records();
+    ++summary.steps_run;
   }
 }
 
@@ -1038,6 +1261,12 @@ FitSummary PPOTrainer::fit() {
   } restore{previous_int, previous_term};
 
   try {
+    if (s.serves_ref()) {
+      s.serve_reference(summary);
+      s.end_recording(probes::RunStatus::kCompleted);
+      s.global_world->barrier();  // every rank's file is complete; rank 0 merges
+      return summary;
+    }
     s.prepare(summary);
     summary.first_step = static_cast<int>(s.global_step) + 1;
 
@@ -1049,7 +1278,7 @@ FitSummary PPOTrainer::fit() {
       int sig = g_stop_signal.load();
       if (s.world() > 1) {
         auto flag = torch::full({1}, sig, torch::kInt64);
-        s.parallel.world->all_reduce(flag, ReduceOp::kMax);
+        s.global_world->all_reduce(flag, ReduceOp::kMax);
         sig = static_cast<int>(flag.item<std::int64_t>());
       }
       if (sig) {
@@ -1081,7 +1310,7 @@ FitSummary PPOTrainer::fit() {
     if (auto latest = find_latest_checkpoint(s.checkpoint_root)) summary.checkpoint_dir = *latest;
     s.end_recording(probes::RunStatus::kCompleted);
     if (s.world() > 1) {
-      s.parallel.world->barrier();  // every rank's file is complete
+      s.global_world->barrier();  // every rank's file is complete
       if (lead) {
         const auto report = probes::merge_rank_files(cfg.hybridscope.db);
         fmt::print("merged {} rank files ({} rows) into {}\n", report.files_merged, report.rows_copied,

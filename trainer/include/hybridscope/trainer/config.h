@@ -235,6 +235,15 @@ struct ReshardConfig {
   std::string mode = "hybrid";  // hybrid | vanilla | naive (reshard.h, docs/resharding.md)
 };
 
+/// Which ranks each role runs on (docs/resharding.md, "Placement"). Empty lists: colocated — every
+/// role time-shares every rank (the hybrid engine). A non-empty `ref` splits the reference policy
+/// onto its own ranks (`actor` then lists the others); ranks are world ranks written as a list,
+/// e.g. actor: [0, 1], ref: [2, 3].
+struct PlacementConfig {
+  std::vector<std::string> actor;
+  std::vector<std::string> ref;
+};
+
 struct HybridscopeSection {
   ModelShape model{};
   std::string tokenizer = "char";  // char: the built-in character tokenizer
@@ -247,6 +256,7 @@ struct HybridscopeSection {
   ProbesConfig probes{};
   DistConfig dist{};
   ReshardConfig reshard{};
+  PlacementConfig placement{};
   double peak_flops = -1;  // FLOP/s denominator of perf/mfu; -1: measure this machine's GEMM peak
 };
 

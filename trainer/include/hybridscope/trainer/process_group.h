@@ -75,8 +75,16 @@ class C10dGroupFactory final : public GroupFactory {
   /// (null: unprobed). For a trainer that needs the world before its rank's database is open.
   void set_recorder(probes::Recorder* recorder, const std::int64_t* step);
 
+  /// A world of its own for the ranks `ranks` (ascending world ranks) — a resource pool of a split
+  /// placement: its world group is named `name`, its rank i is ranks[i], and the groups it makes
+  /// involve only its members (no call by ranks outside it), over the same TCPStore under the
+  /// prefix "pool/<name>/". Not collective: each member calls it; others get nullptr. Groups made
+  /// by the returned factory are probed as this factory's are (set_recorder first).
+  std::unique_ptr<C10dGroupFactory> sub_world(const std::vector<int>& ranks, const std::string& name);
+
  private:
   struct Impl;
+  explicit C10dGroupFactory(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 
