@@ -300,6 +300,11 @@ std::vector<std::pair<std::string, torch::Tensor>> load_safetensors(const std::s
 
 void save_pretrained(Transformer& model, const std::string& dir) {
   const auto& parallel = model->parallel();
+  if (parallel.pp->size() > 1) {
+    throw std::runtime_error("save_pretrained " + dir + ": the model is pipeline stage " +
+                             std::to_string(parallel.pp->rank()) + " of " + std::to_string(parallel.pp->size()) +
+                             " and holds only its layers — save a whole (pp = 1) model");
+  }
   const auto dims = detail::tensor_parallel_dims(*model);
   std::vector<std::pair<std::string, torch::Tensor>> tensors;
   {
