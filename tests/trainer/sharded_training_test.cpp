@@ -73,6 +73,10 @@ TEST(ShardedTraining, TensorParallelTwoTimesDataParallelTwoEqualsSingleProcess) 
 TEST(ShardedTraining, TensorParallelFourEqualsSingleProcess) { check_sharded_training(1, 4, 1, 4); }
 TEST(ShardedTraining, PipelineTwoTimesDataParallelTwoEqualsSingleProcess) { check_sharded_training(2, 1, 2, 4); }
 TEST(ShardedTraining, PipelineTwoTimesTensorParallelTwoEqualsSingleProcess) { check_sharded_training(2, 2, 1, 2); }
+// Beyond the list: four stages of one layer (stage 0 warms up with 3 forwards over Gloo's
+// rendezvous sends) and all three dimensions at once.
+TEST(ShardedTraining, PipelineFourEqualsSingleProcess) { check_sharded_training(4, 1, 1, 4); }
+TEST(ShardedTraining, PipelineTensorAndDataParallelTwoEachEqualsSingleProcess) { check_sharded_training(2, 2, 2, 4); }
 
 }  // namespace
 }  // namespace hs::trainer
