@@ -304,9 +304,9 @@ PPOCritic::PPOCritic(Transformer model, const CriticConfig& config, int rollout_
                      ParallelContext parallel)
     : model_(std::move(model)), config_(config), rollout_n_(rollout_n), parallel_(parallel),
       optimizer_(*model_, config.optim, config.grad_clip, total_steps, parallel) {
-  if (parallel_.pp->size() > 1) {
-    throw std::invalid_argument("PPOCritic: pipeline-parallel critics are not supported (pp " +
-                                std::to_string(parallel_.pp->size()) +
+  const int stages = std::max(parallel_.pp->size(), model_->parallel().pp->size());
+  if (stages > 1) {
+    throw std::invalid_argument("PPOCritic: pipeline-parallel critics are not supported (pp " + std::to_string(stages) +
                                 ") — build the critic's model with a one-stage ParallelContext (its pp group of one rank)");
   }
 }

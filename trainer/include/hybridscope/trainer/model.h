@@ -80,11 +80,12 @@ class TransformerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Transformer);
 
-/// Writes `model` as HuggingFace's layout: dir/config.json (LlamaConfig fields, architectures
+/// Writes `model` (a whole model or tp shards, not a pipeline stage) as HuggingFace's layout: dir/config.json (LlamaConfig fields, architectures
 /// LlamaForCausalLM or LlamaForTokenClassification-like value head) and dir/model.safetensors.
 void save_pretrained(Transformer& model, const std::string& dir);
 /// Reads a directory written by save_pretrained (or any Llama/Qwen2 safetensors checkpoint with
-/// the same names). Throws std::runtime_error naming the file and the problem.
+/// the same names); a tp shard takes its slices, a pipeline stage its layers. Throws
+/// std::runtime_error naming the file and the problem.
 Transformer load_pretrained(const std::string& dir, HeadKind head, ParallelContext parallel = {});
 
 /// Safetensors I/O (https://huggingface.co/docs/safetensors): 8-byte little-endian header size,
