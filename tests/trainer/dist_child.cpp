@@ -7,6 +7,11 @@
 //                                  gradients all-reduced over dp; rank 0 also runs the
 //                                  single-process update on the whole batch and writes the largest
 //                                  parameter and loss differences to OUT
+//   hs_dist_child sharded_training PP TP DP KV OUT
+//                                  the PPO actor on mesh (PP, TP, DP) (Megatron order, KV key/value
+//                                  heads) against the single-process trainer: forward logits,
+//                                  compute_log_prob, one update_policy (1F1B over the stages); each
+//                                  rank writes its worst differences to OUT.rank<r>
 //   hs_dist_child reshard DB PP TP DP TG MODE
 //                                  train->rollout->train of reshard_fixtures.h's model over Gloo
 //                                  (megatron layout): generation weights bit-for-bit equal to the
@@ -26,11 +31,14 @@
 #include "hybridscope/probes/recorder.h"
 #include "hybridscope/trainer/batch.h"
 #include "hybridscope/trainer/core_algos.h"
+#include "hybridscope/trainer/mesh_groups.h"
 #include "hybridscope/trainer/model.h"
+#include "hybridscope/trainer/pipeline.h"
 #include "hybridscope/trainer/ppo_workers.h"
 #include "hybridscope/trainer/process_group.h"
 #include "hybridscope/trainer/reshard_executor.h"
 #include "reshard_fixtures.h"
+#include "sharded_training_fixtures.h"
 
 namespace {
 
@@ -283,12 +291,118 @@ int run_reshard(char** argv) {
   return failures == 0 ? 0 : 1;
 }
 
+double metric(const Metrics& metrics, const std::string& name) {
+  for (const auto& [key, value] : metrics)
+    if (key == name) return value;
+  throw std::runtime_error("no metric " + name);
+}
+
+double max_abs(const torch::Tensor& t) { return t.abs().max().item<double>(); }
+
+int run_sharded_training(char** argv) {
+  torch::set_num_threads(1);
+  const MeshShape mesh{std::stoi(argv[2]), std::stoi(argv[3]), std::stoi(argv[4])};
+  const auto shape = test::sharded_training_shape(std::stoi(argv[5]));
+  const std::string out_path = std::string(argv[6]);
+  const DistEnv env = dist_env_from_environment();
+  const int r = env.rank;
+  ProcessGroupOptions options;
+  options.timeout = std::chrono::seconds(60);
+  C10dGroupFactory groups(env, options);
+  const ParallelContext ctx = make_training_context(groups, mesh, r);
+  const auto layout = training_layout(llama_parameters(shape), mesh, DpSharding::kReplicated);
+  const ActorConfig cfg = test::sharded_training_actor();
+
+  // The same full model on every rank (one seed); this rank's shard of it; and a copy that the
+  // single-process trainer updates.
+  torch::manual_seed(7);
+  Transformer full(shape, HeadKind::kLm);
+  Transformer shard(shape, HeadKind::kLm, ctx);
+  copy_training_shard(*full, *shard, layout, r);
+  Transformer single_model(shape, HeadKind::kLm);
+  {
+    torch::NoGradGuard no_grad;
+    auto source = full->named_parameters();
+    for (auto& item : single_model->named_parameters()) item.value().copy_(source[item.key()]);
+  }
+  // This rank's rows: its dp rank's share (the ranks of a tp group and of a pp group hold the same).
+  const RolloutBatch batch = test::sharded_training_batch(shape.vocab_size);
+  const std::int64_t share = batch.size() / mesh.dp;
+  std::vector<std::int64_t> rows;
+  for (std::int64_t i = ctx.dp->rank() * share; i < (ctx.dp->rank() + 1) * share; ++i) rows.push_back(i);
+  const RolloutBatch local = batch.select(rows);
+
+  // (a) Forward logits of the local rows, full vocabulary, on the last stage.
+  torch::Tensor want_logits, want_log_probs;
+  {
+    torch::NoGradGuard no_grad;
+    want_logits = full->forward(local.input_ids, local.attention_mask, local.position_ids);
+    want_log_probs = response_log_probs(full, local, 1.0, false).first;
+  }
+  torch::Tensor logits;
+  pipeline_forward(shard, {local}, [&](std::size_t, const torch::Tensor& output) {
+    logits = output;
+    return torch::Tensor();
+  });
+  const double logit_diff = shard->is_last_stage() ? max_abs(logits - want_logits) : 0.0;
+  check(shard->is_last_stage() == logits.defined(), "logits on the last stage only");
+
+  // (b) Old log-probs in micro-batches of 3 (3 + 1 or 3 + 3 + 2 rows), on every rank.
+  PPOActor actor(shard, cfg, 1.0, 4, 10, ctx);
+  const auto log_probs = actor.compute_log_prob(local, 3);
+  const double log_prob_diff = max_abs(log_probs - want_log_probs);
+
+  // (c) One update on the local rows against the single-process update on the whole batch.
+  const Metrics metrics = actor.update_policy(local, 0, 0);
+  PPOActor single(single_model, cfg, 1.0, 4, 10);
+  const Metrics want = single.update_policy(batch, 0, 0);
+  double param_diff = 0, update_scale = 0;
+  {
+    const auto after = single_model->named_parameters();
+    const auto before = full->named_parameters();
+    auto mine = shard->named_parameters();
+    for (std::size_t p = 0; p < layout.params.size(); ++p) {
+      const auto box = layout.box(p, r);
+      if (!box) continue;
+      const auto& name = layout.params[p].spec.name;
+      const auto want_param = slice_box(after[name], *box);
+      param_diff = std::max(param_diff, max_abs(mine[name] - want_param));
+      update_scale = std::max(update_scale, max_abs(want_param - slice_box(before[name], *box)));
+    }
+  }
+  // pg_loss is a mean over micro-batches; every dp rank has as many, so their mean is the whole's.
+  auto pg_loss = torch::full({1}, metric(metrics, "actor/pg_loss"), torch::kFloat64);
+  ctx.dp->all_reduce(pg_loss, ReduceOp::kAvg);
+  const double pg_loss_diff = std::abs(pg_loss.item<double>() - metric(want, "actor/pg_loss"));
+  const double grad_norm = metric(metrics, "actor/grad_norm");
+  const double grad_norm_diff = std::abs(grad_norm - metric(want, "actor/grad_norm"));
+  // Every metric the same on the ranks of a tp group and of a pp group (bitwise).
+  double spread = 0;
+  for (auto* group : {ctx.tp.get(), ctx.pp.get()}) {
+    std::vector<double> values;
+    for (const auto& [name, value] : metrics) values.push_back(value);
+    auto hi = torch::tensor(values, torch::kFloat64), lo = hi.clone();
+    group->all_reduce(hi, ReduceOp::kMax);
+    group->all_reduce(lo, ReduceOp::kMin);
+    spread = std::max(spread, max_abs(hi - lo));
+  }
+  std::ofstream(out_path + ".rank" + std::to_string(r))
+      << fmt::format("{:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g}\n", logit_diff,
+                     max_abs(want_logits), log_prob_diff, param_diff, update_scale, pg_loss_diff, grad_norm_diff,
+                     grad_norm, spread, static_cast<double>(metrics.size()));
+  groups.world()->barrier();
+  return failures == 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   try {
     if (argc == 3 && std::string(argv[1]) == "collectives") return run_collectives(argv[2]);
     if (argc == 3 && std::string(argv[1]) == "dp_update") return run_dp_update(argv[2]);
     if (argc == 8 && std::string(argv[1]) == "reshard") return run_reshard(argv);
-    std::fprintf(stderr, "usage: hs_dist_child collectives DB | dp_update OUT | reshard DB PP TP DP TG MODE\n");
+    if (argc == 7 && std::string(argv[1]) == "sharded_training") return run_sharded_training(argv);
+    std::fprintf(stderr,
+                 "usage: hs_dist_child collectives DB | dp_update OUT | reshard DB PP TP DP TG MODE | "
+                 "sharded_training PP TP DP KV OUT\n");
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %s: %s\n", std::getenv("RANK") ? std::getenv("RANK") : "?", e.what());

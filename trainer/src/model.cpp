@@ -258,20 +258,21 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const AttentionB
   return h + mlp(post_attention_layernorm(h));
 }
 
-BackboneImpl::BackboneImpl(const ModelShape& shape, const ParallelContext& parallel) {
-  embed_tokens = register_module(
-      "embed_tokens", torch::nn::Embedding(torch::nn::EmbeddingOptions(shape.vocab_size, shape.hidden_size)));
-  {
+BackboneImpl::BackboneImpl(const ModelShape& shape, const ParallelContext& parallel, const StageRange& stage)
+    : first_layer_(stage.first_layer) {
+  if (stage.first) {
+    embed_tokens = register_module(
+        "embed_tokens", torch::nn::Embedding(torch::nn::EmbeddingOptions(shape.vocab_size, shape.hidden_size)));
     torch::NoGradGuard no_grad;
     embed_tokens->weight.normal_(0.0, shape.initializer_range);
   }
-  layers = register_module("layers", torch::nn::ModuleList());
-  for (int i = 0; i < shape.num_hidden_layers; ++i) {
+  layers = register_module("layers", std::make_shared<torch::nn::Module>("layers"));
+  for (int i = stage.first_layer; i < stage.end_layer; ++i) {
     DecoderLayer layer(shape, parallel);
-    layers->push_back(layer);
+    layers->register_module(std::to_string(i), layer);
     typed_layers.push_back(layer);
   }
-  norm = register_module("norm", RMSNorm(shape.hidden_size, shape.rms_norm_eps));
+  if (stage.last) norm = register_module("norm", RMSNorm(shape.hidden_size, shape.rms_norm_eps));
 
   // HF LlamaRotaryEmbedding (default rope type): inv_freq_i = theta^(-2i/D), angle = pos *
   // inv_freq, halves repeated. Computed in float64, stored in the module's dtype.
@@ -315,12 +316,12 @@ void BackboneImpl::rotary_at(const torch::Tensor& position_ids, AttentionBatch& 
   batch.sin = rope_sin.index_select(0, pos).view({batch.batch, batch.tokens, 1, D});
 }
 
-torch::Tensor BackboneImpl::forward(const torch::Tensor& input_ids, const AttentionBatch& batch) {
-  auto h = embed_tokens(input_ids);  // (B, T, C)
+torch::Tensor BackboneImpl::forward(const torch::Tensor& input, const AttentionBatch& batch) {
+  auto h = embed_tokens.is_empty() ? input : embed_tokens(input);  // (B, T, C)
   for (std::size_t i = 0; i < typed_layers.size(); ++i) {
-    h = typed_layers[i]->forward(h, batch, static_cast<int>(i));
+    h = typed_layers[i]->forward(h, batch, first_layer_ + static_cast<int>(i));
   }
-  return norm(h);
+  return norm.is_empty() ? h : norm(h);
 }
 
 std::unordered_map<std::string, int> tensor_parallel_dims(const torch::nn::Module& model) {
@@ -367,13 +368,35 @@ void validate(const ModelShape& s, const ParallelContext& parallel) {
   if (s.head_dim() % 2 != 0) fail("head_dim must be even for rotary embeddings");
 }
 
+// Stage pp->rank() of pp->size(): layers [s·L/p, (s+1)·L/p), as layout.h's training_layout.
+detail::StageRange stage_range(const ModelShape& s, const Communicator& pp) {
+  const int stages = pp.size(), stage = pp.rank();
+  if (s.num_hidden_layers % stages != 0) {
+    throw std::invalid_argument("pipeline parallel: num_hidden_layers " + std::to_string(s.num_hidden_layers) +
+                                " is not divisible by the pp size " + std::to_string(stages) +
+                                " — every stage holds the same number of decoder layers; choose a "
+                                "pipeline_model_parallel_size that divides it");
+  }
+  if (stages > 1 && s.tie_word_embeddings) {
+    throw std::invalid_argument(
+        "pipeline parallel: tie_word_embeddings with pp " + std::to_string(stages) +
+        " > 1 is not supported (the embedding lives on the first stage, the LM head on the last) — untie the "
+        "embeddings or use pipeline_model_parallel_size 1");
+  }
+  const int per_stage = s.num_hidden_layers / stages;
+  return {stage * per_stage, (stage + 1) * per_stage, stage == 0, stage == stages - 1};
+}
+
 }  // namespace
 
 TransformerImpl::TransformerImpl(const ModelShape& shape, HeadKind head, ParallelContext parallel)
     : shape_(shape), head_(head), parallel_(std::move(parallel)), parts_(std::make_shared<Parts>()) {
   validate(shape_, parallel_);
-  parts_->model = register_module("model", detail::Backbone(shape_, parallel_));
-  if (head_ == HeadKind::kValue) {
+  const auto stage = stage_range(shape_, *parallel_.pp);
+  parts_->model = register_module("model", detail::Backbone(shape_, parallel_, stage));
+  if (!stage.last) {
+    // An earlier pipeline stage: no head (the last stage holds model.norm and lm_head / score).
+  } else if (head_ == HeadKind::kValue) {
     // HF LlamaForTokenClassification with num_labels 1 (verl's critic): Linear with bias.
     parts_->score = register_module(
         "score", torch::nn::Linear(torch::nn::LinearOptions(shape_.hidden_size, 1).bias(true)));
@@ -409,13 +432,24 @@ void set_mask(detail::AttentionBatch& batch, const torch::Tensor& visible, const
 
 }  // namespace
 
+bool TransformerImpl::is_first_stage() const { return parallel_.pp->rank() == 0; }
+
+bool TransformerImpl::is_last_stage() const { return parallel_.pp->rank() == parallel_.pp->size() - 1; }
+
 torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids,
                                        const torch::Tensor& attention_mask,
                                        const torch::Tensor& position_ids) {
-  TORCH_CHECK(input_ids.dim() == 2, "forward: input_ids must be (B, T), got ", input_ids.sizes());
-  TORCH_CHECK(attention_mask.sizes() == input_ids.sizes() && position_ids.sizes() == input_ids.sizes(),
-              "forward: attention_mask ", attention_mask.sizes(), " and position_ids ",
-              position_ids.sizes(), " must match input_ids ", input_ids.sizes());
+  if (is_first_stage()) {
+    TORCH_CHECK(input_ids.dim() == 2, "forward: input_ids must be (B, T), got ", input_ids.sizes());
+  } else {
+    TORCH_CHECK(input_ids.dim() == 3 && input_ids.size(2) == shape_.hidden_size,
+                "forward: pipeline stage ", parallel_.pp->rank(),
+                " takes the previous stage's hidden states (B, T, C = ", shape_.hidden_size, "), got ",
+                input_ids.sizes());
+  }
+  const auto bt = input_ids.sizes().slice(0, 2);
+  TORCH_CHECK(attention_mask.sizes() == bt && position_ids.sizes() == bt, "forward: attention_mask ",
+              attention_mask.sizes(), " and position_ids ", position_ids.sizes(), " must be (B, T) = ", bt);
   detail::AttentionBatch batch;
   batch.batch = input_ids.size(0);
   batch.tokens = input_ids.size(1);
@@ -425,18 +459,22 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids,
   // Query t sees key j <= t when j is a real token. A padding query sees at least itself, so no
   // row of the softmax is empty (its output is discarded by the caller but stays finite).
   const auto T = batch.tokens;
-  auto bool_opts = input_ids.options().dtype(torch::kBool);
+  auto bool_opts = attention_mask.options().dtype(torch::kBool);
   auto causal = torch::ones({T, T}, bool_opts).tril();  // (T, T)
   auto visible = (causal.unsqueeze(0) & attention_mask.to(torch::kBool).unsqueeze(1)) |
                  torch::eye(T, bool_opts).unsqueeze(0);  // (B, T, T)
   set_mask(batch, visible, shape_, parallel_.tp->size(), parts_->model->rope_cos.scalar_type());
 
-  return apply_head(parts_->model->forward(input_ids, batch));
+  auto hidden = parts_->model->forward(input_ids, batch);
+  return is_last_stage() ? apply_head(hidden) : hidden;
 }
 
 torch::Tensor TransformerImpl::forward_cached(const torch::Tensor& input_ids,
                                               const torch::Tensor& position_ids,
                                               const KvCacheView& kv) {
+  TORCH_CHECK(parallel_.pp->size() == 1, "forward_cached: this model is pipeline stage ", parallel_.pp->rank(),
+              " of ", parallel_.pp->size(), "; generation runs on whole (pp = 1) models — reshard to the "
+              "generation layout (pp_g = 1) first");
   TORCH_CHECK(kv.cache != nullptr, "forward_cached: KvCacheView.cache is null");
   TORCH_CHECK(input_ids.dim() == 2 && input_ids.numel() > 0,
               "forward_cached: input_ids must be a non-empty (B, T), got ", input_ids.sizes());

@@ -18,7 +18,6 @@
 #include <vector>
 
 #include <torch/nn/module.h>
-#include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
@@ -151,12 +150,23 @@ class DecoderLayerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(DecoderLayer);
 
-/// HF's LlamaModel: embeddings, the decoder layers, the final norm, and the rotary tables.
+/// Which part of the decoder one pipeline stage holds (layout.h training_layout's placement):
+/// decoder layers [first_layer, end_layer), the embedding on the first stage, the final norm and
+/// the head on the last. One stage holds everything.
+struct StageRange {
+  int first_layer = 0, end_layer = 0;
+  bool first = true, last = true;
+};
+
+/// HF's LlamaModel: embeddings, the decoder layers, the final norm, and the rotary tables. A
+/// pipeline stage holds only its part (StageRange); its layers keep their global names
+/// (model.layers.{i}) so named_parameters() matches llama_parameters() on every stage.
 class BackboneImpl : public torch::nn::Module {
  public:
-  BackboneImpl(const ModelShape& shape, const ParallelContext& parallel);
-  /// input_ids (B, T) -> final hidden states (B, T, C).
-  torch::Tensor forward(const torch::Tensor& input_ids, const AttentionBatch& batch);
+  BackboneImpl(const ModelShape& shape, const ParallelContext& parallel, const StageRange& stage);
+  /// input_ids (B, T) on the first stage, the previous stage's hidden states (B, T, C) otherwise
+  /// -> this stage's output (B, T, C): final-normed hidden states on the last stage.
+  torch::Tensor forward(const torch::Tensor& input, const AttentionBatch& batch);
   /// Rotary tables gathered at position_ids (B, T) into batch.cos / batch.sin.
   void rotary_at(const torch::Tensor& position_ids, AttentionBatch& batch) const;
 
@@ -166,15 +176,17 @@ class BackboneImpl : public torch::nn::Module {
   void to(torch::Dtype dtype, bool non_blocking = false) override;
   void to(torch::Device device, bool non_blocking = false) override;
 
-  torch::nn::Embedding embed_tokens{nullptr};
-  torch::nn::ModuleList layers{nullptr};
-  std::vector<DecoderLayer> typed_layers;  // the same modules as `layers`, typed
-  RMSNorm norm{nullptr};
+  torch::nn::Embedding embed_tokens{nullptr};  // first stage only
+  /// Container of this stage's decoder layers, each registered under its global index.
+  std::shared_ptr<torch::nn::Module> layers;
+  std::vector<DecoderLayer> typed_layers;  // the same modules as `layers`, typed, in order
+  RMSNorm norm{nullptr};                   // last stage only
   torch::Tensor rope_cos;  // (max_position_embeddings, D) buffer
   torch::Tensor rope_sin;  // (max_position_embeddings, D) buffer, first half negated
 
  private:
   void refresh_rotary();
+  int first_layer_ = 0;  // global index of typed_layers[0]
   torch::Tensor rope_cos64_, rope_sin64_;  // (max_position_embeddings, D) float64, CPU
 };
 TORCH_MODULE(Backbone);

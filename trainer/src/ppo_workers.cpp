@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "hybridscope/trainer/core_algos.h"
+#include "hybridscope/trainer/pipeline.h"
 #include "model_layers.h"
 
 namespace hs::trainer {
@@ -143,13 +144,6 @@ std::vector<std::vector<std::int64_t>> split_rows_by_tokens(const torch::Tensor&
 }
 
 namespace {
-// Logits at the positions that predict response tokens: (B, R, V).
-torch::Tensor response_logits(Transformer& model, const RolloutBatch& batch) {
-  auto logits = model->forward(batch.input_ids, batch.attention_mask, batch.position_ids);  // (B, P+R, V)
-  const auto p = batch.prompt_length();
-  const auto r = batch.response_length();
-  return logits.slice(1, p - 1, p + r - 1);
-}
 
 struct Averager {
   std::map<std::string, std::pair<double, int>> sums;
@@ -188,7 +182,16 @@ std::vector<std::vector<std::int64_t>> mini_batches(std::int64_t batch_size, std
 
 std::pair<torch::Tensor, torch::Tensor> response_log_probs(Transformer& model, const RolloutBatch& batch,
                                                            double temperature, bool with_entropy) {
-  auto logits = response_logits(model, batch);
+  return response_log_probs_of_logits(model->forward(batch.input_ids, batch.attention_mask, batch.position_ids),
+                                      batch, temperature, with_entropy);
+}
+
+std::pair<torch::Tensor, torch::Tensor> response_log_probs_of_logits(const torch::Tensor& full_logits,
+                                                                     const RolloutBatch& batch, double temperature,
+                                                                     bool with_entropy) {
+  // Logits at the positions that predict response tokens: (B, P+R, V) -> (B, R, V).
+  const auto p = batch.prompt_length();
+  auto logits = full_logits.slice(1, p - 1, p + batch.response_length() - 1);
   if (temperature > 0 && temperature != 1.0) logits = logits / temperature;
   auto log_probs = logprobs_from_logits(logits, batch.responses);
   torch::Tensor entropy;
@@ -233,11 +236,7 @@ PPOActor::PPOActor(Transformer model, const ActorConfig& config, double temperat
       parallel_(parallel), optimizer_(*model_, config.optim, config.grad_clip, total_steps, parallel) {}
 
 torch::Tensor PPOActor::compute_log_prob(const RolloutBatch& batch, std::int64_t micro) {
-  torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> parts;
-  for (const auto& rows : split_rows(batch.size(), micro))
-    parts.push_back(response_log_probs(model_, batch.select(rows), temperature_, false).first);
-  return torch::cat(parts, 0);
+  return micro_batched_log_probs(model_, batch, micro, temperature_);
 }
 
 Metrics PPOActor::update_policy(const RolloutBatch& batch, std::int64_t step, std::uint64_t shuffle_seed) {
@@ -255,12 +254,22 @@ Metrics PPOActor::update_policy(const RolloutBatch& batch, std::int64_t step, st
                                      ? split_rows_by_tokens(mb.attention_mask, config_.ppo_max_token_len_per_gpu)
                                      : split_rows(mb.size(), micro);
       const double mini_count = global_loss_agg_count(mb.response_mask, config_.loss_agg_mode, *parallel_.dp);
+      // Micro-batches with a loss weight (the same list on every pipeline stage: it depends on the
+      // data only), run through the stages in the 1F1B order; the loss on the last stage.
+      std::vector<RolloutBatch> ubs;
+      std::vector<double> weights;
       for (const auto& rows : micro_batches) {
-        const RolloutBatch ub = mb.select(rows);
+        RolloutBatch ub = mb.select(rows);
         const double weight = micro_batch_weight(ub.response_mask, mini_count, config_.loss_agg_mode);
         if (weight == 0.0) continue;
+        ubs.push_back(std::move(ub));
+        weights.push_back(weight);
+      }
+      pipeline_forward_backward(model_, ubs, [&](std::size_t m, const torch::Tensor& logits) {
+        const RolloutBatch& ub = ubs[m];
+        const double weight = weights[m];
         const bool need_entropy = config_.entropy_coeff != 0.0;
-        auto [log_prob, entropy_tokens] = response_log_probs(model_, ub, temperature_, true);
+        auto [log_prob, entropy_tokens] = response_log_probs_of_logits(logits, ub, temperature_, true);
         auto pg = compute_policy_loss(ub.old_log_probs, log_prob, ub.advantages, ub.response_mask,
                                       config_.effective_clip_low(), config_.effective_clip_high(),
                                       config_.clip_ratio_c, config_.loss_agg_mode);
@@ -273,18 +282,20 @@ Metrics PPOActor::update_policy(const RolloutBatch& batch, std::int64_t step, st
           metrics.add("actor/kl_loss", kl_loss.item<double>());
           metrics.add("actor/kl_coef", config_.kl_loss_coef);
         }
-        (policy_loss * weight).backward();
         metrics.add("actor/pg_loss", pg.pg_loss.item<double>());
         metrics.add("actor/pg_clipfrac", pg.pg_clipfrac.item<double>());
         metrics.add("actor/ppo_kl", pg.ppo_kl.item<double>());
         metrics.add("actor/pg_clipfrac_lower", pg.pg_clipfrac_lower.item<double>());
         metrics.add("actor/entropy", entropy.item<double>());
-      }
+        return policy_loss * weight;
+      });
       metrics.add("actor/grad_norm", optimizer_.step());
     }
   }
   metrics.add("actor/lr", optimizer_.lr());
-  return metrics.result();
+  auto result = metrics.result();
+  broadcast_metrics(result, *parallel_.pp, parallel_.pp->size() - 1);
+  return result;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -292,7 +303,13 @@ Metrics PPOActor::update_policy(const RolloutBatch& batch, std::int64_t step, st
 PPOCritic::PPOCritic(Transformer model, const CriticConfig& config, int rollout_n, std::int64_t total_steps,
                      ParallelContext parallel)
     : model_(std::move(model)), config_(config), rollout_n_(rollout_n), parallel_(parallel),
-      optimizer_(*model_, config.optim, config.grad_clip, total_steps, parallel) {}
+      optimizer_(*model_, config.optim, config.grad_clip, total_steps, parallel) {
+  const int stages = std::max(parallel_.pp->size(), model_->parallel().pp->size());
+  if (stages > 1) {
+    throw std::invalid_argument("PPOCritic: pipeline-parallel critics are not supported (pp " + std::to_string(stages) +
+                                ") — build the critic's model with a one-stage ParallelContext (its pp group of one rank)");
+  }
+}
 
 torch::Tensor PPOCritic::compute_values(const RolloutBatch& batch, std::int64_t micro) {
   torch::NoGradGuard no_grad;

@@ -300,6 +300,11 @@ std::vector<std::pair<std::string, torch::Tensor>> load_safetensors(const std::s
 
 void save_pretrained(Transformer& model, const std::string& dir) {
   const auto& parallel = model->parallel();
+  if (parallel.pp->size() > 1) {
+    throw std::runtime_error("save_pretrained " + dir + ": the model is pipeline stage " +
+                             std::to_string(parallel.pp->rank()) + " of " + std::to_string(parallel.pp->size()) +
+                             " and holds only its layers — save a whole (pp = 1) model");
+  }
   const auto dims = detail::tensor_parallel_dims(*model);
   std::vector<std::pair<std::string, torch::Tensor>> tensors;
   {
@@ -384,8 +389,21 @@ Transformer load_pretrained(const std::string& dir, HeadKind head, ParallelConte
     item.value().copy_(t);
     used.insert(name);
   }
+  // A pipeline stage loads its own part of a whole checkpoint (model.h: layers [s·L/p, (s+1)·L/p),
+  // the embedding on the first stage, model.norm and the head on the last).
+  const auto& pp = *model->parallel().pp;
+  auto other_stage = [&](const std::string& name) {
+    if (pp.size() == 1) return false;
+    const std::string layers = "model.layers.";
+    if (name.rfind(layers, 0) == 0) {
+      const int per_stage = model->shape().num_hidden_layers / pp.size();
+      return std::stoi(name.substr(layers.size())) / per_stage != pp.rank();
+    }
+    if (name.rfind("model.embed_tokens.", 0) == 0) return !model->is_first_stage();
+    return !model->is_last_stage();  // model.norm, lm_head, score
+  };
   for (const auto& [name, t] : loaded) {
-    if (used.count(name) != 0) continue;
+    if (used.count(name) != 0 || other_stage(name)) continue;
     const bool other_head = name == "lm_head.weight" || name.rfind("score.", 0) == 0;
     const bool derived = name.size() >= 19 && name.compare(name.size() - 19, 19, "rotary_emb.inv_freq") == 0;
     if (!other_head && !derived) {

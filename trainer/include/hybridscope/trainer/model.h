@@ -41,12 +41,22 @@ class TransformerImpl : public torch::nn::Module {
   /// input_ids, attention_mask, position_ids: (B, T) int64 / {0,1} / int64.
   /// attention_mask marks real tokens (left padding = 0); attention is causal over real tokens.
   /// Returns logits (B, T, V) for kLm, values (B, T) for kValue.
+  ///
+  /// Pipeline stages (parallel.pp->size() = p > 1): stage s = pp->rank() holds decoder layers
+  /// [s·L/p, (s+1)·L/p) under their global names, the embedding on stage 0, model.norm and the
+  /// head on stage p-1 (layout.h training_layout). Stage 0 takes input_ids; a later stage takes
+  /// the previous stage's output (B, T, C) in place of input_ids (mask and positions as above);
+  /// every stage but the last returns its hidden states (B, T, C). pipeline.h runs the stages.
+  /// L % p must be 0; tied embeddings are refused with p > 1.
   torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                         const torch::Tensor& position_ids);
+  bool is_first_stage() const;  // holds embed_tokens
+  bool is_last_stage() const;   // holds model.norm and lm_head / score; forward returns logits / values
 
   /// Incremental forward through the paged KV cache: writes the K/V of the T new tokens into the
   /// slots of `kv.slot_mapping`, attends over each sequence's cached context (context_lens).
   /// Returns logits (B, T, V). Equal to the full forward's logits at the same positions.
+  /// Whole models only (pp = 1: the generation layout has one stage); throws on a pipeline stage.
   torch::Tensor forward_cached(const torch::Tensor& input_ids, const torch::Tensor& position_ids,
                                const KvCacheView& kv);
 
@@ -54,7 +64,7 @@ class TransformerImpl : public torch::nn::Module {
   HeadKind head() const { return head_; }
   /// The process groups the layers split over (tp sizes the per-rank heads and KV cache).
   const ParallelContext& parallel() const { return parallel_; }
-  /// Number of parameters excluding embeddings' duplicate when tied.
+  /// Number of parameters excluding embeddings' duplicate when tied (this stage's, with pp > 1).
   std::int64_t num_parameters() const;
 
  private:
@@ -70,11 +80,12 @@ class TransformerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Transformer);
 
-/// Writes `model` as HuggingFace's layout: dir/config.json (LlamaConfig fields, architectures
+/// Writes `model` (a whole model or tp shards, not a pipeline stage) as HuggingFace's layout: dir/config.json (LlamaConfig fields, architectures
 /// LlamaForCausalLM or LlamaForTokenClassification-like value head) and dir/model.safetensors.
 void save_pretrained(Transformer& model, const std::string& dir);
 /// Reads a directory written by save_pretrained (or any Llama/Qwen2 safetensors checkpoint with
-/// the same names). Throws std::runtime_error naming the file and the problem.
+/// the same names); a tp shard takes its slices, a pipeline stage its layers. Throws
+/// std::runtime_error naming the file and the problem.
 Transformer load_pretrained(const std::string& dir, HeadKind head, ParallelContext parallel = {});
 
 /// Safetensors I/O (https://huggingface.co/docs/safetensors): 8-byte little-endian header size,

@@ -65,6 +65,10 @@ std::vector<std::vector<std::int64_t>> split_rows_by_tokens(const torch::Tensor&
 /// that predict each response token. Each (B, R).
 std::pair<torch::Tensor, torch::Tensor> response_log_probs(Transformer& model, const RolloutBatch& batch,
                                                            double temperature, bool with_entropy);
+/// The same from the model's logits (B, P+R, V) on `batch` (a pipeline's last stage has them).
+std::pair<torch::Tensor, torch::Tensor> response_log_probs_of_logits(const torch::Tensor& logits,
+                                                                     const RolloutBatch& batch, double temperature,
+                                                                     bool with_entropy);
 /// Critic values at the positions of the response tokens (values[:, P-1 : P+R-1]), (B, R).
 torch::Tensor response_values(Transformer& model, const RolloutBatch& batch);
 
@@ -73,10 +77,13 @@ class PPOActor {
   PPOActor(Transformer model, const ActorConfig& config, double temperature, int rollout_n,
            std::int64_t total_steps, ParallelContext parallel = {});
 
-  /// Old (behaviour) log-probs, no gradient, in micro-batches of `micro` samples.
+  /// Old (behaviour) log-probs, no gradient, in micro-batches of `micro` samples; with pipeline
+  /// stages on every rank of the pp group (micro_batched_log_probs, pipeline.h).
   torch::Tensor compute_log_prob(const RolloutBatch& batch, std::int64_t micro);
   /// ppo_epochs over mini-batches (shuffled with `shuffle_seed` when actor.shuffle); `step` is the
-  /// 0-based schedule step. Returns actor/* metrics averaged over micro-batches.
+  /// 0-based schedule step. Returns actor/* metrics averaged over micro-batches. With pipeline
+  /// stages each mini-batch's micro-batches run in the 1F1B order (pipeline.h); the losses are
+  /// computed on the last stage and the metrics broadcast over pp, so every rank returns the same.
   Metrics update_policy(const RolloutBatch& batch, std::int64_t step, std::uint64_t shuffle_seed);
 
   Transformer& model() { return model_; }
@@ -91,6 +98,7 @@ class PPOActor {
   Optimizer optimizer_;
 };
 
+/// Whole models only (pp = 1): the constructor refuses a pipeline stage.
 class PPOCritic {
  public:
   PPOCritic(Transformer model, const CriticConfig& config, int rollout_n, std::int64_t total_steps,
