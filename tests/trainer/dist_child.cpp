@@ -12,6 +12,9 @@
 //                                  (megatron layout): generation weights bit-for-bit equal to the
 //                                  slices of the full weights, training shards restored bit-for-bit,
 //                                  the executor's bytes equal the plan's; comm_ops into DB.rank<r>
+//   hs_dist_child fsdp_update DB TP DP
+//                                  one fsdp (ZeRO-3) actor update vs the single-process one
+//                                  (dist_child_fsdp.cpp)
 // Exits 0 when every check passed; otherwise prints what differed and exits 1.
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +34,10 @@
 #include "hybridscope/trainer/process_group.h"
 #include "hybridscope/trainer/reshard_executor.h"
 #include "reshard_fixtures.h"
+
+namespace hs::trainer::test {
+int run_fsdp_update(const std::string& db, int tp, int dp);  // dist_child_fsdp.cpp
+}
 
 namespace {
 
@@ -288,7 +295,9 @@ int main(int argc, char** argv) {
     if (argc == 3 && std::string(argv[1]) == "collectives") return run_collectives(argv[2]);
     if (argc == 3 && std::string(argv[1]) == "dp_update") return run_dp_update(argv[2]);
     if (argc == 8 && std::string(argv[1]) == "reshard") return run_reshard(argv);
-    std::fprintf(stderr, "usage: hs_dist_child collectives DB | dp_update OUT | reshard DB PP TP DP TG MODE\n");
+    if (argc == 5 && std::string(argv[1]) == "fsdp_update")
+      return hs::trainer::test::run_fsdp_update(argv[2], std::stoi(argv[3]), std::stoi(argv[4]));
+    std::fprintf(stderr, "usage: hs_dist_child collectives DB | dp_update OUT | reshard DB PP TP DP TG MODE | fsdp_update DB TP DP\n");
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %s: %s\n", std::getenv("RANK") ? std::getenv("RANK") : "?", e.what());
