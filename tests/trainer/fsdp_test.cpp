@@ -4,6 +4,7 @@
 // single-process trainer, with the bytes of every collective checked against the closed form.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -16,6 +17,7 @@
 #include "fsdp_fixtures.h"
 #include "hybridscope/trainer/layout.h"
 #include "hybridscope/trainer/model.h"
+#include "hybridscope/trainer/ppo_workers.h"
 #include "hybridscope/trainer/zero.h"
 #include "thread_world.h"
 
@@ -111,6 +113,70 @@ TEST(ZeroShards, LoadFullStateDictNamesAMissingOrMisshapedTensor) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find(zero.names().front() + " has shape (2, 2)"), std::string::npos) << e.what();
   }
+}
+
+// The critic on fsdp shards over 2 thread ranks vs the single-process critic on the whole batch:
+// two epochs, so the second mini-batch runs on shards gathered after a step, and compute_values
+// afterwards on the stepped shards. The value head's 1-row score.weight and score.bias leave rank
+// 1 an empty block. float32 tolerances as in FsdpOverGloo (the update is the clipped gradient
+// itself; reduction order moves it by ~1e-10).
+TEST(ZeroShards, CriticUpdateOverTwoThreadRanksEqualsSingleProcess) {
+  torch::set_num_threads(1);
+  const int n = 2;
+  CriticConfig cfg;
+  cfg.ppo_mini_batch_size = 4;  // prompts: the whole batch
+  cfg.ppo_micro_batch_size_per_gpu = 2;
+  cfg.ppo_epochs = 2;
+  cfg.optim.lr = 1e3;  // (lr/eps)·g = g: see fsdp_fixtures.h
+  cfg.optim.eps = 1e3;
+  cfg.optim.weight_decay = 0.0;
+  cfg.grad_clip = 0.05;
+  RolloutBatch batch = test::fsdp_batch(test::fsdp_shape().vocab_size);
+  auto gen = at::detail::createCPUGenerator(99);
+  batch.values = torch::randn(batch.responses.sizes(), gen) * 0.1;
+  batch.returns = torch::randn(batch.responses.sizes(), gen);
+
+  Transformer reference = seeded_critic();
+  std::vector<Transformer> models;
+  for (int r = 0; r < n; ++r) models.push_back(seeded_critic());
+  PPOCritic single(reference, cfg, test::kFsdpRolloutN, 10);
+  const Metrics single_metrics = single.update_critic(batch, 0);
+  const auto single_values = single.compute_values(batch, 2);
+  const auto params = reference->named_parameters();
+  run_thread_ranks(n, [&](int rank, GroupFactory& groups) {
+    ParallelContext ctx;
+    ctx.world = groups.world();
+    ctx.dp = ctx.world;
+    ctx.dp_sharding = DpSharding::kSharded;
+    PPOCritic critic(models[static_cast<std::size_t>(rank)], cfg, test::kFsdpRolloutN, 10, ctx);
+    const ZeroShards* zero = critic.optimizer().zero_shards();
+    ASSERT_NE(zero, nullptr);
+    std::vector<std::int64_t> rows;
+    const std::int64_t share = batch.size() / n;
+    for (std::int64_t i = rank * share; i < (rank + 1) * share; ++i) rows.push_back(i);
+    const RolloutBatch local = batch.select(rows);
+    const Metrics metrics = critic.update_critic(local, 0);
+    double worst = 0;
+    for (std::size_t i = 0; i < zero->names().size(); ++i) {
+      const auto [begin, end] = zero->rows(i);
+      const auto want = params[zero->names()[i]].narrow(0, begin, end - begin);
+      ASSERT_EQ(zero->shards()[i].sizes(), want.sizes()) << zero->names()[i];
+      if (want.numel() > 0) worst = std::max(worst, (zero->shards()[i] - want).abs().max().item<double>());
+    }
+    EXPECT_LE(worst, 2e-6) << "rank " << rank;
+    // The clip norm is the whole batch's (dp-summed squares of the shard gradients), averaged
+    // over the two steps; the loss metrics average this rank's micro-batches and differ.
+    double norm = -1, single_norm = -1;
+    for (const auto& [k, v] : metrics) norm = k == "critic/grad_norm" ? v : norm;
+    for (const auto& [k, v] : single_metrics) single_norm = k == "critic/grad_norm" ? v : single_norm;
+    EXPECT_GT(single_norm, cfg.grad_clip) << "clipping must be active";
+    EXPECT_NEAR(norm, single_norm, 1e-5 * single_norm) << "rank " << rank;
+    std::printf("critic rank %d: max |shard - single| = %.3g, grad_norm %.6g vs %.6g\n", rank, worst, norm, single_norm);
+    const auto values = critic.compute_values(local, 2);
+    EXPECT_LE((values - single_values.index_select(0, torch::tensor(rows))).abs().max().item<double>(), 1e-5)
+        << "rank " << rank;
+    EXPECT_EQ(zero->module_parameter_bytes(), 0);
+  });
 }
 
 // One PPO actor update with strategy fsdp over a (1, tp, dp) Gloo mesh (hs_dist_child
