@@ -17,6 +17,9 @@
 //                                  (megatron layout): generation weights bit-for-bit equal to the
 //                                  slices of the full weights, training shards restored bit-for-bit,
 //                                  the executor's bytes equal the plan's; comm_ops into DB.rank<r>
+//   hs_dist_child fsdp_update DB TP DP
+//                                  one fsdp (ZeRO-3) actor update vs the single-process one
+//                                  (dist_child_fsdp.cpp)
 // Exits 0 when every check passed; otherwise prints what differed and exits 1.
 #include <cstdio>
 #include <cstdlib>
@@ -39,6 +42,10 @@
 #include "hybridscope/trainer/reshard_executor.h"
 #include "reshard_fixtures.h"
 #include "sharded_training_fixtures.h"
+
+namespace hs::trainer::test {
+int run_fsdp_update(const std::string& db, int tp, int dp);  // dist_child_fsdp.cpp
+}
 
 namespace {
 
@@ -400,9 +407,11 @@ int main(int argc, char** argv) {
     if (argc == 3 && std::string(argv[1]) == "dp_update") return run_dp_update(argv[2]);
     if (argc == 8 && std::string(argv[1]) == "reshard") return run_reshard(argv);
     if (argc == 7 && std::string(argv[1]) == "sharded_training") return run_sharded_training(argv);
+    if (argc == 5 && std::string(argv[1]) == "fsdp_update")
+      return hs::trainer::test::run_fsdp_update(argv[2], std::stoi(argv[3]), std::stoi(argv[4]));
     std::fprintf(stderr,
                  "usage: hs_dist_child collectives DB | dp_update OUT | reshard DB PP TP DP TG MODE | "
-                 "sharded_training PP TP DP KV OUT\n");
+                 "sharded_training PP TP DP KV OUT | fsdp_update DB TP DP\n");
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %s: %s\n", std::getenv("RANK") ? std::getenv("RANK") : "?", e.what());

@@ -9,6 +9,7 @@
 
 #include "hybridscope/trainer/core_algos.h"
 #include "hybridscope/trainer/pipeline.h"
+#include "hybridscope/trainer/zero.h"
 #include "model_layers.h"
 
 namespace hs::trainer {
@@ -29,8 +30,13 @@ double lr_multiplier(const OptimConfig& optim, std::int64_t step, std::int64_t t
 
 Optimizer::Optimizer(torch::nn::Module& module, const OptimConfig& optim, double grad_clip, std::int64_t total_steps,
                      ParallelContext parallel)
-    : params_(module.parameters()), optim_(optim), grad_clip_(grad_clip), total_steps_(total_steps),
-      parallel_(std::move(parallel)) {
+    : optim_(optim), grad_clip_(grad_clip), total_steps_(total_steps), parallel_(std::move(parallel)) {
+  if (parallel_.dp_sharding == DpSharding::kSharded && parallel_.dp->size() > 1) {
+    zero_ = std::make_shared<ZeroShards>(module, parallel_.dp);
+    params_ = zero_->shards();
+  } else {
+    params_ = module.parameters();
+  }
   const auto dims = detail::tensor_parallel_dims(module);
   for (const auto& item : module.named_parameters()) tp_split_.push_back(dims.count(item.key()) != 0);
   auto options = torch::optim::AdamWOptions(optim.lr)
@@ -46,8 +52,11 @@ void Optimizer::zero_grad() { adamw_->zero_grad(true); }
 double Optimizer::step() {
   // Data parallel with replicated parameters: each rank's gradient is already weighted by its
   // share of the global loss count (micro_batch_weight), so the sum over dp is the gradient of the
-  // whole batch. One flat buffer, one all_reduce per optimizer step.
-  if (parallel_.dp->size() > 1) {
+  // whole batch. One flat buffer, one all_reduce per optimizer step. Sharded (fsdp): one flat
+  // reduce_scatter instead, each rank keeping the summed gradient of its rows.
+  if (zero_) {
+    zero_->reduce_scatter_grads();
+  } else if (parallel_.dp->size() > 1) {
     std::vector<torch::Tensor> grads;
     for (auto& p : params_) {
       if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
@@ -62,8 +71,8 @@ double Optimizer::step() {
       offset += n;
     }
   }
-  // Global L2 norm over every parameter's gradient (identical on every dp rank after the sum).
-  // A tp-split parameter's squares are summed over the tp group; a tp-replicated one (norms, the
+  // Global L2 norm over every parameter's gradient (identical on every dp rank after the sum;
+  // fsdp: each rank holds disjoint rows, so the squares are summed over dp first). A tp-split parameter's squares are summed over the tp group; a tp-replicated one (norms, the
   // embedding) has the same gradient on every tp rank and counts once; pipeline stages hold
   // disjoint parameters, so the total is summed over pp.
   auto sq = torch::zeros({2}, torch::kFloat64);  // (tp-split, tp-replicated)
@@ -71,6 +80,7 @@ double Optimizer::step() {
     const auto& p = params_[i];
     if (p.grad().defined()) sq[tp_split_[i] ? 0 : 1] += p.grad().to(torch::kFloat64).pow(2).sum();
   }
+  if (zero_) parallel_.dp->all_reduce(sq, ReduceOp::kSum);
   if (parallel_.tp->size() > 1) {
     auto split = sq.narrow(0, 0, 1).clone();
     parallel_.tp->all_reduce(split, ReduceOp::kSum);
@@ -236,6 +246,7 @@ PPOActor::PPOActor(Transformer model, const ActorConfig& config, double temperat
       parallel_(parallel), optimizer_(*model_, config.optim, config.grad_clip, total_steps, parallel) {}
 
 torch::Tensor PPOActor::compute_log_prob(const RolloutBatch& batch, std::int64_t micro) {
+  const ZeroShards::Scope full(optimizer_.zero_shards());  // fsdp: all-gather now, free on return
   return micro_batched_log_probs(model_, batch, micro, temperature_);
 }
 
@@ -249,6 +260,7 @@ Metrics PPOActor::update_policy(const RolloutBatch& batch, std::int64_t step, st
   for (int epoch = 0; epoch < config_.ppo_epochs; ++epoch) {
     for (const auto& mini_rows : mini_batches(batch.size(), mini, config_.shuffle ? &shuffle_gen : nullptr)) {
       const RolloutBatch mb = batch.select(mini_rows);
+      const ZeroShards::Scope full(optimizer_.zero_shards());  // fsdp: all-gather the stepped shards
       optimizer_.zero_grad();
       const auto micro_batches = config_.use_dynamic_bsz
                                      ? split_rows_by_tokens(mb.attention_mask, config_.ppo_max_token_len_per_gpu)
@@ -313,6 +325,7 @@ PPOCritic::PPOCritic(Transformer model, const CriticConfig& config, int rollout_
 
 torch::Tensor PPOCritic::compute_values(const RolloutBatch& batch, std::int64_t micro) {
   torch::NoGradGuard no_grad;
+  const ZeroShards::Scope full(optimizer_.zero_shards());  // fsdp: all-gather now, free on return
   std::vector<torch::Tensor> parts;
   for (const auto& rows : split_rows(batch.size(), micro)) {
     const RolloutBatch ub = batch.select(rows);
@@ -329,6 +342,7 @@ Metrics PPOCritic::update_critic(const RolloutBatch& batch, std::int64_t step) {
   for (int epoch = 0; epoch < config_.ppo_epochs; ++epoch) {
     for (const auto& mini_rows : mini_batches(batch.size(), mini, nullptr)) {
       const RolloutBatch mb = batch.select(mini_rows);
+      const ZeroShards::Scope full(optimizer_.zero_shards());  // fsdp: all-gather the stepped shards
       optimizer_.zero_grad();
       const auto micro_batches = config_.use_dynamic_bsz
                                      ? split_rows_by_tokens(mb.attention_mask, config_.ppo_max_token_len_per_gpu)

@@ -41,6 +41,11 @@ int parse_env_int(const char* name, const char* value, int min_value) {
   return static_cast<int>(v);
 }
 
+std::vector<int64_t> prepend(int64_t first, std::vector<int64_t> rest) {
+  rest.insert(rest.begin(), first);
+  return rest;
+}
+
 c10d::ReduceOp to_c10d(ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum: return c10d::ReduceOp(c10d::ReduceOp::SUM);
@@ -52,10 +57,11 @@ c10d::ReduceOp to_c10d(ReduceOp op) {
 }
 
 /// One c10d backend (Gloo or NCCL) as a Communicator. Every call waits for its work.
-/// Ops the backend lacks are built from ones it has, with the bytes that really move noted:
+/// Ops the backend lacks are built from ones it has, moving the bytes the probe's row implies:
 ///   kAvg: SUM then divide by size (the same bytes as a sum);
-///   reduce_scatter without _reduce_scatter_base: all_reduce of the input, then this rank's
-///   slice — 2(n−1)/n × input on the wire in a ring instead of (n−1)/n × input.
+///   reduce_scatter without _reduce_scatter_base (Gloo): an all-to-all of the input's n row
+///   chunks (chunk k to rank k), then the sum of the n chunks received — (n−1)/n × input in and
+///   out per rank, a ring reduce-scatter's volume (an all_reduce + slice would move twice that).
 class C10dCommunicator final : public Communicator {
  public:
   C10dCommunicator(c10::intrusive_ptr<c10d::Backend> backend, std::string name, std::chrono::milliseconds timeout)
@@ -108,9 +114,21 @@ class C10dCommunicator final : public Communicator {
         reduce_scatter_unsupported_ = true;
       }
     }
-    at::Tensor reduced = in.clone();
-    all_reduce(reduced, op);
-    return reduced.chunk(size(), 0)[static_cast<std::size_t>(rank())].clone();
+    // (n, ...) chunks: row k of `received` is rank k's chunk for this rank.
+    at::Tensor received = at::empty_like(in);
+    std::vector<int64_t> equal_splits;  // empty: n equal chunks along dim 0
+    c10d::AllToAllOptions opts;
+    opts.timeout = timeout_;
+    wait(backend_->alltoall_base(received, in, equal_splits, equal_splits, opts), "reduce_scatter (all_to_all)");
+    auto chunks = received.view(prepend(size(), shape));
+    at::Tensor out;
+    switch (op) {
+      case ReduceOp::kSum: out = chunks.sum(0); break;
+      case ReduceOp::kAvg: out = chunks.sum(0).div_(size()); break;
+      case ReduceOp::kMax: out = std::get<0>(chunks.max(0)); break;
+      case ReduceOp::kMin: out = std::get<0>(chunks.min(0)); break;
+    }
+    return out;
   }
 
   void broadcast(at::Tensor& tensor, int root) override {

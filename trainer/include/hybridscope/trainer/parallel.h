@@ -12,6 +12,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "hybridscope/trainer/layout.h"
+
 namespace hs::trainer {
 
 enum class ReduceOp { kSum, kMax, kMin, kAvg };
@@ -75,6 +77,9 @@ struct ParallelContext {
   std::shared_ptr<Communicator> tp = std::make_shared<SingleRankCommunicator>("tp");
   std::shared_ptr<Communicator> dp = std::make_shared<SingleRankCommunicator>("dp");
   std::shared_ptr<Communicator> pp = std::make_shared<SingleRankCommunicator>("pp");
+  /// How the workers' optimizers hold parameters along dp: replicated (megatron) or ZeRO-3 shards
+  /// (fsdp, zero.h). Set from actor_rollout_ref.actor.strategy (dp_sharding_for_strategy).
+  DpSharding dp_sharding = DpSharding::kReplicated;
 
   int world_size() const { return world->size(); }
 };

@@ -1,8 +1,9 @@
 // ppo_workers.h — the actor and the critic (verl's DataParallelPPOActor / DataParallelPPOCritic):
 // forward passes over micro-batches for log-probs and values, and the PPO updates with mini-batches,
 // ppo_epochs, gradient accumulation over micro-batches, gradient clipping, AdamW and the LR
-// schedule. Parallelism comes in through ParallelContext: data parallel with replicated
-// parameters (each rank its share of the batch, gradients summed over dp with global weights).
+// schedule. Parallelism comes in through ParallelContext: data parallel (each rank its share of the
+// batch, gradients summed over dp with global weights) with replicated parameters or, with
+// parallel.dp_sharding = kSharded, ZeRO-3 shards (zero.h).
 #pragma once
 
 #include <cstdint>
@@ -22,13 +23,20 @@
 
 namespace hs::trainer {
 
+class ZeroShards;  // zero.h
+
 /// LR multiplier at optimizer step `step` (0-based): linear warm-up, then constant or cosine down
 /// to min_lr_ratio (verl's get_constant/cosine_schedule_with_warmup).
 double lr_multiplier(const OptimConfig& optim, std::int64_t step, std::int64_t total_steps);
 
-/// AdamW over a module's parameters with verl's schedule and global-norm clipping. Parameters are
-/// replicated over the data-parallel group: step() first sums the gradients over it. The clipping
+/// AdamW over a module's parameters with verl's schedule and global-norm clipping. The clipping
 /// norm is the whole model's: tp-split gradients summed over tp, stages summed over pp.
+/// Along dp (parallel.dp_sharding, from actor.strategy; one dp rank is the same either way):
+///   kReplicated (megatron): step() first all-reduces the gradients over dp;
+///   kSharded (fsdp): the parameters live as ZeroShards (zero.h) and AdamW steps this rank's row
+///     blocks; step() reduce-scatters the gradients into them and the norm's squares are summed over
+///     dp. The module holds no parameter storage between uses: gather it with
+///     `ZeroShards::Scope full(optimizer.zero_shards())` around each forward/backward.
 class Optimizer {
  public:
   Optimizer(torch::nn::Module& module, const OptimConfig& optim, double grad_clip, std::int64_t total_steps,
@@ -40,9 +48,12 @@ class Optimizer {
   void set_schedule_step(std::int64_t step);
   double lr() const;
   torch::optim::AdamW& adamw() { return *adamw_; }
+  /// The fsdp shards, or nullptr (replicated parameters, or one dp rank).
+  ZeroShards* zero_shards() const { return zero_.get(); }
 
  private:
-  std::vector<torch::Tensor> params_;
+  std::shared_ptr<ZeroShards> zero_;
+  std::vector<torch::Tensor> params_;  // what AdamW steps: the module's parameters or zero_'s shards
   std::vector<bool> tp_split_;  // per parameter: split over the tp group (column/row-parallel)
   OptimConfig optim_;
   double grad_clip_;
