@@ -68,17 +68,18 @@ TEST(Launch, FourRanksCompleteAndMergeIntoOneRun) {
   EXPECT_EQ(hs::test::query_row(db, "SELECT status, world_size FROM runs"), "completed|4");
   EXPECT_EQ(hs::test::query_rows(db, "SELECT rank, status FROM ranks ORDER BY rank"),
             (std::vector<std::string>{"0|completed", "1|completed", "2|completed", "3|completed"}));
-  // Every rank's ranges and its gradient all-reduces over dp (one per mini-batch and step).
+  // Every rank's ranges and, with the default actor.strategy=fsdp, its gradient reduce-scatters
+  // over dp (one per mini-batch and step).
   EXPECT_EQ(hs::test::query_row(db, "SELECT COUNT(DISTINCT rank) FROM ranges"), "4");
   EXPECT_EQ(hs::test::query_rows(db,
                                  "SELECT c.rank, COUNT(*) FROM comm_ops c JOIN strings o ON o.id = c.op_id "
-                                 "JOIN strings g ON g.id = c.group_id WHERE o.value = 'all_reduce' AND "
+                                 "JOIN strings g ON g.id = c.group_id WHERE o.value = 'reduce_scatter' AND "
                                  "g.value = 'dp' AND c.bytes > 1000 GROUP BY c.rank ORDER BY c.rank"),
             (std::vector<std::string>{"0|2", "1|2", "2|2", "3|2"}));
   for (int r = 1; r < 4; ++r) EXPECT_FALSE(fs::exists(db + ".rank" + std::to_string(r))) << "merged files are deleted";
 }
 
-// The 3D-HybridEngine in the trainer: the actor trains tensor-parallel (tp 2 x dp 2) and generates
+// The 3D-HybridEngine in the trainer: the actor trains tensor-parallel (tp 2 x dp 2, megatron) and generates
 // with rollout tp 1 (4 replicas), so every train->rollout switch reshards. With HybridFlow's
 // grouping each rank receives the other half of every tp-split parameter — (t − t_g)/(t_g·t) of
 // their bytes — and nothing of the replicated ones; rollout->train moves nothing.
@@ -88,7 +89,8 @@ TEST(Launch, TensorParallelActorReshardsIntoTheRolloutLayout) {
   std::vector<std::string> argv = {kBinary, "launch", "-n", "4", "--log-dir", dir + "/logs", "--"};
   for (auto& a : tiny_grpo(dir, 2)) argv.push_back(a);
   for (const char* a : {"hybridscope.model.num_key_value_heads=2", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
-                        "actor_rollout_ref.rollout.tensor_model_parallel_size=1", "hybridscope.reshard.mode=hybrid"})
+                        "actor_rollout_ref.rollout.tensor_model_parallel_size=1", "hybridscope.reshard.mode=hybrid",
+                        "actor_rollout_ref.actor.strategy=megatron"})
     argv.emplace_back(a);
   const pid_t launcher = hs::test::spawn(argv, {}, dir + "/out.txt", dir + "/err.txt");
   const int status = hs::test::wait_for(launcher, std::chrono::seconds(300));

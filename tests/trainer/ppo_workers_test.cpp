@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "hybridscope/trainer/batch.h"
@@ -190,3 +191,39 @@ TEST(SplitRows, CoversEveryRowOnce) {
 }
 
 }  // namespace
+
+namespace hs::trainer {
+namespace {
+
+// trainer.balance_batch: equal counts per dp rank, token totals within the largest item of each
+// other, every item once, deterministic; a contiguous split of the same skewed input is far off.
+TEST(BalanceBatch, EqualCountsAndTotalsWithinTheLargestItem) {
+  std::vector<std::int64_t> tokens;
+  for (int i = 0; i < 32; ++i) tokens.push_back(i < 8 ? 90 + i : 10 + (i * 7) % 13);  // the long groups first
+  const auto parts = balanced_equal_partitions(tokens, 4);
+  ASSERT_EQ(parts.size(), 4u);
+  std::vector<int> seen(tokens.size(), 0);
+  std::int64_t lo = 1 << 30, hi = 0;
+  for (const auto& part : parts) {
+    EXPECT_EQ(part.size(), 8u);
+    EXPECT_TRUE(std::is_sorted(part.begin(), part.end()));
+    std::int64_t total = 0;
+    for (const auto i : part) {
+      ++seen[i];
+      total += tokens[i];
+    }
+    lo = std::min(lo, total);
+    hi = std::max(hi, total);
+  }
+  for (const int s : seen) EXPECT_EQ(s, 1);
+  EXPECT_LE(hi - lo, *std::max_element(tokens.begin(), tokens.end()));
+  EXPECT_EQ(parts, balanced_equal_partitions(tokens, 4));
+  // The contiguous split puts all eight long groups on rank 0.
+  std::int64_t first = 0, last = 0;
+  for (int i = 0; i < 8; ++i) first += tokens[static_cast<std::size_t>(i)], last += tokens[static_cast<std::size_t>(24 + i)];
+  EXPECT_GT(first - last, 4 * (hi - lo));
+  EXPECT_THROW(balanced_equal_partitions(tokens, 5), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace hs::trainer

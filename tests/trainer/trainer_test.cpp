@@ -277,7 +277,8 @@ TEST(Trainer, RefusesWhatThisBuildCannotRun) {
       {"trainer.n_gpus_per_node=2", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
        "algorithm.adv_estimator=gae"},
       {"trainer.n_gpus_per_node=2", "hybridscope.model.num_hidden_layers=2",
-       "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2"},
+       "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2", "trainer.save_freq=5"},
+      {"trainer.n_gpus_per_node=2", "actor_rollout_ref.actor.strategy=fsdp", "trainer.save_freq=5"},
       {"trainer.n_gpus_per_node=2", "algorithm.adv_estimator=gae"}};
   for (const auto& overrides : cases) {
     try {

@@ -44,10 +44,15 @@ HybridSwitch::HybridSwitch(Transformer actor, RolloutEngine& rollout, bool free_
     : actor_(std::move(actor)), rollout_(rollout), free_cache_engine_(free_cache_engine), recorder_(recorder) {}
 
 void HybridSwitch::set_resharder(std::shared_ptr<ReshardExecutor> executor,
-                                 std::function<void(const std::vector<at::Tensor>&)> install) {
+                                 std::function<void(const std::vector<at::Tensor>&)> install,
+                                 const std::vector<std::pair<std::string, at::Tensor>>& training_shards) {
   TORCH_CHECK(executor && install, "HybridSwitch::set_resharder: the executor and the install callback must be set");
   std::map<std::string, at::Tensor> by_name;
-  for (const auto& item : actor_->named_parameters()) by_name[item.key()] = item.value();
+  if (training_shards.empty()) {
+    for (const auto& item : actor_->named_parameters()) by_name[item.key()] = item.value();
+  } else {
+    for (const auto& [name, tensor] : training_shards) by_name[name] = tensor;
+  }
   actor_shards_.clear();
   for (const auto& p : executor->plan().training.params) {
     auto it = by_name.find(p.spec.name);

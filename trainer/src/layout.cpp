@@ -15,6 +15,14 @@ Range split_range(Range whole, int parts, int part) {
   return {whole.begin + step * part, whole.begin + step * (part + 1)};
 }
 
+// fsdp's row blocks (ZeroShards, zero.h): ceil(n / parts) rows each, the last block shorter when
+// parts does not divide n — PyTorch FSDP's padded flat shards, without the padding.
+Range block_range(Range whole, int parts, int part) {
+  const std::int64_t block = (whole.size() + parts - 1) / parts;
+  const std::int64_t begin = std::min(whole.size(), block * part);
+  return {whole.begin + begin, whole.begin + std::min(whole.size(), begin + block)};
+}
+
 void require_divisible(const ParamSpec& p, int dim, std::int64_t size, int parts, const std::string& over,
                        const std::string& fix, std::int64_t unit = 1) {
   if (size % (parts * unit) != 0) {
@@ -115,7 +123,7 @@ std::optional<Box> LayoutSet::box(std::size_t param, int rank) const {
   if (c.pp != p.stage) return std::nullopt;
   Box b = full_box(p.spec.shape);
   if (p.tp_dim >= 0) b.ranges[p.tp_dim] = split_range(b.ranges[p.tp_dim], mesh.tp, c.tp);
-  if (p.dp_dim >= 0) b.ranges[p.dp_dim] = split_range(b.ranges[p.dp_dim], mesh.dp, c.dp);
+  if (p.dp_dim >= 0) b.ranges[p.dp_dim] = block_range(b.ranges[p.dp_dim], mesh.dp, c.dp);
   return b;
 }
 
@@ -170,8 +178,11 @@ LayoutSet training_layout(const std::vector<ParamSpec>& params, const MeshShape&
     if (dp == DpSharding::kSharded && mesh.dp > 1) {
       l.dp_dim = 0;
       const std::int64_t rows = l.tp_dim == 0 ? p.shape[0] / mesh.tp : p.shape[0];
-      require_divisible(p, 0, rows, mesh.dp, "the dp size (fsdp shards each tp shard's rows)",
-                        "choose a world size whose dp = world/(tp*pp) divides it, or actor.strategy=megatron");
+      if ((rows + mesh.dp - 1) / mesh.dp * (mesh.dp - 1) >= rows) {
+        throw LayoutError("cannot lay out " + p.name + ": its " + str(rows) + " rows per tp shard leave some of the " +
+                          std::to_string(mesh.dp) + " fsdp ranks an empty row block — use fewer data-parallel ranks "
+                          "or actor.strategy=megatron");
+      }
     }
     out.params.push_back(std::move(l));
   }

@@ -122,6 +122,27 @@ std::vector<std::vector<std::int64_t>> split_rows(std::int64_t batch_size, std::
   return out;
 }
 
+std::vector<std::vector<std::size_t>> balanced_equal_partitions(const std::vector<std::int64_t>& weights, int parts) {
+  if (parts < 1 || weights.size() % static_cast<std::size_t>(parts) != 0)
+    throw std::invalid_argument("balanced_equal_partitions: " + std::to_string(weights.size()) +
+                                " items cannot be split into " + std::to_string(parts) + " equal partitions");
+  const std::size_t room = weights.size() / static_cast<std::size_t>(parts);
+  std::vector<std::size_t> order(weights.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return weights[a] > weights[b]; });
+  std::vector<std::vector<std::size_t>> out(static_cast<std::size_t>(parts));
+  std::vector<std::int64_t> load(static_cast<std::size_t>(parts), 0);
+  for (const auto i : order) {
+    std::size_t best = out.size();
+    for (std::size_t k = 0; k < out.size(); ++k)
+      if (out[k].size() < room && (best == out.size() || load[k] < load[best])) best = k;
+    load[best] += weights[i];
+    out[best].push_back(i);
+  }
+  for (auto& part : out) std::sort(part.begin(), part.end());
+  return out;
+}
+
 std::vector<std::vector<std::int64_t>> split_rows_by_tokens(const torch::Tensor& attention_mask,
                                                             std::int64_t max_tokens) {
   const auto lengths_t = attention_mask.sum(-1).to(torch::kInt64).contiguous();

@@ -44,6 +44,7 @@
 #include "hybridscope/trainer/layout.h"
 #include "hybridscope/trainer/mesh_groups.h"
 #include "hybridscope/trainer/metrics.h"
+#include "hybridscope/trainer/pipeline.h"
 #include "hybridscope/trainer/ppo_workers.h"
 #include "hybridscope/trainer/probed_communicator.h"
 #include "hybridscope/trainer/process_group.h"
@@ -52,6 +53,7 @@
 #include "hybridscope/trainer/reward.h"
 #include "hybridscope/trainer/rollout.h"
 #include "hybridscope/trainer/sft.h"
+#include "hybridscope/trainer/zero.h"
 
 namespace hs::trainer {
 
@@ -145,15 +147,11 @@ void check_supported(const Config& cfg) {
   if (cfg.trainer.device != "cpu")
     refuse("trainer.device=" + cfg.trainer.device + " (runs on cpu; set trainer.device=cpu)");
   const auto& mega = cfg.actor_rollout_ref.actor.megatron;
-  if (mega.pipeline_model_parallel_size != 1)
-    refuse("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size > 1 (set it to 1)");
   const bool sharded = mega.tensor_model_parallel_size > 1 || mega.pipeline_model_parallel_size > 1;
   if (sharded && cfg.use_critic())
     refuse("a critic with a tensor- or pipeline-parallel actor (use a critic-free estimator: grpo, rloo, remax)");
   if (sharded && cfg.reward_model.enable)
     refuse("reward_model.enable with a tensor- or pipeline-parallel actor (use the rule reward)");
-  if (sharded && cfg.trainer.save_freq > 0)
-    refuse("checkpoints of a tensor- or pipeline-parallel actor (set trainer.save_freq=-1)");
   if (cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node > 1) {
     // These whiten or adapt over the whole batch, which data-parallel ranks do not hold.
     const auto est = cfg.algorithm.adv_estimator;
@@ -262,7 +260,14 @@ struct PPOTrainer::State {
   int replica = 0;           // this rank's generation replica
   int replicas = 1;          // d_g
   bool replica_lead = true;  // generation tp rank 0: speaks for its replica's results
-  bool sharded() const { return mesh.tp > 1 || mesh.pp > 1; }
+  /// The actor's modules hold a part of the model: tp or pp > 1, or fsdp shards over dp > 1.
+  bool sharded() const { return mesh.tp > 1 || mesh.pp > 1 || (dp_sharding == DpSharding::kSharded && mesh.dp > 1); }
+  DpSharding dp_sharding = DpSharding::kReplicated;  // actor_rollout_ref.actor.strategy
+  /// The tp/pp layout the actor's and reference's modules are built in (replicated over dp; with
+  /// fsdp the optimizer's ZeroShards keeps the dp row blocks of it).
+  LayoutSet module_layout;
+  /// This rank's module-layout slices of `full`'s parameters (for ZeroShards::load_full_state_dict).
+  std::vector<std::pair<std::string, torch::Tensor>> module_slices(const TransformerImpl& full) const;
   int dp_rank() const { return parallel.dp->rank(); }
   // Placement (hybridscope.placement): colocated, every role on every rank, or split, the
   // reference policy on its own ranks. The actor's groups come from its pool's own world.
@@ -345,6 +350,35 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
 
   const int world = cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node;
   std::tie(s.actor_ranks, s.ref_ranks) = placement_of(cfg, world);
+  const int actors = static_cast<int>(s.actor_ranks.size());
+  const auto& mega = cfg.actor_rollout_ref.actor.megatron;
+  const int model_parallel = mega.tensor_model_parallel_size * mega.pipeline_model_parallel_size;
+  if (actors % model_parallel != 0)
+    throw ConfigError(fmt::format("{} actor ranks cannot hold whole model replicas of actor_rollout_ref.actor.megatron."
+                                  "tensor_model_parallel_size x pipeline_model_parallel_size = {}: choose sizes whose "
+                                  "product divides the actor's ranks (trainer.n_gpus_per_node x trainer.nnodes, less "
+                                  "hybridscope.placement.ref)",
+                                  actors, model_parallel));
+  s.mesh = {mega.pipeline_model_parallel_size, mega.tensor_model_parallel_size, actors / model_parallel};
+  const int rollout_tp = cfg.actor_rollout_ref.rollout.tensor_model_parallel_size;
+  if (actors % rollout_tp != 0)
+    throw ConfigError(fmt::format("actor_rollout_ref.rollout.tensor_model_parallel_size = {} must divide the {} actor "
+                                  "ranks",
+                                  rollout_tp, actors));
+  const int batch_prompts = cfg.data.train_batch_size;
+  s.dp_sharding = dp_sharding_for_strategy(cfg.actor_rollout_ref.actor.strategy);
+  if (s.sharded() && cfg.trainer.save_freq > 0)
+    throw ConfigError(fmt::format("checkpoints of a sharded actor (tp={} pp={}, or actor_rollout_ref.actor.strategy=fsdp "
+                                  "over dp={}) are not supported by this build of the trainer yet: set "
+                                  "trainer.save_freq=-1, or actor_rollout_ref.actor.strategy=megatron for data "
+                                  "parallel alone",
+                                  s.mesh.tp, s.mesh.pp, s.mesh.dp));
+  for (const auto& [what, parts] : {std::pair{"data-parallel ranks", s.mesh.dp}, std::pair{"generation replicas", actors / rollout_tp}}) {
+    if (batch_prompts % parts != 0)
+      throw ConfigError(fmt::format("data.train_batch_size = {} prompts cannot be split evenly over the {} {}: choose a "
+                                    "multiple of {}",
+                                    batch_prompts, parts, what, parts));
+  }
   s.env = dist_env_from_environment();
   if (s.env.world_size != world) {
     throw ConfigError(s.env.world_size == 1
@@ -375,30 +409,8 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
     for (const char* suffix : {"", "-wal", "-shm"}) std::remove((rank_db + suffix).c_str());
   }
   s.recorder = std::make_unique<probes::Recorder>(rank_db, s.rank());
-  const int actors = static_cast<int>(s.actor_ranks.size());
   const auto in_pool = std::find(s.actor_ranks.begin(), s.actor_ranks.end(), s.rank());
   s.actor_rank = in_pool == s.actor_ranks.end() ? -1 : static_cast<int>(in_pool - s.actor_ranks.begin());
-  const auto& mega = cfg.actor_rollout_ref.actor.megatron;
-  const int model_parallel = mega.tensor_model_parallel_size * mega.pipeline_model_parallel_size;
-  if (actors % model_parallel != 0)
-    throw ConfigError(fmt::format("{} actor ranks cannot hold whole model replicas of actor_rollout_ref.actor.megatron."
-                                  "tensor_model_parallel_size x pipeline_model_parallel_size = {}: choose sizes whose "
-                                  "product divides the actor's ranks (trainer.n_gpus_per_node x trainer.nnodes, less "
-                                  "hybridscope.placement.ref)",
-                                  actors, model_parallel));
-  s.mesh = {mega.pipeline_model_parallel_size, mega.tensor_model_parallel_size, actors / model_parallel};
-  const int rollout_tp = cfg.actor_rollout_ref.rollout.tensor_model_parallel_size;
-  if (actors % rollout_tp != 0)
-    throw ConfigError(fmt::format("actor_rollout_ref.rollout.tensor_model_parallel_size = {} must divide the {} actor "
-                                  "ranks",
-                                  rollout_tp, actors));
-  const int batch_prompts = cfg.data.train_batch_size;
-  for (const auto& [what, parts] : {std::pair{"data-parallel ranks", s.mesh.dp}, std::pair{"generation replicas", actors / rollout_tp}}) {
-    if (batch_prompts % parts != 0)
-      throw ConfigError(fmt::format("data.train_batch_size = {} prompts cannot be split evenly over the {} {}: choose a "
-                                    "multiple of {}",
-                                    batch_prompts, parts, what, parts));
-  }
   if (world > 1) {
     // Every collective of the run goes through the communication probe: the world here, every
     // group the factory makes from now on (mesh, rollout, reshard) there.
@@ -415,6 +427,7 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
     }
     if (!s.serves_ref() && actors > 1) {
       s.parallel = make_training_context(*s.actor_groups, s.mesh, s.actor_rank);
+      s.parallel.dp_sharding = s.dp_sharding;  // fsdp: the optimizers keep dp row blocks (zero.h)
       if (!s.split()) s.parallel.world = s.global_world;  // the pool's own world is probed already
       if (s.split() && model_parallel > 1) {
         for (int j = 0; j < s.mesh.dp; ++j) {  // every dp replica's group, in order, on every actor rank
@@ -460,7 +473,8 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
     return;
   }
   const auto specs = parameter_specs(*full);
-  s.training_layout = training_layout(specs, s.mesh, DpSharding::kReplicated);
+  s.training_layout = training_layout(specs, s.mesh, s.dp_sharding);
+  s.module_layout = training_layout(specs, s.mesh, DpSharding::kReplicated);
   const ReshardMode reshard_mode = parse_reshard_mode(cfg.hybridscope.reshard.mode);
   s.generation_layout = generation_layout(s.training_layout, rollout_tp, reshard_mode);
   const MeshCoord gen_coord = s.generation_layout.coords[static_cast<std::size_t>(s.actor_rank)];
@@ -470,7 +484,7 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
   if (s.sharded()) {
     s.full_actor = full;
     s.actor_model = Transformer(full->shape(), HeadKind::kLm, s.parallel);
-    copy_training_shard(*full, *s.actor_model, s.training_layout, s.actor_rank);
+    copy_training_shard(*full, *s.actor_model, s.module_layout, s.actor_rank);  // before ZeroShards takes it
   } else {
     s.actor_model = full;
   }
@@ -538,7 +552,8 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
         auto target = targets[p];
         if (!generation[p].is_same(target)) target.copy_(generation[p]);
       }
-    });
+    }, s.actor->optimizer().zero_shards() ? s.actor->optimizer().zero_shards()->named_shards()
+                                          : std::vector<std::pair<std::string, torch::Tensor>>{});
   }
   s.peak_flops = cfg.hybridscope.peak_flops > 0 ? cfg.hybridscope.peak_flops : measure_gemm_flops();
 }
@@ -619,30 +634,14 @@ std::vector<std::size_t> PPOTrainer::State::training_prompts(const std::vector<c
     return mine;
   }
   // Balanced partition of whole prompt groups (verl's balance_batch keeps equal sequence counts
-  // per dp rank and balances their token totals): heaviest group first into the lightest part
-  // that still has room. Every rank computes the same partition from the same responses.
-  std::vector<std::pair<std::int64_t, std::size_t>> weight;  // (tokens of the group, prompt)
-  for (std::size_t i = 0; i < examples.size(); ++i) {
-    std::int64_t tokens = 0;
+  // per dp rank and balances their token totals). Every rank computes the same partition from the
+  // same responses.
+  std::vector<std::int64_t> tokens(examples.size(), 0);  // per prompt group
+  for (std::size_t i = 0; i < examples.size(); ++i)
     for (int j = 0; j < n; ++j)
-      tokens += static_cast<std::int64_t>(examples[i]->prompt_ids.size() + responses[i * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)].size());
-    weight.emplace_back(tokens, i);
-  }
-  std::stable_sort(weight.begin(), weight.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::vector<std::int64_t> load(parts, 0);
-  std::vector<std::size_t> count(parts, 0);
-  std::vector<std::vector<std::size_t>> assigned(parts);
-  for (const auto& [tokens, prompt] : weight) {
-    std::size_t best = parts;
-    for (std::size_t k = 0; k < parts; ++k)
-      if (count[k] < share && (best == parts || load[k] < load[best])) best = k;
-    load[best] += tokens;
-    ++count[best];
-    assigned[best].push_back(prompt);
-  }
-  mine = std::move(assigned[static_cast<std::size_t>(dp_rank())]);
-  std::sort(mine.begin(), mine.end());
-  return mine;
+      tokens[i] += static_cast<std::int64_t>(examples[i]->prompt_ids.size() +
+                                             responses[i * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)].size());
+  return balanced_equal_partitions(tokens, mesh.dp)[static_cast<std::size_t>(dp_rank())];
 }
 
 RolloutBatch PPOTrainer::State::make_batch(const std::vector<const Example*>& examples,
@@ -825,10 +824,8 @@ Metrics PPOTrainer::State::step() {
       if (split()) {
         batch.ref_log_probs = remote_ref_log_probs(batch);
       } else {
-        std::vector<torch::Tensor> parts;
-        for (const auto& rows : split_rows(batch.size(), arr.ref.log_prob_micro_batch_size_per_gpu))
-          parts.push_back(response_log_probs(ref_model, batch.select(rows), arr.rollout.temperature, false).first);
-        batch.ref_log_probs = torch::cat(parts, 0);
+        batch.ref_log_probs = micro_batched_log_probs(ref_model, batch, arr.ref.log_prob_micro_batch_size_per_gpu,
+                                                      arr.rollout.temperature);
       }
     }
     if (critic) {
@@ -1014,14 +1011,20 @@ void PPOTrainer::State::prepare(FitSummary& summary) {
                detail::format_duration(summary.warmup_seconds), loss, base_dir);
   }
   if (world() > 1) broadcast_parameters(*whole);  // replicas start identical whatever each rank loaded
-  if (full_actor) copy_training_shard(*full_actor, *actor_model, training_layout, rank());
+  if (full_actor) {
+    if (ZeroShards* zero = actor->optimizer().zero_shards()) {
+      zero->load_full_state_dict(module_slices(*full_actor));
+    } else {
+      copy_training_shard(*full_actor, *actor_model, module_layout, actor_rank);
+    }
+  }
   // Reference policy and critic start from the (possibly warmed-up) actor, in its layout (split:
   // the reference ranks took the same weights in the broadcast above).
   if (cfg.use_reference() && !split()) {
     if (!ref_model) {
       ref_model = Transformer(actor_model->shape(), HeadKind::kLm, full_actor ? parallel : ParallelContext{});
       if (full_actor) {
-        copy_training_shard(*full_actor, *ref_model, training_layout, rank());
+        copy_training_shard(*full_actor, *ref_model, module_layout, actor_rank);
       } else {
         copy_backbone(actor_model, ref_model);
       }
@@ -1121,6 +1124,21 @@ Metrics PPOTrainer::train_step() {
     s.stepping = false;
     throw;
   }
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> PPOTrainer::State::module_slices(const TransformerImpl& full) const {
+  const auto source = full.named_parameters();
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (std::size_t p = 0; p < module_layout.params.size(); ++p) {
+    const auto box = module_layout.box(p, actor_rank);
+    const auto* tensor = source.find(module_layout.params[p].spec.name);
+    if (!box || tensor == nullptr) continue;
+    at::Tensor piece = tensor->detach();
+    for (std::size_t d = 0; d < box->ranges.size(); ++d)
+      piece = piece.slice(static_cast<std::int64_t>(d), box->ranges[d].begin, box->ranges[d].end);
+    out.emplace_back(module_layout.params[p].spec.name, piece.contiguous());
+  }
+  return out;
 }
 
 void PPOTrainer::State::broadcast_parameters(torch::nn::Module& module) {

@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -36,8 +38,12 @@ class HybridSwitch {
   /// model); the actor holds this rank's training shard of those it has (by name). After each
   /// reshard, `install` receives the generation shard of every plan parameter, in plan order
   /// (the actor's own tensor where its training box is the generation box: copy, do not keep, it).
+  /// `training_shards` (by name), when given, are the training tensors instead of the actor's
+  /// parameters: the dp row blocks of an fsdp optimizer (ZeroShards::named_shards), whose module
+  /// holds no storage between uses.
   void set_resharder(std::shared_ptr<ReshardExecutor> executor,
-                     std::function<void(const std::vector<at::Tensor>&)> install);
+                     std::function<void(const std::vector<at::Tensor>&)> install,
+                     const std::vector<std::pair<std::string, at::Tensor>>& training_shards = {});
 
   /// train->rollout: rng_save, reshard_weights, kv_allocate (when the cache is not allocated).
   probes::SwitchRecord to_rollout(std::int64_t step);

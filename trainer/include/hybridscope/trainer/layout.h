@@ -119,7 +119,8 @@ struct LayoutSet {
 };
 
 /// Along dp: Megatron replicates the parameters (optimizer state sharded; HybridFlow's setting),
-/// ZeRO-3/FSDP shards each tp shard along its dim 0 into dp equal parts (row blocks, so a shard is
+/// ZeRO-3/FSDP shards each tp shard along its dim 0 into dp row blocks of ceil(rows/dp) rows, the
+/// last one shorter when dp does not divide (as ZeroShards keeps them; so a shard is
 /// still a box; see docs/resharding.md).
 enum class DpSharding { kReplicated, kSharded };
 /// actor_rollout_ref.actor.strategy: "megatron" -> kReplicated, "fsdp" -> kSharded.
@@ -127,7 +128,8 @@ DpSharding dp_sharding_for_strategy(const std::string& strategy);
 
 /// The training layout on `mesh` in Megatron rank order: pipeline stage s holds decoder layers
 /// [s·L/pp, (s+1)·L/pp), the embedding sits on the first stage and the final norm and LM head on
-/// the last. Throws LayoutError when L % pp, a tp-split dim % tp, or a dp-split dim % dp is not 0.
+/// the last. Throws LayoutError when L % pp or a tp-split dim % tp is not 0, or an fsdp row block
+/// would be empty.
 LayoutSet training_layout(const std::vector<ParamSpec>& params, const MeshShape& mesh, DpSharding dp);
 
 /// How the generation layout's ranks are grouped (and how the planner gathers; reshard.h).

@@ -72,6 +72,13 @@ std::vector<std::vector<std::int64_t>> split_rows(std::int64_t batch_size, std::
 std::vector<std::vector<std::int64_t>> split_rows_by_tokens(const torch::Tensor& attention_mask,
                                                             std::int64_t max_tokens);
 
+/// trainer.balance_batch (verl's get_seqlen_balanced_partitions with equal_size): `weights` (e.g.
+/// the tokens of each GRPO group) into `parts` partitions of equal count (weights.size() / parts;
+/// the size must divide), heaviest first into the lightest partition that still has room, so the
+/// partitions' totals differ by at most the largest weight. Each partition ascending; the same
+/// result on every rank for the same input. Throws std::invalid_argument when parts does not divide.
+std::vector<std::vector<std::size_t>> balanced_equal_partitions(const std::vector<std::int64_t>& weights, int parts);
+
 /// Response log-probs and entropy of `model` on `batch`: logits / temperature at the positions
 /// that predict each response token. Each (B, R).
 std::pair<torch::Tensor, torch::Tensor> response_log_probs(Transformer& model, const RolloutBatch& batch,
