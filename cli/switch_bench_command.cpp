@@ -14,6 +14,7 @@
 #include <torch/torch.h>
 
 #include "hybridscope/probes/clock.h"
+#include "hybridscope/trainer/model_shapes.h"
 #include "hybridscope/trainer/process_group.h"
 #include "hybridscope/trainer/reshard.h"
 #include "hybridscope/trainer/reshard_executor.h"
@@ -23,30 +24,6 @@ namespace hs::cli {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
-
-// The demo policy (configs/demo_grpo.yaml, char tokenizer) and a larger shape (~41 M parameters, the
-// shape of hs_reshard_bench's thread-rank executor benchmark).
-hs::trainer::ModelShape bench_shape(const std::string& name) {
-  hs::trainer::ModelShape s;
-  if (name == "demo") {
-    s.vocab_size = 98;
-    s.hidden_size = 128;
-    s.intermediate_size = 384;
-    s.num_hidden_layers = 2;
-    s.num_attention_heads = 4;
-    s.num_key_value_heads = 2;
-  } else if (name == "large") {
-    s.vocab_size = 8192;
-    s.hidden_size = 768;
-    s.intermediate_size = 2048;
-    s.num_hidden_layers = 4;
-    s.num_attention_heads = 12;
-    s.num_key_value_heads = 12;
-  } else {
-    throw std::invalid_argument("switch-bench: unknown shape '" + name + "' (use demo or large)");
-  }
-  return s;
-}
 
 struct Stats {
   double median = 0, min = 0, max = 0;
@@ -62,7 +39,7 @@ Stats stats_of(std::vector<double> v) {
 CLI::App* add_switch_bench_command(CLI::App& app, SwitchBenchArgs& args) {
   auto* cmd = app.add_subcommand(
       "switch-bench", "Time the weight switch over real ranks, hybrid vs vanilla vs naive (run under `launch -n N --`)");
-  cmd->add_option("--shapes", args.shapes, "Model shapes: demo, large")->delimiter(',')->capture_default_str();
+  cmd->add_option("--shapes", args.shapes, "Model shapes (model_shapes.h): demo, bench-41m, llama2-7b")->delimiter(',')->capture_default_str();
   cmd->add_option("--modes", args.modes, "Reshard modes: hybrid, vanilla, naive")->delimiter(',')->capture_default_str();
   cmd->add_option("--pp", args.pp, "Training pipeline-parallel size")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--tp", args.tp, "Training tensor-parallel size")->check(CLI::PositiveNumber)->capture_default_str();
@@ -109,7 +86,7 @@ int run_switch_bench(const SwitchBenchArgs& args) {
                "train->rollout ms", "rollout->train ms", "received MiB/rk", "peak MiB/rk");
   }
   for (const auto& shape_name : args.shapes) {
-    const auto params = llama_parameters(bench_shape(shape_name));
+    const auto params = llama_parameters(model_shape_by_name(shape_name));
     for (const auto& mode_name : args.modes) {
       const ReshardMode mode = parse_reshard_mode(mode_name);
       auto plan = std::make_shared<const ReshardPlan>(plan_reshard(params, mesh, dp, args.rollout_tp, mode));

@@ -11,7 +11,7 @@
 namespace hs::cli {
 
 struct SwitchBenchArgs {
-  std::vector<std::string> shapes{"demo", "large"};
+  std::vector<std::string> shapes{"demo", "bench-41m"};
   std::vector<std::string> modes{"hybrid", "vanilla", "naive"};
   int pp = 2;
   int tp = 2;
@@ -26,7 +26,7 @@ struct SwitchBenchArgs {
 CLI::App* add_switch_bench_command(CLI::App& app, SwitchBenchArgs& args);
 
 /// Every rank runs the same sequence of switches; rank 0 prints the table. Throws DistError,
-/// LayoutError or std::invalid_argument (an unknown shape) with a message naming the fix.
+/// LayoutError or std::invalid_argument (an unknown shape, model_shapes.h) with a message naming the fix.
 int run_switch_bench(const SwitchBenchArgs& args);
 
 }  // namespace hs::cli

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "hybridscope/trainer/model_shapes.h"
 #include "hybridscope/trainer/reshard_executor.h"
 #include "thread_world.h"
 
@@ -23,21 +24,9 @@ constexpr double kMiB = 1024.0 * 1024.0;
 
 ReshardMode mode_of(std::int64_t arg) { return static_cast<ReshardMode>(arg); }
 
-// Llama-2-7B: 32 layers, hidden 4096, MLP 11008, 32 heads, vocab 32000, bfloat16.
-ModelShape llama_7b() {
-  ModelShape s;
-  s.vocab_size = 32000;
-  s.hidden_size = 4096;
-  s.intermediate_size = 11008;
-  s.num_hidden_layers = 32;
-  s.num_attention_heads = 32;
-  s.num_key_value_heads = 32;
-  return s;
-}
-
 // Plan train (pp=2, tp=4, dp=2, megatron) -> rollout tp 2 on 16 ranks.
 void BM_ReshardPlan7B(benchmark::State& state) {
-  const auto params = llama_parameters(llama_7b(), /*element_size=*/2);
+  const auto params = llama_parameters(model_shape_by_name("llama2-7b"), /*element_size=*/2);
   const ReshardMode mode = mode_of(state.range(0));
   ReshardPlan plan;
   for (auto _ : state) {
@@ -51,26 +40,8 @@ void BM_ReshardPlan7B(benchmark::State& state) {
 }
 BENCHMARK(BM_ReshardPlan7B)->ArgName("mode")->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
 
-// The demo model (configs/demo_grpo.yaml with the char tokenizer's 98 ids) and a larger shape.
-ModelShape exec_shape(std::int64_t which) {
-  ModelShape s;
-  if (which == 0) {
-    s.vocab_size = 98;
-    s.hidden_size = 128;
-    s.intermediate_size = 384;
-    s.num_hidden_layers = 2;
-    s.num_attention_heads = 4;
-    s.num_key_value_heads = 2;
-  } else {
-    s.vocab_size = 8192;
-    s.hidden_size = 768;
-    s.intermediate_size = 2048;
-    s.num_hidden_layers = 4;
-    s.num_attention_heads = 12;
-    s.num_key_value_heads = 12;
-  }
-  return s;
-}
+// The demo model and a larger shape (model_shapes.h).
+ModelShape exec_shape(std::int64_t which) { return model_shape_by_name(which == 0 ? "demo" : "bench-41m"); }
 
 // Train->rollout on 4 thread ranks. Layout 0: (pp=1, tp=2, dp=2) -> t_g = 2 (hybrid moves
 // nothing); layout 1: (pp=2, tp=2, dp=1) -> t_g = 2. Manual time: from the release of the ranks to

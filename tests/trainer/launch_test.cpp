@@ -48,6 +48,22 @@ std::vector<std::string> tiny_grpo(const std::string& dir, int steps) {
           "hybridscope.dist.timeout_s=20"};
 }
 
+// A 2-step tiny GRPO run on 4 ranks in `dir` with `extra` overrides; asserts it succeeded and its
+// run completed; returns the run database.
+std::string run_tiny_four_ranks(const std::string& tag, const std::vector<std::string>& extra) {
+  const std::string dir = fs::path(hs::test::temp_db("launch_test", tag)).string();
+  fs::create_directories(dir);
+  std::vector<std::string> argv = {kBinary, "launch", "-n", "4", "--log-dir", dir + "/logs", "--"};
+  for (auto& a : tiny_grpo(dir, 2)) argv.push_back(a);
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  const pid_t launcher = hs::test::spawn(argv, {}, dir + "/out.txt", dir + "/err.txt");
+  const int status = hs::test::wait_for(launcher, std::chrono::seconds(300));
+  EXPECT_TRUE(hs::test::exited_ok(status)) << read_all(dir + "/err.txt") << read_all(dir + "/out.txt");
+  const std::string db = dir + "/run.sqlite";
+  EXPECT_EQ(hs::test::query_row(db, "SELECT status FROM runs"), "completed");
+  return db;
+}
+
 TEST(Launch, FourRanksCompleteAndMergeIntoOneRun) {
   const std::string dir = fs::path(hs::test::temp_db("launch_test", "ok")).string();
   fs::create_directories(dir);
@@ -84,19 +100,11 @@ TEST(Launch, FourRanksCompleteAndMergeIntoOneRun) {
 // grouping each rank receives the other half of every tp-split parameter — (t − t_g)/(t_g·t) of
 // their bytes — and nothing of the replicated ones; rollout->train moves nothing.
 TEST(Launch, TensorParallelActorReshardsIntoTheRolloutLayout) {
-  const std::string dir = fs::path(hs::test::temp_db("launch_test", "tp2")).string();
-  fs::create_directories(dir);
-  std::vector<std::string> argv = {kBinary, "launch", "-n", "4", "--log-dir", dir + "/logs", "--"};
-  for (auto& a : tiny_grpo(dir, 2)) argv.push_back(a);
-  for (const char* a : {"hybridscope.model.num_key_value_heads=2", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
-                        "actor_rollout_ref.rollout.tensor_model_parallel_size=1", "hybridscope.reshard.mode=hybrid",
-                        "actor_rollout_ref.actor.strategy=megatron"})
-    argv.emplace_back(a);
-  const pid_t launcher = hs::test::spawn(argv, {}, dir + "/out.txt", dir + "/err.txt");
-  const int status = hs::test::wait_for(launcher, std::chrono::seconds(300));
-  ASSERT_TRUE(hs::test::exited_ok(status)) << read_all(dir + "/err.txt") << read_all(dir + "/out.txt");
-  const std::string db = dir + "/run.sqlite";
-  EXPECT_EQ(hs::test::query_row(db, "SELECT status FROM runs"), "completed");
+  const std::string db = run_tiny_four_ranks(
+      "tp2", {"hybridscope.model.num_key_value_heads=2", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
+              "actor_rollout_ref.rollout.tensor_model_parallel_size=1", "hybridscope.reshard.mode=hybrid",
+              "actor_rollout_ref.actor.strategy=megatron"});
+  if (HasFailure()) return;
 
   hs::trainer::ModelShape shape;
   shape.vocab_size = hs::trainer::make_tokenizer("char")->vocab_size();
@@ -131,19 +139,11 @@ TEST(Launch, TensorParallelActorReshardsIntoTheRolloutLayout) {
 // actor's replica lead (rank 0) and sends back (rows, R) float32 log-probs; the actor's groups
 // never include them.
 TEST(Launch, SplitPlacementServesTheReferenceFromItsOwnRanks) {
-  const std::string dir = fs::path(hs::test::temp_db("launch_test", "split")).string();
-  fs::create_directories(dir);
-  std::vector<std::string> argv = {kBinary, "launch", "-n", "4", "--log-dir", dir + "/logs", "--"};
-  for (auto& a : tiny_grpo(dir, 2)) argv.push_back(a);
-  for (const char* a : {"hybridscope.model.num_key_value_heads=2", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
-                        "actor_rollout_ref.rollout.tensor_model_parallel_size=1", "actor_rollout_ref.actor.use_kl_loss=true",
-                        "hybridscope.placement.actor=[0,1]", "hybridscope.placement.ref=[2,3]"})
-    argv.emplace_back(a);
-  const pid_t launcher = hs::test::spawn(argv, {}, dir + "/out.txt", dir + "/err.txt");
-  const int status = hs::test::wait_for(launcher, std::chrono::seconds(300));
-  ASSERT_TRUE(hs::test::exited_ok(status)) << read_all(dir + "/err.txt") << read_all(dir + "/out.txt");
-  const std::string db = dir + "/run.sqlite";
-  EXPECT_EQ(hs::test::query_row(db, "SELECT status FROM runs"), "completed");
+  const std::string db = run_tiny_four_ranks(
+      "split", {"hybridscope.model.num_key_value_heads=2", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
+                "actor_rollout_ref.rollout.tensor_model_parallel_size=1", "actor_rollout_ref.actor.use_kl_loss=true",
+                "hybridscope.placement.actor=[0,1]", "hybridscope.placement.ref=[2,3]"});
+  if (HasFailure()) return;
   EXPECT_EQ(hs::test::query_rows(db, "SELECT rank, status FROM ranks ORDER BY rank"),
             (std::vector<std::string>{"0|completed", "1|completed", "2|completed", "3|completed"}));
   // Phases per rank: the actor generates and updates, the reference ranks only compute log-probs.
