@@ -128,6 +128,15 @@ TEST(Launch, TensorParallelActorReshardsIntoTheRolloutLayout) {
     EXPECT_EQ(rows[static_cast<std::size_t>(2 * r + 1)],
               fmt::format("{}|train_to_rollout|{}|{}|3", r, expected, expected));
   }
+  // Responses came back inside HybridFlow's micro-DP groups (here the tp pairs {0,1} and {2,3}),
+  // one all-gather per step, and not over the world.
+  EXPECT_EQ(hs::test::query_rows(db, "SELECT c.rank, COUNT(*), MIN(c.group_size) FROM comm_ops c JOIN strings g ON "
+                                     "g.id = c.group_id JOIN strings o ON o.id = c.op_id WHERE g.value = 'micro_dp' "
+                                     "AND o.value = 'all_gather' GROUP BY c.rank ORDER BY c.rank"),
+            (std::vector<std::string>{"0|2|2", "1|2|2", "2|2|2", "3|2|2"}));
+  EXPECT_EQ(hs::test::query_row(db, "SELECT COUNT(*) FROM comm_ops c JOIN strings g ON g.id = c.group_id JOIN strings "
+                                    "o ON o.id = c.op_id WHERE g.value = 'world' AND o.value = 'all_gather'"),
+            "0");
   // The tp groups' all-reduces ran in training (forward and backward of the row-parallel layers).
   EXPECT_EQ(hs::test::query_row(db, "SELECT COUNT(DISTINCT c.rank) FROM comm_ops c JOIN strings g ON g.id = c.group_id "
                                     "WHERE g.value = 'tp'"),

@@ -278,6 +278,9 @@ struct PPOTrainer::State {
   GroupFactory* actor_groups = nullptr;           // where the actor's groups are made
   std::shared_ptr<Communicator> global_world;     // every rank, probed: run id, stop flag, cross-pool data
   std::shared_ptr<Communicator> replica_group;    // split, tp·pp > 1: the ranks of this rank's dp replica
+  /// HybridFlow's micro-DP group (hybrid mode, t_g <= tp): the ranks of this rank's training replica
+  /// with its generation tp rank; their replicas generate exactly that training replica's prompts.
+  std::shared_ptr<Communicator> micro_dp_group;
   bool serves_ref() const { return actor_rank < 0; }
   bool split() const { return !ref_ranks.empty(); }
   /// Split placement, ref phase: this rank's batch to the reference ranks, their log-probs back.
@@ -294,9 +297,10 @@ struct PPOTrainer::State {
   std::string checkpoint_root;
   double peak_flops = 0;
 
-  /// The responses to `examples` (the step's global prompts) on every rank, prompt-major: each
-  /// generation replica generates its contiguous share with `seed_of(replica)`, and the shares are
-  /// all-gathered over the world.
+  /// The responses to `examples` (the step's global prompts), prompt-major: each generation
+  /// replica generates its contiguous share with `seed_of(replica)`. Hybrid mode with t_g <= tp
+  /// (and no balance_batch): gathered inside the micro-DP group, so only this rank's training share
+  /// is filled; otherwise all-gathered over the actor's world, every response on every rank.
   std::vector<std::vector<std::int32_t>> generate_all(const std::vector<const Example*>& examples,
                                                       const SamplingParams& params,
                                                       const std::function<std::uint64_t(int)>& seed_of);
@@ -481,6 +485,27 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
   s.replica = gen_coord.dp;
   s.replicas = s.generation_layout.mesh.dp;
   s.replica_lead = gen_coord.tp == 0;
+  if (actors > 1 && reshard_mode == ReshardMode::kHybrid && rollout_tp <= s.mesh.tp) {
+    // Every micro-DP group, in order, on every actor rank. Ascending ranks are ascending replicas
+    // (replica = tp mod stride + stride·(pp + PP·dp)), i.e. the training share's prompt order.
+    const int stride = s.mesh.tp / rollout_tp;
+    for (int j = 0; j < s.mesh.dp; ++j) {
+      for (int g = 0; g < rollout_tp; ++g) {
+        std::vector<int> members;
+        for (int r = 0; r < actors; ++r) {
+          const MeshCoord c = megatron_coord(s.mesh, r);
+          if (c.dp == j && c.tp / stride == g) members.push_back(r);
+        }
+        std::shared_ptr<Communicator> group;
+        if (members.size() > 1) {
+          group = s.actor_groups->new_group(members, "micro_dp");
+        } else if (members.front() == s.actor_rank) {
+          group = std::make_shared<SingleRankCommunicator>("micro_dp");
+        }
+        if (group) s.micro_dp_group = std::move(group);
+      }
+    }
+  }
   if (s.sharded()) {
     s.full_actor = full;
     s.actor_model = Transformer(full->shape(), HeadKind::kLm, s.parallel);
@@ -585,8 +610,8 @@ std::vector<std::vector<std::int32_t>> PPOTrainer::State::generate_all(
   record_kv("gen_peak", result.peak_pool);
   if (mesh.world() == 1) return std::move(result.responses);
 
-  // Responses back to every rank: one all-gather of (rows, 1 + max_response_length) tokens, row =
-  // (length, tokens..., pad); each replica's rows are taken from its generation tp rank 0.
+  // Responses back for training, packed as (rows, 1 + max_response_length) tokens, row =
+  // (length, tokens..., pad).
   const auto rows = static_cast<std::int64_t>(result.responses.size());
   const std::int64_t width = 1 + cfg.data.max_response_length;
   auto packed = torch::zeros({rows, width}, torch::kInt32);
@@ -596,6 +621,27 @@ std::vector<std::vector<std::int32_t>> PPOTrainer::State::generate_all(
     packed_a[r][0] = static_cast<std::int32_t>(tokens.size());
     for (std::size_t t = 0; t < tokens.size(); ++t) packed_a[r][static_cast<std::int64_t>(t) + 1] = tokens[t];
   }
+  auto unpack = [](const auto& a, std::int64_t row) {
+    std::vector<std::int32_t> tokens(static_cast<std::size_t>(a[row][0]));
+    for (std::size_t t = 0; t < tokens.size(); ++t) tokens[t] = a[row][static_cast<std::int64_t>(t) + 1];
+    return tokens;
+  };
+  if (micro_dp_group && !cfg.trainer.balance_batch) {
+    // HybridFlow: gathered inside the micro-DP group, whose replicas generated this rank's training
+    // share, in order; the other prompts' responses stay empty (training_prompts does not take them).
+    const auto gathered = micro_dp_group->all_gather(packed).contiguous();  // (group * rows, width)
+    const auto gathered_a = gathered.accessor<std::int32_t, 2>();
+    const auto share_rows = static_cast<std::int64_t>(examples.size() / static_cast<std::size_t>(mesh.dp)) *
+                            static_cast<std::int64_t>(params.n);
+    TORCH_CHECK(gathered.size(0) == share_rows, "micro-DP gather: ", gathered.size(0), " rows for a training share of ",
+                share_rows);
+    std::vector<std::vector<std::int32_t>> all(examples.size() * static_cast<std::size_t>(params.n));
+    for (std::int64_t r = 0; r < share_rows; ++r)
+      all[static_cast<std::size_t>(dp_rank() * share_rows + r)] = unpack(gathered_a, r);
+    return all;
+  }
+  // Otherwise (vanilla, naive, t_g > t, balance_batch) one all-gather over the actor's world; each
+  // replica's rows are taken from its generation tp rank 0.
   const auto gathered = parallel.world->all_gather(packed).contiguous();  // (world * rows, width)
   const auto gathered_a = gathered.accessor<std::int32_t, 2>();
   std::vector<int> speaker(static_cast<std::size_t>(replicas), -1);  // replica -> its generation tp rank 0
@@ -607,11 +653,7 @@ std::vector<std::vector<std::int32_t>> PPOTrainer::State::generate_all(
   all.reserve(static_cast<std::size_t>(rows * replicas));
   for (int q = 0; q < replicas; ++q) {
     for (std::int64_t r = 0; r < rows; ++r) {
-      const std::int64_t row = speaker[static_cast<std::size_t>(q)] * rows + r;
-      const std::int32_t length = gathered_a[row][0];
-      std::vector<std::int32_t> tokens(static_cast<std::size_t>(length));
-      for (std::int32_t t = 0; t < length; ++t) tokens[static_cast<std::size_t>(t)] = gathered_a[row][t + 1];
-      all.push_back(std::move(tokens));
+      all.push_back(unpack(gathered_a, speaker[static_cast<std::size_t>(q)] * rows + r));
     }
   }
   return all;
