@@ -90,19 +90,23 @@ double estimate_flops(const ModelShape& s, const std::vector<std::int64_t>& sequ
   return 6.0 * dense_n * tokens + 6.0 * square_sum * head_dim * s.num_attention_heads * layers;
 }
 
-double measure_gemm_flops() {
+double measure_gemm_flops(c10::Device device, c10::ScalarType dtype) {
   torch::NoGradGuard no_grad;
-  constexpr std::int64_t n = 1024;
-  const auto a = torch::randn({n, n});
-  const auto b = torch::randn({n, n});
+  const bool cuda = device.is_cuda();
+  const std::int64_t n = cuda ? 8192 : 1024;
+  const auto options = torch::TensorOptions().dtype(dtype).device(device);
+  const auto a = torch::randn({n, n}, options);
+  const auto b = torch::randn({n, n}, options);
   auto c = torch::mm(a, b);  // warm-up
+  if (cuda) torch::cuda::synchronize(device.index());
   double best = 0.0;
   for (int rep = 0; rep < 5; ++rep) {
     const auto start = std::chrono::steady_clock::now();
     constexpr int iters = 4;
     for (int i = 0; i < iters; ++i) c = torch::mm(a, b);
+    if (cuda) torch::cuda::synchronize(device.index());  // kernels are asynchronous
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    best = std::max(best, iters * 2.0 * n * n * n / seconds);
+    best = std::max(best, iters * 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / seconds);
   }
   return best;
 }

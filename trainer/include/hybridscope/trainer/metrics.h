@@ -28,9 +28,11 @@ Metrics compute_timing_metrics(const RolloutBatch& batch,
 /// 6·N_dense·Σs + 6·Σs²·head_dim·heads·layers, N_dense = layers·(3·h·ffn + h·(q+k+v+o)) + 2·V·h.
 double estimate_flops(const ModelShape& shape, const std::vector<std::int64_t>& sequence_lengths);
 
-/// Dense float32 GEMM rate of this machine (FLOP/s) with the current thread settings: the best of
-/// a few 1024^3 products. The MFU denominator on CPU.
-double measure_gemm_flops();
+/// Dense GEMM rate (FLOP/s) of `dtype` on `device`: the best of a few n^3 products, n = 1024 on
+/// the CPU (with the current thread settings; float32 is the MFU denominator there) and 8192 on
+/// CUDA (synchronised around each timed batch; bf16 there, for devices the peak table of
+/// device.h does not know).
+double measure_gemm_flops(c10::Device device = c10::kCPU, c10::ScalarType dtype = c10::kFloat);
 
 /// Resident memory of this process in GiB (/proc/self/statm).
 double cpu_memory_used_gb();

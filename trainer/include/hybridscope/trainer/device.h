@@ -1,0 +1,61 @@
+// device.h — where the trainer's models live (trainer.device) and what that device can do.
+//
+// verl's split, kept here: the batch (prompts, responses, rewards, advantages, core_algos) stays
+// on the CPU; the models (actor, reference, critic, reward model, rollout model) live on the
+// device; the PPO workers move each micro-batch to its model's device just before the forward
+// and bring log-probs and values back (RolloutBatch::to). A model's device is its first
+// parameter's (module_device).
+//
+// The peak table is what the MFU denominator (hybridscope.peak_flops = -1) and the benchmarks'
+// roofline read: NVIDIA's datasheet numbers, dense (no sparsity) bf16 tensor-core FLOP/s and HBM
+// bandwidth. Not here: anything that needs the CUDA toolkit's headers (the name comes from the
+// driver, opened at run time).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <c10/core/Device.h>
+
+namespace torch::nn {
+class Module;
+}
+
+namespace hs::trainer {
+
+/// One row of the peak table.
+struct DeviceSpec {
+  std::string_view name;                 // the table's name for it ("H100 SXM")
+  double peak_bf16_flops = 0;            // FLOP/s, dense bf16 tensor cores
+  double peak_hbm_bytes_per_second = 0;  // B/s, device memory
+};
+
+/// The table row of a CUDA device name as the driver reports it ("NVIDIA H100 80GB HBM3",
+/// "NVIDIA H100 PCIe", "NVIDIA H200", "NVIDIA A100-SXM4-80GB"); nullopt for a device the table
+/// does not know (then measure). Case-insensitive; a model number matches only as a word of its
+/// own, so "GH200" is not an H200.
+std::optional<DeviceSpec> device_spec_for_name(std::string_view device_name);
+
+/// The device trainer.device names for the rank with `local_rank`: the CPU, or CUDA device
+/// local_rank % (visible devices), made this process's current device (NCCL groups and the
+/// caching allocator's statistics use it). Throws ConfigError naming trainer.device when CUDA is
+/// asked for and this process has no CUDA device.
+c10::Device trainer_device(const std::string& device, int local_rank);
+
+/// Where `module` computes: its first parameter's device (the CPU for a module without
+/// parameters).
+c10::Device module_device(const torch::nn::Module& module);
+
+/// The memory probe's device number (memory_probe.h): -1 for the CPU, the index on CUDA.
+int memory_device_index(const c10::Device& device);
+
+/// CUDA device `index`'s name from the driver (cuDeviceGetName); empty when there is no driver
+/// or no such device.
+std::string cuda_device_name(int index);
+
+/// Peak FLOP/s for perf/mfu on `device`: on CUDA the table's bf16 peak for its name, else a
+/// measured bf16 GEMM; on the CPU a measured float32 GEMM (metrics.h, measure_gemm_flops).
+double device_peak_flops(const c10::Device& device);
+
+}  // namespace hs::trainer

@@ -1,0 +1,119 @@
+// device.cpp — trainer.device, a module's device and the peak table (see device.h).
+#include "hybridscope/trainer/device.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <initializer_list>
+#include <vector>
+
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <fmt/format.h>
+#include <torch/cuda.h>
+#include <torch/nn/module.h>
+
+#include "hybridscope/trainer/config.h"
+#include "hybridscope/trainer/metrics.h"
+
+namespace hs::trainer {
+
+namespace {
+
+// A row matches when every one of its words is a word of the name. Most specific rows first.
+struct SpecRow {
+  std::initializer_list<std::string_view> words;
+  DeviceSpec spec;
+};
+// NVIDIA datasheets: H100 SXM5 / PCIe / NVL, H200 SXM, A100 (dense bf16 = half the "with
+// sparsity" figure).
+const std::array<SpecRow, 7> kSpecTable{{
+    {{"h100", "pcie"}, {"H100 PCIe", 756e12, 2.0e12}},
+    {{"h100", "nvl"}, {"H100 NVL", 835e12, 3.9e12}},
+    {{"h100"}, {"H100 SXM", 989e12, 3.35e12}},  // "NVIDIA H100 80GB HBM3"
+    {{"h200"}, {"H200", 989e12, 4.8e12}},
+    {{"a100", "80gb", "pcie"}, {"A100 80GB PCIe", 312e12, 1.935e12}},
+    {{"a100", "80gb"}, {"A100 80GB", 312e12, 2.039e12}},  // "NVIDIA A100-SXM4-80GB"
+    {{"a100"}, {"A100 40GB", 312e12, 1.555e12}},
+}};
+
+// Lower-case words of letters and digits: "NVIDIA A100-SXM4-80GB" -> nvidia, a100, sxm4, 80gb.
+std::vector<std::string> words_of(std::string_view name) {
+  std::vector<std::string> words;
+  std::string word;
+  for (const char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      word.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    } else if (!word.empty()) {
+      words.push_back(std::move(word));
+      word.clear();
+    }
+  }
+  if (!word.empty()) words.push_back(std::move(word));
+  return words;
+}
+
+}  // namespace
+
+std::optional<DeviceSpec> device_spec_for_name(std::string_view device_name) {
+  const auto words = words_of(device_name);
+  for (const auto& row : kSpecTable) {
+    const bool all = std::all_of(row.words.begin(), row.words.end(), [&](std::string_view w) {
+      return std::find(words.begin(), words.end(), w) != words.end();
+    });
+    if (all) return row.spec;
+  }
+  return std::nullopt;
+}
+
+c10::Device trainer_device(const std::string& device, int local_rank) {
+  if (device == "cpu") return c10::Device(c10::kCPU);
+  if (device != "cuda") throw ConfigError(fmt::format("trainer.device = {}: choose cpu or cuda", device));
+  if (!torch::cuda::is_available())
+    throw ConfigError(
+        "trainer.device = cuda, but this process sees no CUDA device (a CPU-only LibTorch, no NVIDIA driver, or "
+        "CUDA_VISIBLE_DEVICES hides them all): set trainer.device=cpu, or run on a GPU machine (docs/building.md, "
+        "\"On a GPU machine\")");
+  const auto count = static_cast<int>(torch::cuda::device_count());
+  const c10::Device cuda(c10::kCUDA, static_cast<c10::DeviceIndex>(local_rank % count));
+  // The current device of this process: NCCL's communicators and the caching allocator's
+  // statistics are per device, and every rank of a node must take its own.
+  c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->setDevice(cuda);
+  return cuda;
+}
+
+c10::Device module_device(const torch::nn::Module& module) {
+  const auto params = module.parameters();
+  return params.empty() ? c10::Device(c10::kCPU) : params.front().device();
+}
+
+int memory_device_index(const c10::Device& device) { return device.is_cuda() ? device.index() : -1; }
+
+std::string cuda_device_name(int index) {
+  // The driver API, opened at run time as the CUPTI collector does: no CUDA headers or runtime
+  // at build time, and the same ordinals as the runtime (both honour CUDA_VISIBLE_DEVICES).
+  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!driver) driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!driver) return {};
+  using InitFn = int (*)(unsigned int);
+  using GetFn = int (*)(int*, int);
+  using NameFn = int (*)(char*, int, int);
+  auto init = reinterpret_cast<InitFn>(dlsym(driver, "cuInit"));
+  auto get = reinterpret_cast<GetFn>(dlsym(driver, "cuDeviceGet"));
+  auto name = reinterpret_cast<NameFn>(dlsym(driver, "cuDeviceGetName"));
+  if (!init || !get || !name || init(0) != 0) return {};
+  int handle = 0;
+  if (get(&handle, index) != 0) return {};
+  std::array<char, 256> buffer{};
+  if (name(buffer.data(), static_cast<int>(buffer.size()), handle) != 0) return {};
+  return std::string(buffer.data());
+}
+
+double device_peak_flops(const c10::Device& device) {
+  if (!device.is_cuda()) return measure_gemm_flops();
+  if (const auto spec = device_spec_for_name(cuda_device_name(device.index()))) return spec->peak_bf16_flops;
+  return measure_gemm_flops(device, c10::kBFloat16);
+}
+
+}  // namespace hs::trainer
