@@ -270,7 +270,6 @@ TEST(Trainer, EveryEstimatorAndKlModeRunsAndRecords) {
 TEST(Trainer, RefusesWhatThisBuildCannotRun) {
   const auto dir = scratch("unsupported");
   const std::vector<std::vector<std::string>> cases = {
-      {"trainer.device=cuda"},
       {"actor_rollout_ref.model.enable_gradient_checkpointing=true"},
       {"trainer.logger=[wandb]"},
       {"trainer.n_gpus_per_node=2", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2", "trainer.save_freq=5"},

@@ -44,6 +44,17 @@ RolloutBatch RolloutBatch::select(const std::vector<std::int64_t>& index) const 
   return out;
 }
 
+RolloutBatch RolloutBatch::to(const torch::Device& device) const {
+  auto move = [&](const torch::Tensor& t) { return t.defined() ? t.to(device) : t; };
+  RolloutBatch out = *this;
+  for (torch::Tensor* t : {&out.prompts, &out.responses, &out.input_ids, &out.attention_mask, &out.position_ids,
+                           &out.response_mask, &out.old_log_probs, &out.ref_log_probs, &out.values,
+                           &out.token_level_scores, &out.token_level_rewards, &out.advantages, &out.returns,
+                           &out.reward_baselines})
+    *t = move(*t);
+  return out;
+}
+
 RolloutBatch make_rollout_batch(const std::vector<std::vector<std::int32_t>>& prompts,
                                 const std::vector<std::vector<std::int32_t>>& responses, int n,
                                 int pad_token_id, int eos_token_id) {

@@ -260,6 +260,10 @@ void validate(const Config& c) {
   if (h.dist.backend == "nccl" && t.device != "cuda")
     p.add("hybridscope.dist.backend = nccl moves CUDA tensors only, but trainer.device = {}: use gloo (or auto)",
           t.device);
+  if (h.dist.backend == "gloo" && t.device == "cuda" && t.nnodes * t.n_gpus_per_node > 1)
+    p.add("hybridscope.dist.backend = gloo moves CPU tensors only, but trainer.device = cuda with {} ranks: use nccl "
+          "(or auto), or trainer.device=cpu",
+          t.nnodes * t.n_gpus_per_node);
   const auto& mega = actor.megatron;
   p.at_least("actor_rollout_ref.actor.megatron.tensor_model_parallel_size", mega.tensor_model_parallel_size, 1);
   p.at_least("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size", mega.pipeline_model_parallel_size, 1);

@@ -16,10 +16,10 @@ namespace hs::trainer {
 
 namespace {
 
-constexpr int kCpuDevice = -1;  // the trainer runs on CPU (trainer.device=cuda is refused for now)
-
-// Live bytes of the CPU tracking allocator; -1 when it is not installed (nothing counted).
-std::int64_t memory_in_use() {
+// Bytes in use on the memory probe's `device`: the CUDA caching allocator's allocated bytes, or
+// the CPU tracking allocator's live bytes; -1 when nothing is counted there.
+std::int64_t memory_in_use(int device) {
+  if (device >= 0) return cuda_allocator_stats_available() ? cuda_allocator_stats(device).allocated_bytes : -1;
   return cpu_memory_tracker_installed() ? cpu_memory_stats().live_bytes : -1;
 }
 
@@ -40,8 +40,12 @@ std::int64_t parameter_bytes(const Transformer& model) {
 }
 
 HybridSwitch::HybridSwitch(Transformer actor, RolloutEngine& rollout, bool free_cache_engine,
-                           probes::Recorder* recorder)
-    : actor_(std::move(actor)), rollout_(rollout), free_cache_engine_(free_cache_engine), recorder_(recorder) {}
+                           probes::Recorder* recorder, int memory_device)
+    : actor_(std::move(actor)),
+      rollout_(rollout),
+      free_cache_engine_(free_cache_engine),
+      recorder_(recorder),
+      memory_device_(memory_device) {}
 
 void HybridSwitch::set_resharder(std::shared_ptr<ReshardExecutor> executor,
                                  std::function<void(const std::vector<at::Tensor>&)> install,
@@ -66,8 +70,8 @@ probes::SwitchRecord HybridSwitch::to_rollout(std::int64_t step) {
   probes::SwitchRecord record;
   record.step = step;
   record.direction = "train_to_rollout";
-  record.memory_before_bytes = memory_in_use();
-  const MemoryPeakWindow window(kCpuDevice);
+  record.memory_before_bytes = memory_in_use(memory_device_);
+  const MemoryPeakWindow window(memory_device_);
   record.start_ns = probes::now_ns();
   timed(record, "rng_save", [&] {
     auto gen = at::detail::getDefaultCPUGenerator();
@@ -95,7 +99,7 @@ probes::SwitchRecord HybridSwitch::to_rollout(std::int64_t step) {
     if (!rollout_.cache_allocated()) rollout_.allocate_cache();
   });
   record.end_ns = probes::now_ns();
-  record.memory_after_bytes = memory_in_use();
+  record.memory_after_bytes = memory_in_use(memory_device_);
   record.peak_memory_bytes = window.peak_bytes();
   return finish(std::move(record));
 }
@@ -104,8 +108,8 @@ probes::SwitchRecord HybridSwitch::to_train(std::int64_t step) {
   probes::SwitchRecord record;
   record.step = step;
   record.direction = "rollout_to_train";
-  record.memory_before_bytes = memory_in_use();
-  const MemoryPeakWindow window(kCpuDevice);
+  record.memory_before_bytes = memory_in_use(memory_device_);
+  const MemoryPeakWindow window(memory_device_);
   record.start_ns = probes::now_ns();
   timed(record, "kv_release", [&] {
     if (free_cache_engine_) rollout_.release_cache();
@@ -130,7 +134,7 @@ probes::SwitchRecord HybridSwitch::to_train(std::int64_t step) {
     gen.set_state(saved_rng_state_);
   });
   record.end_ns = probes::now_ns();
-  record.memory_after_bytes = memory_in_use();
+  record.memory_after_bytes = memory_in_use(memory_device_);
   record.peak_memory_bytes = window.peak_bytes();
   return finish(std::move(record));
 }

@@ -2,6 +2,9 @@
 // (see memory_probe.h).
 #include "hybridscope/trainer/memory_probe.h"
 
+#include <algorithm>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 
 #include "hybridscope/probes/clock.h"
@@ -9,6 +12,28 @@
 #include "torch_compat.h"
 
 namespace hs::trainer {
+
+namespace {
+// Per CUDA device: the peaks that MemoryPeakWindows cleared since the last take_cuda_peak.
+std::mutex g_carried_mutex;
+std::map<int, DevicePeak> g_carried;
+
+// Restarts the allocator's peaks of `device`, keeping the ones it had for take_cuda_peak.
+void restart_cuda_peak(int device) {
+#if HS_TORCH_HAS_CUDA_ALLOCATOR
+  const CudaAllocatorStats now = cuda_allocator_stats(device);
+  {
+    std::lock_guard<std::mutex> lock(g_carried_mutex);
+    DevicePeak& carried = g_carried[device];
+    carried.allocated_bytes = std::max(carried.allocated_bytes, now.peak_allocated_bytes);
+    carried.reserved_bytes = std::max(carried.reserved_bytes, now.peak_reserved_bytes);
+  }
+  compat::cuda_reset_peak_stats(device);
+#else
+  (void)device;
+#endif
+}
+}  // namespace
 
 bool cuda_allocator_stats_available() noexcept { return HS_TORCH_HAS_CUDA_ALLOCATOR != 0; }
 
@@ -63,15 +88,29 @@ MemoryPeakWindow::MemoryPeakWindow(int device)
     begin_cpu_memory_window();
     return;
   }
-#if HS_TORCH_HAS_CUDA_ALLOCATOR
-  compat::cuda_reset_peak_stats(device_);
-#endif
+  restart_cuda_peak(device_);
 }
 
 std::int64_t MemoryPeakWindow::peak_bytes() const {
   if (!tracked_) return -1;
   if (device_ >= 0) return cuda_allocator_stats(device_).peak_allocated_bytes;
   return cpu_memory_window_peak();
+}
+
+DevicePeak take_cuda_peak(int device) {
+  const CudaAllocatorStats now = cuda_allocator_stats(device);  // throws on a CPU build
+  DevicePeak peak;
+  {
+    std::lock_guard<std::mutex> lock(g_carried_mutex);
+    peak = g_carried[device];
+    g_carried[device] = DevicePeak{};
+  }
+  peak.allocated_bytes = std::max(peak.allocated_bytes, now.peak_allocated_bytes);
+  peak.reserved_bytes = std::max(peak.reserved_bytes, now.peak_reserved_bytes);
+#if HS_TORCH_HAS_CUDA_ALLOCATOR
+  compat::cuda_reset_peak_stats(device);
+#endif
+  return peak;
 }
 
 MemorySampler::MemorySampler(probes::Recorder* recorder, int device, std::chrono::milliseconds interval)

@@ -15,6 +15,7 @@
 
 #include <torch/torch.h>
 
+#include "hybridscope/trainer/device.h"
 #include "hybridscope/trainer/ppo_workers.h"
 
 namespace hs::trainer {
@@ -225,15 +226,17 @@ void pipeline_forward_backward(Transformer& model, const std::vector<RolloutBatc
 torch::Tensor micro_batched_log_probs(Transformer& model, const RolloutBatch& batch, std::int64_t micro,
                                       double temperature) {
   torch::NoGradGuard no_grad;
+  // Each micro-batch on the model's device; the log-probs come back to the batch's (device.h).
+  const auto device = module_device(*model);
   std::vector<RolloutBatch> micro_batches;
-  for (const auto& rows : split_rows(batch.size(), micro)) micro_batches.push_back(batch.select(rows));
+  for (const auto& rows : split_rows(batch.size(), micro)) micro_batches.push_back(batch.select(rows).to(device));
   std::vector<torch::Tensor> parts(micro_batches.size());
   pipeline_forward(model, micro_batches, [&](std::size_t m, const torch::Tensor& logits) {
     parts[m] = response_log_probs_of_logits(logits, micro_batches[m], temperature, false).first;
     return torch::Tensor();
   });
   auto& pp = *model->parallel().pp;
-  if (pp.size() == 1) return torch::cat(parts, 0);
+  if (pp.size() == 1) return torch::cat(parts, 0).to(batch.responses.device());
   const int root = pp.size() - 1;
   torch::Tensor out;
   if (pp.rank() == root) {
@@ -243,7 +246,7 @@ torch::Tensor micro_batched_log_probs(Transformer& model, const RolloutBatch& ba
                        model->parameters().front().options().requires_grad(false));
   }
   pp.broadcast(out, root);
-  return out;
+  return out.to(batch.responses.device());
 }
 
 void broadcast_metrics(Metrics& metrics, Communicator& group, int root) {

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "hybridscope/trainer/core_algos.h"
+#include "hybridscope/trainer/device.h"
 #include "hybridscope/trainer/pipeline.h"
 #include "hybridscope/trainer/zero.h"
 #include "model_layers.h"
@@ -75,7 +76,9 @@ double Optimizer::step() {
   // fsdp: each rank holds disjoint rows, so the squares are summed over dp first). A tp-split parameter's squares are summed over the tp group; a tp-replicated one (norms, the
   // embedding) has the same gradient on every tp rank and counts once; pipeline stages hold
   // disjoint parameters, so the total is summed over pp.
-  auto sq = torch::zeros({2}, torch::kFloat64);  // (tp-split, tp-replicated)
+  // (tp-split, tp-replicated), where the gradients are (their device: the dp/tp/pp groups move it).
+  const auto grad_device = params_.empty() ? torch::Device(torch::kCPU) : params_.front().device();
+  auto sq = torch::zeros({2}, torch::TensorOptions().dtype(torch::kFloat64).device(grad_device));
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const auto& p = params_[i];
     if (p.grad().defined()) sq[tp_split_[i] ? 0 : 1] += p.grad().to(torch::kFloat64).pow(2).sum();
@@ -277,6 +280,7 @@ Metrics PPOActor::update_policy(const RolloutBatch& batch, std::int64_t step, st
   const std::int64_t mini = static_cast<std::int64_t>(config_.ppo_mini_batch_size) * rollout_n_ / parallel_.dp->size();
   const std::int64_t micro = config_.ppo_micro_batch_size_per_gpu;
   Averager metrics;
+  const auto device = module_device(*model_);  // micro-batches go there; the batch stays where it is
   auto shuffle_gen = at::detail::createCPUGenerator(shuffle_seed);
   for (int epoch = 0; epoch < config_.ppo_epochs; ++epoch) {
     for (const auto& mini_rows : mini_batches(batch.size(), mini, config_.shuffle ? &shuffle_gen : nullptr)) {
@@ -295,7 +299,7 @@ Metrics PPOActor::update_policy(const RolloutBatch& batch, std::int64_t step, st
         RolloutBatch ub = mb.select(rows);
         const double weight = micro_batch_weight(ub.response_mask, mini_count, config_.loss_agg_mode);
         if (weight == 0.0) continue;
-        ubs.push_back(std::move(ub));
+        ubs.push_back(ub.to(device));
         weights.push_back(weight);
       }
       pipeline_forward_backward(model_, ubs, [&](std::size_t m, const torch::Tensor& logits) {
@@ -347,10 +351,11 @@ PPOCritic::PPOCritic(Transformer model, const CriticConfig& config, int rollout_
 torch::Tensor PPOCritic::compute_values(const RolloutBatch& batch, std::int64_t micro) {
   torch::NoGradGuard no_grad;
   const ZeroShards::Scope full(optimizer_.zero_shards());  // fsdp: all-gather now, free on return
+  const auto device = module_device(*model_);
   std::vector<torch::Tensor> parts;
   for (const auto& rows : split_rows(batch.size(), micro)) {
-    const RolloutBatch ub = batch.select(rows);
-    parts.push_back(response_values(model_, ub) * ub.response_mask);
+    const RolloutBatch ub = batch.select(rows).to(device);
+    parts.push_back((response_values(model_, ub) * ub.response_mask).to(batch.responses.device()));
   }
   return torch::cat(parts, 0);
 }
@@ -360,6 +365,7 @@ Metrics PPOCritic::update_critic(const RolloutBatch& batch, std::int64_t step) {
   optimizer_.set_schedule_step(step);
   const std::int64_t mini = static_cast<std::int64_t>(config_.ppo_mini_batch_size) * rollout_n_ / parallel_.dp->size();
   Averager metrics;
+  const auto device = module_device(*model_);
   for (int epoch = 0; epoch < config_.ppo_epochs; ++epoch) {
     for (const auto& mini_rows : mini_batches(batch.size(), mini, nullptr)) {
       const RolloutBatch mb = batch.select(mini_rows);
@@ -370,7 +376,7 @@ Metrics PPOCritic::update_critic(const RolloutBatch& batch, std::int64_t step) {
                                      : split_rows(mb.size(), config_.ppo_micro_batch_size_per_gpu);
       const double mini_count = global_loss_agg_count(mb.response_mask, config_.loss_agg_mode, *parallel_.dp);
       for (const auto& rows : micro_batches) {
-        const RolloutBatch ub = mb.select(rows);
+        const RolloutBatch ub = mb.select(rows).to(device);
         const double weight = micro_batch_weight(ub.response_mask, mini_count, config_.loss_agg_mode);
         if (weight == 0.0) continue;
         auto vpreds = response_values(model_, ub);

@@ -11,9 +11,11 @@
 #include "hybridscope/trainer/process_group.h"
 
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 
 #include <fmt/format.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -62,10 +64,14 @@ c10d::ReduceOp to_c10d(ReduceOp op) {
 ///   reduce_scatter without _reduce_scatter_base (Gloo): an all-to-all of the input's n row
 ///   chunks (chunk k to rank k), then the sum of the n chunks received — (n−1)/n × input in and
 ///   out per rank, a ring reduce-scatter's volume (an all_reduce + slice would move twice that).
+/// NCCL moves CUDA tensors only: with `staging` set (the NCCL groups: this process's CUDA device),
+/// a CPU tensor (a flag, a count, metrics, packed responses) goes through that device and back;
+/// device tensors (weights, gradients, activations) are moved in place.
 class C10dCommunicator final : public Communicator {
  public:
-  C10dCommunicator(c10::intrusive_ptr<c10d::Backend> backend, std::string name, std::chrono::milliseconds timeout)
-      : backend_(std::move(backend)), name_(std::move(name)), timeout_(timeout) {}
+  C10dCommunicator(c10::intrusive_ptr<c10d::Backend> backend, std::string name, std::chrono::milliseconds timeout,
+                   std::optional<at::Device> staging = std::nullopt)
+      : backend_(std::move(backend)), name_(std::move(name)), timeout_(timeout), staging_(staging) {}
 
   int rank() const override { return backend_->getRank(); }
   int size() const override { return backend_->getSize(); }
@@ -73,16 +79,17 @@ class C10dCommunicator final : public Communicator {
 
   void all_reduce(at::Tensor& tensor, ReduceOp op) override {
     TORCH_CHECK(tensor.is_contiguous(), "all_reduce on group '", name_, "' needs a contiguous tensor");
-    std::vector<at::Tensor> tensors{tensor};
+    std::vector<at::Tensor> tensors{staged(tensor)};
     c10d::AllreduceOptions opts;
     opts.reduceOp = to_c10d(op);
     opts.timeout = timeout_;
     wait(backend_->allreduce(tensors, opts), "all_reduce");
+    unstage(tensors[0], tensor);
     if (op == ReduceOp::kAvg) tensor.div_(size());
   }
 
   at::Tensor all_gather(const at::Tensor& input) override {
-    const at::Tensor in = input.contiguous();
+    const at::Tensor in = staged(input.contiguous());
     std::vector<int64_t> shape = in.sizes().vec();
     if (shape.empty()) shape.push_back(1);
     shape[0] *= size();
@@ -91,13 +98,13 @@ class C10dCommunicator final : public Communicator {
     c10d::AllgatherOptions opts;
     opts.timeout = timeout_;
     wait(backend_->_allgather_base(out, flat_in, opts), "all_gather");
-    return out;
+    return out.to(input.device());
   }
 
   at::Tensor reduce_scatter(const at::Tensor& input, ReduceOp op) override {
     TORCH_CHECK(input.dim() >= 1 && input.size(0) % size() == 0, "reduce_scatter on group '", name_,
                 "': dim 0 (", input.dim() ? input.size(0) : 0, ") must be divisible by the group size ", size());
-    at::Tensor in = input.contiguous();
+    at::Tensor in = staged(input.contiguous());
     std::vector<int64_t> shape = in.sizes().vec();
     shape[0] /= size();
     if (!reduce_scatter_unsupported_) {
@@ -108,7 +115,7 @@ class C10dCommunicator final : public Communicator {
       try {
         wait(backend_->_reduce_scatter_base(out, in, opts), "reduce_scatter");
         if (op == ReduceOp::kAvg) out.div_(size());
-        return out;
+        return out.to(input.device());
       } catch (const c10::NotImplementedError&) {
         // Raised before any data moves, identically on every rank: fall back from now on.
         reduce_scatter_unsupported_ = true;
@@ -128,27 +135,29 @@ class C10dCommunicator final : public Communicator {
       case ReduceOp::kMax: out = std::get<0>(chunks.max(0)); break;
       case ReduceOp::kMin: out = std::get<0>(chunks.min(0)); break;
     }
-    return out;
+    return out.to(input.device());
   }
 
   void broadcast(at::Tensor& tensor, int root) override {
     TORCH_CHECK(tensor.is_contiguous(), "broadcast on group '", name_, "' needs a contiguous tensor");
-    std::vector<at::Tensor> tensors{tensor};
+    std::vector<at::Tensor> tensors{staged(tensor)};
     c10d::BroadcastOptions opts;
     opts.rootRank = root;
     opts.timeout = timeout_;
     wait(backend_->broadcast(tensors, opts), "broadcast");
+    unstage(tensors[0], tensor);
   }
 
   void send(const at::Tensor& tensor, int peer) override {
-    std::vector<at::Tensor> tensors{tensor.contiguous()};
+    std::vector<at::Tensor> tensors{staged(tensor.contiguous())};
     wait(backend_->send(tensors, peer, 0), "send");
   }
 
   void recv(at::Tensor& tensor, int peer) override {
     TORCH_CHECK(tensor.is_contiguous(), "recv on group '", name_, "' needs a contiguous tensor");
-    std::vector<at::Tensor> tensors{tensor};
+    std::vector<at::Tensor> tensors{staged(tensor)};
     wait(backend_->recv(tensors, peer, 0), "recv");
+    unstage(tensors[0], tensor);
   }
 
   void barrier() override {
@@ -158,6 +167,14 @@ class C10dCommunicator final : public Communicator {
   }
 
  private:
+  // `t` where the backend moves it: on the staging device when it is a CPU tensor and the backend
+  // is NCCL; otherwise `t` itself.
+  at::Tensor staged(const at::Tensor& t) const { return staging_ && t.is_cpu() ? t.to(*staging_) : t; }
+  // The result of an in-place op back into the caller's tensor when it went through staging.
+  static void unstage(const at::Tensor& moved, at::Tensor& tensor) {
+    if (!moved.is_same(tensor)) tensor.copy_(moved);
+  }
+
   void wait(const c10::intrusive_ptr<c10d::Work>& work, const char* op) const {
     try {
       work->wait(timeout_);
@@ -171,6 +188,7 @@ class C10dCommunicator final : public Communicator {
   c10::intrusive_ptr<c10d::Backend> backend_;
   std::string name_;
   std::chrono::milliseconds timeout_;
+  std::optional<at::Device> staging_;
   bool reduce_scatter_unsupported_ = false;
 };
 
@@ -222,8 +240,11 @@ struct C10dGroupFactory::Impl {
     const int group_size = static_cast<int>(ranks.size());
     auto prefixed = c10::make_intrusive<c10d::PrefixStore>(fmt::format("group/{}/", index), store);
     c10::intrusive_ptr<c10d::Backend> backend;
+    std::optional<at::Device> staging;
     if (options.backend == DistBackend::kNccl) {
       backend = detail::make_nccl_backend(prefixed, group_rank, group_size, options.timeout);
+      // The process's current CUDA device (trainer_device set it, device.h): NCCL's device.
+      staging = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getDevice();
     } else {
       auto opts = c10d::ProcessGroupGloo::Options::create(options.timeout);
       opts->devices.push_back(is_loopback(env.master_addr)
@@ -238,7 +259,7 @@ struct C10dGroupFactory::Impl {
                                     name, group_size, e.what(), options.timeout.count() / 1000.0));
       }
     }
-    std::shared_ptr<Communicator> comm = std::make_shared<C10dCommunicator>(backend, name, options.timeout);
+    std::shared_ptr<Communicator> comm = std::make_shared<C10dCommunicator>(backend, name, options.timeout, staging);
     if (recorder) comm = std::make_shared<ProbedCommunicator>(comm, recorder, step);
     return comm;
   }

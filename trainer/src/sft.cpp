@@ -8,6 +8,7 @@
 
 #include "hybridscope/trainer/batch.h"
 #include "hybridscope/trainer/core_algos.h"
+#include "hybridscope/trainer/device.h"
 #include "hybridscope/trainer/ppo_workers.h"
 
 namespace hs::trainer {
@@ -27,6 +28,7 @@ double supervised_warmup(Transformer& model, const RLDataset& data, const Tokeni
   Optimizer optimizer(*model, optim, 1.0, warmup.steps, ParallelContext{});
   auto gen = at::detail::createCPUGenerator(seed ^ 0x5f7ULL);
   model->train();
+  const auto device = module_device(*model);  // the batch goes where the model is
   std::deque<double> recent;
   for (int step = 0; step < warmup.steps; ++step) {
     optimizer.set_schedule_step(step);
@@ -40,7 +42,8 @@ double supervised_warmup(Transformer& model, const RLDataset& data, const Tokeni
       responses.push_back(std::move(response));
     }
     const RolloutBatch batch = make_rollout_batch(prompts, responses, 1, tokenizer.pad_token_id(),
-                                                  tokenizer.eos_token_id());
+                                                  tokenizer.eos_token_id())
+                                   .to(device);
     optimizer.zero_grad();
     auto log_probs = response_log_probs(model, batch, 1.0, false).first;  // (B, R)
     auto loss = -masked_mean(log_probs, batch.response_mask);

@@ -47,6 +47,7 @@ Out aggregate_stats(const CudaDeviceStats& stats, std::int64_t largest_free_bloc
   out.active_bytes = stats.active_bytes[kAggregatePool].current;
   out.inactive_split_bytes = stats.inactive_split_bytes[kAggregatePool].current;
   out.peak_allocated_bytes = stats.allocated_bytes[kAggregatePool].peak;
+  out.peak_reserved_bytes = stats.reserved_bytes[kAggregatePool].peak;
   out.num_allocs = stats.allocation[kAggregatePool].allocated;
   out.num_alloc_retries = stats.num_alloc_retries;
   out.num_ooms = stats.num_ooms;

@@ -39,6 +39,7 @@
 #include "hybridscope/trainer/checkpoint.h"
 #include "hybridscope/trainer/core_algos.h"
 #include "hybridscope/trainer/cpu_memory_tracker.h"
+#include "hybridscope/trainer/device.h"
 #include "hybridscope/trainer/memory_probe.h"
 #include "hybridscope/trainer/hybrid_switch.h"
 #include "hybridscope/trainer/layout.h"
@@ -70,7 +71,6 @@ std::uint64_t stream_seed(std::uint64_t seed, std::int64_t step, std::uint64_t s
   return z ^ (z >> 31);
 }
 enum Stream : std::uint64_t { kRolloutStream = 1, kActorShuffleStream = 2, kInitStream = 3 };
-constexpr int kCpuDevice = -1;  // the memory probe's device: trainer.device=cuda is refused for now
 
 // A rank's own stream: rank 0's is the single-process stream, so a one-rank run is unchanged.
 std::uint64_t rank_stream_seed(std::uint64_t seed, std::int64_t step, std::uint64_t stream, int rank) {
@@ -144,8 +144,6 @@ void check_supported(const Config& cfg) {
   auto refuse = [](const std::string& what) {
     throw ConfigError(what + " is not supported by this build of the trainer yet");
   };
-  if (cfg.trainer.device != "cpu")
-    refuse("trainer.device=" + cfg.trainer.device + " (runs on cpu; set trainer.device=cpu)");
   const auto& mega = cfg.actor_rollout_ref.actor.megatron;
   const bool sharded = mega.tensor_model_parallel_size > 1 || mega.pipeline_model_parallel_size > 1;
   if (sharded && cfg.use_critic())
@@ -245,6 +243,9 @@ struct PPOTrainer::State {
   std::unique_ptr<KlController> kl_ctrl;
 
   DistEnv env;                                 // this rank in the world (the one-rank world by default)
+  /// trainer.device: where every model lives (device.h); the batch stays on the CPU.
+  torch::Device device{torch::kCPU};
+  int memory_device = -1;  // the memory probe's device: -1 the CPU tracking allocator, else the CUDA index
   std::unique_ptr<C10dGroupFactory> groups;     // world > 1 only
   ParallelContext parallel;                     // the training mesh's groups, probed
   // Layouts (layout.h): the actor trains on `mesh` and generates in the generation layout.
@@ -394,10 +395,14 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
                                         "= {}: set trainer.n_gpus_per_node={} (with trainer.nnodes=1) to match",
                                         s.env.world_size, world, s.env.world_size));
   }
+  // Before any group: NCCL takes the process's current CUDA device, which this sets.
+  s.device = trainer_device(cfg.trainer.device, s.env.local_rank);
+  s.memory_device = memory_device_index(s.device);
   const std::string& db = cfg.hybridscope.db;
   if (world > 1) {
     ProcessGroupOptions pg;
-    pg.backend = cfg.hybridscope.dist.backend == "nccl" ? DistBackend::kNccl : DistBackend::kGloo;
+    const std::string& backend = cfg.hybridscope.dist.backend;  // auto: nccl on cuda, gloo on cpu
+    pg.backend = backend == "nccl" || (backend == "auto" && s.device.is_cuda()) ? DistBackend::kNccl : DistBackend::kGloo;
     pg.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.hybridscope.dist.timeout_s * 1000.0));
     s.groups = std::make_unique<C10dGroupFactory>(s.env, pg);
     // Files a dead earlier run left behind are merged before this run's ranks open theirs.
@@ -466,6 +471,7 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
   // Every rank builds (or loads) the whole model, then keeps its training shard.
   Transformer full = model_path.empty() ? make_model(shape, HeadKind::kLm, stream_seed(seed, 0, kInitStream))
                                         : load_pretrained(model_path, HeadKind::kLm);
+  full->to(s.device);  // every model is built (or loaded) on the CPU, then lives on the device
   if (s.serves_ref()) {
     // A rank of a split reference: it holds the whole reference policy (replicated over its pool)
     // and serves the actor's ref phase (serve_reference).
@@ -509,6 +515,7 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
   if (s.sharded()) {
     s.full_actor = full;
     s.actor_model = Transformer(full->shape(), HeadKind::kLm, s.parallel);
+    s.actor_model->to(s.device);
     copy_training_shard(*full, *s.actor_model, s.module_layout, s.actor_rank);  // before ZeroShards takes it
   } else {
     s.actor_model = full;
@@ -523,6 +530,7 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
     } else {
       critic_model = make_model(s.actor_model->shape(), HeadKind::kValue, stream_seed(seed, 0, kInitStream) + 1);
     }
+    critic_model->to(s.device);  // before its optimizer takes the parameters
     s.critic = std::make_unique<PPOCritic>(critic_model, cfg.critic, cfg.actor_rollout_ref.rollout.n, s.total_steps,
                                            s.parallel);
   }
@@ -530,6 +538,7 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
     s.reward_model = cfg.reward_model.model.path.empty()
                          ? make_model(s.actor_model->shape(), HeadKind::kValue, stream_seed(seed, 0, kInitStream) + 2)
                          : load_pretrained(cfg.reward_model.model.path, HeadKind::kValue);
+    s.reward_model->to(s.device);
     s.reward_model->eval();
   }
   if (cfg.algorithm.use_kl_in_reward) s.kl_ctrl = make_kl_controller(cfg.algorithm.kl_ctrl);
@@ -547,6 +556,7 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
   if (reshard_flag.item<std::int64_t>() != 0) {
     s.rollout_model = Transformer(full->shape(), HeadKind::kLm,
                                   make_generation_context(*s.actor_groups, s.generation_layout, s.actor_rank));
+    s.rollout_model->to(s.device);
     auto plan = std::make_shared<const ReshardPlan>(plan_reshard(s.training_layout, s.generation_layout, reshard_mode));
     resharder = std::make_shared<ReshardExecutor>(plan, s.actor_rank, *s.actor_groups, nullptr, &s.global_step);
   }
@@ -561,7 +571,8 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
     install_cpu_memory_tracker();
   }
   s.hybrid_switch = std::make_unique<HybridSwitch>(s.actor_model, *s.rollout, rollout_cfg.free_cache_engine,
-                                                   cfg.hybridscope.probes.enable ? s.recorder.get() : nullptr);
+                                                   cfg.hybridscope.probes.enable ? s.recorder.get() : nullptr,
+                                                   s.memory_device);
   if (resharder) {
     // The generation shards arrive in plan order; the rollout model takes them by name.
     std::vector<at::Tensor> targets;
@@ -580,7 +591,7 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
     }, s.actor->optimizer().zero_shards() ? s.actor->optimizer().zero_shards()->named_shards()
                                           : std::vector<std::pair<std::string, torch::Tensor>>{});
   }
-  s.peak_flops = cfg.hybridscope.peak_flops > 0 ? cfg.hybridscope.peak_flops : measure_gemm_flops();
+  s.peak_flops = cfg.hybridscope.peak_flops > 0 ? cfg.hybridscope.peak_flops : device_peak_flops(s.device);
 }
 
 PPOTrainer::~PPOTrainer() {
@@ -712,7 +723,9 @@ torch::Tensor PPOTrainer::State::score(const RolloutBatch& batch) {
   const auto* length = lengths.data_ptr<std::int64_t>();
   if (cfg.reward_model.enable) {
     torch::NoGradGuard no_grad;
-    const auto values = response_values(reward_model, batch).to(torch::kFloat32).contiguous();  // (B, R)
+    const auto values = response_values(reward_model, batch.to(device))
+                            .to(torch::kCPU, torch::kFloat32)
+                            .contiguous();  // (B, R)
     const auto values_a = values.accessor<float, 2>();
     for (std::int64_t b = 0; b < batch.size(); ++b) {
       const auto last = std::max<std::int64_t>(0, length[b] - 1);
@@ -753,7 +766,7 @@ void PPOTrainer::State::record_kv(const char* phase, const KvPoolStats& stats) {
 
 void PPOTrainer::State::sample(const char* phase) {
   if (!cfg.hybridscope.probes.enable) return;
-  recorder->record_memory(read_memory(kCpuDevice, global_step, phase));
+  recorder->record_memory(read_memory(memory_device, global_step, phase));
   record_kv(phase, rollout->allocator().stats());
 }
 
@@ -966,7 +979,13 @@ Metrics PPOTrainer::State::step() {
     metrics.emplace_back("perf/mfu/critic", estimate_flops(critic->model()->shape(), lengths) * cfg.critic.ppo_epochs /
                                                 critic_seconds / (peak_flops * world));
   metrics.emplace_back("perf/cpu_memory_used_gb", cpu_memory_used_gb());
-  if (cpu_memory_tracker_installed()) {
+  if (device.is_cuda()) {
+    // The caching allocator's peaks over the step (the switches' peak windows included).
+    const DevicePeak peak = take_cuda_peak(memory_device);
+    constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+    metrics.emplace_back("perf/max_memory_allocated_gb", static_cast<double>(peak.allocated_bytes) / kGiB);
+    metrics.emplace_back("perf/max_memory_reserved_gb", static_cast<double>(peak.reserved_bytes) / kGiB);
+  } else if (cpu_memory_tracker_installed()) {
     const CpuMemoryStats cpu = cpu_memory_stats();
     metrics.emplace_back("perf/max_memory_allocated_gb", static_cast<double>(cpu.peak_bytes) / (1024.0 * 1024.0 * 1024.0));
     reset_cpu_memory_peak();
@@ -1014,8 +1033,10 @@ void PPOTrainer::State::prepare(FitSummary& summary) {
     if (cfg.use_reference()) {
       if (warmup_configured) {
         ref_model = load_pretrained(base_dir, HeadKind::kLm);
+        ref_model->to(device);
       } else {
         ref_model = Transformer(actor_model->shape(), HeadKind::kLm);
+        ref_model->to(device);
         copy_backbone(actor_model, ref_model);
       }
     }
@@ -1065,6 +1086,7 @@ void PPOTrainer::State::prepare(FitSummary& summary) {
   if (cfg.use_reference() && !split()) {
     if (!ref_model) {
       ref_model = Transformer(actor_model->shape(), HeadKind::kLm, full_actor ? parallel : ParallelContext{});
+      ref_model->to(device);
       if (full_actor) {
         copy_training_shard(*full_actor, *ref_model, module_layout, actor_rank);
       } else {
@@ -1131,7 +1153,7 @@ void PPOTrainer::State::begin_recording() {
   if (!cfg.hybridscope.probes.enable) return;
   // Memory on a timer besides the phase boundaries.
   if (cfg.hybridscope.probes.memory_interval_ms > 0)
-    memory_sampler = std::make_unique<MemorySampler>(recorder.get(), kCpuDevice,
+    memory_sampler = std::make_unique<MemorySampler>(recorder.get(), memory_device,
                                                      std::chrono::milliseconds(cfg.hybridscope.probes.memory_interval_ms));
 #if HS_HAVE_CUPTI
   if (!cupti) cupti = std::make_unique<probes::CuptiCollector>(*recorder);
@@ -1280,7 +1302,9 @@ void PPOTrainer::State::serve_reference(FitSummary& summary) {
         batch.responses = batch.input_ids.slice(1, prompt);
         std::vector<torch::Tensor> parts;
         for (const auto& sel : split_rows(rows, cfg_ref.ref.log_prob_micro_batch_size_per_gpu))
-          parts.push_back(response_log_probs(ref_model, batch.select(sel), cfg_ref.rollout.temperature, false).first);
+          parts.push_back(
+              response_log_probs(ref_model, batch.select(sel).to(device), cfg_ref.rollout.temperature, false)
+                  .first.to(torch::kCPU));
         global_world->send(torch::cat(parts, 0).to(torch::kFloat32).contiguous(), lead);
       }
     }

@@ -39,6 +39,9 @@ struct RolloutBatch {
   std::int64_t response_length() const { return responses.size(1); }
   /// The rows `index` of every defined tensor and vector.
   RolloutBatch select(const std::vector<std::int64_t>& index) const;
+  /// Every defined tensor on `device` (the same tensors when they are there already): a
+  /// micro-batch on its way to a model (device.h).
+  RolloutBatch to(const torch::Device& device) const;
 };
 
 /// Builds the padded tensors from token lists: responses[i] belongs to prompts[i / n].

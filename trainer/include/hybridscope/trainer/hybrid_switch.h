@@ -32,7 +32,11 @@ namespace hs::trainer {
 class HybridSwitch {
  public:
   /// `actor` is the module `rollout` generates with. `recorder` null: time, do not record.
-  HybridSwitch(Transformer actor, RolloutEngine& rollout, bool free_cache_engine, probes::Recorder* recorder);
+  /// `memory_device`: the memory probe's device of the actor (-1 the CPU tracking allocator, >= 0
+  /// that CUDA device's caching allocator; device.h memory_device_index): memory_before/after and
+  /// the peak of every switch record are read there.
+  HybridSwitch(Transformer actor, RolloutEngine& rollout, bool free_cache_engine, probes::Recorder* recorder,
+               int memory_device = -1);
 
   /// Multi-rank resharding: `executor`'s plan names the parameters (parameter_specs of the full
   /// model); the actor holds this rank's training shard of those it has (by name). After each
@@ -61,6 +65,7 @@ class HybridSwitch {
   RolloutEngine& rollout_;
   bool free_cache_engine_;
   probes::Recorder* recorder_;
+  int memory_device_;
   std::shared_ptr<ReshardExecutor> executor_;
   std::function<void(const std::vector<at::Tensor>&)> install_;
   std::vector<at::Tensor> actor_shards_;  // per plan parameter: the actor's tensor, undefined if absent

@@ -27,6 +27,7 @@ struct CudaAllocatorStats {
   std::int64_t active_bytes = 0;          // current (allocated or waiting on a stream)
   std::int64_t inactive_split_bytes = 0;  // current (free pieces of split blocks)
   std::int64_t peak_allocated_bytes = 0;  // since the last peak reset
+  std::int64_t peak_reserved_bytes = 0;   // since the last peak reset
   std::int64_t num_allocs = 0;            // allocations requested, cumulative
   std::int64_t num_alloc_retries = 0;     // cudaMalloc failures answered by freeing the cache
   std::int64_t num_ooms = 0;
@@ -57,6 +58,17 @@ class MemoryPeakWindow {
   int device_;
   bool tracked_;
 };
+
+/// The most bytes allocated and reserved on CUDA `device` since the previous call (the first
+/// call: since the process started), whatever MemoryPeakWindows restarted the allocator's peaks
+/// in between (each window carries the peak it clears into this reading); restarts the peaks.
+/// verl's perf/max_memory_allocated_gb and perf/max_memory_reserved_gb of a step. Throws
+/// std::runtime_error on a LibTorch without CUDA.
+struct DevicePeak {
+  std::int64_t allocated_bytes = 0;
+  std::int64_t reserved_bytes = 0;
+};
+DevicePeak take_cuda_peak(int device);
 
 /// Records read_memory(device, step, "timer") from its own thread, one interval after the
 /// previous sample (never closer), until destroyed (which wakes and joins the thread at once).

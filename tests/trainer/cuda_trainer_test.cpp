@@ -1,0 +1,142 @@
+// cuda_trainer_test.cpp — trainer.device=cuda end to end, where there is a CUDA device: a 2-step
+// GRPO run of the demo config (small sizes) completes and records what only a GPU run records —
+// caching-allocator memory samples of the device, switch memory from the allocator, the step's
+// allocator peaks, and (when CUPTI is active) kernels; an NCCL group moves CPU tensors by staging
+// them through the device. Without a device every test here skips, saying so: that is the only
+// reason they skip, and on a GPU machine they fail when the code is wrong.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "dist_test_util.h"
+#include "hybridscope/trainer/config.h"
+#include "hybridscope/trainer/device.h"
+#include "hybridscope/trainer/process_group.h"
+#include "hybridscope/trainer/trainer.h"
+
+namespace fs = std::filesystem;
+using namespace hs::trainer;
+
+namespace {
+
+#define HS_REQUIRE_CUDA()                                                                  \
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device on this machine (the " \
+                                                    "trainer.device=cuda tests need one)"
+
+// The first column of the first row of `sql` as text ("" when there is none).
+std::string text(const std::string& db_path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db) << ": " << sql;
+  std::string out;
+  if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+    out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return out;
+}
+double number(const std::string& db_path, const std::string& sql) {
+  const std::string t = text(db_path, sql);
+  return t.empty() ? -1.0 : std::stod(t);
+}
+
+}  // namespace
+
+TEST(CudaTrainer, DemoGrpoRunsTwoStepsOnTheDeviceAndRecordsItsMemory) {
+  HS_REQUIRE_CUDA();
+  const std::string src = HS_SOURCE_DIR;
+  const auto dir = fs::temp_directory_path() / ("hs_cuda_trainer_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string db = (dir / "run.sqlite").string();
+  const Config cfg = load_config(src + "/configs/demo_grpo.yaml",
+                                 {"trainer.device=cuda",
+                                  "data.train_files=" + src + "/datasets/addition/train.jsonl",
+                                  "data.val_files=" + src + "/datasets/addition/val.jsonl",
+                                  "hybridscope.warmup.files=" + src + "/datasets/addition/warmup.jsonl",
+                                  "hybridscope.warmup.steps=2",
+                                  "data.train_batch_size=8",
+                                  "data.val_batch_size=32",
+                                  "actor_rollout_ref.rollout.n=4",
+                                  "actor_rollout_ref.actor.ppo_mini_batch_size=4",
+                                  "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8",
+                                  "trainer.total_training_steps=2",
+                                  "trainer.test_freq=-1",
+                                  "trainer.save_freq=-1",
+                                  "trainer.val_before_train=false",
+                                  "trainer.default_local_dir=" + (dir / "ckpt").string(),
+                                  "hybridscope.probes.memory_interval_ms=50",
+                                  "hybridscope.db=" + db});
+  TrainerOptions quiet;
+  quiet.show_progress = false;
+  FitSummary summary;
+  {
+    PPOTrainer trainer(cfg, quiet);
+    summary = trainer.fit();
+  }
+  EXPECT_EQ(summary.steps_run, 2);
+  EXPECT_EQ(number(db, "SELECT COUNT(*) FROM runs WHERE status = 'completed'"), 1.0);
+  EXPECT_EQ(text(db, "SELECT device FROM ranks"), "cuda");
+
+  // Two switches a step, their memory read from the caching allocator (the models live there).
+  EXPECT_EQ(number(db, "SELECT COUNT(*) FROM switches"), 4.0);
+  EXPECT_GT(number(db, "SELECT MIN(memory_before_bytes) FROM switches"), 0.0);
+  EXPECT_GT(number(db, "SELECT MIN(peak_memory_bytes) FROM switches"), 0.0);
+
+  // Every memory sample is of the device, with the allocator's columns filled.
+  EXPECT_GT(number(db, "SELECT COUNT(*) FROM memory_samples"), 0.0);
+  EXPECT_EQ(number(db, "SELECT COUNT(*) FROM memory_samples WHERE device < 0"), 0.0);
+  EXPECT_EQ(number(db, "SELECT COUNT(*) FROM memory_samples WHERE reserved_bytes IS NULL OR active_bytes IS NULL "
+                       "OR largest_free_block_bytes IS NULL"),
+            0.0);
+  EXPECT_GT(number(db, "SELECT MIN(reserved_bytes) FROM memory_samples"), 0.0);
+  EXPECT_GT(number(db, "SELECT COUNT(*) FROM memory_samples WHERE reserved_slack IS NOT NULL"), 0.0);
+
+  // The step's allocator peaks (verl's perf/max_memory_*), reserved >= allocated.
+  const std::string metric = "SELECT m.value FROM step_metrics m JOIN strings s ON s.id = m.name_id WHERE m.step = 1 "
+                             "AND s.value = ";
+  const double allocated = number(db, metric + "'perf/max_memory_allocated_gb'");
+  const double reserved = number(db, metric + "'perf/max_memory_reserved_gb'");
+  EXPECT_GT(allocated, 0.0);
+  EXPECT_GE(reserved, allocated);
+  EXPECT_GT(number(db, metric + "'perf/mfu/actor'"), 0.0);
+
+  // CUPTI, when this build has it and nothing else owns it: the step's kernels are recorded.
+  const std::string cupti = text(db, "SELECT s.value FROM collector_stats c JOIN strings s ON s.id = c.status_id "
+                                     "ORDER BY c.ts_ns LIMIT 1");
+  if (cupti == "active") {
+    EXPECT_GT(number(db, "SELECT COUNT(*) FROM kernels"), 0.0);
+  } else {
+    std::printf("CUPTI was not active (%s): kernel rows not checked\n", cupti.empty() ? "no collector" : cupti.c_str());
+  }
+  std::error_code ignored;
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(db + suffix, ignored);
+}
+
+TEST(CudaTrainer, ANcclGroupMovesCpuTensorsThroughTheDevice) {
+  HS_REQUIRE_CUDA();
+  // One rank is enough to exercise the staging path: NCCL refuses CPU tensors outright.
+  const c10::Device device = trainer_device("cuda", 0);
+  DistEnv env;
+  env.master_port = hs::test::free_port();
+  ProcessGroupOptions options;
+  options.backend = DistBackend::kNccl;
+  C10dGroupFactory groups(env, options);
+  auto world = groups.world();
+  auto flag = torch::tensor({3, -4}, torch::kInt64);
+  world->all_reduce(flag, ReduceOp::kMax);
+  EXPECT_TRUE(flag.is_cpu());
+  EXPECT_TRUE(torch::equal(flag, torch::tensor({3, -4}, torch::kInt64)));
+  const auto gathered = world->all_gather(torch::arange(6, torch::kInt32).view({2, 3}));
+  EXPECT_TRUE(gathered.is_cpu()) << "the result comes back to the caller's device";
+  EXPECT_TRUE(torch::equal(gathered, torch::arange(6, torch::kInt32).view({2, 3})));
+  auto on_device = torch::full({4}, 2.5, torch::TensorOptions().device(device));
+  world->broadcast(on_device, 0);
+  EXPECT_TRUE(on_device.is_cuda());
+  EXPECT_TRUE(torch::equal(on_device.cpu(), torch::full({4}, 2.5)));
+}
