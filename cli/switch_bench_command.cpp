@@ -39,7 +39,9 @@ Stats stats_of(std::vector<double> v) {
 CLI::App* add_switch_bench_command(CLI::App& app, SwitchBenchArgs& args) {
   auto* cmd = app.add_subcommand(
       "switch-bench", "Time the weight switch over real ranks, hybrid vs vanilla vs naive (run under `launch -n N --`)");
-  cmd->add_option("--shapes", args.shapes, "Model shapes (model_shapes.h): demo, bench-41m, llama2-7b")->delimiter(',')->capture_default_str();
+  std::string names;
+  for (const auto& n : hs::trainer::model_shape_names()) names += (names.empty() ? "" : ", ") + n;
+  cmd->add_option("--shapes", args.shapes, "Model shapes (model_shapes.h): " + names)->delimiter(',')->capture_default_str();
   cmd->add_option("--modes", args.modes, "Reshard modes: hybrid, vanilla, naive")->delimiter(',')->capture_default_str();
   cmd->add_option("--pp", args.pp, "Training pipeline-parallel size")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--tp", args.tp, "Training tensor-parallel size")->check(CLI::PositiveNumber)->capture_default_str();

@@ -143,6 +143,28 @@ TEST(Launch, TensorParallelActorReshardsIntoTheRolloutLayout) {
             "4");
 }
 
+// hybridscope.precision=bf16 on the tp 2 x dp 2 mesh that generates at t_g 1: the forward's
+// activations cross the tp group in bf16 (row-parallel all-reduces, the LM head's all-gather),
+// while the gradients of the fp32 master weights are reduced over tp and dp in float32, and the
+// reshard moves the fp32 master weights (the bf16 rollout model casts them on arrival).
+TEST(Launch, Bf16ComputeReducesActivationsInBf16AndMasterGradientsInFloat32) {
+  const std::string db = run_tiny_four_ranks(
+      "bf16", {"hybridscope.model.num_key_value_heads=2", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
+               "actor_rollout_ref.rollout.tensor_model_parallel_size=1", "actor_rollout_ref.actor.strategy=megatron",
+               "hybridscope.precision=bf16"});
+  if (HasFailure()) return;
+  const auto dtypes = [&](const std::string& op, const std::string& group) {
+    return hs::test::query_rows(db, "SELECT DISTINCT d.value FROM comm_ops c JOIN strings o ON o.id = c.op_id JOIN "
+                                    "strings g ON g.id = c.group_id JOIN strings d ON d.id = c.dtype_id WHERE o.value = '" +
+                                        op + "' AND g.value = '" + group + "' AND c.bytes > 64 ORDER BY d.value");
+  };
+  EXPECT_EQ(dtypes("all_gather", "tp"), (std::vector<std::string>{"bfloat16"}));
+  EXPECT_EQ(dtypes("all_reduce", "tp"), (std::vector<std::string>{"bfloat16", "float32"}));
+  EXPECT_EQ(dtypes("all_reduce", "dp"), (std::vector<std::string>{"float32"}));
+  EXPECT_EQ(dtypes("send", "reshard"), (std::vector<std::string>{"float32"}));
+  EXPECT_EQ(hs::test::query_row(db, "SELECT value FROM config WHERE key = 'hybridscope.precision'"), "bf16");
+}
+
 // Split placement: the actor on ranks 0-1 (tp 2, rollout tp 1), the reference policy on ranks 2-3.
 // The reference ranks run only the ref phase; each receives its half of the step's rows from the
 // actor's replica lead (rank 0) and sends back (rows, R) float32 log-probs; the actor's groups

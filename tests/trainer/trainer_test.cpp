@@ -101,6 +101,19 @@ double scalar(const std::string& db_path, const std::string& sql) {
   return v;
 }
 
+std::string scalar_text(const std::string& db_path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+  sqlite3_stmt* st = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  std::string v;
+  if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) != nullptr)
+    v = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return v;
+}
+
 bool is_timing(const std::string& name) {
   return name.rfind("timing_", 0) == 0 || name.rfind("perf/", 0) == 0;
 }
@@ -252,6 +265,11 @@ TEST(Trainer, EveryEstimatorAndKlModeRunsAndRecords) {
        "actor/kl_loss"},
       {"klreward", {"algorithm.use_kl_in_reward=true", "algorithm.kl_penalty=k2"}, "actor/reward_kl_penalty"},
       {"rm", {"reward_model.enable=true"}, "critic/score/mean"},
+      // Every model under bf16 autocast at once: actor (generating itself), reference, critic, reward model.
+      {"bf16",
+       {"hybridscope.precision=bf16", "algorithm.adv_estimator=gae", "actor_rollout_ref.actor.use_kl_loss=true",
+        "reward_model.enable=true"},
+       "critic/vf_loss"},
   };
   for (const auto& c : cases) {
     const auto dir = scratch("case_" + c.name);
@@ -261,9 +279,8 @@ TEST(Trainer, EveryEstimatorAndKlModeRunsAndRecords) {
     PPOTrainer(tiny_config(dir, overrides), quiet()).fit();
     const auto m = metrics_of(dir + "/run.sqlite", 1);
     EXPECT_TRUE(m.count(c.expect_metric)) << c.name << " lacks " << c.expect_metric;
-    if (m.count("actor/pg_loss")) {
-      EXPECT_TRUE(std::isfinite(m.at("actor/pg_loss"))) << c.name;
-    }
+    for (const char* name : {"actor/pg_loss", "actor/kl_loss", "critic/vf_loss", "actor/grad_norm"})
+      if (m.count(name)) EXPECT_TRUE(std::isfinite(m.at(name))) << c.name << " " << name;
   }
 }
 
@@ -404,6 +421,41 @@ TEST(Trainer, RecordsBothSwitchesOfEveryStepWithTheirComponents) {
 
 // rollout->train puts the default CPU generator back where train->rollout found it, whatever the
 // rollout drew from it in between.
+// actor.fsdp_config.param_offload / optimizer_offload: the switch moves the master weights and
+// AdamW's moments to host memory while a rollout model of its own generates, and back after. Same
+// weights, same samples: every metric of every step equals the run without offloading, bit for
+// bit; the switches carry the offload and onload components in their place.
+TEST(Trainer, OffloadingTheTrainingStateChangesNoResult) {
+  const auto plain_dir = scratch("offload_off");
+  const auto offload_dir = scratch("offload_on");
+  PPOTrainer(tiny_config(plain_dir), quiet()).fit();
+  PPOTrainer(tiny_config(offload_dir, {"actor_rollout_ref.actor.fsdp_config.param_offload=true",
+                                       "actor_rollout_ref.actor.fsdp_config.optimizer_offload=true"}),
+             quiet())
+      .fit();
+  for (std::int64_t step : {1, 2, 3}) {
+    auto plain = metrics_of(plain_dir + "/run.sqlite", step);
+    auto offload = metrics_of(offload_dir + "/run.sqlite", step);
+    int compared = 0;
+    for (const auto& [name, value] : plain) {
+      if (is_timing(name) || name.find("memory") != std::string::npos || name.rfind("kv_pool", 0) == 0) continue;
+      ASSERT_TRUE(offload.count(name)) << name;
+      EXPECT_EQ(offload.at(name), value) << name << " at step " << step;
+      ++compared;
+    }
+    EXPECT_GT(compared, 20) << "step " << step;
+  }
+  const auto db = offload_dir + "/run.sqlite";
+  auto components = [&](const char* direction) {
+    return scalar_text(db, "SELECT group_concat(name, ',') FROM (SELECT s.value AS name FROM switch_components c "
+                           "JOIN switches w ON w.id = c.switch_id JOIN strings d ON d.id = w.direction_id JOIN "
+                           "strings s ON s.id = c.name_id WHERE w.step = 2 AND d.value = '" +
+                               std::string(direction) + "' ORDER BY c.rowid)");
+  };
+  EXPECT_EQ(components("train_to_rollout"), "rng_save,reshard_weights,offload,kv_allocate");
+  EXPECT_EQ(components("rollout_to_train"), "kv_release,onload,restore_weights,rng_restore");
+}
+
 TEST(Trainer, SwitchRestoresTheDefaultGeneratorState) {
   ModelShape shape;
   shape.vocab_size = 16;

@@ -68,6 +68,8 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(actor_rollout_ref.actor.optim.warmup_style, "Schedule after warm-up: constant or cosine."),
       HS_CONFIG_KEY(actor_rollout_ref.actor.megatron.tensor_model_parallel_size, "Tensor-parallel size of the training layout; data parallel = world / (tp x pp)."),
       HS_CONFIG_KEY(actor_rollout_ref.actor.megatron.pipeline_model_parallel_size, "Pipeline stages of the training layout."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.fsdp_config.param_offload, "Master weights to host memory while generating (the rollout then uses its own copy)."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.fsdp_config.optimizer_offload, "AdamW's moments to host memory while generating."),
 
       HS_CONFIG_KEY(actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu, "Samples per reference log-prob pass on one rank; -1 = whole batch."),
 
@@ -171,6 +173,8 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(hybridscope.placement.ref, "World ranks of the reference policy when split from the actor, e.g. [2, 3]; [] = colocated with the actor."),
       HS_CONFIG_KEY(hybridscope.reshard.mode, "Train->rollout resharding: hybrid (HybridFlow), vanilla (gather the TP x PP group) or naive (gather everything, DS-Chat)."),
       HS_CONFIG_KEY(hybridscope.peak_flops, "FLOP/s denominator of perf/mfu; -1 = measure this machine's GEMM peak."),
+      HS_CONFIG_KEY(hybridscope.precision, "fp32, or bf16: bf16 compute over fp32 master weights and optimizer state; bf16 rollout weights and KV cache."),
+      HS_CONFIG_KEY(hybridscope.attention, "Attention kernel: auto (scaled_dot_product_attention on CUDA, eager on CPU), sdpa or eager."),
   };
   return table;
 }

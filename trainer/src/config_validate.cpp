@@ -149,6 +149,8 @@ void validate(const Config& c) {
 
   p.one_of("actor_rollout_ref.actor.strategy", actor.strategy, {"fsdp", "megatron"});
   p.one_of("hybridscope.reshard.mode", c.hybridscope.reshard.mode, {"hybrid", "vanilla", "naive"});
+  p.one_of("hybridscope.precision", c.hybridscope.precision, {"fp32", "bf16"});
+  p.one_of("hybridscope.attention", c.hybridscope.attention, {"auto", "sdpa", "eager"});
   if (c.hybridscope.reshard.mode == "hybrid" && actor.megatron.tensor_model_parallel_size >= 1 &&
       rollout.tensor_model_parallel_size >= 1 &&
       actor.megatron.tensor_model_parallel_size % rollout.tensor_model_parallel_size != 0 &&

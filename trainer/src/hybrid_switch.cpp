@@ -66,6 +66,11 @@ void HybridSwitch::set_resharder(std::shared_ptr<ReshardExecutor> executor,
   install_ = std::move(install);
 }
 
+void HybridSwitch::set_offload(std::function<std::vector<at::Tensor>()> collect) {
+  TORCH_CHECK(collect, "HybridSwitch::set_offload: the collect callback must be set");
+  collect_offload_ = std::move(collect);
+}
+
 probes::SwitchRecord HybridSwitch::to_rollout(std::int64_t step) {
   probes::SwitchRecord record;
   record.step = step;
@@ -95,6 +100,7 @@ probes::SwitchRecord HybridSwitch::to_rollout(std::int64_t step) {
     record.bytes_received = bytes.received;
     record.bytes_local = bytes.local;
   });
+  if (collect_offload_) timed(record, "offload", [&] { offload_.offload(collect_offload_()); });
   timed(record, "kv_allocate", [&] {
     if (!rollout_.cache_allocated()) rollout_.allocate_cache();
   });
@@ -114,6 +120,7 @@ probes::SwitchRecord HybridSwitch::to_train(std::int64_t step) {
   timed(record, "kv_release", [&] {
     if (free_cache_engine_) rollout_.release_cache();
   });
+  if (collect_offload_) timed(record, "onload", [&] { offload_.onload(); });
   if (executor_) {
     timed(record, "restore_weights", [&] {
       if (generation_.empty()) return;  // no train->rollout switch since the last restore

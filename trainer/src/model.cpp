@@ -22,6 +22,7 @@
 #include "hybridscope/trainer/model.h"
 #include "hybridscope/trainer/rollout.h"
 #include "model_layers.h"
+#include "torch_compat.h"
 
 namespace hs::trainer {
 namespace detail {
@@ -195,8 +196,9 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionBatc
   if (batch.cache != nullptr) {
     auto& k_cache = batch.cache->keys(layer);  // (slots, KV, D)
     auto& v_cache = batch.cache->values(layer);
-    auto k_new = k.reshape({B * T, KV, D});
-    auto v_new = v.reshape({B * T, KV, D});
+    // The cache holds the compute dtype; under autocast k/v may come out of rotary wider.
+    auto k_new = k.reshape({B * T, KV, D}).to(k_cache.scalar_type());
+    auto v_new = v.reshape({B * T, KV, D}).to(v_cache.scalar_type());
     if (batch.write_rows.defined()) {
       k_new = k_new.index_select(0, batch.write_rows);
       v_new = v_new.index_select(0, batch.write_rows);
@@ -213,17 +215,22 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionBatc
 
   torch::Tensor out;  // (B, T, H * D)
   if (batch.visible.defined()) {
-    out = at::scaled_dot_product_attention(q.transpose(1, 2), kb.view({B, KV, L, D}),
-                                           vb.view({B, KV, L, D}), batch.visible, 0.0, false,
-                                           scale_, /*enable_gqa=*/G > 1)  // (B, H, T, D)
+#if HS_TORCH_HAS_SDPA
+    out = compat::scaled_dot_product_attention(q.transpose(1, 2), kb.view({B, KV, L, D}),
+                                               vb.view({B, KV, L, D}), batch.visible, scale_)  // (B, H, T, D)
               .transpose(1, 2)
               .reshape({B, T, heads_ * D});
+#else
+    TORCH_CHECK(false, "attention: this LibTorch has no scaled_dot_product_attention");  // set_compute refuses kSdpa
+#endif
   } else {
     // Query heads of one KV group side by side: (B * KV, G * T, D) against (B * KV, D, L); a view
     // when T = 1 (decode). K^T is a strided view that BLAS takes as a transposed operand.
     auto qb = q.view({B, T, KV, G, D}).permute({0, 2, 3, 1, 4}).reshape({B * KV, G * T, D});
     auto scores = torch::baddbmm(batch.additive_mask, qb, kb.transpose(1, 2), 1.0, scale_);  // (B*KV, G*T, L)
-    auto probs = torch::softmax(scores, -1);
+    // At least float32 whatever the compute dtype, as HF's eager attention (no cast for fp32/fp64).
+    auto probs = torch::softmax(scores, -1, at::promote_types(scores.scalar_type(), torch::kFloat))
+                     .to(scores.scalar_type());
     out = torch::bmm(probs, vb)  // (B * KV, G * T, D)
               .view({B, KV, G, T, D})
               .permute({0, 3, 1, 2, 4})
@@ -309,11 +316,12 @@ void BackboneImpl::to(torch::Device device, bool non_blocking) {
   refresh_rotary();
 }
 
-void BackboneImpl::rotary_at(const torch::Tensor& position_ids, AttentionBatch& batch) const {
+void BackboneImpl::rotary_at(const torch::Tensor& position_ids, AttentionBatch& batch, torch::Dtype dtype) const {
   auto pos = position_ids.reshape({-1}).to(torch::kLong);
   const auto D = rope_cos.size(1);
-  batch.cos = rope_cos.index_select(0, pos).view({batch.batch, batch.tokens, 1, D});
-  batch.sin = rope_sin.index_select(0, pos).view({batch.batch, batch.tokens, 1, D});
+  // In the compute dtype, as HF's rotary embedding returns cos/sin in the activations' dtype.
+  batch.cos = rope_cos.index_select(0, pos).view({batch.batch, batch.tokens, 1, D}).to(dtype);
+  batch.sin = rope_sin.index_select(0, pos).view({batch.batch, batch.tokens, 1, D}).to(dtype);
 }
 
 torch::Tensor BackboneImpl::forward(const torch::Tensor& input, const AttentionBatch& batch) {
@@ -417,8 +425,10 @@ namespace {
 
 // The attention mask in the layout the attention path wants. visible (B, T, L) bool.
 void set_mask(detail::AttentionBatch& batch, const torch::Tensor& visible, const ModelShape& shape,
-              int tp, torch::ScalarType dtype) {
-  if (visible.is_cuda()) {
+              int tp, torch::ScalarType dtype, AttentionKernel kernel) {
+  const bool sdpa = kernel == AttentionKernel::kSdpa || (kernel == AttentionKernel::kAuto && visible.is_cuda() &&
+                                                         HS_TORCH_HAS_SDPA != 0);
+  if (sdpa) {
     batch.visible = visible.unsqueeze(1);  // (B, 1, T, L)
     return;
   }
@@ -436,9 +446,70 @@ bool TransformerImpl::is_first_stage() const { return parallel_.pp->rank() == 0;
 
 bool TransformerImpl::is_last_stage() const { return parallel_.pp->rank() == parallel_.pp->size() - 1; }
 
+namespace {
+
+// The first parameter (every stage and head has one): the model's dtype and device.
+torch::Tensor first_parameter(const torch::nn::Module& model) {
+  const auto params = model.parameters();
+  if (params.empty()) throw std::logic_error("Transformer: a model without parameters");
+  return params.front();
+}
+
+}  // namespace
+
+ComputeOptions compute_options(const std::string& precision, const std::string& attention) {
+  ComputeOptions options;
+  if (precision == "bf16") {
+    options.dtype = torch::kBFloat16;
+  } else if (precision != "fp32") {
+    throw std::invalid_argument("hybridscope.precision = " + precision + ": use fp32 or bf16");
+  }
+  if (attention == "sdpa") {
+    options.attention = AttentionKernel::kSdpa;
+  } else if (attention == "eager") {
+    options.attention = AttentionKernel::kEager;
+  } else if (attention != "auto") {
+    throw std::invalid_argument("hybridscope.attention = " + attention + ": use auto, sdpa or eager");
+  }
+  return options;
+}
+
+void TransformerImpl::set_compute(const ComputeOptions& options) {
+  if (options.attention == AttentionKernel::kSdpa && HS_TORCH_HAS_SDPA == 0) {
+    throw std::invalid_argument("hybridscope.attention = sdpa: this LibTorch (" TORCH_VERSION
+                                ") has no scaled_dot_product_attention — use auto or eager");
+  }
+  if (options.dtype != torch::kFloat && options.dtype != torch::kBFloat16) {
+    throw std::invalid_argument("ComputeOptions.dtype must be float32 or bfloat16");
+  }
+  compute_ = options;
+}
+
+torch::Dtype TransformerImpl::compute_dtype() const {
+  if (compute_.dtype == torch::kBFloat16) return torch::kBFloat16;
+  return first_parameter(*this).scalar_type();
+}
+
 torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids,
                                        const torch::Tensor& attention_mask,
                                        const torch::Tensor& position_ids) {
+  const auto weight = first_parameter(*this);
+  if (compute_dtype() == weight.scalar_type()) return forward_impl(input_ids, attention_mask, position_ids);
+  const compat::AutocastGuard autocast(weight.device().type(), compute_dtype());
+  return forward_impl(input_ids, attention_mask, position_ids);
+}
+
+torch::Tensor TransformerImpl::forward_cached(const torch::Tensor& input_ids, const torch::Tensor& position_ids,
+                                              const KvCacheView& kv) {
+  const auto weight = first_parameter(*this);
+  if (compute_dtype() == weight.scalar_type()) return forward_cached_impl(input_ids, position_ids, kv);
+  const compat::AutocastGuard autocast(weight.device().type(), compute_dtype());
+  return forward_cached_impl(input_ids, position_ids, kv);
+}
+
+torch::Tensor TransformerImpl::forward_impl(const torch::Tensor& input_ids,
+                                            const torch::Tensor& attention_mask,
+                                            const torch::Tensor& position_ids) {
   if (is_first_stage()) {
     TORCH_CHECK(input_ids.dim() == 2, "forward: input_ids must be (B, T), got ", input_ids.sizes());
   } else {
@@ -454,7 +525,8 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids,
   batch.batch = input_ids.size(0);
   batch.tokens = input_ids.size(1);
   batch.keys = batch.tokens;
-  parts_->model->rotary_at(position_ids, batch);
+  const auto dtype = compute_dtype();
+  parts_->model->rotary_at(position_ids, batch, dtype);
 
   // Query t sees key j <= t when j is a real token. A padding query sees at least itself, so no
   // row of the softmax is empty (its output is discarded by the caller but stays finite).
@@ -463,15 +535,15 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids,
   auto causal = torch::ones({T, T}, bool_opts).tril();  // (T, T)
   auto visible = (causal.unsqueeze(0) & attention_mask.to(torch::kBool).unsqueeze(1)) |
                  torch::eye(T, bool_opts).unsqueeze(0);  // (B, T, T)
-  set_mask(batch, visible, shape_, parallel_.tp->size(), parts_->model->rope_cos.scalar_type());
+  set_mask(batch, visible, shape_, parallel_.tp->size(), dtype, compute_.attention);
 
   auto hidden = parts_->model->forward(input_ids, batch);
   return is_last_stage() ? apply_head(hidden) : hidden;
 }
 
-torch::Tensor TransformerImpl::forward_cached(const torch::Tensor& input_ids,
-                                              const torch::Tensor& position_ids,
-                                              const KvCacheView& kv) {
+torch::Tensor TransformerImpl::forward_cached_impl(const torch::Tensor& input_ids,
+                                                   const torch::Tensor& position_ids,
+                                                   const KvCacheView& kv) {
   TORCH_CHECK(parallel_.pp->size() == 1, "forward_cached: this model is pipeline stage ", parallel_.pp->rank(),
               " of ", parallel_.pp->size(), "; generation runs on whole (pp = 1) models — reshard to the "
               "generation layout (pp_g = 1) first");
@@ -488,7 +560,8 @@ torch::Tensor TransformerImpl::forward_cached(const torch::Tensor& input_ids,
   batch.batch = input_ids.size(0);
   batch.tokens = input_ids.size(1);
   batch.cache = kv.cache;
-  parts_->model->rotary_at(position_ids, batch);
+  const auto dtype = compute_dtype();
+  parts_->model->rotary_at(position_ids, batch, dtype);
 
   const auto B = batch.batch, T = batch.tokens;
   const std::int64_t bs = kv.cache->block_size();
@@ -524,15 +597,23 @@ torch::Tensor TransformerImpl::forward_cached(const torch::Tensor& input_ids,
   auto query_pos = context_lens.view({B, 1}) - T + torch::arange(T, long_opts);
   auto visible = torch::arange(L, long_opts).view({1, 1, L}) <=
                  query_pos.clamp_min(0).unsqueeze(-1);  // (B, T, L)
-  set_mask(batch, visible, shape_, parallel_.tp->size(), parts_->model->rope_cos.scalar_type());
+  set_mask(batch, visible, shape_, parallel_.tp->size(), dtype, compute_.attention);
 
   return apply_head(parts_->model->forward(input_ids, batch));
 }
 
 torch::Tensor TransformerImpl::apply_head(const torch::Tensor& hidden) {
-  if (head_ == HeadKind::kValue) return parts_->score(hidden).squeeze(-1);  // (B, T)
-  if (shape_.tie_word_embeddings) return torch::linear(hidden, parts_->model->embed_tokens->weight);
-  return parts_->lm_head(hidden);  // (B, T, V)
+  torch::Tensor out;
+  if (head_ == HeadKind::kValue) {
+    out = parts_->score(hidden).squeeze(-1);  // (B, T)
+  } else if (shape_.tie_word_embeddings) {
+    out = torch::linear(hidden, parts_->model->embed_tokens->weight);
+  } else {
+    out = parts_->lm_head(hidden);  // (B, T, V)
+  }
+  // Log-probs, entropies and losses want float32 logits (a 16-bit log_softmax over a large
+  // vocabulary loses the small probabilities).
+  return c10::isReducedFloatingType(out.scalar_type()) ? out.to(torch::kFloat) : out;
 }
 
 std::int64_t TransformerImpl::num_parameters() const {

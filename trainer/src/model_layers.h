@@ -167,8 +167,9 @@ class BackboneImpl : public torch::nn::Module {
   /// input_ids (B, T) on the first stage, the previous stage's hidden states (B, T, C) otherwise
   /// -> this stage's output (B, T, C): final-normed hidden states on the last stage.
   torch::Tensor forward(const torch::Tensor& input, const AttentionBatch& batch);
-  /// Rotary tables gathered at position_ids (B, T) into batch.cos / batch.sin.
-  void rotary_at(const torch::Tensor& position_ids, AttentionBatch& batch) const;
+  /// Rotary tables gathered at position_ids (B, T) into batch.cos / batch.sin, in `dtype` (the
+  /// compute dtype).
+  void rotary_at(const torch::Tensor& position_ids, AttentionBatch& batch, torch::Dtype dtype) const;
 
   /// Module::to, then the rotary tables are recomputed from their float64 originals, so that a
   /// model cast to float64 gets float64-accurate angles rather than widened float32 ones.

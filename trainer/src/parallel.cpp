@@ -10,4 +10,10 @@ void SingleRankCommunicator::no_peer(int peer) {
                          " in a one-rank group: there is no other rank to talk to");
 }
 
+std::shared_ptr<Communicator> SingleRankGroupFactory::new_group(const std::vector<int>& ranks, const std::string& name) {
+  if (ranks != std::vector<int>{0})
+    throw std::logic_error("SingleRankGroupFactory: group '" + name + "' must be {0} in a one-rank world");
+  return std::make_shared<SingleRankCommunicator>(name);
+}
+
 }  // namespace hs::trainer

@@ -50,6 +50,18 @@ Optimizer::Optimizer(torch::nn::Module& module, const OptimConfig& optim, double
 
 void Optimizer::zero_grad() { adamw_->zero_grad(true); }
 
+std::vector<torch::Tensor> Optimizer::state_tensors() const {
+  std::vector<torch::Tensor> out;
+  for (const auto& p : params_) {
+    const auto it = adamw_->state().find(p.unsafeGetTensorImpl());
+    if (it == adamw_->state().end()) continue;
+    const auto& s = static_cast<const torch::optim::AdamWParamState&>(*it->second);
+    for (const auto& t : {s.exp_avg(), s.exp_avg_sq(), s.max_exp_avg_sq()})
+      if (t.defined()) out.push_back(t);
+  }
+  return out;
+}
+
 double Optimizer::step() {
   // Data parallel with replicated parameters: each rank's gradient is already weighted by its
   // share of the global loss count (micro_batch_weight), so the sum over dp is the gradient of the

@@ -152,16 +152,17 @@ RolloutEngine::RolloutEngine(Transformer model, int eos_token_id, int pad_token_
 
 void RolloutEngine::allocate_cache() {
   const auto weight = model_->parameters().front();
+  const auto dtype = model_->compute_dtype();  // bf16 compute keeps a bf16 cache over fp32 weights
   if (cache_ && model_->shape().num_hidden_layers > 0 &&
-      (cache_->keys(0).scalar_type() != weight.scalar_type() || cache_->keys(0).device() != weight.device())) {
-    cache_.reset();  // the model moved or changed dtype since the last allocation
+      (cache_->keys(0).scalar_type() != dtype || cache_->keys(0).device() != weight.device())) {
+    cache_.reset();  // the model moved or changed precision since the last allocation
   }
   if (cache_) return;
   // Each rank caches its own KV heads (attention heads are split over tp).
   ModelShape local = model_->shape();
   local.num_key_value_heads /= model_->parallel().tp->size();
   cache_ = std::make_unique<PagedKvCache>(local, allocator_.num_blocks(), allocator_.block_size(),
-                                          weight.scalar_type(), weight.device());
+                                          dtype, weight.device());
 }
 
 void RolloutEngine::release_cache() {

@@ -7,10 +7,30 @@
 //   c10::cuda::CUDACachingAllocator. The stats type is taken from getDeviceStats' return type and
 //   the aggregate pool is index 0 of every StatArray (StatType::AGGREGATE in all versions).
 //   Present only when LibTorch is a CUDA build (HS_TORCH_HAS_CUDA_ALLOCATOR).
+// - Autocast: 2.4 made the state per device type (is_autocast_enabled(DeviceType),
+//   get/set_autocast_dtype(DeviceType)); before it CPU and CUDA had their own functions
+//   (is_cpu_enabled, set_autocast_cpu_dtype, is_enabled, set_autocast_gpu_dtype). AutocastGuard
+//   hides both, and clears the cast-weight cache when the outermost region ends, as Python's
+//   torch.autocast does.
+// - scaled_dot_product_attention with a scale argument: 2.1+ (HS_TORCH_HAS_SDPA); its enable_gqa argument 2.5+, before
+//   which the K/V heads are repeated for grouped-query attention.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+
+#include <ATen/autocast_mode.h>
+#include <ATen/core/Tensor.h>
+#include <torch/version.h>
+
+#define HS_TORCH_AT_LEAST(major, minor) \
+  (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+#if HS_TORCH_AT_LEAST(2, 1)
+#define HS_TORCH_HAS_SDPA 1
+#include <ATen/ops/scaled_dot_product_attention.h>
+#else
+#define HS_TORCH_HAS_SDPA 0
+#endif
 
 #if __has_include(<c10/cuda/CUDACachingAllocator.h>)
 #define HS_TORCH_HAS_CUDA_ALLOCATOR 1
@@ -20,6 +40,71 @@
 #endif
 
 namespace hs::trainer::compat {
+
+/// Autocast to `dtype` for ops on `device` tensors while in scope; the previous state is restored
+/// after. Weights cast inside the region are cached until the outermost guard ends.
+class AutocastGuard {
+ public:
+  AutocastGuard(c10::DeviceType device, c10::ScalarType dtype) : device_(device) {
+#if HS_TORCH_AT_LEAST(2, 4)
+    was_enabled_ = at::autocast::is_autocast_enabled(device_);
+    was_dtype_ = at::autocast::get_autocast_dtype(device_);
+    at::autocast::set_autocast_enabled(device_, true);
+    at::autocast::set_autocast_dtype(device_, dtype);
+#else
+    const bool cpu = device_ == c10::DeviceType::CPU;
+    was_enabled_ = cpu ? at::autocast::is_cpu_enabled() : at::autocast::is_enabled();
+    was_dtype_ = cpu ? at::autocast::get_autocast_cpu_dtype() : at::autocast::get_autocast_gpu_dtype();
+    if (cpu) {
+      at::autocast::set_cpu_enabled(true);
+      at::autocast::set_autocast_cpu_dtype(dtype);
+    } else {
+      at::autocast::set_enabled(true);
+      at::autocast::set_autocast_gpu_dtype(dtype);
+    }
+#endif
+    at::autocast::increment_nesting();
+  }
+  ~AutocastGuard() {
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+#if HS_TORCH_AT_LEAST(2, 4)
+    at::autocast::set_autocast_enabled(device_, was_enabled_);
+    at::autocast::set_autocast_dtype(device_, was_dtype_);
+#else
+    if (device_ == c10::DeviceType::CPU) {
+      at::autocast::set_cpu_enabled(was_enabled_);
+      at::autocast::set_autocast_cpu_dtype(was_dtype_);
+    } else {
+      at::autocast::set_enabled(was_enabled_);
+      at::autocast::set_autocast_gpu_dtype(was_dtype_);
+    }
+#endif
+  }
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  c10::DeviceType device_;
+  bool was_enabled_ = false;
+  c10::ScalarType was_dtype_ = c10::ScalarType::Float;
+};
+
+#if HS_TORCH_HAS_SDPA
+/// softmax(q k^T · scale + mask) v with a boolean mask (true = visible). q (B, H, T, D); k, v
+/// (B, KV, L, D) with H a multiple of KV (grouped-query attention).
+inline at::Tensor scaled_dot_product_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                               const at::Tensor& visible, double scale) {
+  const bool gqa = q.size(1) != k.size(1);
+#if HS_TORCH_AT_LEAST(2, 5)
+  return at::scaled_dot_product_attention(q, k, v, visible, 0.0, false, scale, gqa);
+#else
+  if (!gqa) return at::scaled_dot_product_attention(q, k, v, visible, 0.0, false, scale);
+  const auto groups = q.size(1) / k.size(1);
+  return at::scaled_dot_product_attention(q, k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1),
+                                          visible, 0.0, false, scale);
+#endif
+}
+#endif
 
 #if HS_TORCH_HAS_CUDA_ALLOCATOR
 namespace cuda_alloc = c10::cuda::CUDACachingAllocator;

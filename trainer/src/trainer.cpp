@@ -342,7 +342,17 @@ struct PPOTrainer::State {
   int world() const { return env.world_size; }
   /// Rank 0's parameters to every rank (replicas start identical whatever each rank loaded).
   void broadcast_parameters(torch::nn::Module& module);
+  /// hybridscope.precision and .attention on every model this rank holds (idempotent; called
+  /// again whenever a model is added).
+  void apply_compute_options();
 };
+
+void PPOTrainer::State::apply_compute_options() {
+  const ComputeOptions options = compute_options(cfg.hybridscope.precision, cfg.hybridscope.attention);
+  for (Transformer* model : {&actor_model, &ref_model, &reward_model, &full_actor, &rollout_model})
+    if (*model) (*model)->set_compute(options);
+  if (critic) critic->model()->set_compute(options);
+}
 
 PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make_unique<State>()) {
   auto& s = *state_;
@@ -476,6 +486,7 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
     // A rank of a split reference: it holds the whole reference policy (replicated over its pool)
     // and serves the actor's ref phase (serve_reference).
     s.ref_model = full;
+    s.apply_compute_options();
     if (cfg.hybridscope.probes.enable) {
       s.timings.set_recorder(s.recorder.get());
       install_cpu_memory_tracker();
@@ -553,12 +564,20 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
   auto reshard_flag = torch::full({1}, differs ? 1 : 0, torch::kInt64);
   s.parallel.world->all_reduce(reshard_flag, ReduceOp::kMax);
   std::shared_ptr<ReshardExecutor> resharder;
-  if (reshard_flag.item<std::int64_t>() != 0) {
+  // Offloaded parameters cannot generate: the rollout then holds its own copy even in the training
+  // layout (the reshard plan is a local copy), as verl's rollout engine holds its own weights.
+  const auto& offload = cfg.actor_rollout_ref.actor.fsdp_config;
+  SingleRankGroupFactory one_rank;  // the rollout and reshard groups of a one-process run
+  GroupFactory& rollout_groups = s.actor_groups ? *s.actor_groups : static_cast<GroupFactory&>(one_rank);
+  if (reshard_flag.item<std::int64_t>() != 0 || offload.param_offload) {
     s.rollout_model = Transformer(full->shape(), HeadKind::kLm,
-                                  make_generation_context(*s.actor_groups, s.generation_layout, s.actor_rank));
+                                  make_generation_context(rollout_groups, s.generation_layout, s.actor_rank));
     s.rollout_model->to(s.device);
+    // bf16 precision: the rollout weights are bf16 copies of the fp32 master weights (each
+    // reshard casts), so decoding reads half the bytes; the KV cache follows (compute_dtype).
+    if (cfg.hybridscope.precision == "bf16") s.rollout_model->to(torch::kBFloat16);
     auto plan = std::make_shared<const ReshardPlan>(plan_reshard(s.training_layout, s.generation_layout, reshard_mode));
-    resharder = std::make_shared<ReshardExecutor>(plan, s.actor_rank, *s.actor_groups, nullptr, &s.global_step);
+    resharder = std::make_shared<ReshardExecutor>(plan, s.actor_rank, rollout_groups, nullptr, &s.global_step);
   }
   s.rollout = std::make_unique<RolloutEngine>(s.rollout_model ? s.rollout_model : s.actor_model,
                                               s.tokenizer->eos_token_id(), s.tokenizer->pad_token_id(),
@@ -591,6 +610,21 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
     }, s.actor->optimizer().zero_shards() ? s.actor->optimizer().zero_shards()->named_shards()
                                           : std::vector<std::pair<std::string, torch::Tensor>>{});
   }
+  if (offload.param_offload || offload.optimizer_offload) {
+    s.hybrid_switch->set_offload([actor = s.actor.get(), offload] {
+      std::vector<at::Tensor> tensors;
+      Optimizer& optimizer = actor->optimizer();
+      if (offload.param_offload) {
+        optimizer.zero_grad();  // the update is done: its gradients are freed, not moved
+        tensors = optimizer.parameters();
+      }
+      if (offload.optimizer_offload) {
+        for (auto& t : optimizer.state_tensors()) tensors.push_back(t);
+      }
+      return tensors;
+    });
+  }
+  s.apply_compute_options();
   s.peak_flops = cfg.hybridscope.peak_flops > 0 ? cfg.hybridscope.peak_flops : device_peak_flops(s.device);
 }
 
@@ -1098,6 +1132,7 @@ void PPOTrainer::State::prepare(FitSummary& summary) {
   }
   if (critic && !resume_dir && cfg.critic.model.path.empty()) copy_backbone(actor_model, critic->model());
   if (world() > 1 && critic) broadcast_parameters(*critic->model());
+  apply_compute_options();  // the reference (and a resumed or loaded model) is new
   full_actor = nullptr;  // from here on each rank holds only its shard
   if (split()) {  // the reference ranks start serving at the same step
     auto start = torch::full({1}, global_step, torch::kInt64);

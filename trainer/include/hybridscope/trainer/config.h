@@ -71,6 +71,13 @@ struct MegatronConfig {
   int pipeline_model_parallel_size = 1;
 };
 
+/// verl's actor.fsdp_config offload switches (docs/config.md, "Offloading"): between the update
+/// and the next update the actor's training state waits in host memory.
+struct FsdpConfig {
+  bool param_offload = false;      // master weights (and their freed gradients) to the host during rollout
+  bool optimizer_offload = false;  // AdamW's moments to the host during rollout
+};
+
 struct ActorConfig {
   std::string strategy = "fsdp";       // fsdp (ZeRO-3 shards over dp) | megatron (replicated over dp); layout.h
   int ppo_mini_batch_size = 256;       // prompts; x rollout.n samples
@@ -91,6 +98,7 @@ struct ActorConfig {
   double grad_clip = 1.0;
   OptimConfig optim{};
   MegatronConfig megatron{};  // tp = pp = 1: data parallel over the whole world
+  FsdpConfig fsdp_config{};
 
   double effective_clip_low() const { return clip_ratio_low >= 0 ? clip_ratio_low : clip_ratio; }
   double effective_clip_high() const { return clip_ratio_high >= 0 ? clip_ratio_high : clip_ratio; }
@@ -258,6 +266,12 @@ struct HybridscopeSection {
   ReshardConfig reshard{};
   PlacementConfig placement{};
   double peak_flops = -1;  // FLOP/s denominator of perf/mfu; -1: measure this machine's GEMM peak
+  /// Compute precision of every model (docs/config.md, "Precision"): fp32, or bf16 — bf16
+  /// matmuls/attention (autocast) over fp32 master weights, gradients and optimizer state; the
+  /// rollout model and the KV cache in bf16; logits and losses in fp32.
+  std::string precision = "fp32";
+  /// Attention kernel: auto (scaled_dot_product_attention on CUDA, eager on CPU), sdpa or eager.
+  std::string attention = "auto";
 };
 
 /// The whole resolved configuration.

@@ -9,8 +9,11 @@
 // training shards and hands the generation shards to an install callback (the rollout engine's
 // module); rollout->train adds restore_weights, which copies the restored training shards back
 // (bit-identical) and drops the generation shards. The bytes_* columns are the executor's.
-// What this is not: a memory manager — the actor's own parameter storage stays allocated during
-// rollout (the plan's peak_parameter_bytes says what a zero-redundancy engine would hold).
+// Offloading (set_offload; actor.fsdp_config.param_offload / optimizer_offload): train->rollout
+// ends its weight work with `offload`, which moves the actor's training state to host memory before
+// the KV cache is allocated; rollout->train brings it back (`onload`) right after freeing the cache.
+// Without it the actor's parameter storage stays allocated during rollout (the plan's
+// peak_parameter_bytes says what a zero-redundancy engine would hold).
 #pragma once
 
 #include <cstdint>
@@ -24,6 +27,7 @@
 
 #include "hybridscope/probes/recorder.h"
 #include "hybridscope/trainer/model.h"
+#include "hybridscope/trainer/offload.h"
 #include "hybridscope/trainer/reshard_executor.h"
 #include "hybridscope/trainer/rollout.h"
 
@@ -49,10 +53,17 @@ class HybridSwitch {
                      std::function<void(const std::vector<at::Tensor>&)> install,
                      const std::vector<std::pair<std::string, at::Tensor>>& training_shards = {});
 
-  /// train->rollout: rng_save, reshard_weights, kv_allocate (when the cache is not allocated).
+  /// Offload at every train->rollout what `collect` returns then (the tensors can change between
+  /// steps: AdamW's state appears at the first update), and bring it back at rollout->train. The
+  /// rollout must not read these tensors: offloaded parameters need a rollout model of their own
+  /// (set_resharder).
+  void set_offload(std::function<std::vector<at::Tensor>()> collect);
+
+  /// train->rollout: rng_save, reshard_weights, offload (with set_offload), kv_allocate (when the
+  /// cache is not allocated).
   probes::SwitchRecord to_rollout(std::int64_t step);
-  /// rollout->train: kv_release (when free_cache_engine), restore_weights (with a resharder),
-  /// rng_restore.
+  /// rollout->train: kv_release (when free_cache_engine), onload (with set_offload),
+  /// restore_weights (with a resharder), rng_restore.
   probes::SwitchRecord to_train(std::int64_t step);
 
   /// The default CPU generator's state saved by the last to_rollout (undefined before it).
@@ -70,6 +81,8 @@ class HybridSwitch {
   std::function<void(const std::vector<at::Tensor>&)> install_;
   std::vector<at::Tensor> actor_shards_;  // per plan parameter: the actor's tensor, undefined if absent
   std::vector<at::Tensor> generation_;    // the generation shards between the two switches
+  std::function<std::vector<at::Tensor>()> collect_offload_;
+  HostOffload offload_;
   at::Tensor saved_rng_state_;  // (N,) uint8: at::detail::getDefaultCPUGenerator().get_state()
 };
 

@@ -23,6 +23,25 @@ enum class HeadKind { kLm, kValue };
 
 class PagedKvCache;  // rollout.h
 
+/// Which kernel computes attention (hybridscope.attention).
+enum class AttentionKernel {
+  kAuto,   // scaled_dot_product_attention on CUDA tensors, eager on CPU ones
+  kSdpa,   // at::scaled_dot_product_attention (fused kernels on CUDA; needs LibTorch 2.1+)
+  kEager,  // baddbmm + softmax (in float32, as HF's eager attention) + bmm
+};
+
+/// How a model computes (hybridscope.precision, hybridscope.attention; docs/config.md).
+struct ComputeOptions {
+  /// kFloat: compute in the parameters' dtype. kBFloat16 over float32 parameters: the forward
+  /// runs under autocast (matmuls and attention in bf16, norms and softmax in float32) and
+  /// gradients reach the float32 parameters (the master weights). Over bf16 parameters (the
+  /// rollout model): plain bf16.
+  torch::Dtype dtype = torch::kFloat;
+  AttentionKernel attention = AttentionKernel::kAuto;
+};
+/// hybridscope.precision / hybridscope.attention spelled as ComputeOptions.
+ComputeOptions compute_options(const std::string& precision, const std::string& attention);
+
 /// Where the K/V of a forward pass go: nullptr = no cache (training forward).
 struct KvCacheView {
   PagedKvCache* cache = nullptr;
@@ -40,7 +59,8 @@ class TransformerImpl : public torch::nn::Module {
 
   /// input_ids, attention_mask, position_ids: (B, T) int64 / {0,1} / int64.
   /// attention_mask marks real tokens (left padding = 0); attention is causal over real tokens.
-  /// Returns logits (B, T, V) for kLm, values (B, T) for kValue.
+  /// Returns logits (B, T, V) for kLm, values (B, T) for kValue, in float32 (or the parameters'
+  /// dtype when wider) whatever the compute precision.
   ///
   /// Pipeline stages (parallel.pp->size() = p > 1): stage s = pp->rank() holds decoder layers
   /// [s·L/p, (s+1)·L/p) under their global names, the embedding on stage 0, model.norm and the
@@ -62,6 +82,13 @@ class TransformerImpl : public torch::nn::Module {
 
   const ModelShape& shape() const { return shape_; }
   HeadKind head() const { return head_; }
+  /// Precision and attention kernel of every later forward. Throws std::invalid_argument for
+  /// kSdpa where this LibTorch has no scaled_dot_product_attention.
+  void set_compute(const ComputeOptions& options);
+  const ComputeOptions& compute() const { return compute_; }
+  /// The dtype matmuls run in and the KV cache holds: compute().dtype when it is a 16-bit type,
+  /// otherwise the parameters' dtype.
+  torch::Dtype compute_dtype() const;
   /// The process groups the layers split over (tp sizes the per-rank heads and KV cache).
   const ParallelContext& parallel() const { return parallel_; }
   /// Number of parameters excluding embeddings' duplicate when tied (this stage's, with pp > 1).
@@ -71,12 +98,18 @@ class TransformerImpl : public torch::nn::Module {
   ModelShape shape_;
   HeadKind head_;
   ParallelContext parallel_;
+  ComputeOptions compute_;
   // embed_tokens, layers (ModuleList of decoder layers), norm, lm_head | score are registered
   // in the constructor; see model.cpp.
   struct Parts;
   std::shared_ptr<Parts> parts_;
-  /// Final hidden states (B, T, C) -> logits (B, T, V) or values (B, T).
+  /// Final hidden states (B, T, C) -> logits (B, T, V) or values (B, T), float32 or wider.
   torch::Tensor apply_head(const torch::Tensor& hidden);
+  /// forward / forward_cached without the autocast region compute() asks for.
+  torch::Tensor forward_impl(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                             const torch::Tensor& position_ids);
+  torch::Tensor forward_cached_impl(const torch::Tensor& input_ids, const torch::Tensor& position_ids,
+                                    const KvCacheView& kv);
 };
 TORCH_MODULE(Transformer);
 

@@ -70,6 +70,13 @@ class SingleRankCommunicator final : public Communicator {
   std::string name_;
 };
 
+/// The groups of a one-rank world: every group is a SingleRankCommunicator of that name.
+class SingleRankGroupFactory final : public GroupFactory {
+ public:
+  std::shared_ptr<Communicator> world() override { return std::make_shared<SingleRankCommunicator>("world"); }
+  std::shared_ptr<Communicator> new_group(const std::vector<int>& ranks, const std::string& name) override;
+};
+
 /// The groups a rank belongs to in its current layout. Each pointer is non-null; the default
 /// context is one rank in every group.
 struct ParallelContext {

@@ -50,6 +50,11 @@ class Optimizer {
   torch::optim::AdamW& adamw() { return *adamw_; }
   /// The fsdp shards, or nullptr (replicated parameters, or one dp rank).
   ZeroShards* zero_shards() const { return zero_.get(); }
+  /// What AdamW steps: the module's parameters, or with fsdp this rank's shards (the master weights).
+  const std::vector<torch::Tensor>& parameters() const { return params_; }
+  /// AdamW's per-parameter state tensors (exp_avg, exp_avg_sq, max_exp_avg_sq with amsgrad); empty
+  /// before the first step.
+  std::vector<torch::Tensor> state_tensors() const;
 
  private:
   std::shared_ptr<ZeroShards> zero_;

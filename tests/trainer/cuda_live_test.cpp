@@ -1,0 +1,146 @@
+// cuda_live_test.cpp — the probes on a real CUDA device: CUPTI records of kernels, copies and runtime
+// calls correlated to the ranges that launched them, an NCCL kernel of a one-rank NCCL communicator
+// classified as communication, and the caching allocator's statistics in the memory probe.
+//
+// These run only where a CUDA device is (the lent GPU machine, scripts/gpu-proof.sh); elsewhere
+// they skip and say why. On a GPU machine each fails when the code is wrong.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "../test_db.h"
+#include "dist_test_util.h"
+#include "hybridscope/probes/range.h"
+#include "hybridscope/probes/recorder.h"
+#include "hybridscope/trainer/memory_probe.h"
+#include "hybridscope/trainer/process_group.h"
+#if HS_HAVE_CUPTI
+#include "hybridscope/probes/cupti_collector.h"
+#endif
+
+namespace hs::trainer {
+namespace {
+
+class CudaLive : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device here: these tests run on a GPU machine";
+  }
+};
+
+#if HS_HAVE_CUPTI
+// Ranges "matmul" (kernels) and "copy_back" (a device-to-host copy) under the collector: every
+// kernel and copy is tagged with its range and its launch lies inside that range.
+TEST_F(CudaLive, CuptiRecordsCorrelateToTheRangesThatLaunchedThem) {
+  const auto path = test::temp_db("cuda_live", "cupti.sqlite");
+  probes::Recorder rec(path);
+  rec.begin_run({});
+  probes::StepTimings timings;
+  timings.set_recorder(&rec);
+  probes::CuptiCollector cupti(rec);
+  ASSERT_EQ(cupti.start(), probes::CuptiState::kActive) << cupti.status();
+  timings.begin_step(1);
+  torch::Tensor host;
+  {
+    HS_PROBE_RANGE(timings, "matmul", kPhase);
+    auto a = torch::randn({1024, 1024}, torch::kCUDA);
+    auto b = torch::mm(a, a).relu_();
+    {
+      HS_PROBE_RANGE(timings, "copy_back", kPhase);
+      host = b.to(torch::kCPU);
+    }
+  }
+  torch::cuda::synchronize();
+  cupti.flush();
+  rec.flush();
+  cupti.stop();
+  rec.end_run(probes::RunStatus::kCompleted);
+  EXPECT_GT(host.abs().sum().item<double>(), 0.0);
+
+  auto one = [&](const std::string& sql) { return test::query_row(path, sql); };
+  EXPECT_NE(one("SELECT COUNT(*) FROM kernels"), "0");
+  EXPECT_NE(one("SELECT COUNT(*) FROM runtime_api"), "0");
+  EXPECT_NE(one("SELECT COUNT(*) FROM memcpy m JOIN memcpy_kinds k ON k.id = m.copy_kind_id WHERE k.name = 'DTOH'"), "0");
+  // Every kernel launched inside a range, and the launch (runtime API call) lies within that range.
+  const std::string tagged =
+      " FROM kernels k JOIN runtime_api a ON a.rank = k.rank AND a.correlation_id = k.correlation_id"
+      " JOIN external_correlations e ON e.rank = k.rank AND e.correlation_id = k.correlation_id"
+      " JOIN correlation_ranges cr ON cr.rank = e.rank AND cr.external_id = e.external_id"
+      " JOIN ranges r ON r.rank = cr.rank AND r.tid = cr.tid AND r.depth = cr.depth AND r.start_ns = cr.start_ns";
+  EXPECT_EQ(one("SELECT COUNT(*)" + tagged), one("SELECT COUNT(*) FROM kernels")) << "kernels outside every range";
+  EXPECT_EQ(one("SELECT COUNT(*)" + tagged + " WHERE a.start_ns < r.start_ns OR a.end_ns > r.end_ns"), "0");
+  // The GEMM ran in "matmul"; the copy in "copy_back", the innermost range.
+  EXPECT_NE(one("SELECT COUNT(*)" + tagged + " JOIN strings s ON s.id = cr.name_id WHERE s.value = 'matmul'"), "0");
+  EXPECT_EQ(one("SELECT s.value FROM memcpy m JOIN external_correlations e ON e.correlation_id = m.correlation_id"
+                " JOIN correlation_ranges cr ON cr.external_id = e.external_id JOIN strings s ON s.id = cr.name_id"
+                " JOIN memcpy_kinds k ON k.id = m.copy_kind_id WHERE k.name = 'DTOH' LIMIT 1"),
+            "copy_back");
+  EXPECT_EQ(one("SELECT COUNT(*) FROM kernels WHERE end_ns < start_ns"), "0");
+}
+
+// A one-rank NCCL communicator's all-reduce still launches an NCCL kernel; CUPTI's record of it is
+// classified `nccl` (kernel_classes), not compute.
+TEST_F(CudaLive, OneRankNcclAllReduceIsClassifiedAsCommunication) {
+  const auto path = test::temp_db("cuda_live", "nccl.sqlite");
+  probes::Recorder rec(path);
+  rec.begin_run({});
+  DistEnv env;
+  env.master_port = test::free_port();
+  ProcessGroupOptions options;
+  options.backend = DistBackend::kNccl;
+  options.timeout = std::chrono::seconds(60);
+  C10dGroupFactory groups(env, options);
+  auto world = groups.world();
+  probes::CuptiCollector cupti(rec);
+  ASSERT_EQ(cupti.start(), probes::CuptiState::kActive) << cupti.status();
+  auto t = torch::ones({1 << 20}, torch::kCUDA);
+  world->all_reduce(t, ReduceOp::kSum);
+  torch::cuda::synchronize();
+  cupti.flush();
+  rec.flush();
+  cupti.stop();
+  rec.end_run(probes::RunStatus::kCompleted);
+  EXPECT_EQ(t.sum().item<double>(), static_cast<double>(1 << 20)) << "a one-rank sum is the identity";
+  EXPECT_NE(test::query_row(path, "SELECT COUNT(*) FROM kernels k JOIN kernel_classes c ON c.id = k.class_id "
+                                  "WHERE c.name = 'nccl'"),
+            "0")
+      << "kernels seen: "
+      << test::query_row(path, "SELECT group_concat(DISTINCT s.value) FROM kernels k JOIN strings s ON s.id = k.short_name_id");
+}
+#endif  // HS_HAVE_CUPTI
+
+// The caching allocator's view in the memory probe: a 256 MiB tensor is allocated and reserved; once
+// freed its block stays reserved and is the largest free block; the fragmentation ratios follow
+// their definitions (docs/schema.md).
+TEST_F(CudaLive, CachingAllocatorStatisticsFeedTheMemoryProbe) {
+  ASSERT_TRUE(cuda_allocator_stats_available());
+  constexpr std::int64_t kBytes = std::int64_t{256} << 20;
+  auto big = torch::empty({kBytes / 4}, torch::TensorOptions().dtype(torch::kFloat).device(torch::kCUDA));
+  const auto m = read_memory(0, 1, "test");
+  EXPECT_EQ(m.device, 0);
+  EXPECT_GE(m.allocated_bytes, kBytes);
+  EXPECT_GE(m.reserved_bytes, m.allocated_bytes);
+  EXPECT_GE(m.active_bytes, kBytes);
+  ASSERT_GE(m.inactive_split_bytes, 0);
+  ASSERT_GE(m.largest_free_block_bytes, 0);
+  const auto r = probes::fragmentation(m);
+  EXPECT_NEAR(r.reserved_slack, 1.0 - static_cast<double>(m.allocated_bytes) / static_cast<double>(m.reserved_bytes), 1e-12);
+  EXPECT_NEAR(r.split_fragmentation, static_cast<double>(m.inactive_split_bytes) / static_cast<double>(m.reserved_bytes), 1e-12);
+  for (const double ratio : {r.reserved_slack, r.split_fragmentation}) {
+    EXPECT_GE(ratio, 0.0);
+    EXPECT_LE(ratio, 1.0);
+  }
+  big.reset();
+  const auto after = read_memory(0, 1, "test");
+  EXPECT_LE(after.allocated_bytes, m.allocated_bytes - kBytes);
+  EXPECT_EQ(after.reserved_bytes, m.reserved_bytes) << "the cache keeps the freed block";
+  EXPECT_GE(after.largest_free_block_bytes, kBytes) << "the freed block is free and whole";
+  const auto ra = probes::fragmentation(after);
+  EXPECT_GE(ra.external_fragmentation, 0.0);
+  EXPECT_LE(ra.external_fragmentation, 1.0);
+}
+
+}  // namespace
+}  // namespace hs::trainer
