@@ -16,6 +16,7 @@
 #include "dist_test_util.h"
 #include "hybridscope/trainer/config.h"
 #include "hybridscope/trainer/device.h"
+#include "hybridscope/trainer/memory_probe.h"
 #include "hybridscope/trainer/process_group.h"
 #include "hybridscope/trainer/trainer.h"
 
@@ -139,4 +140,36 @@ TEST(CudaTrainer, ANcclGroupMovesCpuTensorsThroughTheDevice) {
   world->broadcast(on_device, 0);
   EXPECT_TRUE(on_device.is_cuda());
   EXPECT_TRUE(torch::equal(on_device.cpu(), torch::full({4}, 2.5)));
+}
+
+TEST(CudaTrainer, TheStepPeakSurvivesTheSwitchesPeakWindows) {
+  HS_REQUIRE_CUDA();
+  const c10::Device device = trainer_device("cuda", 0);
+  const int index = memory_device_index(device);
+  take_cuda_peak(index);  // start a fresh step
+  constexpr std::int64_t kBytes = std::int64_t{64} << 20;
+  {
+    auto big = torch::empty({kBytes / 4}, torch::TensorOptions().dtype(torch::kFloat).device(device));
+    big.fill_(1.0f);
+  }
+  // A switch's window restarts the allocator's peak after the big tensor is gone ...
+  { const MemoryPeakWindow window(index); }
+  // ... but the step's peak still counts it, and the next step starts over.
+  const DevicePeak peak = take_cuda_peak(index);
+  EXPECT_GE(peak.allocated_bytes, kBytes);
+  EXPECT_GE(peak.reserved_bytes, peak.allocated_bytes);
+  EXPECT_LT(take_cuda_peak(index).allocated_bytes, kBytes) << "take_cuda_peak restarts the peak";
+}
+
+TEST(CudaTrainer, PeakFlopsComeFromTheTableOrAMeasuredBf16Gemm) {
+  HS_REQUIRE_CUDA();
+  const c10::Device device = trainer_device("cuda", 0);
+  const std::string name = cuda_device_name(device.index());
+  EXPECT_FALSE(name.empty()) << "the driver names every device";
+  const double peak = device_peak_flops(device);
+  if (const auto spec = device_spec_for_name(name)) {
+    EXPECT_EQ(peak, spec->peak_bf16_flops) << name;
+  } else {
+    EXPECT_GT(peak, 1e12) << name << ": a measured bf16 GEMM on a GPU is above 1 TFLOP/s";
+  }
 }
