@@ -134,7 +134,8 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(trainer.total_training_steps, "Stop after this many steps; -1 = total_epochs x batches per epoch."),
       HS_CONFIG_KEY(trainer.nnodes, "Nodes."),
       HS_CONFIG_KEY(trainer.n_gpus_per_node, "Ranks per node."),
-      HS_CONFIG_KEY(trainer.device, "cpu or cuda."),
+      HS_CONFIG_KEY(trainer.device,
+                    "cpu or cuda: where the models live (the batch stays on the CPU; see Running on CUDA)."),
       HS_CONFIG_KEY(trainer.save_freq, "Checkpoint every this many steps; -1 = never."),
       HS_CONFIG_KEY(trainer.test_freq, "Validate every this many steps; -1 = only before/after training."),
       HS_CONFIG_KEY(trainer.resume_mode, "auto: resume from the latest checkpoint in default_local_dir; disable: start fresh."),
@@ -172,7 +173,8 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(hybridscope.placement.actor, "World ranks of the actor (training and rollout) when roles are split, e.g. [0, 1]; [] = every rank."),
       HS_CONFIG_KEY(hybridscope.placement.ref, "World ranks of the reference policy when split from the actor, e.g. [2, 3]; [] = colocated with the actor."),
       HS_CONFIG_KEY(hybridscope.reshard.mode, "Train->rollout resharding: hybrid (HybridFlow), vanilla (gather the TP x PP group) or naive (gather everything, DS-Chat)."),
-      HS_CONFIG_KEY(hybridscope.peak_flops, "FLOP/s denominator of perf/mfu; -1 = measure this machine's GEMM peak."),
+      HS_CONFIG_KEY(hybridscope.peak_flops, "FLOP/s denominator of perf/mfu; -1 = a measured float32 GEMM on cpu, "
+                                            "the device's bf16 peak by name (else a measured bf16 GEMM) on cuda."),
       HS_CONFIG_KEY(hybridscope.precision, "fp32, or bf16: bf16 compute over fp32 master weights and optimizer state; bf16 rollout weights and KV cache."),
       HS_CONFIG_KEY(hybridscope.attention, "Attention kernel: auto (scaled_dot_product_attention on CUDA, eager on CPU), sdpa or eager."),
   };
