@@ -76,7 +76,8 @@ TEST(TrainerDevice, GlooCannotCarryACudaWorld) {
     }
     return {};
   };
-  const std::string gloo = error_of({"trainer.device=cuda", "trainer.n_gpus_per_node=2", "hybridscope.dist.backend=gloo"});
+  const std::string gloo =
+      error_of({"trainer.device=cuda", "trainer.n_gpus_per_node=2", "hybridscope.dist.backend=gloo"});
   EXPECT_NE(gloo.find("hybridscope.dist.backend = gloo moves CPU tensors only"), std::string::npos) << gloo;
   EXPECT_NE(gloo.find("use nccl"), std::string::npos) << gloo;
   // One rank has no group to form; auto and nccl are fine on cuda.

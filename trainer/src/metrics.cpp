@@ -106,7 +106,8 @@ double measure_gemm_flops(c10::Device device, c10::ScalarType dtype) {
     for (int i = 0; i < iters; ++i) c = torch::mm(a, b);
     if (cuda) torch::cuda::synchronize(device.index());  // kernels are asynchronous
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    best = std::max(best, iters * 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / seconds);
+    const double size = static_cast<double>(n);
+    best = std::max(best, iters * 2.0 * size * size * size / seconds);
   }
   return best;
 }

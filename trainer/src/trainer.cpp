@@ -412,7 +412,8 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
   if (world > 1) {
     ProcessGroupOptions pg;
     const std::string& backend = cfg.hybridscope.dist.backend;  // auto: nccl on cuda, gloo on cpu
-    pg.backend = backend == "nccl" || (backend == "auto" && s.device.is_cuda()) ? DistBackend::kNccl : DistBackend::kGloo;
+    const bool nccl = backend == "nccl" || (backend == "auto" && s.device.is_cuda());
+    pg.backend = nccl ? DistBackend::kNccl : DistBackend::kGloo;
     pg.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.hybridscope.dist.timeout_s * 1000.0));
     s.groups = std::make_unique<C10dGroupFactory>(s.env, pg);
     // Files a dead earlier run left behind are merged before this run's ranks open theirs.
