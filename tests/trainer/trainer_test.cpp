@@ -280,7 +280,9 @@ TEST(Trainer, EveryEstimatorAndKlModeRunsAndRecords) {
     const auto m = metrics_of(dir + "/run.sqlite", 1);
     EXPECT_TRUE(m.count(c.expect_metric)) << c.name << " lacks " << c.expect_metric;
     for (const char* name : {"actor/pg_loss", "actor/kl_loss", "critic/vf_loss", "actor/grad_norm"})
-      if (m.count(name)) EXPECT_TRUE(std::isfinite(m.at(name))) << c.name << " " << name;
+      if (m.count(name)) {
+        EXPECT_TRUE(std::isfinite(m.at(name))) << c.name << " " << name;
+      }
   }
 }
 
