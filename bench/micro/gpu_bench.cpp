@@ -98,6 +98,8 @@ void BM_DecodeStep(benchmark::State& state) {
   view.block_tables = torch::arange(B * M, longs).view({B, M});
   view.context_lens = torch::full({B}, L + 1, longs);
   view.slot_mapping = (view.block_tables.select(1, L / bs) * bs + L % bs).view({B, 1});
+  view.max_context_len = L + 1;  // known on the host, as the rollout engine knows it
+  view.all_slots_written = 1;
   const auto ids = torch::randint(0, shape.vocab_size, {B, 1}, longs);
   const auto pos = torch::full({B, 1}, L, longs);
 

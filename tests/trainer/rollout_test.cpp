@@ -77,6 +77,32 @@ TEST_F(SampleTokensTest, FrequenciesMatchProbabilitiesAtTemperatureOne) {
   check_frequencies(known_distribution(), sampling(1.0), {0.25, 0.07, 0.03, 0.5, 0.15});
 }
 
+// The device path's draw (a host generator with device logits): inverting the CDF at host uniforms
+// gives the same distribution as multinomial, never a zero-probability token, and the edges of the
+// unit interval land on the first and last possible tokens.
+TEST_F(SampleTokensTest, InverseCdfDrawsTheSameDistribution) {
+  const std::int64_t rows = 60000;
+  const auto probs = torch::tensor({0.25, 0.0, 0.07, 0.03, 0.5, 0.0, 0.15}, torch::kFloat);
+  auto gen = seeded(11);
+  const auto u = torch::rand({rows}, gen, torch::TensorOptions().dtype(torch::kDouble));
+  const auto tokens = sample_by_inverse_cdf(probs.unsqueeze(0).expand({rows, 7}).contiguous(), u);
+  EXPECT_EQ(tokens.scalar_type(), torch::kLong);
+  const auto counts = torch::bincount(tokens, {}, 7).to(torch::kDouble) / static_cast<double>(rows);
+  for (std::int64_t v = 0; v < 7; ++v) {
+    const double p = probs[v].item<double>();
+    if (p == 0.0) {
+      EXPECT_EQ(counts[v].item<double>(), 0.0) << "token " << v << " has probability 0";
+    } else {
+      EXPECT_NEAR(counts[v].item<double>(), p, 5.0 * std::sqrt(p * (1 - p) / rows)) << "token " << v;
+    }
+  }
+  // u = 0 takes the first token with mass; u just below 1 the last one; unnormalised rows work.
+  const auto edges = torch::tensor({{0.0, 0.0, 2.0, 0.0, 1.0, 0.0}, {0.0, 0.0, 2.0, 0.0, 1.0, 0.0}}, torch::kFloat);
+  const auto picked = sample_by_inverse_cdf(edges, torch::tensor({0.0, 1.0 - 1e-12}, torch::kDouble));
+  EXPECT_EQ(picked[0].item<std::int64_t>(), 2);
+  EXPECT_EQ(picked[1].item<std::int64_t>(), 4);
+}
+
 TEST_F(SampleTokensTest, TemperatureSharpensAndFlattens) {
   auto p = known_distribution().to(torch::kDouble);
   for (double t : {0.5, 2.0}) {

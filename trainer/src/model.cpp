@@ -570,7 +570,7 @@ torch::Tensor TransformerImpl::forward_cached_impl(const torch::Tensor& input_id
   auto context_lens = kv.context_lens.to(torch::kLong).view({B});
   // L: the longest context in the batch (one host sync; the rollout loop syncs every step for
   // the sampled tokens anyway). Shorter rows are masked.
-  batch.keys = context_lens.max().item<std::int64_t>();
+  batch.keys = kv.max_context_len >= 0 ? kv.max_context_len : context_lens.max().item<std::int64_t>();
   const auto L = batch.keys;
   TORCH_CHECK(L >= T && L <= tables.size(1) * bs, "forward_cached: context_lens (max ", L,
               ") must cover the ", T, " new tokens and fit the ", tables.size(1), " listed blocks");
@@ -583,11 +583,11 @@ torch::Tensor TransformerImpl::forward_cached_impl(const torch::Tensor& input_id
                            .reshape({B * KV * L});
 
   auto slots = kv.slot_mapping.reshape({-1}).to(torch::kLong);  // (B * T)
-  auto written = slots.ge(0);
-  if (written.all().item<bool>()) {
+  const bool all_written = kv.all_slots_written >= 0 ? kv.all_slots_written == 1 : slots.ge(0).all().item<bool>();
+  if (all_written) {
     batch.write_slots = slots;
   } else {
-    batch.write_rows = written.nonzero().squeeze(1);
+    batch.write_rows = slots.ge(0).nonzero().squeeze(1);
     batch.write_slots = slots.index_select(0, batch.write_rows);
   }
 

@@ -93,13 +93,26 @@ torch::Tensor sample_tokens(const torch::Tensor& logits, const SamplingParams& p
     x = torch::empty_like(x).scatter_(-1, order, sorted);
   }
   auto probs = x.softmax(-1);
-  // The generator decides where the draw happens (a CPU generator samples CUDA logits on the
-  // host, which keeps runs reproducible across devices).
-  const bool move = probs.device().type() != generator.device().type();
-  auto tokens = torch::multinomial(move ? probs.to(generator.device()) : probs, 1,
-                                   /*replacement=*/false, generator)
-                    .squeeze(1);  // (B)
-  return move ? tokens.to(logits.device()) : tokens;
+  if (probs.device().type() != generator.device().type()) {
+    // Device logits, host generator: one uniform per row is drawn on the host and the CDF is
+    // inverted on the device — B numbers cross, not the (B, V) probabilities. Reproducible for a
+    // seed on a device; the host's multinomial below draws other tokens for the same seed.
+    auto uniforms = torch::rand({probs.size(0)}, generator, torch::TensorOptions().dtype(torch::kDouble));
+    return sample_by_inverse_cdf(probs, uniforms.to(probs.device()));
+  }
+  return torch::multinomial(probs, 1, /*replacement=*/false, generator).squeeze(1);  // (B)
+}
+
+torch::Tensor sample_by_inverse_cdf(const torch::Tensor& probs, const torch::Tensor& uniforms) {
+  TORCH_CHECK(probs.dim() == 2 && uniforms.dim() == 1 && uniforms.size(0) == probs.size(0),
+              "sample_by_inverse_cdf: probs (B, V) and uniforms (B), got ", probs.sizes(), " and ", uniforms.sizes());
+  // In float64: a float32 running sum over a 150k vocabulary drifts by ~1e-4 of the total.
+  auto cdf = probs.to(torch::kDouble).cumsum(-1);                               // (B, V)
+  auto target = (uniforms.to(cdf.dtype()) * cdf.select(-1, -1)).unsqueeze(1);  // (B, 1)
+  // The first v with cdf(v) > u·total: a zero-probability token (cdf flat) is never chosen.
+  return torch::searchsorted(cdf, target, /*out_int32=*/false, /*right=*/true)
+      .squeeze(1)
+      .clamp_max(probs.size(1) - 1);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -259,6 +272,8 @@ void RolloutEngine::run_wave(const GenerationRequest& request, std::size_t first
   view.slot_mapping = long_tensor(slots, W, T, device);
   view.block_tables = long_tensor(tables, W, max_blocks, device);
   view.context_lens = long_tensor(ctx, W, 1, device).view({W});
+  view.max_context_len = *std::max_element(ctx.begin(), ctx.end());  // no device sync in forward_cached
+  view.all_slots_written = std::find(slots.begin(), slots.end(), -1) == slots.end() ? 1 : 0;
   auto logits = model_->forward_cached(long_tensor(ids, W, T, device), long_tensor(pos, W, T, device), view);
   auto last = logits.select(1, T - 1);  // (W, V): each prompt's last token (left padding)
 
@@ -330,6 +345,8 @@ void RolloutEngine::run_wave(const GenerationRequest& request, std::size_t first
     view.slot_mapping = long_tensor(slots, A, 1, device);
     view.block_tables = long_tensor(tables, A, max_blocks, device);
     view.context_lens = long_tensor(ctx, A, 1, device).view({A});
+    view.max_context_len = *std::max_element(ctx.begin(), ctx.begin() + A);
+    view.all_slots_written = 1;  // one new token per active sequence, each with its slot
     logits = model_->forward_cached(long_tensor(ids, A, 1, device), long_tensor(pos, A, 1, device), view);
     take(sample_tokens(logits.select(1, 0), request.params, generator), active);
   }

@@ -51,6 +51,11 @@ struct KvCacheView {
   /// (B, max_blocks) block tables, padded with 0; (B) sequence lengths *after* this step.
   torch::Tensor block_tables;
   torch::Tensor context_lens;
+  /// Host copies the caller often has (the rollout engine builds these tensors from host vectors):
+  /// max(context_lens), and whether no slot is -1. Unset (-1): forward_cached reads them from the
+  /// tensors, which on CUDA synchronises the host with the device.
+  std::int64_t max_context_len = -1;
+  int all_slots_written = -1;  // 1 yes, 0 no, -1 unknown
 };
 
 class TransformerImpl : public torch::nn::Module {

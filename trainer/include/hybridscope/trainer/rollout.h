@@ -95,4 +95,9 @@ class RolloutEngine {
 torch::Tensor sample_tokens(const torch::Tensor& logits, const SamplingParams& params,
                             torch::Generator& generator);
 
+/// One token per row of `probs` (B, V) at `uniforms` (B) in [0, 1): the first v whose cumulative
+/// probability exceeds u·(the row's total), computed where `probs` is. sample_tokens uses it for
+/// device logits with a host generator.
+torch::Tensor sample_by_inverse_cdf(const torch::Tensor& probs, const torch::Tensor& uniforms);
+
 }  // namespace hs::trainer
