@@ -419,6 +419,7 @@ TransformerImpl::TransformerImpl(const ModelShape& shape, HeadKind head, Paralle
   }
   // Tied: no lm_head module; the head multiplies by embed_tokens.weight itself, so there is one
   // tensor (one optimizer entry, one gradient accumulating both uses).
+  anchor_ = parameters().front();  // every stage and head has parameters
 }
 
 namespace {
@@ -445,17 +446,6 @@ void set_mask(detail::AttentionBatch& batch, const torch::Tensor& visible, const
 bool TransformerImpl::is_first_stage() const { return parallel_.pp->rank() == 0; }
 
 bool TransformerImpl::is_last_stage() const { return parallel_.pp->rank() == parallel_.pp->size() - 1; }
-
-namespace {
-
-// The first parameter (every stage and head has one): the model's dtype and device.
-torch::Tensor first_parameter(const torch::nn::Module& model) {
-  const auto params = model.parameters();
-  if (params.empty()) throw std::logic_error("Transformer: a model without parameters");
-  return params.front();
-}
-
-}  // namespace
 
 ComputeOptions compute_options(const std::string& precision, const std::string& attention) {
   ComputeOptions options;
@@ -487,23 +477,23 @@ void TransformerImpl::set_compute(const ComputeOptions& options) {
 
 torch::Dtype TransformerImpl::compute_dtype() const {
   if (compute_.dtype == torch::kBFloat16) return torch::kBFloat16;
-  return first_parameter(*this).scalar_type();
+  return anchor_.scalar_type();
 }
 
 torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids,
                                        const torch::Tensor& attention_mask,
                                        const torch::Tensor& position_ids) {
-  const auto weight = first_parameter(*this);
-  if (compute_dtype() == weight.scalar_type()) return forward_impl(input_ids, attention_mask, position_ids);
-  const compat::AutocastGuard autocast(weight.device().type(), compute_dtype());
+  const auto dtype = compute_dtype();
+  if (dtype == anchor_.scalar_type()) return forward_impl(input_ids, attention_mask, position_ids);
+  const compat::AutocastGuard autocast(anchor_.device().type(), dtype);
   return forward_impl(input_ids, attention_mask, position_ids);
 }
 
 torch::Tensor TransformerImpl::forward_cached(const torch::Tensor& input_ids, const torch::Tensor& position_ids,
                                               const KvCacheView& kv) {
-  const auto weight = first_parameter(*this);
-  if (compute_dtype() == weight.scalar_type()) return forward_cached_impl(input_ids, position_ids, kv);
-  const compat::AutocastGuard autocast(weight.device().type(), compute_dtype());
+  const auto dtype = compute_dtype();
+  if (dtype == anchor_.scalar_type()) return forward_cached_impl(input_ids, position_ids, kv);
+  const compat::AutocastGuard autocast(anchor_.device().type(), dtype);
   return forward_cached_impl(input_ids, position_ids, kv);
 }
 

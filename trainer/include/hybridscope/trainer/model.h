@@ -104,6 +104,9 @@ class TransformerImpl : public torch::nn::Module {
   HeadKind head_;
   ParallelContext parallel_;
   ComputeOptions compute_;
+  /// One of the parameters: Module::to, set_data (offload, fsdp) keep its TensorImpl, so its dtype
+  /// and device are the model's without walking the parameters on every forward.
+  torch::Tensor anchor_;
   // embed_tokens, layers (ModuleList of decoder layers), norm, lm_head | score are registered
   // in the constructor; see model.cpp.
   struct Parts;
