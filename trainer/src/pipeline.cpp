@@ -13,6 +13,7 @@
 #include <thread>
 #include <utility>
 
+#include <c10/core/DeviceGuard.h>
 #include <torch/torch.h>
 
 #include "hybridscope/trainer/device.h"
@@ -64,6 +65,9 @@ class AsyncSender {
       busy_ = true;
       lock.unlock();
       try {
+        // A new thread's current CUDA device is 0; NCCL sends on the current device's stream.
+        c10::OptionalDeviceGuard device;
+        if (tensor.is_cuda()) device.reset_device(tensor.device());
         comm_.send(tensor, peer_);
       } catch (...) {
         lock.lock();
