@@ -163,6 +163,8 @@ class C10dCommunicator final : public Communicator {
   void barrier() override {
     c10d::BarrierOptions opts;
     opts.timeout = timeout_;
+    // NCCL: name this process's device, or ProcessGroupNCCL guesses it from the rank (and warns).
+    if (staging_) opts.device_ids = {staging_->index()};
     wait(backend_->barrier(opts), "barrier");
   }
 
