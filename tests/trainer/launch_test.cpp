@@ -145,8 +145,9 @@ TEST(Launch, TensorParallelActorReshardsIntoTheRolloutLayout) {
 
 // hybridscope.precision=bf16 on the tp 2 x dp 2 mesh that generates at t_g 1: the forward's
 // activations cross the tp group in bf16 (row-parallel all-reduces, the LM head's all-gather),
-// while the gradients of the fp32 master weights are reduced over tp and dp in float32, and the
-// reshard moves the fp32 master weights (the bf16 rollout model casts them on arrival).
+// while the gradients of the fp32 master weights are reduced over tp and dp in float32. The reshard
+// casts while it packs: the bf16 rollout model's weights move in bf16, half the bytes of the fp32
+// run (TensorParallelActorReshardsIntoTheRolloutLayout), and nothing is restored after rollout.
 TEST(Launch, Bf16ComputeReducesActivationsInBf16AndMasterGradientsInFloat32) {
   const std::string db = run_tiny_four_ranks(
       "bf16", {"hybridscope.model.num_key_value_heads=2", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
@@ -161,8 +162,26 @@ TEST(Launch, Bf16ComputeReducesActivationsInBf16AndMasterGradientsInFloat32) {
   EXPECT_EQ(dtypes("all_gather", "tp"), (std::vector<std::string>{"bfloat16"}));
   EXPECT_EQ(dtypes("all_reduce", "tp"), (std::vector<std::string>{"bfloat16", "float32"}));
   EXPECT_EQ(dtypes("all_reduce", "dp"), (std::vector<std::string>{"float32"}));
-  EXPECT_EQ(dtypes("send", "reshard"), (std::vector<std::string>{"float32"}));
+  EXPECT_EQ(dtypes("send", "reshard"), (std::vector<std::string>{"bfloat16"}));
   EXPECT_EQ(hs::test::query_row(db, "SELECT value FROM config WHERE key = 'hybridscope.precision'"), "bf16");
+
+  hs::trainer::ModelShape shape;
+  shape.vocab_size = hs::trainer::make_tokenizer("char")->vocab_size();
+  shape.hidden_size = 32;
+  shape.intermediate_size = 64;
+  shape.num_hidden_layers = 1;
+  shape.num_attention_heads = 2;
+  shape.num_key_value_heads = 2;
+  std::int64_t split_elements = 0;
+  for (const auto& p : hs::trainer::llama_parameters(shape))
+    if (p.tp_dim >= 0) split_elements += p.bytes() / p.element_size;
+  const std::int64_t bf16_bytes = split_elements * 2 / 2;  // (t - t_g)/(t_g t) = 1/2 of the tp-split parameters, 2 B each
+  EXPECT_EQ(hs::test::query_rows(db, "SELECT DISTINCT w.bytes_received FROM switches w JOIN strings d ON d.id = "
+                                     "w.direction_id WHERE d.value = 'train_to_rollout'"),
+            (std::vector<std::string>{std::to_string(bf16_bytes)}));
+  EXPECT_EQ(hs::test::query_row(db, "SELECT COUNT(*) FROM switch_components c JOIN strings s ON s.id = c.name_id "
+                                    "WHERE s.value = 'restore_weights'"),
+            "0");
 }
 
 // Split placement: the actor on ranks 0-1 (tp 2, rollout tp 1), the reference policy on ranks 2-3.

@@ -49,7 +49,8 @@ HybridSwitch::HybridSwitch(Transformer actor, RolloutEngine& rollout, bool free_
 
 void HybridSwitch::set_resharder(std::shared_ptr<ReshardExecutor> executor,
                                  std::function<void(const std::vector<at::Tensor>&)> install,
-                                 const std::vector<std::pair<std::string, at::Tensor>>& training_shards) {
+                                 const std::vector<std::pair<std::string, at::Tensor>>& training_shards,
+                                 std::optional<at::ScalarType> wire_dtype) {
   TORCH_CHECK(executor && install, "HybridSwitch::set_resharder: the executor and the install callback must be set");
   std::map<std::string, at::Tensor> by_name;
   if (training_shards.empty()) {
@@ -64,6 +65,7 @@ void HybridSwitch::set_resharder(std::shared_ptr<ReshardExecutor> executor,
   }
   executor_ = std::move(executor);
   install_ = std::move(install);
+  wire_dtype_ = wire_dtype;
 }
 
 void HybridSwitch::set_offload(std::function<std::vector<at::Tensor>()> collect) {
@@ -93,8 +95,9 @@ probes::SwitchRecord HybridSwitch::to_rollout(std::int64_t step) {
     torch::NoGradGuard no_grad;
     std::vector<at::Tensor> training;
     for (const auto& t : actor_shards_) training.push_back(t.defined() ? t.detach() : t);
-    generation_ = executor_->to_generation(training);
+    generation_ = executor_->to_generation(training, wire_dtype_);
     install_(generation_);
+    if (wire_dtype_) generation_.clear();  // rounded copies, installed: nothing to restore from them
     const ReshardBytes& bytes = executor_->last_bytes();
     record.bytes_sent = bytes.sent;
     record.bytes_received = bytes.received;
@@ -121,7 +124,7 @@ probes::SwitchRecord HybridSwitch::to_train(std::int64_t step) {
     if (free_cache_engine_) rollout_.release_cache();
   });
   if (collect_offload_) timed(record, "onload", [&] { offload_.onload(); });
-  if (executor_) {
+  if (executor_ && !wire_dtype_) {
     timed(record, "restore_weights", [&] {
       if (generation_.empty()) return;  // no train->rollout switch since the last restore
       torch::NoGradGuard no_grad;

@@ -80,7 +80,8 @@ ReshardExecutor::ReshardExecutor(std::shared_ptr<const ReshardPlan> plan, int ra
   }
 }
 
-std::vector<at::Tensor> ReshardExecutor::to_generation(const std::vector<at::Tensor>& training) {
+std::vector<at::Tensor> ReshardExecutor::to_generation(const std::vector<at::Tensor>& training,
+                                                       std::optional<at::ScalarType> wire_dtype) {
   const ReshardPlan& plan = *plan_;
   const RankPlan& mine = plan.ranks[static_cast<std::size_t>(rank_)];
   const std::size_t n = plan.training.params.size();
@@ -103,14 +104,17 @@ std::vector<at::Tensor> ReshardExecutor::to_generation(const std::vector<at::Ten
                 " differs)");
     held[p] = *box;
   }
+  // The buffers and the generation shards are in the wire dtype: packing and local copies cast.
+  rounded_ = have_options && wire_dtype && *wire_dtype != options.dtype().toScalarType();
+  if (wire_dtype) options = options.dtype(*wire_dtype);
   // Assemble into fresh tensors of the assembled boxes, except where the rank already holds
   // exactly that box (hybrid with t_g = t, or a replicated parameter): there the training tensor
-  // is the generation tensor, no copy.
+  // is the generation tensor, no copy (unless it must be cast).
   std::vector<at::Tensor> assembled(n);
   std::vector<bool> aliased(n, false);
   for (std::size_t p = 0; p < n; ++p) {
     if (!mine.assembled[p]) continue;
-    aliased[p] = training[p].defined() && held[p] == *mine.assembled[p] && training[p].is_contiguous();
+    aliased[p] = training[p].defined() && held[p] == *mine.assembled[p] && training[p].is_contiguous() && !rounded_;
     assembled[p] = aliased[p] ? training[p] : at::empty(shape_of(*mine.assembled[p]), options);
   }
   for (const Piece& piece : mine.local) {
@@ -178,6 +182,9 @@ std::vector<at::Tensor> ReshardExecutor::to_generation(const std::vector<at::Ten
 }
 
 std::vector<at::Tensor> ReshardExecutor::to_training(const std::vector<at::Tensor>& generation) {
+  if (rounded_)
+    throw std::logic_error("ReshardExecutor::to_training: the generation shards were cast to another dtype; the "
+                           "training tensors hold the weights (nothing to restore)");
   const ReshardPlan& plan = *plan_;
   const std::size_t n = plan.training.params.size();
   TORCH_CHECK(generation.size() == n, "ReshardExecutor::to_training: ", generation.size(),

@@ -576,8 +576,15 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
     s.rollout_model->to(s.device);
     // bf16 precision: the rollout weights are bf16 copies of the fp32 master weights (each
     // reshard casts), so decoding reads half the bytes; the KV cache follows (compute_dtype).
-    if (cfg.hybridscope.precision == "bf16") s.rollout_model->to(torch::kBFloat16);
-    auto plan = std::make_shared<const ReshardPlan>(plan_reshard(s.training_layout, s.generation_layout, reshard_mode));
+    const bool bf16 = cfg.hybridscope.precision == "bf16";
+    if (bf16) s.rollout_model->to(torch::kBFloat16);
+    // bf16: the weights move as bf16 (cast while packed), so the plan counts 2-byte elements.
+    auto wire_specs = specs;
+    if (bf16)
+      for (auto& spec : wire_specs) spec.element_size = 2;
+    const LayoutSet wire_training = bf16 ? training_layout(wire_specs, s.mesh, s.dp_sharding) : s.training_layout;
+    auto plan = std::make_shared<const ReshardPlan>(
+        plan_reshard(wire_training, generation_layout(wire_training, rollout_tp, reshard_mode), reshard_mode));
     resharder = std::make_shared<ReshardExecutor>(plan, s.actor_rank, rollout_groups, nullptr, &s.global_step);
   }
   s.rollout = std::make_unique<RolloutEngine>(s.rollout_model ? s.rollout_model : s.actor_model,
@@ -609,7 +616,8 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
         if (!generation[p].is_same(target)) target.copy_(generation[p]);
       }
     }, s.actor->optimizer().zero_shards() ? s.actor->optimizer().zero_shards()->named_shards()
-                                          : std::vector<std::pair<std::string, torch::Tensor>>{});
+                                          : std::vector<std::pair<std::string, torch::Tensor>>{},
+       cfg.hybridscope.precision == "bf16" ? std::optional<at::ScalarType>(torch::kBFloat16) : std::nullopt);
   }
   if (offload.param_offload || offload.optimizer_offload) {
     s.hybrid_switch->set_offload([actor = s.actor.get(), offload] {

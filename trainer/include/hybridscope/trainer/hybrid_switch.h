@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,9 +50,13 @@ class HybridSwitch {
   /// `training_shards` (by name), when given, are the training tensors instead of the actor's
   /// parameters: the dp row blocks of an fsdp optimizer (ZeroShards::named_shards), whose module
   /// holds no storage between uses.
+  /// `wire_dtype` (the rollout model's 16-bit dtype under fp32 masters): the shards are cast while
+  /// they are packed and move in it (ReshardExecutor::to_generation); rollout->train then restores
+  /// nothing — the masters never left — and records no restore_weights.
   void set_resharder(std::shared_ptr<ReshardExecutor> executor,
                      std::function<void(const std::vector<at::Tensor>&)> install,
-                     const std::vector<std::pair<std::string, at::Tensor>>& training_shards = {});
+                     const std::vector<std::pair<std::string, at::Tensor>>& training_shards = {},
+                     std::optional<at::ScalarType> wire_dtype = std::nullopt);
 
   /// Offload at every train->rollout what `collect` returns then (the tensors can change between
   /// steps: AdamW's state appears at the first update), and bring it back at rollout->train. The
@@ -63,7 +68,7 @@ class HybridSwitch {
   /// cache is not allocated).
   probes::SwitchRecord to_rollout(std::int64_t step);
   /// rollout->train: kv_release (when free_cache_engine), onload (with set_offload),
-  /// restore_weights (with a resharder), rng_restore.
+  /// restore_weights (with a resharder in the training dtype), rng_restore.
   probes::SwitchRecord to_train(std::int64_t step);
 
   /// The default CPU generator's state saved by the last to_rollout (undefined before it).
@@ -78,6 +83,7 @@ class HybridSwitch {
   probes::Recorder* recorder_;
   int memory_device_;
   std::shared_ptr<ReshardExecutor> executor_;
+  std::optional<at::ScalarType> wire_dtype_;
   std::function<void(const std::vector<at::Tensor>&)> install_;
   std::vector<at::Tensor> actor_shards_;  // per plan parameter: the actor's tensor, undefined if absent
   std::vector<at::Tensor> generation_;    // the generation shards between the two switches

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -54,8 +55,14 @@ class ReshardExecutor {
   /// undefined where the rank holds none). All defined tensors share one dtype and device.
   /// Returns the generation shard of every parameter (the generation box's shape, contiguous);
   /// where the rank's training box already is its generation box, the training tensor itself.
-  std::vector<at::Tensor> to_generation(const std::vector<at::Tensor>& training);
-  /// The training shards again from `generation` (what to_generation returned).
+  /// `wire_dtype`: the generation shards are cast into it while they are packed and assembled, so
+  /// they move in it (bf16 rollout weights from fp32 masters: half the bytes); the plan must have
+  /// been made with its element size. The shards are then rounded copies, and to_training refuses.
+  std::vector<at::Tensor> to_generation(const std::vector<at::Tensor>& training,
+                                        std::optional<at::ScalarType> wire_dtype = std::nullopt);
+  /// The training shards again from `generation` (what to_generation returned). Throws
+  /// std::logic_error after a to_generation in another dtype: the training tensors, not the
+  /// rounded generation shards, hold the weights.
   std::vector<at::Tensor> to_training(const std::vector<at::Tensor>& generation);
 
   /// Bytes of the last to_generation (equal to the plan's; to_training moves none).
@@ -69,6 +76,7 @@ class ReshardExecutor {
   std::shared_ptr<Communicator> comm_;
   ReshardBytes bytes_;
   std::vector<at::Tensor> kept_;  // training tensors that do not lie inside the generation box
+  bool rounded_ = false;          // the last to_generation cast into another dtype
 };
 
 }  // namespace hs::trainer
