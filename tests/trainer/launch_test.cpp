@@ -64,6 +64,22 @@ std::string run_tiny_four_ranks(const std::string& tag, const std::vector<std::s
   return db;
 }
 
+// Float32 bytes of the tp-split parameters of the tiny model the tp 2 launches train
+// (tiny_grpo's sizes with num_key_value_heads=2).
+std::int64_t tp_split_float32_bytes() {
+  hs::trainer::ModelShape shape;
+  shape.vocab_size = hs::trainer::make_tokenizer("char")->vocab_size();
+  shape.hidden_size = 32;
+  shape.intermediate_size = 64;
+  shape.num_hidden_layers = 1;
+  shape.num_attention_heads = 2;
+  shape.num_key_value_heads = 2;
+  std::int64_t bytes = 0;
+  for (const auto& p : hs::trainer::llama_parameters(shape))
+    if (p.tp_dim >= 0) bytes += p.bytes();
+  return bytes;
+}
+
 TEST(Launch, FourRanksCompleteAndMergeIntoOneRun) {
   const std::string dir = fs::path(hs::test::temp_db("launch_test", "ok")).string();
   fs::create_directories(dir);
@@ -106,16 +122,7 @@ TEST(Launch, TensorParallelActorReshardsIntoTheRolloutLayout) {
               "actor_rollout_ref.actor.strategy=megatron"});
   if (HasFailure()) return;
 
-  hs::trainer::ModelShape shape;
-  shape.vocab_size = hs::trainer::make_tokenizer("char")->vocab_size();
-  shape.hidden_size = 32;
-  shape.intermediate_size = 64;
-  shape.num_hidden_layers = 1;
-  shape.num_attention_heads = 2;
-  shape.num_key_value_heads = 2;
-  std::int64_t split_bytes = 0;
-  for (const auto& p : hs::trainer::llama_parameters(shape))
-    if (p.tp_dim >= 0) split_bytes += p.bytes();
+  const std::int64_t split_bytes = tp_split_float32_bytes();
   const std::int64_t t = 2, t_g = 1;
   const std::int64_t expected = (t - t_g) * split_bytes / (t_g * t);
   const auto rows = hs::test::query_rows(
@@ -165,17 +172,8 @@ TEST(Launch, Bf16ComputeReducesActivationsInBf16AndMasterGradientsInFloat32) {
   EXPECT_EQ(dtypes("send", "reshard"), (std::vector<std::string>{"bfloat16"}));
   EXPECT_EQ(hs::test::query_row(db, "SELECT value FROM config WHERE key = 'hybridscope.precision'"), "bf16");
 
-  hs::trainer::ModelShape shape;
-  shape.vocab_size = hs::trainer::make_tokenizer("char")->vocab_size();
-  shape.hidden_size = 32;
-  shape.intermediate_size = 64;
-  shape.num_hidden_layers = 1;
-  shape.num_attention_heads = 2;
-  shape.num_key_value_heads = 2;
-  std::int64_t split_elements = 0;
-  for (const auto& p : hs::trainer::llama_parameters(shape))
-    if (p.tp_dim >= 0) split_elements += p.bytes() / p.element_size;
-  const std::int64_t bf16_bytes = split_elements * 2 / 2;  // (t - t_g)/(t_g t) = 1/2 of the tp-split parameters, 2 B each
+  // (t - t_g)/(t_g t) = 1/2 of the tp-split parameters, in 2-byte elements: a quarter of their fp32 bytes.
+  const std::int64_t bf16_bytes = tp_split_float32_bytes() / 4;
   EXPECT_EQ(hs::test::query_rows(db, "SELECT DISTINCT w.bytes_received FROM switches w JOIN strings d ON d.id = "
                                      "w.direction_id WHERE d.value = 'train_to_rollout'"),
             (std::vector<std::string>{std::to_string(bf16_bytes)}));
