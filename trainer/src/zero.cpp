@@ -21,7 +21,6 @@ ZeroShards::ZeroShards(torch::nn::Module& module, std::shared_ptr<Communicator> 
   if (!dp_) throw std::invalid_argument("ZeroShards: the data-parallel group is null");
   torch::NoGradGuard no_grad;
   const std::int64_t n = dp_->size();
-  const std::int64_t me = dp_->rank();
   for (const auto& item : module.named_parameters()) {
     Param p;
     p.full = item.value();

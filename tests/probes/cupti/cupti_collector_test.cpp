@@ -140,7 +140,7 @@ TEST(CuptiRecords, BufferOfRecordsBecomesRowsWithNamesKindsClassesAndRanges) {
   const auto path = hs::test::temp_db("cupti_collector_test", "records.sqlite");
   {
     Recorder rec(path, /*rank=*/1);
-    rec.begin_run({"cupti", "cmd", "", 2, "t"});
+    rec.begin_run({"cupti", "cmd", "", 2, "t", {}});
     rec.record_gpu_activity(std::move(batch));
     rec.end_run(RunStatus::kCompleted);
     EXPECT_EQ(rec.write_errors(), 0);
@@ -234,7 +234,7 @@ TEST(CuptiCollector, StartWithoutADeviceIsInactiveAndSaysWhy) {
   const auto path = hs::test::temp_db("cupti_collector_test", "inactive.sqlite");
   {
     Recorder rec(path, 0);
-    rec.begin_run({"cupti_inactive", "cmd", "", 1, "t"});
+    rec.begin_run({"cupti_inactive", "cmd", "", 1, "t", {}});
     CuptiCollector collector(rec);
     EXPECT_EQ(collector.state(), CuptiState::kStopped);
     EXPECT_EQ(collector.start(), CuptiState::kInactive);
