@@ -24,6 +24,7 @@
 
 #include "hybridscope/trainer/batch.h"
 #include "hybridscope/trainer/device.h"
+#include "hybridscope/trainer/hybrid_switch.h"
 #include "hybridscope/trainer/metrics.h"
 #include "hybridscope/trainer/model.h"
 #include "hybridscope/trainer/model_shapes.h"
@@ -109,8 +110,7 @@ void BM_DecodeStep(benchmark::State& state) {
     benchmark::DoNotOptimize(model->forward_cached(ids, pos, view));
     synchronize(device);
   }
-  std::int64_t param_bytes = 0;
-  for (const auto& p : model->parameters()) param_bytes += static_cast<std::int64_t>(p.nbytes());
+  const auto param_bytes = parameter_bytes(model);  // bf16: 2 B per weight
   const double kv_bytes = static_cast<double>(B) * static_cast<double>(L) * shape.num_hidden_layers * 2.0 *
                           shape.num_key_value_heads * shape.head_dim() * 2.0;
   const double bytes = static_cast<double>(param_bytes) + kv_bytes;
