@@ -73,7 +73,7 @@ void BM_Rollout(benchmark::State& state) {
   const auto& r = d.cfg.actor_rollout_ref.rollout;
   RolloutEngine engine(model, d.tokenizer->eos_token_id(), d.tokenizer->pad_token_id(), d.cfg.hybridscope.kv_block_size,
                        d.cfg.hybridscope.kv_num_blocks, r.max_num_seqs,
-                       d.cfg.data.max_prompt_length + d.cfg.data.max_response_length);
+                       d.cfg.data.max_prompt_length + d.cfg.data.max_response_length, r.gpu_memory_utilization);
   engine.allocate_cache();
   GenerationRequest request;
   request.prompts = d.prompts(d.cfg.data.train_batch_size);

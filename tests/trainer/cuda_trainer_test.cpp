@@ -11,13 +11,16 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "../remove_tree.h"
 #include "dist_test_util.h"
 #include "hybridscope/trainer/config.h"
 #include "hybridscope/trainer/device.h"
 #include "hybridscope/trainer/memory_probe.h"
 #include "hybridscope/trainer/process_group.h"
+#include "hybridscope/trainer/rollout.h"
 #include "hybridscope/trainer/trainer.h"
 
 namespace fs = std::filesystem;
@@ -117,6 +120,75 @@ TEST(CudaTrainer, DemoGrpoRunsTwoStepsOnTheDeviceAndRecordsItsMemory) {
   }
   std::error_code ignored;
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(db + suffix, ignored);
+}
+
+// A checkpoint resumes on the other kind of device: AdamW's moments follow the model.
+TEST(CudaTrainer, ACheckpointResumesOnTheOtherKindOfDevice) {
+  HS_REQUIRE_CUDA();
+  const std::string src = HS_SOURCE_DIR;
+  for (const auto& [saved_on, resumed_on] : {std::pair{"cpu", "cuda"}, std::pair{"cuda", "cpu"}}) {
+    const auto dir = fs::temp_directory_path() /
+                     ("hs_cuda_resume_" + std::string(saved_on) + "_" + std::to_string(::getpid()));
+    hs::test::remove_tree(dir);
+    auto config = [&](const std::string& device, int steps) {
+      return load_config(src + "/configs/demo_grpo.yaml",
+                         {"trainer.device=" + device, "data.train_files=" + src + "/datasets/addition/train.jsonl",
+                          "data.val_files=" + src + "/datasets/addition/val.jsonl",
+                          "hybridscope.warmup.files=" + src + "/datasets/addition/warmup.jsonl",
+                          "hybridscope.warmup.steps=1", "data.train_batch_size=4", "actor_rollout_ref.rollout.n=2",
+                          "actor_rollout_ref.actor.ppo_mini_batch_size=2", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
+                          "trainer.total_training_steps=" + std::to_string(steps),
+                          "trainer.test_freq=-1", "trainer.save_freq=1", "trainer.val_before_train=false",
+                          "trainer.default_local_dir=" + (dir / "ckpt").string(),
+                          "hybridscope.db=" + (dir / (device + ".sqlite")).string()});
+    };
+    TrainerOptions quiet;
+    quiet.show_progress = false;
+    PPOTrainer(config(saved_on, 1), quiet).fit();
+    const FitSummary resumed = PPOTrainer(config(resumed_on, 2), quiet).fit();
+    EXPECT_EQ(resumed.first_step, 2) << saved_on << " -> " << resumed_on;
+    EXPECT_EQ(resumed.steps_run, 1) << saved_on << " -> " << resumed_on;
+    hs::test::remove_tree(dir);
+  }
+}
+
+// The KV pool of kv_num_blocks=-1 on CUDA: the worst case when it fits, nothing when the weights
+// alone exceed the share, and the driver's figures behind it.
+TEST(CudaTrainer, TheKvPoolIsCappedByGpuMemoryUtilization) {
+  HS_REQUIRE_CUDA();
+  const c10::Device device = trainer_device("cuda", 0);
+  const auto memory = cuda_device_memory(device.index());
+  ASSERT_TRUE(memory.has_value()) << "the driver reports the current device's memory";
+  EXPECT_GT(memory->total_bytes, std::int64_t{1} << 30);
+  EXPECT_GT(memory->free_bytes, 0);
+  EXPECT_LE(memory->free_bytes, memory->total_bytes);
+
+  ModelShape shape;
+  shape.vocab_size = 64;
+  shape.hidden_size = 64;
+  shape.intermediate_size = 128;
+  shape.num_hidden_layers = 2;
+  shape.num_attention_heads = 4;
+  shape.num_key_value_heads = 2;
+  shape.max_position_embeddings = 64;
+  Transformer small(shape, HeadKind::kLm);
+  small->to(device);
+  RolloutEngine roomy(small, -1, 0, /*block_size=*/16, /*num_blocks=*/-1, /*max_num_seqs=*/8, 64, 0.9);
+  roomy.allocate_cache();
+  EXPECT_EQ(roomy.allocator().num_blocks(), 8 * 4) << "a few KiB fit 90 % of any GPU: the worst case";
+
+  // A model whose weights exceed 1e-6 of the device cannot have a single block.
+  shape.vocab_size = 4096;
+  shape.hidden_size = 512;
+  Transformer big(shape, HeadKind::kLm);
+  big->to(device);
+  RolloutEngine starved(big, -1, 0, 16, -1, 8, 64, 1e-6);
+  try {
+    starved.allocate_cache();
+    FAIL() << "expected KvPoolExhausted";
+  } catch (const KvPoolExhausted& e) {
+    EXPECT_NE(std::string(e.what()).find("rollout.gpu_memory_utilization"), std::string::npos) << e.what();
+  }
 }
 
 TEST(CudaTrainer, ANcclGroupMovesCpuTensorsThroughTheDevice) {

@@ -18,11 +18,11 @@
 #include <map>
 #include <mutex>
 #include <thread>
-#include <ftw.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
+#include "../remove_tree.h"
 #include "hybridscope/trainer/kv_block_pool.h"
 #include "hybridscope/trainer/model.h"
 #include "hybridscope/trainer/rollout.h"
@@ -469,16 +469,9 @@ TEST_F(ModelTest, ForkedSequencesShareThePromptAndMatchFullForward) {
 // ---------------------------------------------------------------------------------------------
 // Tensor parallelism with in-process ranks
 
-// std::filesystem::remove_all is not used: the PyTorch wheel's libtorch.so exports its own
-// std::filesystem::remove_all, which the dynamic linker binds first and which crashes.
-void remove_tree(const fs::path& dir) {
-  ::nftw(dir.c_str(), [](const char* path, const struct stat*, int, struct FTW*) { return std::remove(path); },
-         16, FTW_DEPTH | FTW_PHYS);
-}
-
 fs::path temp_dir(const std::string& tag) {
   auto dir = fs::temp_directory_path() / ("hs_model_test_" + tag + "_" + std::to_string(::getpid()));
-  remove_tree(dir);
+  hs::test::remove_tree(dir);
   fs::create_directories(dir);
   return dir;
 }
@@ -573,7 +566,7 @@ TEST_F(ModelTest, TensorParallelTwoRanksEqualsOneRank) {
     EXPECT_EQ(original[i].first, gathered[i].first);
     EXPECT_TRUE(torch::equal(original[i].second.to(torch::kDouble), gathered[i].second)) << original[i].first;
   }
-  remove_tree(dir);
+  hs::test::remove_tree(dir);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -642,7 +635,7 @@ TEST_F(ModelTest, SafetensorsRoundTripIsBitExactForEveryDtype) {
     total += end - begin;
   }
   EXPECT_EQ(raw.size(), 8 + n + total);
-  remove_tree(dir);
+  hs::test::remove_tree(dir);
 }
 
 TEST_F(ModelTest, SafetensorsRejectsDamagedFiles) {
@@ -665,7 +658,7 @@ TEST_F(ModelTest, SafetensorsRejectsDamagedFiles) {
   EXPECT_THROW(load_safetensors((dir / "missing.safetensors").string()), std::runtime_error);
   EXPECT_THROW(save_safetensors(path.string(), {{"a", torch::zeros({1})}, {"a", torch::zeros({1})}}),
                std::runtime_error);
-  remove_tree(dir);
+  hs::test::remove_tree(dir);
 }
 
 TEST_F(ModelTest, SavePretrainedAndLoadPretrainedGiveIdenticalLogits) {
@@ -723,7 +716,7 @@ TEST_F(ModelTest, SavePretrainedAndLoadPretrainedGiveIdenticalLogits) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find(missing), std::string::npos) << e.what();
   }
-  remove_tree(dir);
+  hs::test::remove_tree(dir);
 }
 
 }  // namespace

@@ -2,7 +2,6 @@
 // threads of one process (thread_world.h): the order of each stage's forwards and backwards, the
 // stage's parameters (global names, training_layout's placement), gradients and log-probs equal to
 // the whole model's, and the refusals. The same over Gloo processes: sharded_training_test.cpp.
-#include <ftw.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -14,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../remove_tree.h"
 #include "hybridscope/trainer/layout.h"
 #include "hybridscope/trainer/mesh_groups.h"
 #include "hybridscope/trainer/pipeline.h"
@@ -71,18 +71,12 @@ TEST(Pipeline, StagesHoldTheirLayersUnderGlobalNamesAsTrainingLayoutPlacesThem) 
               names[1].count("model.layers.2.self_attn.q_proj.weight"));
 }
 
-// std::filesystem::remove_all crashes with the PyTorch wheel's libtorch (model_test.cpp).
-void remove_tree(const std::filesystem::path& dir) {
-  ::nftw(dir.c_str(), [](const char* path, const struct stat*, int, struct FTW*) { return std::remove(path); },
-         16, FTW_DEPTH | FTW_PHYS);
-}
-
 TEST(Pipeline, EachStageLoadsItsPartOfAWholeCheckpoint) {
   const auto shape = test::sharded_training_shape();
   torch::manual_seed(9);
   Transformer full(shape, HeadKind::kLm);
   const auto dir = std::filesystem::temp_directory_path() / ("hs_pipeline_test_" + std::to_string(::getpid()));
-  remove_tree(dir);
+  hs::test::remove_tree(dir);
   save_pretrained(full, dir.string());
   const MeshShape mesh{2, 2, 1};
   const auto layout = training_layout(llama_parameters(shape), mesh, DpSharding::kReplicated);
@@ -103,7 +97,7 @@ TEST(Pipeline, EachStageLoadsItsPartOfAWholeCheckpoint) {
     mismatches[rank] = bad;
     compared[rank] = n;
   });
-  remove_tree(dir);
+  hs::test::remove_tree(dir);
   for (int rank = 0; rank < mesh.world(); ++rank) {
     EXPECT_EQ(mismatches[rank], 0) << "rank " << rank;
     EXPECT_GT(compared[rank], 0) << "rank " << rank;

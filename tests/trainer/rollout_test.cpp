@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <set>
+#include <string>
 
 #include "hybridscope/trainer/rollout.h"
 
@@ -293,6 +294,82 @@ TEST_F(GenerateTest, EdgeCasesAndErrors) {
   // The next generate starts from an empty pool again.
   EXPECT_EQ(small.generate(GenerationRequest{{{1, 2}}, SamplingParams{1.0, -1, 1.0, 1, false}, 3}, gen)
                 .responses.at(0).size(), 3u);
+}
+
+TEST_F(GenerateTest, WavesShrinkToFitASmallPoolAndGiveTheSameResponses) {
+  auto model = make_model();
+  const SamplingParams greedy{1.0, -1, 1.0, 2, false};
+  const int max_len = 6;
+  RolloutEngine roomy(model, /*eos=*/-1, /*pad=*/0, /*block_size=*/4, /*num_blocks=*/-1, /*max_num_seqs=*/8, 20);
+  auto g1 = seeded(0);
+  const auto expected = roomy.generate(GenerationRequest{prompts_, greedy, max_len}, g1);
+
+  // 9 blocks: the 9-token prompt's 2 samples need 2 x ceil(15 / 4) = 8 on their own, so no wave
+  // holds 4 prompts as max_num_seqs 8 / n 2 would allow; every wave's worst case fits.
+  RolloutEngine tight(model, -1, 0, 4, /*num_blocks=*/9, 8, 20);
+  auto g2 = seeded(0);
+  const auto got = tight.generate(GenerationRequest{prompts_, greedy, max_len}, g2);
+  EXPECT_EQ(got.responses, expected.responses);
+  EXPECT_EQ(got.generated_tokens, expected.generated_tokens);
+  EXPECT_LE(got.peak_pool.blocks_used, 9);
+  EXPECT_EQ(got.peak_pool.num_blocks, 9);
+  EXPECT_LT(got.peak_pool.num_sequences, expected.peak_pool.num_sequences) << "smaller waves";
+
+  // 7 blocks cannot hold the first prompt's worst case (8): refused before decoding, with the fix.
+  RolloutEngine too_small(model, -1, 0, 4, /*num_blocks=*/7, 8, 20);
+  auto g3 = seeded(0);
+  try {
+    too_small.generate(GenerationRequest{prompts_, greedy, max_len}, g3);
+    FAIL() << "expected KvPoolExhausted";
+  } catch (const KvPoolExhausted& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("holds 7 blocks"), std::string::npos) << what;
+    EXPECT_NE(what.find("prompt 0 with 2 samples of up to 7 + 6 tokens may need 8"), std::string::npos) << what;
+    EXPECT_NE(what.find("hybridscope.kv_num_blocks"), std::string::npos) << what;
+  }
+  EXPECT_EQ(too_small.allocator().stats().blocks_used, 0) << "nothing was taken from the pool";
+}
+
+TEST_F(GenerateTest, ALimitedVocabularyIsNeverExceededWhenSampling) {
+  auto model = make_model();
+  RolloutEngine engine(model, /*eos=*/-1, 0, 4, -1, 16, 24);
+  auto gen = seeded(9);
+  const GenerationRequest request{prompts_, sampling(1.5, -1, 1.0, 4), 12};
+  std::set<std::int32_t> unlimited;
+  for (const auto& r : engine.generate(request, gen).responses) unlimited.insert(r.begin(), r.end());
+  ASSERT_GE(*unlimited.rbegin(), 10) << "without a limit, a hot sampler reaches ids past 10";
+
+  engine.limit_sampling_to(10);
+  std::set<std::int32_t> limited;
+  for (const auto& r : engine.generate(request, gen).responses) limited.insert(r.begin(), r.end());
+  EXPECT_LT(*limited.rbegin(), 10);
+  EXPECT_GT(limited.size(), 3u) << "still sampling among the ids below the limit";
+  EXPECT_THROW(engine.limit_sampling_to(0), std::invalid_argument);
+  EXPECT_THROW(engine.limit_sampling_to(38), std::invalid_argument);  // past the model's 37
+}
+
+TEST(KvBlocksWithin, TheSmallerOfTheShareLessWeightsAndWhatIsAvailable) {
+  KvMemoryBudget b;
+  b.utilization = 0.5;
+  b.total_bytes = 1000;
+  b.weight_bytes = 100;
+  b.available_bytes = 900;
+  b.bytes_per_block = 40;
+  EXPECT_EQ(kv_blocks_within(b), 10);  // (500 - 100) / 40
+  b.available_bytes = 250;
+  EXPECT_EQ(kv_blocks_within(b), 6);   // 250 / 40: other tenants hold the rest
+  b.available_bytes = 900;
+  b.utilization = 0.05;
+  EXPECT_EQ(kv_blocks_within(b), 0);   // the weights alone exceed the share
+  b.utilization = 1.0;
+  b.weight_bytes = 0;
+  EXPECT_EQ(kv_blocks_within(b), 22);  // 900 / 40, floored
+  b.bytes_per_block = 0;
+  EXPECT_THROW(kv_blocks_within(b), std::invalid_argument);
+  EXPECT_THROW(RolloutEngine(make_model(), -1, 0, 4, -1, 8, 20, /*gpu_memory_utilization=*/0.0), std::invalid_argument);
+  // One block of the demo's GQA shape: 2 layers x {K, V} x 4 tokens x 2 heads x 16 dims.
+  EXPECT_EQ(PagedKvCache::bytes_per_block(gqa_shape(), 4, torch::kFloat), 2 * 2 * 4 * 2 * 16 * 4);
+  EXPECT_EQ(PagedKvCache::bytes_per_block(gqa_shape(), 4, torch::kBFloat16), 2 * 2 * 4 * 2 * 16 * 2);
 }
 
 TEST_F(GenerateTest, Bfloat16ModelGeneratesWithABfloat16Cache) {

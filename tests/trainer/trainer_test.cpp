@@ -227,10 +227,12 @@ TEST(Trainer, ResumeReproducesTheNextStepExactly) {
     PPOTrainer(tiny_config(full, common), quiet()).fit();  // steps 1..3, checkpoint at 2
     auto first = common;
     first.push_back("trainer.total_training_steps=2");
-    PPOTrainer(tiny_config(part, first), quiet()).fit();  // steps 1..2, checkpoint at 2
+    const auto saved = PPOTrainer(tiny_config(part, first), quiet()).fit();  // steps 1..2, checkpoint at 2
+    EXPECT_EQ(std::filesystem::path(saved.checkpoint_dir).filename(), "global_step_2") << estimator;
     const auto summary = PPOTrainer(tiny_config(part, common), quiet()).fit();  // resumes, runs step 3
     EXPECT_EQ(summary.first_step, 3) << estimator;
     EXPECT_EQ(summary.steps_run, 1) << estimator;
+    EXPECT_EQ(std::filesystem::path(summary.checkpoint_dir).filename(), "global_step_3") << "the last step saves";
 
     const auto expected = metrics_of(full + "/run.sqlite", 3);
     const auto resumed = metrics_of(part + "/run.sqlite", 3);
@@ -246,6 +248,11 @@ TEST(Trainer, ResumeReproducesTheNextStepExactly) {
     if (estimator == "gae") {
       EXPECT_TRUE(expected.count("critic/vf_loss"));
     }
+    // A run that saves nothing does not claim the checkpoint an earlier run left in its root.
+    auto fresh = common;
+    for (const char* o : {"trainer.resume_mode=disable", "trainer.save_freq=-1", "trainer.total_training_steps=1"})
+      fresh.push_back(o);
+    EXPECT_EQ(PPOTrainer(tiny_config(part, fresh), quiet()).fit().checkpoint_dir, "") << estimator;
   }
 }
 

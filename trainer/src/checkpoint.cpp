@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "hybridscope/trainer/device.h"
+
 namespace hs::trainer {
 
 namespace fs = std::filesystem;
@@ -49,7 +51,9 @@ void load_role(const fs::path& dir, Transformer& model, torch::optim::AdamW& opt
   load_weights_into(model, (dir / "model.safetensors").string());
   const auto optim_path = dir / "optim.pt";
   if (!fs::exists(optim_path)) throw std::runtime_error("checkpoint is missing " + optim_path.string());
-  torch::load(optim, optim_path.string());
+  // AdamW's moments go where the model now is: a checkpoint saved on one kind of device resumes
+  // on the other (the safetensors weights are host files and copy_ into the parameters).
+  torch::load(optim, optim_path.string(), module_device(*model));
 }
 }  // namespace
 

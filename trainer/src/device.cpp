@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstddef>
 #include <initializer_list>
 #include <vector>
 
@@ -90,24 +91,64 @@ c10::Device module_device(const torch::nn::Module& module) {
 
 int memory_device_index(const c10::Device& device) { return device.is_cuda() ? device.index() : -1; }
 
-std::string cuda_device_name(int index) {
-  // The driver API, opened at run time as the CUPTI collector does: no CUDA headers or runtime
-  // at build time, and the same ordinals as the runtime (both honour CUDA_VISIBLE_DEVICES).
-  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (!driver) driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!driver) return {};
-  using InitFn = int (*)(unsigned int);
+namespace {
+// The driver API, opened at run time as the CUPTI collector does: no CUDA headers or runtime at
+// build time, and the same ordinals as the runtime (both honour CUDA_VISIBLE_DEVICES). Null when
+// there is no driver or cuInit fails.
+void* cuda_driver() {
+  static void* const driver = [] {
+    void* handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!handle) handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!handle) return static_cast<void*>(nullptr);
+    using InitFn = int (*)(unsigned int);
+    auto init = reinterpret_cast<InitFn>(dlsym(handle, "cuInit"));
+    return (init && init(0) == 0) ? handle : static_cast<void*>(nullptr);
+  }();
+  return driver;
+}
+
+template <typename Fn>
+Fn driver_function(const char* name) {
+  void* driver = cuda_driver();
+  return driver ? reinterpret_cast<Fn>(dlsym(driver, name)) : nullptr;
+}
+
+// The driver's handle of device `index`, or nullopt.
+std::optional<int> cuda_device_handle(int index) {
   using GetFn = int (*)(int*, int);
-  using NameFn = int (*)(char*, int, int);
-  auto init = reinterpret_cast<InitFn>(dlsym(driver, "cuInit"));
-  auto get = reinterpret_cast<GetFn>(dlsym(driver, "cuDeviceGet"));
-  auto name = reinterpret_cast<NameFn>(dlsym(driver, "cuDeviceGetName"));
-  if (!init || !get || !name || init(0) != 0) return {};
+  auto get = driver_function<GetFn>("cuDeviceGet");
   int handle = 0;
-  if (get(&handle, index) != 0) return {};
+  if (!get || get(&handle, index) != 0) return std::nullopt;
+  return handle;
+}
+}  // namespace
+
+std::string cuda_device_name(int index) {
+  using NameFn = int (*)(char*, int, int);
+  auto name = driver_function<NameFn>("cuDeviceGetName");
+  const auto handle = cuda_device_handle(index);
+  if (!name || !handle) return {};
   std::array<char, 256> buffer{};
-  if (name(buffer.data(), static_cast<int>(buffer.size()), handle) != 0) return {};
+  if (name(buffer.data(), static_cast<int>(buffer.size()), *handle) != 0) return {};
   return std::string(buffer.data());
+}
+
+std::optional<DeviceMemory> cuda_device_memory(int index) {
+  using TotalFn = int (*)(std::size_t*, int);
+  using FreeFn = int (*)(std::size_t*, std::size_t*);
+  auto total_of = driver_function<TotalFn>("cuDeviceTotalMem_v2");
+  auto free_of = driver_function<FreeFn>("cuMemGetInfo_v2");
+  const auto handle = cuda_device_handle(index);
+  if (!total_of || !free_of || !handle) return std::nullopt;
+  std::size_t total = 0, free = 0, total_in_context = 0;
+  if (total_of(&total, *handle) != 0) return std::nullopt;
+  // cuMemGetInfo answers for the thread's current context: it must be this device's.
+  using CtxDeviceFn = int (*)(int*);
+  auto context_device = driver_function<CtxDeviceFn>("cuCtxGetDevice");
+  int current = -1;
+  if (!context_device || context_device(&current) != 0 || current != *handle) return std::nullopt;
+  if (free_of(&free, &total_in_context) != 0) return std::nullopt;
+  return DeviceMemory{static_cast<std::int64_t>(free), static_cast<std::int64_t>(total)};
 }
 
 double device_peak_flops(const c10::Device& device) {

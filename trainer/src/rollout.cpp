@@ -13,6 +13,10 @@
 #include <stdexcept>
 #include <string>
 
+#include <fmt/format.h>
+
+#include "hybridscope/trainer/device.h"
+#include "hybridscope/trainer/memory_probe.h"
 #include "hybridscope/trainer/rollout.h"
 
 namespace hs::trainer {
@@ -57,6 +61,11 @@ void PagedKvCache::copy_blocks(const std::vector<std::int64_t>& from,
     k_[layer].index_copy_(0, dst, k_[layer].index_select(0, src));
     v_[layer].index_copy_(0, dst, v_[layer].index_select(0, src));
   }
+}
+
+std::int64_t PagedKvCache::bytes_per_block(const ModelShape& shape, std::int64_t block_size, torch::Dtype dtype) {
+  return 2 * static_cast<std::int64_t>(shape.num_hidden_layers) * block_size * shape.num_key_value_heads *
+         shape.head_dim() * static_cast<std::int64_t>(c10::elementSize(dtype));
 }
 
 std::int64_t PagedKvCache::bytes() const {
@@ -120,20 +129,23 @@ torch::Tensor sample_by_inverse_cdf(const torch::Tensor& probs, const torch::Ten
 
 namespace {
 
-std::int64_t resolve_num_blocks(std::int64_t num_blocks, std::int64_t block_size,
-                                int max_num_seqs, int max_seq_len) {
+void check_engine_sizes(std::int64_t block_size, int max_num_seqs, int max_seq_len) {
   if (block_size <= 0 || max_num_seqs <= 0 || max_seq_len <= 0) {
     throw std::invalid_argument("RolloutEngine: block_size (" + std::to_string(block_size) +
                                 "), max_num_seqs (" + std::to_string(max_num_seqs) +
                                 ") and max_seq_len (" + std::to_string(max_seq_len) +
                                 ") must be positive");
   }
-  if (num_blocks > 0) return num_blocks;
-  // Every sequence holding max_seq_len tokens in private blocks: the worst case, since shared
-  // prompt blocks and copy-on-write never hold more than that.
-  const std::int64_t per_seq = (max_seq_len + block_size - 1) / block_size;
-  return per_seq * max_num_seqs;
 }
+
+// Every sequence holding max_seq_len tokens in private blocks: the worst case, since shared
+// prompt blocks and copy-on-write never hold more than that.
+std::int64_t worst_case_blocks(std::int64_t block_size, int max_num_seqs, int max_seq_len) {
+  check_engine_sizes(block_size, max_num_seqs, max_seq_len);
+  return (max_seq_len + block_size - 1) / block_size * max_num_seqs;
+}
+
+std::string gib(std::int64_t bytes) { return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1 << 30)); }
 
 // (rows, cols) int64 tensor on `device` from a row-major vector.
 torch::Tensor long_tensor(std::vector<std::int64_t>& values, std::int64_t rows, std::int64_t cols,
@@ -144,15 +156,35 @@ torch::Tensor long_tensor(std::vector<std::int64_t>& values, std::int64_t rows, 
 
 }  // namespace
 
+std::int64_t kv_blocks_within(const KvMemoryBudget& budget) {
+  if (budget.bytes_per_block <= 0) throw std::invalid_argument("kv_blocks_within: bytes_per_block must be positive");
+  const auto share = static_cast<std::int64_t>(budget.utilization * static_cast<double>(budget.total_bytes));
+  const std::int64_t bytes = std::min(share - budget.weight_bytes, budget.available_bytes);
+  return std::max<std::int64_t>(0, bytes / budget.bytes_per_block);
+}
+
 RolloutEngine::RolloutEngine(Transformer model, int eos_token_id, int pad_token_id,
                              std::int64_t block_size, std::int64_t num_blocks, int max_num_seqs,
-                             int max_seq_len)
+                             int max_seq_len, double gpu_memory_utilization)
     : model_(std::move(model)),
       eos_token_id_(eos_token_id),
       pad_token_id_(pad_token_id),
       max_num_seqs_(max_num_seqs),
       max_seq_len_(max_seq_len),
-      allocator_(resolve_num_blocks(num_blocks, block_size, max_num_seqs, max_seq_len), block_size) {
+      size_by_memory_(num_blocks <= 0),
+      gpu_memory_utilization_(gpu_memory_utilization),
+      pool_sizing_(num_blocks > 0
+                       ? fmt::format("hybridscope.kv_num_blocks = {}", num_blocks)
+                       : fmt::format("max_num_seqs {} x {} blocks of max_seq_len {}", max_num_seqs,
+                                     (max_seq_len + block_size - 1) / std::max<std::int64_t>(block_size, 1),
+                                     max_seq_len)),
+      allocator_(num_blocks > 0 ? (check_engine_sizes(block_size, max_num_seqs, max_seq_len), num_blocks)
+                                : worst_case_blocks(block_size, max_num_seqs, max_seq_len),
+                 block_size) {
+  if (!(gpu_memory_utilization > 0.0 && gpu_memory_utilization <= 1.0)) {
+    throw std::invalid_argument("RolloutEngine: gpu_memory_utilization " + std::to_string(gpu_memory_utilization) +
+                                " must be in (0, 1]");
+  }
   if (model_->head() != HeadKind::kLm) {
     throw std::invalid_argument("RolloutEngine: the model needs an LM head (HeadKind::kLm)");
   }
@@ -174,8 +206,55 @@ void RolloutEngine::allocate_cache() {
   // Each rank caches its own KV heads (attention heads are split over tp).
   ModelShape local = model_->shape();
   local.num_key_value_heads /= model_->parallel().tp->size();
+  if (size_by_memory_ && weight.device().is_cuda()) size_pool_by_memory(local, dtype, weight.device());
   cache_ = std::make_unique<PagedKvCache>(local, allocator_.num_blocks(), allocator_.block_size(),
                                           dtype, weight.device());
+}
+
+void RolloutEngine::size_pool_by_memory(const ModelShape& local, torch::Dtype dtype, const torch::Device& device) {
+  const auto worst_case = worst_case_blocks(allocator_.block_size(), max_num_seqs_, max_seq_len_);
+  const auto memory = cuda_device_memory(device.index());
+  if (!memory) {
+    pool_sizing_ = fmt::format("max_num_seqs {} x max_seq_len {} (device memory unknown: the driver gave no figure)",
+                               max_num_seqs_, max_seq_len_);
+    if (allocator_.num_blocks() != worst_case) allocator_ = KvBlockAllocator(worst_case, allocator_.block_size());
+    return;
+  }
+  KvMemoryBudget budget;
+  budget.utilization = gpu_memory_utilization_;
+  budget.total_bytes = memory->total_bytes;
+  budget.available_bytes = memory->free_bytes;
+  if (cuda_allocator_stats_available()) {
+    const auto cached = cuda_allocator_stats(device.index());
+    budget.available_bytes += cached.reserved_bytes - cached.allocated_bytes;  // reusable without cudaMalloc
+  }
+  for (const auto& p : model_->parameters()) budget.weight_bytes += static_cast<std::int64_t>(p.nbytes());
+  budget.bytes_per_block = PagedKvCache::bytes_per_block(local, allocator_.block_size(), dtype);
+  const auto fits = kv_blocks_within(budget);
+  const auto blocks = std::min(worst_case, fits);
+  pool_sizing_ = fmt::format(
+      "rollout.gpu_memory_utilization {} of {} total, less {} of rollout weights, {} available: {} blocks of {} "
+      "(the worst case needs {})",
+      gpu_memory_utilization_, gib(budget.total_bytes), gib(budget.weight_bytes), gib(budget.available_bytes), fits,
+      fmt::format("{:.2f} MiB", static_cast<double>(budget.bytes_per_block) / (1 << 20)), worst_case);
+  if (blocks < 1) {
+    throw KvPoolExhausted("no KV block fits the rollout's memory share: " + pool_sizing_ +
+                          " — raise actor_rollout_ref.rollout.gpu_memory_utilization, offload the training state "
+                          "(actor_rollout_ref.actor.fsdp_config.*_offload) or set hybridscope.kv_num_blocks");
+  }
+  if (allocator_.num_blocks() != blocks) allocator_ = KvBlockAllocator(blocks, allocator_.block_size());
+}
+
+void RolloutEngine::limit_sampling_to(std::int64_t vocab_size) {
+  if (vocab_size < 1 || vocab_size > model_->shape().vocab_size) {
+    throw std::invalid_argument("limit_sampling_to: " + std::to_string(vocab_size) + " ids must be in 1.." +
+                                std::to_string(model_->shape().vocab_size) + " (the model's vocabulary)");
+  }
+  sampling_vocab_ = vocab_size;
+}
+
+torch::Tensor RolloutEngine::sampled_ids(const torch::Tensor& logits) const {
+  return sampling_vocab_ > 0 && sampling_vocab_ < logits.size(-1) ? logits.narrow(-1, 0, sampling_vocab_) : logits;
 }
 
 void RolloutEngine::release_cache() {
@@ -221,9 +300,30 @@ GenerationResult RolloutEngine::generate(const GenerationRequest& request,
   GenerationResult result;
   result.responses.resize(request.prompts.size() * static_cast<std::size_t>(p.n));
   result.peak_pool = allocator_.stats();
+  // Waves in prompt order: at most max_num_seqs sequences, and the worst case of their blocks
+  // (no sharing) within the pool, so that a wave never runs out of blocks halfway.
   const std::size_t per_wave = static_cast<std::size_t>(max_num_seqs_ / p.n);
-  for (std::size_t first = 0; first < request.prompts.size(); first += per_wave) {
-    run_wave(request, first, std::min(first + per_wave, request.prompts.size()), generator, result);
+  const std::int64_t block_size = allocator_.block_size();
+  auto worst_blocks = [&](std::size_t i) {
+    const auto tokens = static_cast<std::int64_t>(request.prompts[i].size()) + request.max_response_length;
+    return p.n * ((tokens + block_size - 1) / block_size);
+  };
+  for (std::size_t first = 0; first < request.prompts.size();) {
+    std::size_t end = first;
+    for (std::int64_t need = 0; end < request.prompts.size() && end - first < per_wave; ++end) {
+      need += worst_blocks(end);
+      if (need > allocator_.num_blocks()) break;
+    }
+    if (end == first) {
+      throw KvPoolExhausted(fmt::format(
+          "the KV pool holds {} blocks of {} tokens ({}); prompt {} with {} samples of up to {} + {} tokens may need {} "
+          "— raise hybridscope.kv_num_blocks (or rollout.gpu_memory_utilization on CUDA), or lower rollout.n or "
+          "data.max_response_length",
+          allocator_.num_blocks(), block_size, pool_sizing_, first, p.n, request.prompts[first].size(),
+          request.max_response_length, worst_blocks(first)));
+    }
+    run_wave(request, first, end, generator, result);
+    first = end;
   }
   return result;
 }
@@ -306,7 +406,7 @@ void RolloutEngine::run_wave(const GenerationRequest& request, std::size_t first
   if (max_len > 0) {
     std::vector<std::int64_t> all(static_cast<std::size_t>(N));
     for (std::int64_t i = 0; i < N; ++i) all[static_cast<std::size_t>(i)] = i;
-    take(sample_tokens(n == 1 ? last : last.repeat_interleave(n, 0), request.params, generator), all);
+    take(sample_tokens(sampled_ids(n == 1 ? last : last.repeat_interleave(n, 0)), request.params, generator), all);
   }
 
   // ---- decode: one token per unfinished sequence per step
@@ -348,7 +448,7 @@ void RolloutEngine::run_wave(const GenerationRequest& request, std::size_t first
     view.max_context_len = *std::max_element(ctx.begin(), ctx.begin() + A);
     view.all_slots_written = 1;  // one new token per active sequence, each with its slot
     logits = model_->forward_cached(long_tensor(ids, A, 1, device), long_tensor(pos, A, 1, device), view);
-    take(sample_tokens(logits.select(1, 0), request.params, generator), active);
+    take(sample_tokens(sampled_ids(logits.select(1, 0)), request.params, generator), active);
   }
 
   for (const auto s : seq) allocator_.free_sequence(s);

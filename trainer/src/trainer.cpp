@@ -17,6 +17,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <iterator>
@@ -590,7 +591,10 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
   s.rollout = std::make_unique<RolloutEngine>(s.rollout_model ? s.rollout_model : s.actor_model,
                                               s.tokenizer->eos_token_id(), s.tokenizer->pad_token_id(),
                                               cfg.hybridscope.kv_block_size, cfg.hybridscope.kv_num_blocks,
-                                              rollout_cfg.max_num_seqs, max_seq_len);
+                                              rollout_cfg.max_num_seqs, max_seq_len, rollout_cfg.gpu_memory_utilization);
+  // A model vocabulary larger than the tokenizer's (hybridscope.model.vocab_size, a benchmark
+  // shape) pays for its full LM head but never samples an id the tokenizer cannot decode.
+  s.rollout->limit_sampling_to(s.tokenizer->vocab_size());
   s.checkpoint_root = cfg.trainer.default_local_dir;
 
   if (cfg.hybridscope.probes.enable) {
@@ -1435,7 +1439,12 @@ FitSummary PPOTrainer::fit() {
       s.recorder->record_metrics(s.global_step, {{"val/mean@1", summary.val_after}});
     }
     if (summary.steps_run > 0) summary.mean_step_seconds = step_seconds_sum / summary.steps_run;
-    if (auto latest = find_latest_checkpoint(s.checkpoint_root)) summary.checkpoint_dir = *latest;
+    // This run's last checkpoint, if it wrote one (not an older run's left in the same root).
+    if (auto latest = find_latest_checkpoint(s.checkpoint_root)) {
+      const std::string name = std::filesystem::path(*latest).filename().string();
+      const int step = std::atoi(name.substr(name.rfind('_') + 1).c_str());
+      if (step >= summary.first_step && step <= s.global_step) summary.checkpoint_dir = *latest;
+    }
     s.end_recording(probes::RunStatus::kCompleted);
     if (s.world() > 1) {
       s.global_world->barrier();  // every rank's file is complete

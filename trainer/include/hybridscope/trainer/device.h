@@ -12,6 +12,7 @@
 // driver, opened at run time).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -53,6 +54,16 @@ int memory_device_index(const c10::Device& device);
 /// CUDA device `index`'s name from the driver (cuDeviceGetName); empty when there is no driver
 /// or no such device.
 std::string cuda_device_name(int index);
+
+/// A CUDA device's memory as the driver reports it.
+struct DeviceMemory {
+  std::int64_t free_bytes = 0;   // not held by any context (cuMemGetInfo)
+  std::int64_t total_bytes = 0;  // the device's capacity (cuDeviceTotalMem)
+};
+
+/// CUDA device `index`'s free and total memory; nullopt when there is no driver, no such device,
+/// or the calling thread's current context is not on that device (the free figure is per context).
+std::optional<DeviceMemory> cuda_device_memory(int index);
 
 /// Peak FLOP/s for perf/mfu on `device`: on CUDA the table's bf16 peak for its name, else a
 /// measured bf16 GEMM; on the CPU a measured float32 GEMM (metrics.h, measure_gemm_flops).

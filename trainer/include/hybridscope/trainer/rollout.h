@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <torch/types.h>
@@ -34,6 +35,8 @@ class PagedKvCache {
   std::int64_t block_size() const { return block_size_; }
   std::int64_t num_blocks() const { return num_blocks_; }
   std::int64_t bytes() const;
+  /// Bytes one block takes over every layer, K and V, for `shape`'s KV heads in `dtype`.
+  static std::int64_t bytes_per_block(const ModelShape& shape, std::int64_t block_size, torch::Dtype dtype);
 
  private:
   std::int64_t num_blocks_;
@@ -55,22 +58,46 @@ struct GenerationResult {
   KvPoolStats peak_pool;  // pool stats at the moment of peak use
 };
 
+/// What sizes the KV pool on a CUDA device (rollout.gpu_memory_utilization, vLLM's meaning: the
+/// share of the device's total memory the rollout may hold, its weights included).
+struct KvMemoryBudget {
+  double utilization = 0.5;           // rollout.gpu_memory_utilization
+  std::int64_t total_bytes = 0;       // the device's capacity
+  std::int64_t available_bytes = 0;   // free on the device plus cached-but-unused in the allocator
+  std::int64_t weight_bytes = 0;      // the rollout model's parameters
+  std::int64_t bytes_per_block = 0;   // PagedKvCache::bytes_per_block
+};
+
+/// Blocks that fit min(utilization * total - weights, available), floored; never negative.
+std::int64_t kv_blocks_within(const KvMemoryBudget& budget);
+
 class RolloutEngine {
  public:
   /// `model` is the actor's module (the same parameters in the single-process trainer).
-  /// num_blocks -1: enough for max_num_seqs sequences of max_seq_len tokens.
+  /// num_blocks > 0 fixes the pool. num_blocks -1: enough for max_num_seqs sequences of
+  /// max_seq_len tokens, and on a CUDA device no more than kv_blocks_within the share
+  /// `gpu_memory_utilization` leaves when the cache is allocated.
   RolloutEngine(Transformer model, int eos_token_id, int pad_token_id, std::int64_t block_size,
-                std::int64_t num_blocks, int max_num_seqs, int max_seq_len);
+                std::int64_t num_blocks, int max_num_seqs, int max_seq_len,
+                double gpu_memory_utilization = 1.0);
 
   /// Generates under torch::NoGradGuard with `generator` as the only source of randomness.
-  /// Sequences are processed in waves of at most max_num_seqs.
+  /// Prompts are processed in order, in waves of at most max_num_seqs sequences whose worst case
+  /// (every sample's prompt + max_response_length tokens in blocks of its own) fits the pool.
+  /// Throws KvPoolExhausted when one prompt's samples alone cannot fit.
   GenerationResult generate(const GenerationRequest& request, torch::Generator& generator);
 
-  /// Allocates the K/V tensors (the train->rollout switch does this).
+  /// Allocates the K/V tensors (the train->rollout switch does this); a pool sized by device
+  /// memory is sized here, from what is free at that moment.
   void allocate_cache();
   /// Frees the K/V tensors (rollout->train with free_cache_engine).
   void release_cache();
   bool cache_allocated() const;
+
+  /// Samples only ids below `vocab_size` (the tokenizer's vocabulary) from a model whose
+  /// embedding is larger, as vLLM ignores a padded vocabulary (Qwen2.5's 151936 rows over a
+  /// 151665-id tokenizer; a benchmark shape over the char tokenizer).
+  void limit_sampling_to(std::int64_t vocab_size);
 
   const KvBlockAllocator& allocator() const { return allocator_; }
   std::int64_t cache_bytes() const;
@@ -79,6 +106,10 @@ class RolloutEngine {
   /// Prefills prompts [first, end), forks their n samples, decodes them to completion, frees them.
   void run_wave(const GenerationRequest& request, std::size_t first, std::size_t end,
                 torch::Generator& generator, GenerationResult& result);
+  /// Resizes the pool of a num_blocks -1 engine to what fits device memory (kv_blocks_within) now.
+  void size_pool_by_memory(const ModelShape& local, torch::Dtype dtype, const torch::Device& device);
+  /// `logits` (B, V) narrowed to the ids limit_sampling_to allows.
+  torch::Tensor sampled_ids(const torch::Tensor& logits) const;
   /// Records the pool stats in result.peak_pool when more blocks are in use than ever before.
   void note_peak(GenerationResult& result) const;
 
@@ -87,6 +118,10 @@ class RolloutEngine {
   int pad_token_id_;
   int max_num_seqs_;
   int max_seq_len_;
+  bool size_by_memory_;            // num_blocks -1: a CUDA pool is capped by gpu_memory_utilization
+  double gpu_memory_utilization_;
+  std::string pool_sizing_;        // how the pool got its size, for KvPoolExhausted's message
+  std::int64_t sampling_vocab_ = 0;  // 0: every id of the model
   KvBlockAllocator allocator_;
   std::unique_ptr<PagedKvCache> cache_;
 };
