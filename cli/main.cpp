@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 
 #include "export_trace_command.h"
+#include "hybridscope/bench/matrix.h"
+#include "matrix_command.h"
 #include "hybridscope/probes/merge.h"
 #include "reshard_plan_command.h"
 #include "switch_bench_command.h"
@@ -100,6 +102,10 @@ int main(int argc, char** argv) {
   hs::cli::SwitchBenchArgs switch_bench_args;
   auto* switch_bench = hs::cli::add_switch_bench_command(app, switch_bench_args);
 
+  // matrix plan
+  hs::cli::MatrixArgs matrix_args;
+  auto* matrix = hs::cli::add_matrix_command(app, matrix_args);
+
   // `launch [options] -- command...`: what follows `--` belongs to the ranks, untouched by parsing.
   int parse_argc = argc;
   if (argc > 1 && std::string(argv[1]) == "launch") {
@@ -118,6 +124,7 @@ int main(int argc, char** argv) {
     if (reshard_plan->parsed()) return hs::cli::run_reshard_plan(reshard_args);
     if (switch_bench->parsed()) return hs::cli::run_switch_bench(switch_bench_args);
     if (launch->parsed()) return hs::cli::run_launch(launch_args);
+    if (matrix->parsed()) return hs::cli::run_matrix_plan(matrix_args);
     if (merge->parsed()) {
       const auto report = hs::probes::merge_rank_files(merge_db);
       for (const auto& line : report.messages) fmt::print("{}\n", line);
@@ -139,6 +146,9 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const hs::trainer::ConfigError& e) {
     fmt::print(stderr, "config error: {}\n", e.what());
+    return 2;
+  } catch (const hs::bench::MatrixError& e) {
+    fmt::print(stderr, "matrix spec error: {}\n", e.what());
     return 2;
   } catch (const hs::trainer::DistError& e) {
     fmt::print(stderr, "distributed error: {}\n", e.what());
