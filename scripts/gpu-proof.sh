@@ -9,10 +9,14 @@
 #      every kernel was launched inside the range it is correlated with, fragmentation ratios from the
 #      caching allocator, the switches broken into components
 #   3. the same run with the probes (and CUPTI) off: probe overhead = step time on / off
-#   4. hs_gpu_bench: decode step vs the HBM roofline, a training step's MFU
+#   4. the demo with param and optimizer offload: the switch with offload/onload and a KV pool sized
+#      by rollout.gpu_memory_utilization (checks appended to checks.txt)
+#   5. cell 1 of bench/matrices/gpu-shapes.yaml (Qwen2.5-0.5B shape, random weights), 3 steps:
+#      a real-sized GRPO step's phases, MFU and memory (log appended to demo.log)
+#   6. hs_gpu_bench: decode step vs the HBM roofline, a training step's MFU
 #
 # Environment: OUT (output folder), HS_PROOF_STEPS (trainer steps, default 20), HS_PROOF_SKIP
-# (space-separated parts to skip: tests demo overhead bench).
+# (space-separated parts to skip: tests demo overhead offload matrix bench).
 set -uo pipefail
 
 repo="$(pwd)"
@@ -100,7 +104,36 @@ else:
 PY
 fi
 
-# --- 4. benchmarks -------------------------------------------------------------------------------
+# --- 4. offloading: the switch's offload/onload components and the KV pool on the device ------
+if part offload; then
+  rm -f /tmp/hs-gpu-offload.sqlite
+  run_demo /tmp/hs-gpu-offload.sqlite true hybridscope.warmup.steps=0 trainer.val_before_train=false \
+    trainer.total_training_steps=5 actor_rollout_ref.actor.fsdp_config.param_offload=true \
+    actor_rollout_ref.actor.fsdp_config.optimizer_offload=true > /tmp/hs-gpu-offload.log 2>&1
+  say "offload demo (param + optimizer offload, 5 steps): rc=$?"
+  { echo; echo "# offload run"; "$py" scripts/gpu-checks.py /tmp/hs-gpu-offload.sqlite; } | tee -a "$out/checks.txt" | grep -iE 'switch|offload|onload|kv_' | tee -a "$summary"
+fi
+
+# --- 5. one cell of the GPU matrix: the Qwen2.5-0.5B shape ----------------------------------------
+if part matrix; then
+  cell="$("$bin/cli/hybridscope" matrix plan bench/matrices/gpu-shapes.yaml --commands | grep -A1 '^# cell 1 ' | tail -1)"
+  cell="${cell/#hybridscope /$bin/cli/hybridscope }"
+  start=$(date +%s)
+  { echo; echo "# matrix cell 1: $cell"; eval "$cell trainer.total_training_steps=3"; } >> "$out/demo.log" 2>&1
+  say "matrix cell 1 (qwen2.5-0.5b shape, 3 steps): rc=$? in $(( $(date +%s) - start )) s"
+  "$py" - out/matrix/gpu-shapes/cell1.sqlite <<'PY' | tee -a "$summary"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+names = ("perf/time_per_step", "timing_s/gen", "timing_s/update_actor", "perf/mfu/actor", "perf/throughput",
+         "perf/max_memory_allocated_gb", "perf/max_memory_reserved_gb", "rollout/kv_num_blocks")
+for step, name, value in db.execute(
+        "SELECT m.step, s.value, m.value FROM step_metrics m JOIN strings s ON s.id = m.name_id "
+        f"WHERE s.value IN ({','.join('?' * len(names))}) ORDER BY m.step, s.value", names):
+    print(f"  step {step} {name} = {value:.4g}")
+PY
+fi
+
+# --- 6. benchmarks -------------------------------------------------------------------------------
 if part bench; then
   "$bin/bench/hs_gpu_bench" --benchmark_out="$out/gpu-bench.json" --benchmark_out_format=json \
     --benchmark_counters_tabular=true > "$out/bench.txt" 2>&1
