@@ -111,8 +111,8 @@ void BM_DecodeStep(benchmark::State& state) {
     synchronize(device);
   }
   const auto param_bytes = parameter_bytes(model);  // bf16: 2 B per weight
-  const double kv_bytes = static_cast<double>(B) * static_cast<double>(L) * shape.num_hidden_layers * 2.0 *
-                          shape.num_key_value_heads * shape.head_dim() * 2.0;
+  const double kv_bytes = static_cast<double>(B) * static_cast<double>(L) *  // one bf16 token per "block"
+                          static_cast<double>(PagedKvCache::bytes_per_block(shape, 1, torch::kBFloat16));
   const double bytes = static_cast<double>(param_bytes) + kv_bytes;
   state.counters["bytes"] = bytes;
   state.counters["GBps"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);

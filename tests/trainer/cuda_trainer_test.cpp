@@ -5,7 +5,6 @@
 // them through the device. Without a device every test here skips, saying so: that is the only
 // reason they skip, and on a GPU machine they fail when the code is wrong.
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 #include <unistd.h>
 #include <torch/torch.h>
 
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "../remove_tree.h"
+#include "../test_db.h"
 #include "dist_test_util.h"
 #include "hybridscope/trainer/config.h"
 #include "hybridscope/trainer/device.h"
@@ -32,22 +32,12 @@ namespace {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device on this machine (the " \
                                                     "trainer.device=cuda tests need one)"
 
-// The first column of the first row of `sql` as text ("" when there is none).
-std::string text(const std::string& db_path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  EXPECT_EQ(sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-  sqlite3_stmt* st = nullptr;
-  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db) << ": " << sql;
-  std::string out;
-  if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-    out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return out;
-}
+// The first row of `sql` as text, "" when there is none (test_db.h).
+std::string text(const std::string& db_path, const std::string& sql) { return hs::test::query_row(db_path, sql); }
+// ... as a number, -1 when there is no row or it is NULL.
 double number(const std::string& db_path, const std::string& sql) {
   const std::string t = text(db_path, sql);
-  return t.empty() ? -1.0 : std::stod(t);
+  return t.empty() || t == "NULL" ? -1.0 : std::stod(t);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <map>
 #include <string>
 
+#include "../test_db.h"
 #include "hybridscope/trainer/config.h"
 #include "hybridscope/trainer/hybrid_switch.h"
 #include "hybridscope/trainer/model.h"
@@ -404,21 +405,10 @@ TEST(Trainer, RecordsBothSwitchesOfEveryStepWithTheirComponents) {
   }
   // Component names in order, per direction (the same every step).
   auto components = [&](const char* direction) {
-    sqlite3* h = nullptr;
-    sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr);
-    sqlite3_stmt* st = nullptr;
-    const std::string sql =
-        "SELECT group_concat(name, ',') FROM (SELECT s.value AS name FROM switch_components c "
-        "JOIN switches w ON w.id = c.switch_id JOIN strings d ON d.id = w.direction_id "
-        "JOIN strings s ON s.id = c.name_id WHERE w.run_id = " + run + " AND w.step = 2 AND d.value = '" +
-        direction + "' ORDER BY c.rowid)";
-    EXPECT_EQ(sqlite3_prepare_v2(h, sql.c_str(), -1, &st, nullptr), SQLITE_OK);
-    std::string out;
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-      out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    sqlite3_close(h);
-    return out;
+    return hs::test::query_row(db, "SELECT group_concat(name, ',') FROM (SELECT s.value AS name FROM switch_components c "
+                               "JOIN switches w ON w.id = c.switch_id JOIN strings d ON d.id = w.direction_id "
+                               "JOIN strings s ON s.id = c.name_id WHERE w.run_id = " + run +
+                                   " AND w.step = 2 AND d.value = '" + direction + "' ORDER BY c.rowid)");
   };
   EXPECT_EQ(components("train_to_rollout"), "rng_save,reshard_weights,kv_allocate");
   EXPECT_EQ(components("rollout_to_train"), "kv_release,rng_restore");
