@@ -13,7 +13,7 @@
 
 #include "hybridscope/trainer/model_shapes.h"
 #include "hybridscope/trainer/reshard_executor.h"
-#include "thread_world.h"
+#include "hybridscope/trainer/dist/thread_world.h"
 
 namespace {
 

@@ -19,7 +19,7 @@
 #include "hybridscope/trainer/model.h"
 #include "hybridscope/trainer/ppo_workers.h"
 #include "hybridscope/trainer/zero.h"
-#include "thread_world.h"
+#include "hybridscope/trainer/dist/thread_world.h"
 
 namespace hs::trainer {
 namespace {

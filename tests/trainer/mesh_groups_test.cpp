@@ -9,7 +9,7 @@
 
 #include "hybridscope/trainer/mesh_groups.h"
 #include "reshard_fixtures.h"
-#include "thread_world.h"
+#include "hybridscope/trainer/dist/thread_world.h"
 
 namespace hs::trainer {
 namespace {

@@ -26,7 +26,7 @@
 #include "hybridscope/trainer/kv_block_pool.h"
 #include "hybridscope/trainer/model.h"
 #include "hybridscope/trainer/rollout.h"
-#include "thread_world.h"
+#include "hybridscope/trainer/dist/thread_world.h"
 
 namespace hs::trainer {
 namespace {

@@ -20,7 +20,7 @@
 #include "hybridscope/trainer/ppo_workers.h"
 #include "hybridscope/trainer/rollout.h"
 #include "sharded_training_fixtures.h"
-#include "thread_world.h"
+#include "hybridscope/trainer/dist/thread_world.h"
 
 namespace hs::trainer {
 namespace {

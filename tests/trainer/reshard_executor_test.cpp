@@ -17,7 +17,7 @@
 #include "hybridscope/trainer/probed_communicator.h"
 #include "hybridscope/trainer/reshard_executor.h"
 #include "hybridscope/trainer/rollout.h"
-#include "thread_world.h"
+#include "hybridscope/trainer/dist/thread_world.h"
 
 #include "reshard_fixtures.h"
 

@@ -1,7 +1,8 @@
-// thread_world.h — in-process ranks for multi-rank tests: a Communicator and a GroupFactory over
-// threads of one process (no sockets), so layouts, tensor parallelism and resharding can be
-// tested with exact data movement and the real probe. Not a c10d replacement: every collective
-// is an exchange of whole tensors under one mutex; send is buffered (never blocks).
+// thread_world.h — in-process ranks: a Communicator and a GroupFactory over threads of one process
+// (no sockets), so layouts, tensor parallelism and resharding can be tested and benchmarked with
+// exact data movement and the real probe (tests/trainer and bench/micro/reshard_bench.cpp). Not a
+// c10d replacement: every collective is an exchange of whole tensors under one mutex; send is
+// buffered (never blocks).
 #pragma once
 
 #include <torch/torch.h>
