@@ -1,68 +1,46 @@
-// merge.cpp — per-rank files into the run database (see merge.h).
+// merge.cpp — per-rank files into the run database (see merge.h). Which tables are copied, and
+// every column of each, comes from schema.h's description: a per-rank table (run_id, rank) is
+// copied for the run, a table whose rows hang off one (switch_components) follows its parent;
+// string ids are remapped, ids that other tables reference are renumbered above the run
+// database's largest. Both files are opened through RunFile, which brings them to the current
+// schema and marks runs left 'running' by dead processes as killed.
 #include "hybridscope/probes/merge.h"
 
 #include <sqlite3.h>
 
-#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "hybridscope/probes/recorder.h"
+#include "hybridscope/probes/schema.h"
+#include "run_file.h"
 
 namespace hs::probes {
 
 namespace {
 
 namespace fs = std::filesystem;
+using detail::RunFile;
+using schema::Column;
+using schema::Table;
 
-class Db {
- public:
-  explicit Db(const std::string& path) {
-    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
-      const std::string err = db_ ? sqlite3_errmsg(db_) : "out of memory";
-      sqlite3_close(db_);
-      throw RecorderError("cannot open " + path + ": " + err);
+/// Each row's columns as text.
+std::vector<std::vector<std::string>> rows(RunFile& db, const std::string& sql) {
+  detail::Statement st;
+  if (sqlite3_prepare_v2(db.get(), sql.c_str(), -1, &st.stmt, nullptr) != SQLITE_OK)
+    throw RecorderError(std::string("merge: ") + sqlite3_errmsg(db.get()) + " in: " + sql.substr(0, 120));
+  std::vector<std::vector<std::string>> out;
+  while (sqlite3_step(st.stmt) == SQLITE_ROW) {
+    std::vector<std::string> row;
+    for (int c = 0; c < sqlite3_column_count(st.stmt); ++c) {
+      const auto* text = sqlite3_column_text(st.stmt, c);
+      row.emplace_back(text ? reinterpret_cast<const char*>(text) : "");
     }
-    sqlite3_busy_timeout(db_, 5000);
+    out.push_back(std::move(row));
   }
-  ~Db() { sqlite3_close(db_); }
-  Db(const Db&) = delete;
-  Db& operator=(const Db&) = delete;
-
-  void exec(const std::string& sql) {
-    char* err = nullptr;
-    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-      const std::string message = err ? err : "unknown error";
-      sqlite3_free(err);
-      throw RecorderError("merge: " + message + " in: " + sql.substr(0, 120));
-    }
-  }
-  /// Each row's columns as text.
-  std::vector<std::vector<std::string>> rows(const std::string& sql) {
-    sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &st, nullptr) != SQLITE_OK)
-      throw RecorderError(std::string("merge: ") + sqlite3_errmsg(db_) + " in: " + sql.substr(0, 120));
-    std::vector<std::vector<std::string>> out;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-      std::vector<std::string> row;
-      for (int c = 0; c < sqlite3_column_count(st); ++c) {
-        const auto* text = sqlite3_column_text(st, c);
-        row.emplace_back(text ? reinterpret_cast<const char*>(text) : "");
-      }
-      out.push_back(std::move(row));
-    }
-    sqlite3_finalize(st);
-    return out;
-  }
-  std::int64_t changes() const { return sqlite3_changes64(db_); }
-
- private:
-  sqlite3* db_ = nullptr;
-};
-
-void remove_file_set(const std::string& path) {
-  std::error_code ec;
-  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix, ec);
+  return out;
 }
 
 std::string quote(const std::string& s) {
@@ -71,39 +49,87 @@ std::string quote(const std::string& s) {
   return out + "'";
 }
 
-}  // namespace
-
-std::vector<std::string> rank_files(const std::string& db_path) {
-  const fs::path db(db_path);
-  const fs::path dir = db.parent_path().empty() ? fs::path(".") : db.parent_path();
-  const std::string prefix = db.filename().string() + ".rank";
-  std::vector<std::pair<int, std::string>> found;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind(prefix, 0) != 0) continue;
-    const std::string digits = name.substr(prefix.size());
-    if (digits.empty() || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
-      continue;  // RUN.sqlite.rank3-wal and the like
-    found.emplace_back(std::stoi(digits), (db.parent_path() / name).string());
-  }
-  std::sort(found.begin(), found.end());
-  std::vector<std::string> out;
-  for (auto& [rank, path] : found) out.push_back(std::move(path));
-  return out;
+bool referenced(const Table& t) {
+  for (const Table* other : schema::kTables)
+    for (const Column& c : other->columns)
+      if (c.references && schema::detail::same(c.references, t.name)) return true;
+  return false;
 }
+
+/// A per-rank table whose auto-assigned ids other rows reference: copied under new ids.
+bool renumbered(const Table& t) {
+  if (!t.per_rank() || !referenced(t)) return false;
+  for (const Column& c : t.columns)
+    if (c.auto_id()) return true;
+  return false;
+}
+
+/// The column of `t` that references a per-rank table (its parent); nullptr when there is none.
+const Column* parent_column(const Table& t) {
+  for (const Column& c : t.columns) {
+    if (!c.references) continue;
+    const Table* parent = schema::find_table(c.references);
+    if (parent && parent->per_rank()) return &c;
+  }
+  return nullptr;
+}
+
+/// A table merge copies: per-rank, or a child of a per-rank table.
+bool merged(const Table& t) { return t.per_rank() || parent_column(t) != nullptr; }
+
+/// `INSERT INTO main.T(all columns) SELECT ... FROM src.T` for run `run`, every described column:
+/// string ids through temp.smap, renumbered ids and references to them shifted by `offsets`.
+std::string copy_statement(const Table& t, const std::string& run, const std::map<std::string, std::string>& offsets) {
+  std::string columns, values, joins;
+  int join = 0;
+  for (const Column& c : t.columns) {
+    std::string value = std::string("x.") + c.name;
+    if (c.auto_id()) {
+      if (!renumbered(t)) continue;  // SQLite assigns a fresh id
+      value += " + " + offsets.at(t.name);
+    } else if (c.references && schema::detail::same(c.references, schema::kStrings)) {
+      const std::string alias = "s" + std::to_string(join++);
+      joins += std::string(c.not_null() ? " JOIN" : " LEFT JOIN") + " temp.smap " + alias + " ON " + alias +
+               ".old = x." + c.name;
+      value = alias + ".new";
+    } else if (c.references && offsets.count(c.references)) {
+      value += " + " + offsets.at(c.references);
+    }
+    columns += (columns.empty() ? "" : ", ") + std::string(c.name);
+    values += (values.empty() ? "" : ", ") + value;
+  }
+  std::string where;
+  if (t.per_rank()) {
+    where = " WHERE x.run_id = " + run;
+  } else {
+    const Column& parent = *parent_column(t);
+    where = std::string(" WHERE x.") + parent.name + " IN (SELECT id FROM src." + parent.references +
+            " WHERE run_id = " + run + ")";
+  }
+  return std::string("INSERT INTO main.") + t.name + "(" + columns + ") SELECT " + values + " FROM src." + t.name +
+         " x" + joins + where;
+}
+
+/// Deletes this run's rows of the ranks in `ranks_of` from main.T (children through their parent).
+std::string delete_statement(const Table& t, const std::string& run, const std::string& ranks_of) {
+  if (t.per_rank())
+    return std::string("DELETE FROM main.") + t.name + " WHERE run_id = " + run + " AND rank IN " + ranks_of;
+  const Column& parent = *parent_column(t);
+  return std::string("DELETE FROM main.") + t.name + " WHERE " + parent.name + " IN (SELECT id FROM main." +
+         parent.references + " WHERE run_id = " + run + " AND rank IN " + ranks_of + ")";
+}
+
+}  // namespace
 
 MergeReport merge_rank_files(const std::string& db_path) {
   MergeReport report;
   if (!fs::exists(db_path)) throw RecorderError("merge: no run database at " + db_path);
-  // Opening with a Recorder brings each file to the current schema and marks runs and ranks left
-  // 'running' by dead processes as killed.
-  { Recorder upgrade(db_path); }
+  RunFile db(db_path, RunFile::Mode::kExisting);
   for (const std::string& file : rank_files(db_path)) {
-    { Recorder upgrade(file); }
-    Db db(db_path);
+    { RunFile upgrade(file, RunFile::Mode::kExisting); }
     db.exec("ATTACH DATABASE " + quote(file) + " AS src");
-    const auto runs = db.rows("SELECT r.id, r.status, (SELECT COUNT(*) FROM main.runs m WHERE m.id = r.id) FROM src.runs r");
+    const auto runs =
+        rows(db, "SELECT r.id, r.status, (SELECT COUNT(*) FROM main.runs m WHERE m.id = r.id) FROM src.runs r");
     bool keep_file = false;
     db.exec("BEGIN IMMEDIATE");
     try {
@@ -122,84 +148,30 @@ MergeReport merge_rank_files(const std::string& db_path) {
           keep_file = true;
           continue;
         }
+        // Replace this rank's earlier rows of the run (idempotence): children before parents.
         const std::string ranks_of = "(SELECT rank FROM src.ranks WHERE run_id = " + id + ")";
-        // Replace this rank's earlier rows of the run (idempotence).
-        db.exec("DELETE FROM main.switch_components WHERE switch_id IN (SELECT id FROM main.switches WHERE run_id = " +
-                id + " AND rank IN " + ranks_of + ")");
-        for (const char* table : {"switches", "ranges", "comm_ops", "memory_samples", "kv_pool_samples", "ranks",
-                                  "kernels", "memcpy", "memset", "runtime_api", "external_correlations",
-                                  "correlation_ranges", "cupti_overhead", "collector_stats"})
-          db.exec(std::string("DELETE FROM main.") + table + " WHERE run_id = " + id + " AND rank IN " + ranks_of);
+        for (const Table* t : schema::kTables)
+          if (merged(*t) && !t->per_rank()) db.exec(delete_statement(*t, id, ranks_of));
+        for (const Table* t : schema::kTables)
+          if (t->per_rank()) db.exec(delete_statement(*t, id, ranks_of));
+        std::map<std::string, std::string> offsets;
+        for (const Table* t : schema::kTables)
+          if (renumbered(*t))
+            offsets[t->name] = rows(db, std::string("SELECT COALESCE(MAX(id), 0) FROM main.") + t->name)[0][0];
         std::int64_t copied = 0;
-        auto copy = [&](const std::string& sql) {
-          db.exec(sql);
-          copied += db.changes();
-        };
-        copy("INSERT INTO main.ranges(run_id, rank, tid, step, name_id, category_id, depth, start_ns, end_ns) "
-             "SELECT r.run_id, r.rank, r.tid, r.step, n.new, r.category_id, r.depth, r.start_ns, r.end_ns "
-             "FROM src.ranges r JOIN temp.smap n ON n.old = r.name_id WHERE r.run_id = " + id);
-        copy("INSERT INTO main.comm_ops(run_id, rank, step, op_id, group_id, group_size, bytes, dtype_id, start_ns, "
-             "end_ns, algbw_gbps, busbw_gbps) SELECT c.run_id, c.rank, c.step, o.new, g.new, c.group_size, c.bytes, "
-             "d.new, c.start_ns, c.end_ns, c.algbw_gbps, c.busbw_gbps FROM src.comm_ops c JOIN temp.smap o ON "
-             "o.old = c.op_id JOIN temp.smap g ON g.old = c.group_id JOIN temp.smap d ON d.old = c.dtype_id "
-             "WHERE c.run_id = " + id);
-        copy("INSERT INTO main.memory_samples(run_id, rank, step, ts_ns, phase_id, device, allocated_bytes, "
-             "reserved_bytes, active_bytes, inactive_split_bytes, largest_free_block_bytes, peak_allocated_bytes, "
-             "num_allocs, num_alloc_retries, num_ooms, reserved_slack, split_fragmentation, external_fragmentation) "
-             "SELECT m.run_id, m.rank, m.step, m.ts_ns, p.new, m.device, m.allocated_bytes, m.reserved_bytes, "
-             "m.active_bytes, m.inactive_split_bytes, m.largest_free_block_bytes, m.peak_allocated_bytes, "
-             "m.num_allocs, m.num_alloc_retries, m.num_ooms, m.reserved_slack, m.split_fragmentation, "
-             "m.external_fragmentation FROM src.memory_samples m JOIN temp.smap p ON p.old = m.phase_id "
-             "WHERE m.run_id = " + id);
-        copy("INSERT INTO main.kv_pool_samples(run_id, rank, step, ts_ns, phase_id, num_blocks, block_size, "
-             "blocks_used, shared_blocks, num_sequences, tokens_stored, token_capacity_used, cache_bytes) "
-             "SELECT k.run_id, k.rank, k.step, k.ts_ns, p.new, k.num_blocks, k.block_size, k.blocks_used, "
-             "k.shared_blocks, k.num_sequences, k.tokens_stored, k.token_capacity_used, k.cache_bytes "
-             "FROM src.kv_pool_samples k JOIN temp.smap p ON p.old = k.phase_id WHERE k.run_id = " + id);
-        // Switch ids are renumbered above the run database's largest.
-        const std::string offset = db.rows("SELECT COALESCE(MAX(id), 0) FROM main.switches")[0][0];
-        copy("INSERT INTO main.switches(id, run_id, rank, step, direction_id, start_ns, end_ns, bytes_sent, "
-             "bytes_received, bytes_local, memory_before_bytes, memory_after_bytes, peak_memory_bytes) SELECT s.id + " +
-             offset + ", s.run_id, s.rank, s.step, d.new, s.start_ns, s.end_ns, s.bytes_sent, s.bytes_received, "
-             "s.bytes_local, s.memory_before_bytes, s.memory_after_bytes, s.peak_memory_bytes FROM src.switches s "
-             "JOIN temp.smap d ON d.old = s.direction_id WHERE s.run_id = " + id);
-        copy("INSERT INTO main.switch_components(switch_id, name_id, duration_ns) SELECT c.switch_id + " + offset +
-             ", n.new, c.duration_ns FROM src.switch_components c JOIN src.switches s ON s.id = c.switch_id "
-             "JOIN temp.smap n ON n.old = c.name_id WHERE s.run_id = " + id);
-        // GPU activity (CUPTI): names remapped; the enum tables' ids are CUPTI's, the same in every file.
-        copy("INSERT INTO main.kernels(run_id, rank, device, context, stream, correlation_id, start_ns, end_ns, "
-             "name_id, short_name_id, class_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, "
-             "registers_per_thread, static_shared_memory, dynamic_shared_memory) SELECT k.run_id, k.rank, k.device, "
-             "k.context, k.stream, k.correlation_id, k.start_ns, k.end_ns, n.new, sn.new, k.class_id, k.grid_x, "
-             "k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.registers_per_thread, k.static_shared_memory, "
-             "k.dynamic_shared_memory FROM src.kernels k JOIN temp.smap n ON n.old = k.name_id "
-             "JOIN temp.smap sn ON sn.old = k.short_name_id WHERE k.run_id = " + id);
-        copy("INSERT INTO main.memcpy SELECT * FROM src.memcpy WHERE run_id = " + id);
-        copy("INSERT INTO main.memset SELECT * FROM src.memset WHERE run_id = " + id);
-        copy("INSERT INTO main.runtime_api(run_id, rank, tid, correlation_id, cbid, name_id, start_ns, end_ns, "
-             "return_value) SELECT a.run_id, a.rank, a.tid, a.correlation_id, a.cbid, n.new, a.start_ns, a.end_ns, "
-             "a.return_value FROM src.runtime_api a JOIN temp.smap n ON n.old = a.name_id WHERE a.run_id = " + id);
-        copy("INSERT INTO main.external_correlations SELECT * FROM src.external_correlations WHERE run_id = " + id);
-        copy("INSERT INTO main.correlation_ranges(run_id, rank, external_id, tid, depth, start_ns, name_id) "
-             "SELECT c.run_id, c.rank, c.external_id, c.tid, c.depth, c.start_ns, n.new FROM src.correlation_ranges c "
-             "JOIN temp.smap n ON n.old = c.name_id WHERE c.run_id = " + id);
-        copy("INSERT INTO main.cupti_overhead(run_id, rank, kind_id, start_ns, end_ns) SELECT o.run_id, o.rank, "
-             "n.new, o.start_ns, o.end_ns FROM src.cupti_overhead o JOIN temp.smap n ON n.old = o.kind_id "
-             "WHERE o.run_id = " + id);
-        copy("INSERT INTO main.collector_stats(run_id, rank, ts_ns, status_id, buffers_requested, buffers_refused, "
-             "buffers_completed, records, dropped_records, peak_buffer_bytes) SELECT c.run_id, c.rank, c.ts_ns, "
-             "n.new, c.buffers_requested, c.buffers_refused, c.buffers_completed, c.records, c.dropped_records, "
-             "c.peak_buffer_bytes FROM src.collector_stats c JOIN temp.smap n ON n.old = c.status_id "
-             "WHERE c.run_id = " + id);
-        copy("INSERT INTO main.ranks SELECT * FROM src.ranks WHERE run_id = " + id);
+        for (const Table* t : schema::kTables) {  // parents before children
+          if (!merged(*t)) continue;
+          db.exec(copy_statement(*t, id, offsets));
+          copied += sqlite3_changes64(db.get());
+        }
         report.rows_copied += copied;
         report.messages.push_back(file + ": run " + id + ", " + std::to_string(copied) + " rows");
       }
       // How the run ended: a completed run with a rank that did not complete has failed.
       for (const auto& run : runs) {
         if (run[2] == "0") continue;
-        const auto bad = db.rows("SELECT rank, status, COALESCE(status_message, '') FROM main.ranks WHERE run_id = " +
-                                 run[0] + " AND status <> 'completed' ORDER BY rank LIMIT 1");
+        const auto bad = rows(db, "SELECT rank, status, COALESCE(status_message, '') FROM main.ranks WHERE run_id = " +
+                                      run[0] + " AND status <> 'completed' ORDER BY rank LIMIT 1");
         if (bad.empty()) continue;
         db.exec("UPDATE main.runs SET status = 'failed', status_message = " +
                 quote("rank " + bad[0][0] + " " + bad[0][1] + (bad[0][2].empty() ? "" : ": " + bad[0][2])) +
@@ -208,12 +180,13 @@ MergeReport merge_rank_files(const std::string& db_path) {
       db.exec("DROP TABLE temp.smap");
       db.exec("COMMIT");
     } catch (...) {
-      db.exec("ROLLBACK");
+      sqlite3_exec(db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+      sqlite3_exec(db.get(), "DETACH DATABASE src", nullptr, nullptr, nullptr);
       throw;
     }
     db.exec("DETACH DATABASE src");
     if (!keep_file) {
-      remove_file_set(file);
+      remove_run_file(file);
       ++report.files_merged;
     }
   }

@@ -243,9 +243,11 @@ TEST(Recorder, UpgradesAVersion1DatabaseInPlace) {
   {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    std::string v1 = schema::kCreateStatements;
-    const std::string column = ",\n  dropped_records INTEGER NOT NULL DEFAULT 0";
-    v1.erase(v1.find(column), column.size());
+    // Today's tables without the runs columns that v2 (dropped_records) and v5 (write_errors) added.
+    std::string v1 = schema::create_statements();
+    for (const std::string column : {",\n  dropped_records INTEGER NOT NULL DEFAULT 0",
+                                     ",\n  write_errors INTEGER NOT NULL DEFAULT 0"})
+      v1.erase(v1.find(column), column.size());
     ASSERT_EQ(sqlite3_exec(db, v1.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
     sqlite3_exec(db, "PRAGMA user_version=1", nullptr, nullptr, nullptr);
     sqlite3_close(db);

@@ -31,6 +31,7 @@
 
 #include "console.h"
 #include "hybridscope/probes/merge.h"
+#include "hybridscope/probes/rank_files.h"
 #include "hybridscope/probes/range.h"
 #include "hybridscope/probes/recorder.h"
 #if HS_HAVE_CUPTI
@@ -423,7 +424,7 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
     }
     s.groups->world()->barrier();
   }
-  const std::string rank_db = s.rank() == 0 ? db : db + ".rank" + std::to_string(s.rank());
+  const std::string rank_db = probes::rank_file_path(db, s.rank());
   if (s.rank() > 0 && std::filesystem::exists(rank_db)) {
     // Left over and not mergeable (its run is not in the run database): replaced, said aloud.
     fmt::print(stderr, "warning: replacing a stale rank file {} that could not be merged into {}\n", rank_db, db);

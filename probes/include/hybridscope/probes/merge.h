@@ -1,11 +1,12 @@
 // merge.h — turning the per-rank files of a multi-rank run into one run database.
 //
 // With world > 1, rank 0 records into the run database itself (RUN.sqlite) and every other rank
-// k into its own file next to it, RUN.sqlite.rank<k>, under rank 0's run id (RunInfo::run_id).
-// merge_rank_files() copies every rank file's rows into the run database — ranges, comm_ops,
-// memory and KV-pool samples, switches with their components, the rank's `ranks` row — with
-// string ids remapped to the run database's strings table and switch ids renumbered, one
-// transaction per rank file, then deletes the rank file. Idempotent: a rank's earlier rows of the
+// k into its own file next to it, RUN.sqlite.rank<k> (rank_files.h), under rank 0's run id
+// (RunInfo::run_id). merge_rank_files() copies every rank file's rows of every per-rank table of
+// schema.h (ranges, comm_ops, memory and KV-pool samples, switches with their components, GPU
+// activity, the rank's `ranks` row; every described column) into the run database, with string
+// ids remapped to the run database's strings table and switch ids renumbered, one transaction per
+// rank file, then deletes the rank file. Idempotent: a rank's earlier rows of the
 // same run are replaced, and a merged file is gone. step_metrics are not copied: the trainer
 // reduces metrics across ranks and rank 0 records them.
 //
@@ -18,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "hybridscope/probes/rank_files.h"
+
 namespace hs::probes {
 
 struct MergeReport {
@@ -26,9 +29,6 @@ struct MergeReport {
   /// One line per rank file: what was merged, or why it was left alone.
   std::vector<std::string> messages;
 };
-
-/// The rank files of `db_path` that exist (RUN.sqlite.rank<k>), by rank.
-std::vector<std::string> rank_files(const std::string& db_path);
 
 /// Merges every rank file of `db_path` into it (see above). A rank file of a run that is still
 /// running (its process alive) or absent from the run database is left in place and reported.

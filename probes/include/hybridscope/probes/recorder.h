@@ -9,8 +9,11 @@
 // max_queued_records waiting records, new ones are dropped and counted (runs.dropped_records,
 // dropped_records(), write_errors()); the hot path never blocks on the writer and never throws.
 //
-// Each rank writes its own file (see merge.h for how they become one run database); begin_run
-// also writes this rank's row of the `ranks` table. What this is not: a CUPTI collector.
+// Each rank writes its own file (see merge.h and rank_files.h for how they become one run
+// database); begin_run also writes this rank's row of the `ranks` table. What this is not: a
+// CUPTI collector. Inside: probes/src/record_queue.cpp (the hot path), sqlite_writer.cpp (the
+// writer thread), run_file.cpp (opening and upgrading the file), probe_math.cpp (the bandwidth and
+// fragmentation arithmetic declared below).
 #pragma once
 
 #include <cstdint>
@@ -23,6 +26,11 @@
 #include "hybridscope/probes/gpu_activity.h"
 
 namespace hs::probes {
+
+namespace detail {
+class RecordQueue;
+class SqliteWriter;
+}  // namespace detail
 
 class RecorderError : public std::runtime_error {
  public:
@@ -193,14 +201,15 @@ class Recorder {
 
   std::int64_t run_id() const { return run_id_; }
   const std::string& path() const { return path_; }
-  /// Records that never reached the database: failed SQLite writes plus dropped records.
+  /// Records that never reached the database: failed SQLite writes (a failed transaction counts
+  /// every record it held; also in runs.write_errors) plus dropped records.
   std::int64_t write_errors() const noexcept;
   /// Records dropped because the queue was at max_queued_records (also in runs.dropped_records).
   std::int64_t dropped_records() const noexcept;
 
  private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+  std::shared_ptr<detail::RecordQueue> queue_;   // the hot path's side (record_queue.h)
+  std::unique_ptr<detail::SqliteWriter> writer_;  // the writer thread (sqlite_writer.h)
   std::string path_;
   int rank_;
   std::int64_t run_id_ = -1;

@@ -1,0 +1,584 @@
+// schema.h — the one place that knows the run database's schema (SQLite): every table described
+// once, as data (name, columns with their SQL types and constraints, primary key, indexes), and the
+// SQL generated from that description — the CREATE statements, the writer's INSERT statements and
+// the column lists that merge copies. The writer (probes/src/sqlite_writer.cpp), merge
+// (probes/src/merge.cpp) and every reader (reports, viewer, tests) use these names.
+//
+// Header-only and free of SQLite: the readers get it through the hs::schema target alone. What it
+// is not: a query builder; analytical SELECTs stay hand-written where they are used.
+//
+// Changing a table: edit its description below, bump kSchemaVersion, add an in-place migration
+// (kMigrateToV*, run by probes/src/run_file.cpp) and document it in docs/schema.md.
+// tests/probes/schema_test.cpp checks that a fresh database, the writer and merge all follow the
+// description.
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+#include <string>
+
+namespace hs::probes::schema {
+
+/// PRAGMA user_version of databases this build writes.
+inline constexpr int kSchemaVersion = 5;
+/// Oldest version opened files are upgraded from in place (kMigrateToV2, kMigrateToV4,
+/// kMigrateToV5*; v3 and v4 also add tables, which create_statements() creates); older or newer
+/// ones are refused.
+inline constexpr int kOldestMigratableVersion = 1;
+
+inline constexpr const char* kRuns = "runs";
+inline constexpr const char* kConfig = "config";
+inline constexpr const char* kStrings = "strings";
+inline constexpr const char* kRangeCategories = "range_categories";
+inline constexpr const char* kRanges = "ranges";
+inline constexpr const char* kStepMetrics = "step_metrics";
+inline constexpr const char* kMemorySamples = "memory_samples";
+inline constexpr const char* kKvPoolSamples = "kv_pool_samples";
+inline constexpr const char* kCommOps = "comm_ops";
+inline constexpr const char* kSwitches = "switches";
+inline constexpr const char* kSwitchComponents = "switch_components";
+// v4: GPU activity from the CUPTI collector (hs_cupti), Nsight Systems' CUPTI_ACTIVITY_KIND_* shape.
+inline constexpr const char* kKernels = "kernels";
+inline constexpr const char* kMemcpy = "memcpy";
+inline constexpr const char* kMemset = "memset";
+inline constexpr const char* kRuntimeApi = "runtime_api";
+inline constexpr const char* kKernelClasses = "kernel_classes";
+inline constexpr const char* kMemcpyKinds = "memcpy_kinds";
+inline constexpr const char* kMemoryKinds = "memory_kinds";
+inline constexpr const char* kExternalCorrelations = "external_correlations";
+inline constexpr const char* kCorrelationRanges = "correlation_ranges";
+inline constexpr const char* kCuptiOverhead = "cupti_overhead";
+inline constexpr const char* kCollectorStats = "collector_stats";
+inline constexpr const char* kRanks = "ranks";
+
+/// SQLite column types (the declared type, as PRAGMA table_info reports it).
+inline constexpr const char* kInteger = "INTEGER";
+inline constexpr const char* kReal = "REAL";
+inline constexpr const char* kText = "TEXT";
+
+/// Column flags.
+inline constexpr unsigned kNotNull = 1u;     // NOT NULL
+inline constexpr unsigned kUnique = 2u;      // UNIQUE
+inline constexpr unsigned kPrimaryKey = 4u;  // INTEGER PRIMARY KEY (the rowid)
+inline constexpr unsigned kAutoId = 8u;      // a primary key that SQLite assigns: writers leave it out
+
+struct Column {
+  const char* name;
+  const char* type;  // kInteger | kReal | kText
+  unsigned flags = 0;
+  const char* references = nullptr;     // the table whose `id` this column holds; nullptr: none
+  const char* default_value = nullptr;  // SQL literal; nullptr: none
+  const char* check = nullptr;          // CHECK expression; nullptr: none
+
+  constexpr bool not_null() const { return (flags & kNotNull) != 0; }
+  constexpr bool primary_key() const { return (flags & kPrimaryKey) != 0; }
+  constexpr bool auto_id() const { return (flags & kAutoId) != 0; }
+};
+
+struct Index {
+  const char* name;
+  const char* columns;  // "run_id, step, rank"
+};
+
+/// A constant array seen through a pointer and a size (C++17 has no std::span).
+template <typename T>
+struct List {
+  const T* items = nullptr;
+  std::size_t size = 0;
+  constexpr List() = default;
+  template <std::size_t N>
+  constexpr List(const T (&array)[N]) : items(array), size(N) {}  // NOLINT(google-explicit-constructor)
+  constexpr const T* begin() const { return items; }
+  constexpr const T* end() const { return items + size; }
+  constexpr const T& operator[](std::size_t i) const { return items[i]; }
+};
+
+namespace detail {
+constexpr bool same(const char* a, const char* b) {
+  while (*a && *a == *b) ++a, ++b;
+  return *a == *b;
+}
+}  // namespace detail
+
+struct Table {
+  const char* name;
+  List<Column> columns;
+  const char* primary_key = nullptr;  // a composite PRIMARY KEY ("run_id, key"); nullptr: none
+  bool without_rowid = false;
+  List<Index> indexes = {};
+
+  /// The column's position in `columns`; -1 when the table has no such column.
+  constexpr int find(const char* column) const {
+    for (std::size_t i = 0; i < columns.size; ++i)
+      if (detail::same(columns[i].name, column)) return static_cast<int>(i);
+    return -1;
+  }
+  constexpr bool has(const char* column) const { return find(column) >= 0; }
+  /// A per-rank table: its rows carry (run_id, rank), and merge copies them from the rank files.
+  constexpr bool per_rank() const { return has("run_id") && has("rank"); }
+};
+
+// The tables, in creation order (a table after those it references). See docs/schema.md for
+// what each column holds.
+inline constexpr Column kRunsColumns[] = {
+    {"id", kInteger, kPrimaryKey},
+    {"name", kText, kNotNull},
+    {"command_line", kText, kNotNull},
+    {"config_yaml", kText, kNotNull},
+    {"host", kText, kNotNull},
+    {"pid", kInteger, kNotNull},
+    {"world_size", kInteger, kNotNull},
+    {"hybridscope_version", kText, kNotNull},
+    {"torch_version", kText, kNotNull},
+    {"start_unix_ns", kInteger, kNotNull},
+    {"end_unix_ns", kInteger, 0},
+    {"clock_offset_ns", kInteger, kNotNull},
+    {"status", kText, kNotNull, nullptr, nullptr, "status IN ('running', 'completed', 'failed', 'killed')"},
+    {"status_message", kText, 0},
+    {"dropped_records", kInteger, kNotNull, nullptr, "0"},
+    {"write_errors", kInteger, kNotNull, nullptr, "0"},  // v5
+};
+inline constexpr Column kConfigColumns[] = {
+    {"run_id", kInteger, kNotNull, kRuns},
+    {"key", kText, kNotNull},
+    {"value", kText, kNotNull},
+};
+inline constexpr Column kStringsColumns[] = {
+    {"id", kInteger, kPrimaryKey | kAutoId},
+    {"value", kText, kNotNull | kUnique},
+};
+inline constexpr Column kRangeCategoriesColumns[] = {
+    {"id", kInteger, kPrimaryKey},
+    {"name", kText, kNotNull | kUnique},
+    {"label", kText, kNotNull},
+};
+inline constexpr Column kRangesColumns[] = {
+    {"id", kInteger, kPrimaryKey | kAutoId},
+    {"run_id", kInteger, kNotNull, kRuns},
+    {"rank", kInteger, kNotNull},
+    {"tid", kInteger, kNotNull},
+    {"step", kInteger, kNotNull},
+    {"name_id", kInteger, kNotNull, kStrings},
+    {"category_id", kInteger, kNotNull, kRangeCategories},
+    {"depth", kInteger, kNotNull},
+    {"start_ns", kInteger, kNotNull},
+    {"end_ns", kInteger, kNotNull},
+};
+inline constexpr Index kRangesIndexes[] = {
+    {"ranges_by_run_step", "run_id, step, rank"},
+};
+inline constexpr Column kStepMetricsColumns[] = {
+    {"run_id", kInteger, kNotNull, kRuns},
+    {"step", kInteger, kNotNull},
+    {"name_id", kInteger, kNotNull, kStrings},
+    {"value", kReal, kNotNull},
+};
+inline constexpr Column kMemorySamplesColumns[] = {
+    {"run_id", kInteger, kNotNull, kRuns},
+    {"rank", kInteger, kNotNull},
+    {"step", kInteger, kNotNull},
+    {"ts_ns", kInteger, kNotNull},
+    {"phase_id", kInteger, kNotNull, kStrings},
+    {"device", kInteger, kNotNull},
+    {"allocated_bytes", kInteger, 0},
+    {"reserved_bytes", kInteger, 0},
+    {"active_bytes", kInteger, 0},
+    {"inactive_split_bytes", kInteger, 0},
+    {"largest_free_block_bytes", kInteger, 0},
+    {"peak_allocated_bytes", kInteger, 0},
+    {"num_allocs", kInteger, 0},
+    {"num_alloc_retries", kInteger, 0},
+    {"num_ooms", kInteger, 0},
+    {"reserved_slack", kReal, 0},
+    {"split_fragmentation", kReal, 0},
+    {"external_fragmentation", kReal, 0},
+};
+inline constexpr Index kMemorySamplesIndexes[] = {
+    {"memory_samples_by_run", "run_id, rank, ts_ns"},
+};
+inline constexpr Column kKvPoolSamplesColumns[] = {
+    {"run_id", kInteger, kNotNull, kRuns},
+    {"rank", kInteger, kNotNull},
+    {"step", kInteger, kNotNull},
+    {"ts_ns", kInteger, kNotNull},
+    {"phase_id", kInteger, kNotNull, kStrings},
+    {"num_blocks", kInteger, kNotNull},
+    {"block_size", kInteger, kNotNull},
+    {"blocks_used", kInteger, kNotNull},
+    {"shared_blocks", kInteger, kNotNull},
+    {"num_sequences", kInteger, kNotNull},
+    {"tokens_stored", kInteger, kNotNull},
+    {"token_capacity_used", kInteger, kNotNull},
+    {"cache_bytes", kInteger, kNotNull},
+};
+inline constexpr Index kKvPoolSamplesIndexes[] = {
+    {"kv_pool_samples_by_run", "run_id, rank, ts_ns"},
+};
+inline constexpr Column kCommOpsColumns[] = {
+    {"run_id", kInteger, kNotNull, kRuns},
+    {"rank", kInteger, kNotNull},
+    {"step", kInteger, kNotNull},
+    {"op_id", kInteger, kNotNull, kStrings},
+    {"group_id", kInteger, kNotNull, kStrings},
+    {"group_size", kInteger, kNotNull},
+    {"bytes", kInteger, kNotNull},
+    {"dtype_id", kInteger, kNotNull, kStrings},
+    {"start_ns", kInteger, kNotNull},
+    {"end_ns", kInteger, kNotNull},
+    {"algbw_gbps", kReal, 0},
+    {"busbw_gbps", kReal, 0},
+};
+inline constexpr Index kCommOpsIndexes[] = {
+    {"comm_ops_by_run", "run_id, rank, start_ns"},
+};
+inline constexpr Column kSwitchesColumns[] = {
+    {"id", kInteger, kPrimaryKey | kAutoId},
+    {"run_id", kInteger, kNotNull, kRuns},
+    {"rank", kInteger, kNotNull},
+    {"step", kInteger, kNotNull},
+    {"direction_id", kInteger, kNotNull, kStrings},
+    {"start_ns", kInteger, kNotNull},
+    {"end_ns", kInteger, kNotNull},
+    {"bytes_sent", kInteger, kNotNull},
+    {"bytes_received", kInteger, kNotNull},
+    {"bytes_local", kInteger, kNotNull},
+    {"memory_before_bytes", kInteger, 0},
+    {"memory_after_bytes", kInteger, 0},
+    {"peak_memory_bytes", kInteger, 0},
+};
+inline constexpr Index kSwitchesIndexes[] = {
+    {"switches_by_run_step", "run_id, step, rank"},
+};
+inline constexpr Column kSwitchComponentsColumns[] = {
+    {"switch_id", kInteger, kNotNull, kSwitches},
+    {"name_id", kInteger, kNotNull, kStrings},
+    {"duration_ns", kInteger, kNotNull},
+};
+inline constexpr Index kSwitchComponentsIndexes[] = {
+    {"switch_components_by_switch", "switch_id"},
+};
+inline constexpr Column kKernelClassesColumns[] = {
+    {"id", kInteger, kPrimaryKey},
+    {"name", kText, kNotNull | kUnique},
+    {"label", kText, kNotNull},
+};
+inline constexpr Column kMemcpyKindsColumns[] = {
+    {"id", kInteger, kPrimaryKey},
+    {"name", kText, kNotNull | kUnique},
+    {"label", kText, kNotNull},
+};
+inline constexpr Column kMemoryKindsColumns[] = {
+    {"id", kInteger, kPrimaryKey},
+    {"name", kText, kNotNull | kUnique},
+    {"label", kText, kNotNull},
+};
+inline constexpr Column kKernelsColumns[] = {
+    {"run_id", kInteger, kNotNull, kRuns},
+    {"rank", kInteger, kNotNull},
+    {"device", kInteger, kNotNull},
+    {"context", kInteger, kNotNull},
+    {"stream", kInteger, kNotNull},
+    {"correlation_id", kInteger, kNotNull},
+    {"start_ns", kInteger, kNotNull},
+    {"end_ns", kInteger, kNotNull},
+    {"name_id", kInteger, kNotNull, kStrings},
+    {"short_name_id", kInteger, kNotNull, kStrings},
+    {"class_id", kInteger, kNotNull, kKernelClasses},
+    {"grid_x", kInteger, kNotNull},
+    {"grid_y", kInteger, kNotNull},
+    {"grid_z", kInteger, kNotNull},
+    {"block_x", kInteger, kNotNull},
+    {"block_y", kInteger, kNotNull},
+    {"block_z", kInteger, kNotNull},
+    {"registers_per_thread", kInteger, kNotNull},
+    {"static_shared_memory", kInteger, kNotNull},
+    {"dynamic_shared_memory", kInteger, kNotNull},
+};
+inline constexpr Index kKernelsIndexes[] = {
+    {"kernels_by_run_start", "run_id, rank, start_ns"},
+    {"kernels_by_correlation", "run_id, rank, correlation_id"},
+};
+inline constexpr Column kMemcpyColumns[] = {
+    {"run_id", kInteger, kNotNull, kRuns},
+    {"rank", kInteger, kNotNull},
+    {"device", kInteger, kNotNull},
+    {"context", kInteger, kNotNull},
+    {"stream", kInteger, kNotNull},
+    {"correlation_id", kInteger, kNotNull},
+    {"start_ns", kInteger, kNotNull},
+    {"end_ns", kInteger, kNotNull},
+    {"bytes", kInteger, kNotNull},
+    {"copy_kind_id", kInteger, kNotNull, kMemcpyKinds},
+    {"src_kind_id", kInteger, kNotNull, kMemoryKinds},
+    {"dst_kind_id", kInteger, kNotNull, kMemoryKinds},
+};
+inline constexpr Index kMemcpyIndexes[] = {
+    {"memcpy_by_run_start", "run_id, rank, start_ns"},
+    {"memcpy_by_correlation", "run_id, rank, correlation_id"},
+};
+inline constexpr Column kMemsetColumns[] = {
+    {"run_id", kInteger, kNotNull, kRuns},
+    {"rank", kInteger, kNotNull},
+    {"device", kInteger, kNotNull},
+    {"context", kInteger, kNotNull},
+    {"stream", kInteger, kNotNull},
+    {"correlation_id", kInteger, kNotNull},
+    {"start_ns", kInteger, kNotNull},
+    {"end_ns", kInteger, kNotNull},
+    {"bytes", kInteger, kNotNull},
+    {"value", kInteger, kNotNull},
+    {"memory_kind_id", kInteger, kNotNull, kMemoryKinds},
+};
+inline constexpr Index kMemsetIndexes[] = {
+    {"memset_by_run_start", "run_id, rank, start_ns"},
+    {"memset_by_correlation", "run_id, rank, correlation_id"},
+};
+inline constexpr Column kRuntimeApiColumns[] = {
+    {"run_id", kInteger, kNotNull, kRuns},
+    {"rank", kInteger, kNotNull},
+    {"tid", kInteger, kNotNull},
+    {"correlation_id", kInteger, kNotNull},
+    {"cbid", kInteger, kNotNull},
+    {"name_id", kInteger, kNotNull, kStrings},
+    {"start_ns", kInteger, kNotNull},
+    {"end_ns", kInteger, kNotNull},
+    {"return_value", kInteger, kNotNull},
+};
+inline constexpr Index kRuntimeApiIndexes[] = {
+    {"runtime_api_by_run_start", "run_id, rank, start_ns"},
+    {"runtime_api_by_correlation", "run_id, rank, correlation_id"},
+};
+inline constexpr Column kExternalCorrelationsColumns[] = {
+    {"run_id", kInteger, kNotNull, kRuns},
+    {"rank", kInteger, kNotNull},
+    {"correlation_id", kInteger, kNotNull},
+    {"external_id", kInteger, kNotNull},
+};
+inline constexpr Index kExternalCorrelationsIndexes[] = {
+    {"external_correlations_by_correlation", "run_id, rank, correlation_id"},
+};
+inline constexpr Column kCorrelationRangesColumns[] = {
+    {"run_id", kInteger, kNotNull, kRuns},
+    {"rank", kInteger, kNotNull},
+    {"external_id", kInteger, kNotNull},
+    {"tid", kInteger, kNotNull},
+    {"depth", kInteger, kNotNull},
+    {"start_ns", kInteger, kNotNull},
+    {"name_id", kInteger, kNotNull, kStrings},
+};
+inline constexpr Column kCuptiOverheadColumns[] = {
+    {"run_id", kInteger, kNotNull, kRuns},
+    {"rank", kInteger, kNotNull},
+    {"kind_id", kInteger, kNotNull, kStrings},
+    {"start_ns", kInteger, kNotNull},
+    {"end_ns", kInteger, kNotNull},
+};
+inline constexpr Index kCuptiOverheadIndexes[] = {
+    {"cupti_overhead_by_run", "run_id, rank, start_ns"},
+};
+inline constexpr Column kCollectorStatsColumns[] = {
+    {"run_id", kInteger, kNotNull, kRuns},
+    {"rank", kInteger, kNotNull},
+    {"ts_ns", kInteger, kNotNull},
+    {"status_id", kInteger, kNotNull, kStrings},
+    {"buffers_requested", kInteger, kNotNull},
+    {"buffers_refused", kInteger, kNotNull},
+    {"buffers_completed", kInteger, kNotNull},
+    {"records", kInteger, kNotNull},
+    {"dropped_records", kInteger, kNotNull},
+    {"peak_buffer_bytes", kInteger, kNotNull},
+};
+inline constexpr Index kCollectorStatsIndexes[] = {
+    {"collector_stats_by_run", "run_id, rank, ts_ns"},
+};
+inline constexpr Column kRanksColumns[] = {
+    {"run_id", kInteger, kNotNull, kRuns},
+    {"rank", kInteger, kNotNull},
+    {"local_rank", kInteger, kNotNull},
+    {"host", kText, kNotNull},
+    {"pid", kInteger, kNotNull},
+    {"device", kText, kNotNull},
+    {"clock_offset_ns", kInteger, kNotNull},
+    {"start_unix_ns", kInteger, kNotNull},
+    {"end_unix_ns", kInteger, 0},
+    {"status", kText, kNotNull, nullptr, nullptr, "status IN ('running', 'completed', 'failed', 'killed')"},
+    {"status_message", kText, 0},
+    {"dropped_records", kInteger, kNotNull, nullptr, "0"},
+    {"write_errors", kInteger, kNotNull, nullptr, "0"},  // v5
+};
+
+inline constexpr Table kRunsTable{kRuns, kRunsColumns, nullptr, false};
+inline constexpr Table kConfigTable{kConfig, kConfigColumns, "run_id, key", true};
+inline constexpr Table kStringsTable{kStrings, kStringsColumns, nullptr, false};
+inline constexpr Table kRangeCategoriesTable{kRangeCategories, kRangeCategoriesColumns, nullptr, false};
+inline constexpr Table kRangesTable{kRanges, kRangesColumns, nullptr, false, kRangesIndexes};
+inline constexpr Table kStepMetricsTable{kStepMetrics, kStepMetricsColumns, "run_id, step, name_id", true};
+inline constexpr Table kMemorySamplesTable{kMemorySamples, kMemorySamplesColumns, nullptr, false, kMemorySamplesIndexes};
+inline constexpr Table kKvPoolSamplesTable{kKvPoolSamples, kKvPoolSamplesColumns, nullptr, false, kKvPoolSamplesIndexes};
+inline constexpr Table kCommOpsTable{kCommOps, kCommOpsColumns, nullptr, false, kCommOpsIndexes};
+inline constexpr Table kSwitchesTable{kSwitches, kSwitchesColumns, nullptr, false, kSwitchesIndexes};
+inline constexpr Table kSwitchComponentsTable{kSwitchComponents, kSwitchComponentsColumns, nullptr, false, kSwitchComponentsIndexes};
+inline constexpr Table kKernelClassesTable{kKernelClasses, kKernelClassesColumns, nullptr, false};
+inline constexpr Table kMemcpyKindsTable{kMemcpyKinds, kMemcpyKindsColumns, nullptr, false};
+inline constexpr Table kMemoryKindsTable{kMemoryKinds, kMemoryKindsColumns, nullptr, false};
+inline constexpr Table kKernelsTable{kKernels, kKernelsColumns, nullptr, false, kKernelsIndexes};
+inline constexpr Table kMemcpyTable{kMemcpy, kMemcpyColumns, nullptr, false, kMemcpyIndexes};
+inline constexpr Table kMemsetTable{kMemset, kMemsetColumns, nullptr, false, kMemsetIndexes};
+inline constexpr Table kRuntimeApiTable{kRuntimeApi, kRuntimeApiColumns, nullptr, false, kRuntimeApiIndexes};
+inline constexpr Table kExternalCorrelationsTable{kExternalCorrelations, kExternalCorrelationsColumns, nullptr, false, kExternalCorrelationsIndexes};
+inline constexpr Table kCorrelationRangesTable{kCorrelationRanges, kCorrelationRangesColumns, "run_id, rank, external_id", true};
+inline constexpr Table kCuptiOverheadTable{kCuptiOverhead, kCuptiOverheadColumns, nullptr, false, kCuptiOverheadIndexes};
+inline constexpr Table kCollectorStatsTable{kCollectorStats, kCollectorStatsColumns, nullptr, false, kCollectorStatsIndexes};
+inline constexpr Table kRanksTable{kRanks, kRanksColumns, "run_id, rank", true};
+inline constexpr const Table* kTables[] = {
+    &kRunsTable,
+    &kConfigTable,
+    &kStringsTable,
+    &kRangeCategoriesTable,
+    &kRangesTable,
+    &kStepMetricsTable,
+    &kMemorySamplesTable,
+    &kKvPoolSamplesTable,
+    &kCommOpsTable,
+    &kSwitchesTable,
+    &kSwitchComponentsTable,
+    &kKernelClassesTable,
+    &kMemcpyKindsTable,
+    &kMemoryKindsTable,
+    &kKernelsTable,
+    &kMemcpyTable,
+    &kMemsetTable,
+    &kRuntimeApiTable,
+    &kExternalCorrelationsTable,
+    &kCorrelationRangesTable,
+    &kCuptiOverheadTable,
+    &kCollectorStatsTable,
+    &kRanksTable};
+
+/// The description of `name`; nullptr for a table this schema does not have.
+inline const Table* find_table(const char* name) {
+  for (const Table* t : kTables)
+    if (std::strcmp(t->name, name) == 0) return t;
+  return nullptr;
+}
+
+/// `CREATE TABLE IF NOT EXISTS ...` and its `CREATE INDEX IF NOT EXISTS ...` statements.
+inline std::string create_statement(const Table& t) {
+  std::string sql = std::string("CREATE TABLE IF NOT EXISTS ") + t.name + " (";
+  for (std::size_t i = 0; i < t.columns.size; ++i) {
+    const Column& c = t.columns[i];
+    sql += std::string(i ? ",\n  " : "\n  ") + c.name + " " + c.type;
+    if (c.primary_key()) sql += " PRIMARY KEY";
+    if (c.not_null()) sql += " NOT NULL";
+    if (c.flags & kUnique) sql += " UNIQUE";
+    if (c.default_value) sql += std::string(" DEFAULT ") + c.default_value;
+    if (c.check) sql += std::string(" CHECK (") + c.check + ")";
+    if (c.references) sql += std::string(" REFERENCES ") + c.references + "(id)";
+  }
+  if (t.primary_key) sql += std::string(",\n  PRIMARY KEY (") + t.primary_key + ")";
+  sql += t.without_rowid ? "\n) WITHOUT ROWID;\n" : "\n);\n";
+  for (const Index& index : t.indexes)
+    sql += std::string("CREATE INDEX IF NOT EXISTS ") + index.name + " ON " + t.name + "(" + index.columns + ");\n";
+  return sql;
+}
+
+/// Statements that create the current schema (idempotent): every table of kTables.
+inline std::string create_statements() {
+  std::string sql;
+  for (const Table* t : kTables) sql += create_statement(*t);
+  return sql;
+}
+
+/// The columns a writer supplies: all but an auto-assigned id.
+inline std::string insert_columns(const Table& t) {
+  std::string out;
+  for (const Column& c : t.columns)
+    if (!c.auto_id()) out += (out.empty() ? "" : ", ") + std::string(c.name);
+  return out;
+}
+
+/// Parameters that insert_statement() shares between the rows of a multi-row INSERT: 2 when the
+/// inserted columns begin with (run_id, rank) -- bound once as ?1 and ?2 -- else 0.
+inline int insert_shared_parameters(const Table& t) {
+  std::size_t first = 0;
+  while (first < t.columns.size && t.columns[first].auto_id()) ++first;
+  return first + 1 < t.columns.size && detail::same(t.columns[first].name, "run_id") &&
+                 detail::same(t.columns[first + 1].name, "rank")
+             ? 2
+             : 0;
+}
+
+/// Parameters per row of insert_statement() after the shared ones.
+inline int insert_row_parameters(const Table& t) {
+  int n = 0;
+  for (const Column& c : t.columns) n += c.auto_id() ? 0 : 1;
+  return n - insert_shared_parameters(t);
+}
+
+/// The 1-based parameter of `column` in the first row of insert_statement(t); 0 when it is not
+/// inserted (absent or auto-assigned).
+inline int insert_parameter(const Table& t, const char* column) {
+  int p = 0;
+  for (const Column& c : t.columns) {
+    if (c.auto_id()) continue;
+    ++p;
+    if (detail::same(c.name, column)) return p;
+  }
+  return 0;
+}
+
+enum class OnConflict { kAbort, kIgnore, kReplace };
+
+/// `INSERT INTO t(columns) VALUES(...)` with `rows` value tuples, numbered parameters: (run_id,
+/// rank) shared by every row when the table starts with them (insert_shared_parameters), then
+/// insert_row_parameters() per row, in the description's column order.
+inline std::string insert_statement(const Table& t, OnConflict on_conflict = OnConflict::kAbort, int rows = 1) {
+  const char* verb = on_conflict == OnConflict::kIgnore    ? "INSERT OR IGNORE INTO "
+                     : on_conflict == OnConflict::kReplace ? "INSERT OR REPLACE INTO "
+                                                           : "INSERT INTO ";
+  const int shared = insert_shared_parameters(t);
+  const int per_row = insert_row_parameters(t);
+  std::string sql = verb + std::string(t.name) + "(" + insert_columns(t) + ") VALUES";
+  for (int row = 0; row < rows; ++row) {
+    sql += row ? ",(" : "(";
+    for (int p = 1; p <= shared; ++p) sql += (p > 1 ? ", ?" : "?") + std::to_string(p);
+    for (int c = 0; c < per_row; ++c)
+      sql += (shared + c > 0 ? ", ?" : "?") + std::to_string(shared + 1 + row * per_row + c);
+    sql += ")";
+  }
+  return sql;
+}
+
+/// Every column of `t`, comma-separated, each prefixed with `alias.` when an alias is given.
+inline std::string column_list(const Table& t, const char* alias = nullptr) {
+  std::string out;
+  for (const Column& c : t.columns) {
+    if (!out.empty()) out += ", ";
+    if (alias) out += std::string(alias) + ".";
+    out += c.name;
+  }
+  return out;
+}
+
+// In-place migrations (probes/src/run_file.cpp runs them before create_statements(), in order).
+
+/// v1 -> v2: runs.dropped_records (records the recorder dropped because its queue was full).
+inline constexpr const char* kMigrateToV2 =
+    "ALTER TABLE runs ADD COLUMN dropped_records INTEGER NOT NULL DEFAULT 0";
+
+/// v3 -> v4: the switch's memory columns say what they hold (live bytes at the edges) and the
+/// switch gains its true peak.
+inline constexpr const char* kMigrateToV4 = R"sql(
+ALTER TABLE switches RENAME COLUMN peak_memory_before TO memory_before_bytes;
+ALTER TABLE switches RENAME COLUMN peak_memory_after TO memory_after_bytes;
+ALTER TABLE switches ADD COLUMN peak_memory_bytes INTEGER;
+)sql";
+
+/// v4 -> v5: records lost to failed SQLite writes are kept in the run (runs.write_errors) and per
+/// rank (ranks.write_errors), beside dropped_records. Each runs only on a file that has the table
+/// (ranks is new in v4; a missing table is created with the column).
+inline constexpr const char* kMigrateToV5Runs = "ALTER TABLE runs ADD COLUMN write_errors INTEGER NOT NULL DEFAULT 0";
+inline constexpr const char* kMigrateToV5Ranks =
+    "ALTER TABLE ranks ADD COLUMN write_errors INTEGER NOT NULL DEFAULT 0";
+
+}  // namespace hs::probes::schema

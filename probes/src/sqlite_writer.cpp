@@ -1,0 +1,487 @@
+// sqlite_writer.cpp — the writer thread and the run's rows (see sqlite_writer.h). Every INSERT
+// comes from schema.h's description (schema::insert_statement); the code here binds each record's
+// fields in the description's column order, and the constructor refuses to start when a
+// statement's parameter count and the values bound here disagree.
+#include "sqlite_writer.h"
+
+#include <unistd.h>
+
+#include <array>
+#include <cmath>
+
+#include "hybridscope/probes/clock.h"
+
+namespace hs::probes::detail {
+
+namespace {
+
+using schema::OnConflict;
+
+// Rows per multi-row INSERT: one sqlite3_step for many rows (7 bound ints each for ranges, up to 18
+// for kernels; run_id and rank are ?1 and ?2, bound once). 64 * 18 + 2 parameters stays below
+// SQLITE_MAX_VARIABLE_NUMBER (32766 since SQLite 3.32).
+constexpr int kRowsPerInsert = 64;
+constexpr int kRangeValues = 7;  // per row after (run_id, rank): tid, step, name_id, category_id, depth, start, end
+
+void bind_int64_or_null(sqlite3_stmt* st, int p, std::int64_t v) {
+  if (v < 0) sqlite3_bind_null(st, p);
+  else sqlite3_bind_int64(st, p, v);
+}
+void bind_double_or_null(sqlite3_stmt* st, int p, double v) {
+  if (std::isnan(v)) sqlite3_bind_null(st, p);
+  else sqlite3_bind_double(st, p, v);
+}
+
+}  // namespace
+
+SqliteWriter::SqliteWriter(const std::string& path, int rank, std::shared_ptr<RecordQueue> queue)
+    : db_(path, RunFile::Mode::kCreate), rank_(rank), queue_(std::move(queue)) {
+  auto prepare = [&](Statement& s, const schema::Table& table, int values, OnConflict on_conflict = OnConflict::kAbort) {
+    db_.prepare(s, schema::insert_statement(table, on_conflict));
+    expect_values(s, values, table);
+  };
+  prepare(insert_string_, schema::kStringsTable, 1, OnConflict::kIgnore);
+  db_.prepare(find_string_, std::string("SELECT id FROM ") + schema::kStrings + " WHERE value = ?");
+  prepare(insert_range_, schema::kRangesTable, 2 + kRangeValues);
+  db_.prepare(insert_ranges_, schema::insert_statement(schema::kRangesTable, OnConflict::kAbort, kRowsPerInsert));
+  expect_values(insert_ranges_, 2 + kRowsPerInsert * kRangeValues, schema::kRangesTable);
+  prepare(insert_metric_, schema::kStepMetricsTable, 4, OnConflict::kReplace);
+  prepare(insert_memory_, schema::kMemorySamplesTable, 18);
+  prepare(insert_kv_pool_, schema::kKvPoolSamplesTable, 13);
+  prepare(insert_comm_, schema::kCommOpsTable, 12);
+  prepare(insert_switch_, schema::kSwitchesTable, 12);
+  prepare(insert_switch_component_, schema::kSwitchComponentsTable, 3);
+  prepare_batch(kernel_rows_, schema::kKernelsTable, 18);
+  prepare_batch(memcpy_rows_, schema::kMemcpyTable, 10);
+  prepare_batch(memset_rows_, schema::kMemsetTable, 9);
+  prepare_batch(runtime_api_rows_, schema::kRuntimeApiTable, 7);
+  prepare_batch(external_correlation_rows_, schema::kExternalCorrelationsTable, 2);
+  prepare(insert_correlation_range_, schema::kCorrelationRangesTable, 7, OnConflict::kReplace);
+  prepare(insert_overhead_, schema::kCuptiOverheadTable, 5);
+  prepare(insert_collector_stats_, schema::kCollectorStatsTable, 10);
+  db_.prepare(update_counters_, "UPDATE runs SET dropped_records = ?, write_errors = ? WHERE id = ?");
+  thread_ = std::thread([this] { writer_loop(); });
+}
+
+SqliteWriter::~SqliteWriter() {
+  queue_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void SqliteWriter::expect_values(const Statement& s, int values, const schema::Table& table) const {
+  const int described = sqlite3_bind_parameter_count(s.stmt);
+  if (described != values)
+    throw RecorderError(std::string("the writer binds ") + std::to_string(values) + " values per INSERT into " +
+                        table.name + " but schema.h describes " + std::to_string(described) +
+                        ": bind the new columns in probes/src/sqlite_writer.cpp");
+}
+
+// (run_id, rank) then `values_per_row` per row, one row and kRowsPerInsert rows.
+void SqliteWriter::prepare_batch(BatchInsert& b, const schema::Table& table, int values_per_row) {
+  db_.prepare(b.single, schema::insert_statement(table));
+  expect_values(b.single, 2 + values_per_row, table);
+  db_.prepare(b.multi, schema::insert_statement(table, OnConflict::kAbort, kRowsPerInsert));
+  expect_values(b.multi, 2 + kRowsPerInsert * values_per_row, table);
+}
+
+std::int64_t SqliteWriter::intern_value(const std::string& value) {
+  auto it = ids_by_value_.find(value);
+  if (it != ids_by_value_.end()) return it->second;
+  sqlite3_bind_text(insert_string_.stmt, 1, value.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_step(insert_string_.stmt);
+  sqlite3_reset(insert_string_.stmt);
+  sqlite3_bind_text(find_string_.stmt, 1, value.c_str(), -1, SQLITE_TRANSIENT);
+  std::int64_t id = -1;
+  if (sqlite3_step(find_string_.stmt) == SQLITE_ROW) id = sqlite3_column_int64(find_string_.stmt, 0);
+  sqlite3_reset(find_string_.stmt);
+  if (id < 0) throw RecorderError("SQLite: could not intern a string");
+  ids_by_value_.emplace(value, id);
+  return id;
+}
+
+std::int64_t SqliteWriter::intern(const char* name) {
+  if (name == last_name_ && last_name_id_ >= 0) return last_name_id_;
+  last_name_ = name;
+  last_name_id_ = intern_pointer(name);
+  return last_name_id_;
+}
+
+std::int64_t SqliteWriter::intern_pointer(const char* name) {
+  auto it = ids_by_pointer_.find(name);
+  if (it != ids_by_pointer_.end()) return it->second;
+  const std::int64_t id = intern_value(name ? name : "(null)");
+  ids_by_pointer_.emplace(name, id);
+  return id;
+}
+
+// Steps `st`, which writes `rows` records, and counts them lost when it fails. Bindings stay
+// (the multi-row statements bind run_id and rank once per transaction).
+void SqliteWriter::step(sqlite3_stmt* st, std::int64_t rows) {
+  if (sqlite3_step(st) != SQLITE_DONE) transaction_errors_ += rows;
+  sqlite3_reset(st);
+}
+
+void SqliteWriter::bind_range(sqlite3_stmt* st, int row, const RangeRecord& r, std::int64_t tid) {
+  const int p = 3 + row * kRangeValues;
+  sqlite3_bind_int64(st, p + 0, tid);
+  sqlite3_bind_int64(st, p + 1, r.step);
+  sqlite3_bind_int64(st, p + 2, intern(r.name));
+  sqlite3_bind_int(st, p + 3, static_cast<int>(r.category));
+  sqlite3_bind_int(st, p + 4, r.depth);
+  sqlite3_bind_int64(st, p + 5, r.start_ns);
+  sqlite3_bind_int64(st, p + 6, r.end_ns);
+}
+
+// Writes the ranges of the handed-off chunks, then of the live ones, and the cold records, in one
+// transaction. A transaction that fails loses every record of the drain: they are counted (not 1).
+void SqliteWriter::write(Drain& d) {
+  std::lock_guard<std::mutex> lock(db_mutex_);
+  const std::int64_t run_id = d.run_id;
+  // What this drain covers, fixed now: records published later wait for the next drain.
+  std::int64_t rows = 0;
+  drain_ends_.clear();
+  auto snapshot = [&](Chunk* c) {
+    const int end = c->published.load(std::memory_order_acquire);
+    drain_ends_.push_back(end);
+    rows += end - c->consumed;
+  };
+  transaction_errors_ = 0;
+  try {
+    for (Chunk* c : d.full) snapshot(c);
+    for (Chunk* c : d.live) snapshot(c);
+    rows += d.cold.rows();
+    db_.exec("BEGIN");
+    sqlite3_bind_int64(insert_ranges_.stmt, 1, run_id);
+    sqlite3_bind_int(insert_ranges_.stmt, 2, rank_);
+    sqlite3_bind_int64(insert_range_.stmt, 1, run_id);
+    sqlite3_bind_int(insert_range_.stmt, 2, rank_);
+    pending_.clear();
+    pending_.reserve(kRowsPerInsert);
+    std::size_t chunk_index = 0;
+    auto drain = [&](Chunk& c) {
+      const int end = drain_ends_[chunk_index++];
+      for (int i = c.consumed; i < end; ++i) {
+        pending_.emplace_back(&c.records[i], c.tid);
+        if (static_cast<int>(pending_.size()) == kRowsPerInsert) flush_pending();
+      }
+      c.consumed = end;
+    };
+    for (Chunk* c : d.full) drain(*c);
+    for (Chunk* c : d.live) drain(*c);
+    flush_pending();
+    for (const auto& m : d.cold.memory) write_memory(m, run_id);
+    for (const auto& k : d.cold.kv_pool) write_kv_pool(k, run_id);
+    for (const auto& c : d.cold.comm) write_comm(c, run_id);
+    for (const auto& w : d.cold.switches) write_switch(w, run_id);
+    for (const auto& b : d.cold.gpu) write_gpu(b, run_id);
+    for (const auto& c : d.cold.collector_stats) write_collector_stats(c, run_id);
+    for (const auto& m : d.cold.metrics) write_metric(m, run_id);
+    write_counters(run_id);
+    db_.exec("COMMIT");
+    queue_->add_write_errors(transaction_errors_);
+  } catch (...) {
+    sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+    // The drained ranges are gone with the transaction: never written twice, counted once.
+    std::size_t i = 0;
+    for (Chunk* c : d.full)
+      if (i < drain_ends_.size()) c->consumed = drain_ends_[i++];
+    for (Chunk* c : d.live)
+      if (i < drain_ends_.size()) c->consumed = drain_ends_[i++];
+    queue_->add_write_errors(rows);
+  }
+}
+
+// Rows in `pending_`: full multi-row statements, then the remainder one row at a time.
+void SqliteWriter::flush_pending() {
+  const int n = static_cast<int>(pending_.size());
+  if (n == kRowsPerInsert) {
+    for (int row = 0; row < n; ++row) bind_range(insert_ranges_.stmt, row, *pending_[row].first, pending_[row].second);
+    step(insert_ranges_.stmt, n);
+  } else {
+    for (int row = 0; row < n; ++row) {
+      bind_range(insert_range_.stmt, 0, *pending_[row].first, pending_[row].second);
+      step(insert_range_.stmt, 1);
+    }
+  }
+  pending_.clear();
+}
+
+void SqliteWriter::write_metric(const Metric& m, std::int64_t run_id) {
+  sqlite3_stmt* st = insert_metric_.stmt;
+  sqlite3_bind_int64(st, 1, run_id);
+  sqlite3_bind_int64(st, 2, m.step);
+  sqlite3_bind_int64(st, 3, intern_value(m.name));
+  sqlite3_bind_double(st, 4, m.value);
+  step(st, 1);
+}
+
+void SqliteWriter::write_memory(const MemorySample& m, std::int64_t run_id) {
+  sqlite3_stmt* st = insert_memory_.stmt;
+  int p = 1;
+  sqlite3_bind_int64(st, p++, run_id);
+  sqlite3_bind_int(st, p++, rank_);
+  sqlite3_bind_int64(st, p++, m.step);
+  sqlite3_bind_int64(st, p++, m.ts_ns);
+  sqlite3_bind_int64(st, p++, intern(m.phase));
+  sqlite3_bind_int(st, p++, m.device);
+  for (std::int64_t v : {m.allocated_bytes, m.reserved_bytes, m.active_bytes, m.inactive_split_bytes,
+                         m.largest_free_block_bytes, m.peak_allocated_bytes, m.num_allocs, m.num_alloc_retries,
+                         m.num_ooms})
+    bind_int64_or_null(st, p++, v);
+  const FragmentationRatios f = fragmentation(m);
+  for (double v : {f.reserved_slack, f.split_fragmentation, f.external_fragmentation}) bind_double_or_null(st, p++, v);
+  step(st, 1);
+}
+
+void SqliteWriter::write_kv_pool(const KvPoolSample& k, std::int64_t run_id) {
+  sqlite3_stmt* st = insert_kv_pool_.stmt;
+  int p = 1;
+  sqlite3_bind_int64(st, p++, run_id);
+  sqlite3_bind_int(st, p++, rank_);
+  sqlite3_bind_int64(st, p++, k.step);
+  sqlite3_bind_int64(st, p++, k.ts_ns);
+  sqlite3_bind_int64(st, p++, intern(k.phase));
+  for (std::int64_t v : {k.num_blocks, k.block_size, k.blocks_used, k.shared_blocks, k.num_sequences,
+                         k.tokens_stored, k.token_capacity_used, k.cache_bytes})
+    sqlite3_bind_int64(st, p++, v);
+  step(st, 1);
+}
+
+void SqliteWriter::write_comm(const CommRecord& c, std::int64_t run_id) {
+  sqlite3_stmt* st = insert_comm_.stmt;
+  int p = 1;
+  sqlite3_bind_int64(st, p++, run_id);
+  sqlite3_bind_int(st, p++, rank_);
+  sqlite3_bind_int64(st, p++, c.step);
+  sqlite3_bind_int64(st, p++, intern_pointer(c.op));
+  sqlite3_bind_int64(st, p++, intern_pointer(c.group));
+  sqlite3_bind_int(st, p++, c.group_size);
+  sqlite3_bind_int64(st, p++, c.bytes);
+  sqlite3_bind_int64(st, p++, intern_pointer(c.dtype));
+  sqlite3_bind_int64(st, p++, c.start_ns);
+  sqlite3_bind_int64(st, p++, c.end_ns);
+  const double algbw = algorithm_bandwidth_gbps(c.bytes, c.start_ns, c.end_ns);
+  for (double v : {algbw, algbw * bus_bandwidth_factor(c.op, c.group_size)}) bind_double_or_null(st, p++, v);
+  step(st, 1);
+}
+
+// The switch row, then its components referencing the row's id.
+void SqliteWriter::write_switch(const SwitchRecord& w, std::int64_t run_id) {
+  sqlite3_stmt* st = insert_switch_.stmt;
+  int p = 1;
+  sqlite3_bind_int64(st, p++, run_id);
+  sqlite3_bind_int(st, p++, rank_);
+  sqlite3_bind_int64(st, p++, w.step);
+  sqlite3_bind_int64(st, p++, intern(w.direction));
+  for (std::int64_t v : {w.start_ns, w.end_ns, w.bytes_sent, w.bytes_received, w.bytes_local})
+    sqlite3_bind_int64(st, p++, v);
+  for (std::int64_t v : {w.memory_before_bytes, w.memory_after_bytes, w.peak_memory_bytes}) bind_int64_or_null(st, p++, v);
+  const bool ok = sqlite3_step(st) == SQLITE_DONE;
+  sqlite3_reset(st);
+  if (!ok) {  // the components have nothing to reference: lost with their switch
+    transaction_errors_ += 1 + static_cast<std::int64_t>(w.components.size());
+    return;
+  }
+  const std::int64_t switch_id = sqlite3_last_insert_rowid(db_.get());
+  sqlite3_stmt* sc = insert_switch_component_.stmt;
+  for (const auto& [name, duration_ns] : w.components) {
+    sqlite3_bind_int64(sc, 1, switch_id);
+    sqlite3_bind_int64(sc, 2, intern(name));
+    sqlite3_bind_int64(sc, 3, duration_ns);
+    step(sc, 1);
+  }
+}
+
+// Writes `rows` through `b`; values(row) gives the N column values after run_id and rank.
+template <std::size_t N, typename Rows, typename Values>
+void SqliteWriter::insert_rows(BatchInsert& b, std::int64_t run_id, const Rows& rows, Values values) {
+  for (sqlite3_stmt* st : {b.single.stmt, b.multi.stmt}) {
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int(st, 2, rank_);
+  }
+  std::size_t i = 0;
+  for (; i + kRowsPerInsert <= rows.size(); i += kRowsPerInsert) {
+    for (int r = 0; r < kRowsPerInsert; ++r) {
+      const std::array<std::int64_t, N> v = values(rows[i + static_cast<std::size_t>(r)]);
+      for (std::size_t c = 0; c < N; ++c)
+        sqlite3_bind_int64(b.multi.stmt, 3 + r * static_cast<int>(N) + static_cast<int>(c), v[c]);
+    }
+    step(b.multi.stmt, kRowsPerInsert);
+  }
+  for (; i < rows.size(); ++i) {
+    const std::array<std::int64_t, N> v = values(rows[i]);
+    for (std::size_t c = 0; c < N; ++c) sqlite3_bind_int64(b.single.stmt, 3 + static_cast<int>(c), v[c]);
+    step(b.single.stmt, 1);
+  }
+}
+
+void SqliteWriter::write_gpu(const GpuActivityBatch& b, std::int64_t run_id) {
+  using I = std::int64_t;
+  insert_rows<18>(kernel_rows_, run_id, b.kernels, [this](const KernelActivity& k) {
+    return std::array<I, 18>{I{k.device}, I{k.context}, I{k.stream}, I{k.correlation_id}, k.start_ns, k.end_ns,
+                             intern_pointer(k.name), intern_pointer(k.short_name ? k.short_name : k.name),
+                             I{static_cast<int>(k.kernel_class)}, I{k.grid[0]},
+                             I{k.grid[1]}, I{k.grid[2]}, I{k.block[0]}, I{k.block[1]}, I{k.block[2]},
+                             I{k.registers_per_thread}, I{k.static_shared_memory}, I{k.dynamic_shared_memory}};
+  });
+  insert_rows<10>(memcpy_rows_, run_id, b.memcpys, [](const MemcpyActivity& m) {
+    return std::array<I, 10>{I{m.device}, I{m.context}, I{m.stream}, I{m.correlation_id}, m.start_ns, m.end_ns,
+                             m.bytes, I{m.copy_kind}, I{m.src_kind}, I{m.dst_kind}};
+  });
+  insert_rows<9>(memset_rows_, run_id, b.memsets, [](const MemsetActivity& m) {
+    return std::array<I, 9>{I{m.device}, I{m.context}, I{m.stream}, I{m.correlation_id}, m.start_ns, m.end_ns,
+                            m.bytes, I{m.value}, I{m.memory_kind}};
+  });
+  insert_rows<7>(runtime_api_rows_, run_id, b.runtime_api, [this](const RuntimeApiActivity& a) {
+    return std::array<I, 7>{a.tid, I{a.correlation_id}, I{a.cbid}, intern_pointer(a.name), a.start_ns, a.end_ns,
+                            a.return_value};
+  });
+  insert_rows<2>(external_correlation_rows_, run_id, b.external_correlations, [](const ExternalCorrelation& e) {
+    return std::array<I, 2>{I{e.correlation_id}, static_cast<I>(e.external_id)};
+  });
+  for (const auto& c : b.correlation_ranges) {
+    sqlite3_stmt* st = insert_correlation_range_.stmt;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int(st, 2, rank_);
+    int p = 3;
+    for (std::int64_t v : {static_cast<std::int64_t>(c.external_id), c.tid, std::int64_t{c.depth}, c.start_ns,
+                           intern_pointer(c.name)})
+      sqlite3_bind_int64(st, p++, v);
+    step(st, 1);
+  }
+  for (const auto& o : b.overhead) {
+    sqlite3_stmt* st = insert_overhead_.stmt;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int(st, 2, rank_);
+    int p = 3;
+    for (std::int64_t v : {intern_pointer(o.kind), o.start_ns, o.end_ns}) sqlite3_bind_int64(st, p++, v);
+    step(st, 1);
+  }
+}
+
+void SqliteWriter::write_collector_stats(const CollectorStats& c, std::int64_t run_id) {
+  sqlite3_stmt* st = insert_collector_stats_.stmt;
+  sqlite3_bind_int64(st, 1, run_id);
+  sqlite3_bind_int(st, 2, rank_);
+  int p = 3;
+  for (std::int64_t v : {c.ts_ns, intern_value(c.status), c.buffers_requested, c.buffers_refused,
+                         c.buffers_completed, c.records, c.dropped_records, c.peak_buffer_bytes})
+    sqlite3_bind_int64(st, p++, v);
+  step(st, 1);
+}
+
+// runs.dropped_records and runs.write_errors as they stand, inside the drain's transaction
+// (written only when they changed).
+void SqliteWriter::write_counters(std::int64_t run_id) {
+  const std::int64_t dropped = queue_->dropped();
+  const std::int64_t errors = queue_->write_errors() + transaction_errors_;
+  if (dropped == written_dropped_ && errors == written_errors_) return;
+  sqlite3_bind_int64(update_counters_.stmt, 1, dropped);
+  sqlite3_bind_int64(update_counters_.stmt, 2, errors);
+  sqlite3_bind_int64(update_counters_.stmt, 3, run_id);
+  if (sqlite3_step(update_counters_.stmt) == SQLITE_DONE) {
+    written_dropped_ = dropped;
+    written_errors_ = errors;
+  } else {
+    ++transaction_errors_;
+  }
+  sqlite3_reset(update_counters_.stmt);
+}
+
+void SqliteWriter::writer_loop() noexcept {
+  for (;;) {
+    Drain drain;
+    queue_->take(drain);
+    if (drain.run_id >= 0) write(drain);
+    queue_->finish(drain);
+    if (drain.stopping) return;
+  }
+}
+
+std::int64_t SqliteWriter::insert_run(const RunInfo& info) {
+  std::lock_guard<std::mutex> lock(db_mutex_);
+  const std::string host = host_name();
+  const std::int64_t start_unix_ns = now_ns() + epoch_offset_ns();
+  const auto& runs = schema::kRunsTable;
+  auto p = [&](const char* column) { return schema::insert_parameter(runs, column); };
+  Statement s;
+  db_.prepare(s, schema::insert_statement(runs));
+  expect_values(s, 16, runs);
+  if (info.run_id >= 0) sqlite3_bind_int64(s.stmt, p("id"), info.run_id);  // else NULL: the next free id
+  sqlite3_bind_text(s.stmt, p("name"), info.name.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(s.stmt, p("command_line"), info.command_line.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(s.stmt, p("config_yaml"), info.config_yaml.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(s.stmt, p("host"), host.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(s.stmt, p("pid"), static_cast<std::int64_t>(getpid()));
+  sqlite3_bind_int(s.stmt, p("world_size"), info.world_size);
+  sqlite3_bind_text(s.stmt, p("hybridscope_version"), HS_VERSION_STRING, -1, SQLITE_STATIC);
+  sqlite3_bind_text(s.stmt, p("torch_version"), info.torch_version.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(s.stmt, p("start_unix_ns"), start_unix_ns);
+  sqlite3_bind_int64(s.stmt, p("clock_offset_ns"), epoch_offset_ns());
+  sqlite3_bind_text(s.stmt, p("status"), to_string(RunStatus::kRunning), -1, SQLITE_STATIC);
+  sqlite3_bind_int64(s.stmt, p("dropped_records"), 0);
+  sqlite3_bind_int64(s.stmt, p("write_errors"), 0);
+  // end_unix_ns and status_message stay NULL while the run runs.
+  if (sqlite3_step(s.stmt) != SQLITE_DONE)
+    throw RecorderError(std::string("cannot insert the run row: ") + sqlite3_errmsg(db_.get()));
+  const std::int64_t run_id = sqlite3_last_insert_rowid(db_.get());
+  if (!info.config.empty()) {
+    Statement c;
+    db_.prepare(c, schema::insert_statement(schema::kConfigTable, OnConflict::kReplace));
+    expect_values(c, 3, schema::kConfigTable);
+    for (const auto& [key, value] : info.config) {
+      sqlite3_bind_int64(c.stmt, 1, run_id);
+      sqlite3_bind_text(c.stmt, 2, key.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_text(c.stmt, 3, value.c_str(), -1, SQLITE_TRANSIENT);
+      if (sqlite3_step(c.stmt) != SQLITE_DONE)
+        throw RecorderError(std::string("cannot insert the run's config: ") + sqlite3_errmsg(db_.get()));
+      sqlite3_reset(c.stmt);
+    }
+  }
+  const auto& ranks = schema::kRanksTable;
+  auto q = [&](const char* column) { return schema::insert_parameter(ranks, column); };
+  Statement r;
+  db_.prepare(r, schema::insert_statement(ranks, OnConflict::kReplace));
+  expect_values(r, 13, ranks);
+  sqlite3_bind_int64(r.stmt, q("run_id"), run_id);
+  sqlite3_bind_int(r.stmt, q("rank"), rank_);
+  sqlite3_bind_int(r.stmt, q("local_rank"), info.local_rank);
+  sqlite3_bind_text(r.stmt, q("host"), host.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(r.stmt, q("pid"), static_cast<std::int64_t>(getpid()));
+  sqlite3_bind_text(r.stmt, q("device"), info.device.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(r.stmt, q("clock_offset_ns"), epoch_offset_ns());
+  sqlite3_bind_int64(r.stmt, q("start_unix_ns"), start_unix_ns);
+  sqlite3_bind_text(r.stmt, q("status"), to_string(RunStatus::kRunning), -1, SQLITE_STATIC);
+  sqlite3_bind_int64(r.stmt, q("dropped_records"), 0);
+  sqlite3_bind_int64(r.stmt, q("write_errors"), 0);
+  if (sqlite3_step(r.stmt) != SQLITE_DONE)
+    throw RecorderError(std::string("cannot insert the ranks row: ") + sqlite3_errmsg(db_.get()));
+  return run_id;
+}
+
+void SqliteWriter::end_run(std::int64_t run_id, RunStatus status, const std::string& message) {
+  std::lock_guard<std::mutex> lock(db_mutex_);
+  const std::int64_t end_unix_ns = now_ns() + epoch_offset_ns();
+  const std::int64_t dropped = queue_->dropped();
+  const std::int64_t errors = queue_->write_errors();
+  auto update = [&](const char* sql, bool with_rank) {
+    Statement s;
+    db_.prepare(s, sql);
+    sqlite3_bind_text(s.stmt, 1, to_string(status), -1, SQLITE_STATIC);
+    sqlite3_bind_text(s.stmt, 2, message.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s.stmt, 3, end_unix_ns);
+    sqlite3_bind_int64(s.stmt, 4, dropped);
+    sqlite3_bind_int64(s.stmt, 5, errors);
+    sqlite3_bind_int64(s.stmt, 6, run_id);
+    if (with_rank) sqlite3_bind_int(s.stmt, 7, rank_);
+    if (sqlite3_step(s.stmt) != SQLITE_DONE) queue_->add_write_errors(1);
+  };
+  update("UPDATE runs SET status = ?, status_message = ?, end_unix_ns = ?, dropped_records = ?, write_errors = ? "
+         "WHERE id = ?",
+         false);
+  update("UPDATE ranks SET status = ?, status_message = ?, end_unix_ns = ?, dropped_records = ?, write_errors = ? "
+         "WHERE run_id = ? AND rank = ?",
+         true);
+}
+
+}  // namespace hs::probes::detail
