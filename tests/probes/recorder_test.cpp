@@ -262,6 +262,58 @@ TEST(Recorder, UpgradesAVersion1DatabaseInPlace) {
   EXPECT_EQ(db.number("SELECT dropped_records FROM runs"), 0);
 }
 
+TEST(Recorder, UpgradesAVersion4DatabaseWithItsWriteErrorColumns) {
+  const auto path = temp_db("v4.sqlite");
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    std::string v4 = schema::create_statements();
+    const std::string column = ",\n  write_errors INTEGER NOT NULL DEFAULT 0";
+    for (int table = 0; table < 2; ++table) v4.erase(v4.find(column), column.size());  // runs and ranks
+    ASSERT_EQ(v4.find(column), std::string::npos);
+    ASSERT_EQ(sqlite3_exec(db, v4.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_exec(db, "PRAGMA user_version=4", nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+  }
+  {
+    Recorder rec(path);
+    rec.begin_run({});
+    rec.end_run(RunStatus::kCompleted);
+  }
+  Db db(path);
+  EXPECT_EQ(db.number("PRAGMA user_version"), schema::kSchemaVersion);
+  EXPECT_EQ(db.number("SELECT write_errors FROM runs"), 0);
+  EXPECT_EQ(db.number("SELECT write_errors FROM ranks"), 0);
+}
+
+// A transaction that fails is rolled back whole: every record it held is lost, and counted so
+// (not as one error), in write_errors() and in the run's write_errors columns.
+TEST(Recorder, AFailedTransactionCountsEveryRecordItLost) {
+  const auto path = temp_db("failed_txn.sqlite");
+  Recorder rec(path);
+  rec.begin_run({});
+  rec.flush();
+  auto exec = [&](const char* sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  };
+  // A name the writer cannot intern makes its transaction fail.
+  exec("CREATE TRIGGER refuse_strings BEFORE INSERT ON strings BEGIN SELECT RAISE(ABORT, 'refused'); END");
+  for (int i = 0; i < 10; ++i) rec.record_range({"never_interned", Category::kPhase, 0, 1, i, i + 1});
+  rec.record_metrics(1, {{"also_new", 1.0}});
+  rec.flush();
+  EXPECT_EQ(rec.write_errors(), 11) << "10 ranges and 1 metric lost with their transaction";
+  EXPECT_EQ(rec.dropped_records(), 0);
+  exec("DROP TRIGGER refuse_strings");
+  rec.end_run(RunStatus::kCompleted);
+  Db db(path);
+  EXPECT_EQ(db.number("SELECT COUNT(*) FROM ranges"), 0) << "a lost record is not written later either";
+  EXPECT_EQ(db.number("SELECT write_errors FROM runs"), 11);
+  EXPECT_EQ(db.number("SELECT write_errors FROM ranks"), 11);
+}
+
 TEST(Recorder, UnfinishedRunStaysMarkedRunningWithFlushedRecords) {
   const auto path = temp_db("unfinished.sqlite");
   {
