@@ -9,12 +9,14 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 HYBRIDSCOPE := $(BUILD_DIR)/cli/hybridscope
 DEMO_DB ?= out/demo.sqlite
+STANDALONE_DIR ?= build/standalone
 
-.PHONY: help deps configure build test demo demo-ppo bench clean
+.PHONY: help deps configure build test test-standalone demo demo-ppo bench clean
 
 help:
 	@echo "make demo      install deps, build, run the GRPO demo (about 10 min on 2 cores) -> $(DEMO_DB)"
 	@echo "make test      install deps, build, run every test (ctest)"
+	@echo "make test-standalone  probes + reports alone, no LibTorch (-DHS_BUILD_TRAINER=OFF) -> $(STANDALONE_DIR)"
 	@echo "make demo-ppo  the same task with PPO (GAE + critic) -> out/demo-ppo.sqlite"
 	@echo "make bench     micro-benchmarks (GEMM, rollout, training step) -> out/bench.json"
 	@echo "make build     configure and build only ($(BUILD_DIR))"
@@ -34,6 +36,13 @@ build: configure
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j 1
 
+# The analysing side without the trainer: what a laptop with no CUDA and no LibTorch builds
+# (docs/building.md). Needs only the Debian packages (SQLite, nlohmann-json, GoogleTest).
+test-standalone:
+	cmake -S . -B $(STANDALONE_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DHS_BUILD_TRAINER=OFF
+	cmake --build $(STANDALONE_DIR) -j $(JOBS)
+	cd $(STANDALONE_DIR) && ctest --output-on-failure -j 1
+
 demo: build
 	$(HYBRIDSCOPE) train --config configs/demo_grpo.yaml --db $(DEMO_DB) trainer.resume_mode=disable
 
@@ -45,4 +54,4 @@ bench: build
 	$(BUILD_DIR)/bench/hs_micro_bench --benchmark_out=out/bench.json --benchmark_out_format=json
 
 clean:
-	rm -rf $(BUILD_DIR) out
+	rm -rf $(BUILD_DIR) $(STANDALONE_DIR) out

@@ -4,51 +4,57 @@
 # environment outside the build tree; CMake asks that Python for torch.utils.cmake_prefix_path.
 # Override with -DHS_PYTHON=/path/to/python (an existing PyTorch 2.x install, e.g. on a GPU
 # machine) or -DTorch_DIR=... directly.
+#
+# With HS_BUILD_TRAINER=OFF only what probes and reports need is looked for (SQLite, nlohmann/json,
+# threads, optionally CUPTI/NVTX and GoogleTest): Python and LibTorch are never asked for.
 
 find_package(SQLite3 REQUIRED)
-find_package(yaml-cpp REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
-find_package(CLI11 REQUIRED)
-find_package(fmt REQUIRED)
 find_package(Threads REQUIRED)
 
-if(NOT HS_PYTHON)
-  if(DEFINED ENV{HS_PYTHON})
-    set(HS_PYTHON "$ENV{HS_PYTHON}")
-  elseif(DEFINED ENV{HS_DEPS_DIR} AND EXISTS "$ENV{HS_DEPS_DIR}/venv/bin/python")
-    set(HS_PYTHON "$ENV{HS_DEPS_DIR}/venv/bin/python")
-  elseif(EXISTS "$ENV{HOME}/.local/share/hybridscope/venv/bin/python")
-    set(HS_PYTHON "$ENV{HOME}/.local/share/hybridscope/venv/bin/python")
+if(HS_BUILD_TRAINER)
+  find_package(yaml-cpp REQUIRED)
+  find_package(CLI11 REQUIRED)
+  find_package(fmt REQUIRED)
+
+  if(NOT HS_PYTHON)
+    if(DEFINED ENV{HS_PYTHON})
+      set(HS_PYTHON "$ENV{HS_PYTHON}")
+    elseif(DEFINED ENV{HS_DEPS_DIR} AND EXISTS "$ENV{HS_DEPS_DIR}/venv/bin/python")
+      set(HS_PYTHON "$ENV{HS_DEPS_DIR}/venv/bin/python")
+    elseif(EXISTS "$ENV{HOME}/.local/share/hybridscope/venv/bin/python")
+      set(HS_PYTHON "$ENV{HOME}/.local/share/hybridscope/venv/bin/python")
+    else()
+      set(HS_PYTHON python3)
+    endif()
+  endif()
+  set(HS_PYTHON "${HS_PYTHON}" CACHE FILEPATH "Python whose torch provides LibTorch")
+
+  if(NOT Torch_DIR)
+    execute_process(
+      COMMAND "${HS_PYTHON}" -c "import torch.utils; print(torch.utils.cmake_prefix_path, end='')"
+      OUTPUT_VARIABLE HS_TORCH_PREFIX
+      RESULT_VARIABLE HS_TORCH_RC
+      ERROR_QUIET)
+    if(NOT HS_TORCH_RC EQUAL 0)
+      message(FATAL_ERROR
+        "LibTorch not found: '${HS_PYTHON}' cannot import torch.\n"
+        "Run scripts/install-deps.sh (installs the PyTorch wheel from PyPI), or pass "
+        "-DHS_PYTHON=<python with torch> or -DTorch_DIR=<.../share/cmake/Torch>.")
+    endif()
+    list(APPEND CMAKE_PREFIX_PATH "${HS_TORCH_PREFIX}")
+  endif()
+  # The CUDA wheel's TorchConfig looks for the CUDA toolkit; on machines without one it still
+  # configures a CPU-only build of our code.
+  find_package(Torch REQUIRED)
+  message(STATUS "hybridscope: LibTorch ${Torch_VERSION} from ${TORCH_INSTALL_PREFIX}")
+
+  if(TARGET torch_cuda OR TORCH_CUDA_LIBRARIES)
+    set(HS_TORCH_HAS_CUDA ON)
   else()
-    set(HS_PYTHON python3)
+    set(HS_TORCH_HAS_CUDA OFF)
   endif()
-endif()
-set(HS_PYTHON "${HS_PYTHON}" CACHE FILEPATH "Python whose torch provides LibTorch")
-
-if(NOT Torch_DIR)
-  execute_process(
-    COMMAND "${HS_PYTHON}" -c "import torch.utils; print(torch.utils.cmake_prefix_path, end='')"
-    OUTPUT_VARIABLE HS_TORCH_PREFIX
-    RESULT_VARIABLE HS_TORCH_RC
-    ERROR_QUIET)
-  if(NOT HS_TORCH_RC EQUAL 0)
-    message(FATAL_ERROR
-      "LibTorch not found: '${HS_PYTHON}' cannot import torch.\n"
-      "Run scripts/install-deps.sh (installs the PyTorch wheel from PyPI), or pass "
-      "-DHS_PYTHON=<python with torch> or -DTorch_DIR=<.../share/cmake/Torch>.")
-  endif()
-  list(APPEND CMAKE_PREFIX_PATH "${HS_TORCH_PREFIX}")
-endif()
-# The CUDA wheel's TorchConfig looks for the CUDA toolkit; on machines without one it still
-# configures a CPU-only build of our code.
-find_package(Torch REQUIRED)
-message(STATUS "hybridscope: LibTorch ${Torch_VERSION} from ${TORCH_INSTALL_PREFIX}")
-
-if(TARGET torch_cuda OR TORCH_CUDA_LIBRARIES)
-  set(HS_TORCH_HAS_CUDA ON)
-else()
-  set(HS_TORCH_HAS_CUDA OFF)
-endif()
+endif()  # HS_BUILD_TRAINER
 
 # Optional: the CUDA toolkit's CUPTI for hs_cupti (probes/CMakeLists.txt). Absent is fine.
 if(HS_WITH_CUPTI)
@@ -58,7 +64,7 @@ endif()
 if(HS_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()
-if(HS_BUILD_BENCH)
+if(HS_BUILD_BENCH AND HS_BUILD_TRAINER)  # the micro-benchmarks live in bench/, built with the trainer
   find_package(benchmark REQUIRED)
 endif()
 
