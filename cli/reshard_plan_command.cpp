@@ -39,11 +39,11 @@ int run_reshard_plan(const ReshardPlanArgs& args) {
   const MeshShape mesh{pp, tp, args.world / (tp * pp)};
   const DpSharding dp = dp_sharding_for_strategy(cfg.actor_rollout_ref.actor.strategy);
   const int t_g = cfg.actor_rollout_ref.rollout.tensor_model_parallel_size;
-  const ReshardMode configured = parse_reshard_mode(cfg.hybridscope.reshard.mode);
+  const ReshardMode configured = cfg.hybridscope.reshard.mode;
   const auto params = llama_parameters(shape);
   const ReshardPlan plan = plan_reshard(params, mesh, dp, t_g, configured);
   fmt::print("{} -> {}, {} mode; model {:.3f} MiB ({} parameters, float32)\n", plan.training.description,
-             plan.generation.description, reshard_mode_name(configured), plan.training.model_bytes() / kMiB,
+             plan.generation.description, to_string(configured), plan.training.model_bytes() / kMiB,
              params.size());
   fmt::print("{:>5} {:>13} {:>13} {:>13} {:>13} {:>13} {:>13}\n", "rank", "training MiB", "received MiB",
              "sent MiB", "kept MiB", "peak MiB", "redundant MiB");
@@ -59,10 +59,10 @@ int run_reshard_plan(const ReshardPlanArgs& args) {
       const ReshardPlan other = plan_reshard(params, mesh, dp, t_g, mode);
       double received = 0, peak = 0;
       for (const auto& p : other.ranks) received += p.bytes_received, peak += p.peak_parameter_bytes;
-      fmt::print("{:>8} {:>13.3f} {:>13.3f}\n", reshard_mode_name(mode), received / args.world / kMiB,
+      fmt::print("{:>8} {:>13.3f} {:>13.3f}\n", to_string(mode), received / args.world / kMiB,
                  peak / args.world / kMiB);
     } catch (const LayoutError& e) {
-      fmt::print("{:>8} not possible: {}\n", reshard_mode_name(mode), e.what());
+      fmt::print("{:>8} not possible: {}\n", to_string(mode), e.what());
     }
   }
   return 0;

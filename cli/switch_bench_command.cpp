@@ -42,14 +42,17 @@ CLI::App* add_switch_bench_command(CLI::App& app, SwitchBenchArgs& args) {
   std::string names;
   for (const auto& n : hs::trainer::model_shape_names()) names += (names.empty() ? "" : ", ") + n;
   cmd->add_option("--shapes", args.shapes, "Model shapes (model_shapes.h): " + names)->delimiter(',')->capture_default_str();
-  cmd->add_option("--modes", args.modes, "Reshard modes: hybrid, vanilla, naive")->delimiter(',')->capture_default_str();
+  cmd->add_option("--modes", args.modes, "Reshard modes: hybrid, vanilla, naive")
+      ->delimiter(',')
+      ->check(CLI::IsMember(hs::trainer::spellings<hs::trainer::ReshardMode>()))
+      ->capture_default_str();
   cmd->add_option("--pp", args.pp, "Training pipeline-parallel size")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--tp", args.tp, "Training tensor-parallel size")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--rollout-tp", args.rollout_tp, "Generation tensor-parallel size t_g")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--strategy", args.strategy, "Along dp: megatron (replicated) or fsdp (sharded)")
-      ->check(CLI::IsMember({"megatron", "fsdp"}))
+      ->check(CLI::IsMember(hs::trainer::spellings<hs::trainer::ActorStrategy>()))
       ->capture_default_str();
   cmd->add_option("--warmup", args.warmup, "Untimed switches per shape and mode")->check(CLI::NonNegativeNumber)->capture_default_str();
   cmd->add_option("--repeat", args.repeat, "Timed switches per shape and mode")->check(CLI::PositiveNumber)->capture_default_str();
@@ -67,7 +70,8 @@ int run_switch_bench(const SwitchBenchArgs& args) {
                                   "`hybridscope launch -n N --` with N a multiple of pp*tp",
                                   env.world_size, args.pp, args.tp));
   const MeshShape mesh{args.pp, args.tp, env.world_size / (args.pp * args.tp)};
-  const DpSharding dp = dp_sharding_for_strategy(args.strategy);
+  // The option checks accept only spellings of these enums (spellings<E>() above).
+  const DpSharding dp = dp_sharding_for_strategy(from_string<ActorStrategy>(args.strategy).value());
   ProcessGroupOptions options;
   options.timeout = std::chrono::seconds(300);
   C10dGroupFactory groups(env, options);
@@ -90,7 +94,7 @@ int run_switch_bench(const SwitchBenchArgs& args) {
   for (const auto& shape_name : args.shapes) {
     const auto params = llama_parameters(model_shape_by_name(shape_name));
     for (const auto& mode_name : args.modes) {
-      const ReshardMode mode = parse_reshard_mode(mode_name);
+      const ReshardMode mode = from_string<ReshardMode>(mode_name).value();
       auto plan = std::make_shared<const ReshardPlan>(plan_reshard(params, mesh, dp, args.rollout_tp, mode));
       ReshardExecutor executor(plan, env.rank, groups);
       std::vector<at::Tensor> training;

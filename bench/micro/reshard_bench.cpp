@@ -33,7 +33,7 @@ void BM_ReshardPlan7B(benchmark::State& state) {
     plan = plan_reshard(params, {2, 4, 2}, DpSharding::kReplicated, 2, mode);
     benchmark::DoNotOptimize(plan.ranks.data());
   }
-  state.SetLabel(reshard_mode_name(mode));
+  state.SetLabel(to_string(mode));
   state.counters["model_GiB"] = static_cast<double>(plan.training.model_bytes()) / kGiB;
   state.counters["recv_GiB_rank0"] = static_cast<double>(plan.ranks[0].bytes_received) / kGiB;
   state.counters["peak_GiB_rank0"] = static_cast<double>(plan.ranks[0].peak_parameter_bytes) / kGiB;
@@ -87,7 +87,7 @@ void BM_ReshardExecute(benchmark::State& state) {
     for (auto& t : threads) t.join();
     state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
-  state.SetLabel(std::string(reshard_mode_name(mode)) + (state.range(0) == 0 ? " demo" : " larger") +
+  state.SetLabel(std::string(to_string(mode)) + (state.range(0) == 0 ? " demo" : " larger") +
                  (state.range(1) == 0 ? " (1,2,2)->tg2" : " (2,2,1)->tg2"));
   state.counters["model_MiB"] = static_cast<double>(plan->training.model_bytes()) / kMiB;
   state.counters["recv_MiB_rank0"] = static_cast<double>(plan->ranks[0].bytes_received) / kMiB;

@@ -132,7 +132,7 @@ Config overhead_config(bool probes, const std::string& db) {
   cfg.trainer.test_freq = -1;
   cfg.trainer.save_freq = -1;
   cfg.trainer.val_before_train = false;
-  cfg.trainer.resume_mode = "disable";
+  cfg.trainer.resume_mode = hs::trainer::ResumeMode::kDisable;
   return cfg;
 }
 

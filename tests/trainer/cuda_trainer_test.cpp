@@ -146,7 +146,7 @@ TEST(CudaTrainer, ACheckpointResumesOnTheOtherKindOfDevice) {
 // alone exceed the share, and the driver's figures behind it.
 TEST(CudaTrainer, TheKvPoolIsCappedByGpuMemoryUtilization) {
   HS_REQUIRE_CUDA();
-  const c10::Device device = trainer_device("cuda", 0);
+  const c10::Device device = trainer_device(DeviceKind::kCuda, 0);
   const auto memory = cuda_device_memory(device.index());
   ASSERT_TRUE(memory.has_value()) << "the driver reports the current device's memory";
   EXPECT_GT(memory->total_bytes, std::int64_t{1} << 30);
@@ -184,7 +184,7 @@ TEST(CudaTrainer, TheKvPoolIsCappedByGpuMemoryUtilization) {
 TEST(CudaTrainer, ANcclGroupMovesCpuTensorsThroughTheDevice) {
   HS_REQUIRE_CUDA();
   // One rank is enough to exercise the staging path: NCCL refuses CPU tensors outright.
-  const c10::Device device = trainer_device("cuda", 0);
+  const c10::Device device = trainer_device(DeviceKind::kCuda, 0);
   DistEnv env;
   env.master_port = hs::test::free_port();
   ProcessGroupOptions options;
@@ -206,7 +206,7 @@ TEST(CudaTrainer, ANcclGroupMovesCpuTensorsThroughTheDevice) {
 
 TEST(CudaTrainer, TheStepPeakSurvivesTheSwitchesPeakWindows) {
   HS_REQUIRE_CUDA();
-  const c10::Device device = trainer_device("cuda", 0);
+  const c10::Device device = trainer_device(DeviceKind::kCuda, 0);
   const int index = memory_device_index(device);
   take_cuda_peak(index);  // start a fresh step
   constexpr std::int64_t kBytes = std::int64_t{64} << 20;
@@ -225,7 +225,7 @@ TEST(CudaTrainer, TheStepPeakSurvivesTheSwitchesPeakWindows) {
 
 TEST(CudaTrainer, PeakFlopsComeFromTheTableOrAMeasuredBf16Gemm) {
   HS_REQUIRE_CUDA();
-  const c10::Device device = trainer_device("cuda", 0);
+  const c10::Device device = trainer_device(DeviceKind::kCuda, 0);
   const std::string name = cuda_device_name(device.index());
   EXPECT_FALSE(name.empty()) << "the driver names every device";
   const double peak = device_peak_flops(device);

@@ -267,7 +267,7 @@ int run_reshard(char** argv) {
   const DistEnv env = dist_env_from_environment();
   const int r = env.rank;
   auto plan = std::make_shared<const ReshardPlan>(
-      plan_reshard(test::sharded_model(), mesh, DpSharding::kReplicated, t_g, parse_reshard_mode(argv[7])));
+      plan_reshard(test::sharded_model(), mesh, DpSharding::kReplicated, t_g, from_string<ReshardMode>(argv[7]).value()));
   check(plan->training.world() == env.world_size, "world size = pp * tp * dp");
   hs::probes::Recorder recorder(db + ".rank" + std::to_string(r), r);
   recorder.begin_run({});

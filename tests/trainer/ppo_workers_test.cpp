@@ -131,7 +131,7 @@ TEST(LrSchedule, LinearWarmupThenConstantOrCosine) {
   o.lr_warmup_steps = -1;
   o.lr_warmup_steps_ratio = 0.1;
   EXPECT_DOUBLE_EQ(lr_multiplier(o, 5, 100), 0.5);  // 10 warm-up steps
-  o.warmup_style = "cosine";
+  o.warmup_style = WarmupStyle::kCosine;
   o.min_lr_ratio = 0.1;
   EXPECT_NEAR(lr_multiplier(o, 10, 100), 1.0, 1e-12);
   EXPECT_NEAR(lr_multiplier(o, 55, 100), 0.1 + 0.9 * 0.5, 1e-12);  // half way: cos(pi/2) = 0

@@ -231,18 +231,25 @@ TEST_F(PrecisionTest, Bf16RolloutDecodesThroughABf16CacheLikeTheFullForward) {
 
 TEST(PrecisionConfig, KeysParseAndBadValuesNameTheKey) {
   const Config c = parse_config("", {"hybridscope.precision=bf16", "hybridscope.attention=sdpa"});
-  EXPECT_EQ(c.hybridscope.precision, "bf16");
+  EXPECT_EQ(c.hybridscope.precision, Precision::kBf16);
   const auto o = compute_options(c.hybridscope.precision, c.hybridscope.attention);
   EXPECT_EQ(o.dtype, torch::kBFloat16);
   EXPECT_EQ(o.attention, AttentionKernel::kSdpa);
-  EXPECT_EQ(compute_options("fp32", "auto").dtype, torch::kFloat);
+  EXPECT_EQ(compute_options(Precision::kFp32, AttentionKernel::kAuto).dtype, torch::kFloat);
   try {
     parse_config("", {"hybridscope.precision=fp16"});
     FAIL() << "fp16 accepted";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("hybridscope.precision"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("hybridscope.precision: expected one of fp32, bf16, got 'fp16'"),
+              std::string::npos)
+        << e.what();
   }
-  EXPECT_THROW(parse_config("", {"hybridscope.attention=flash"}), ConfigError);
+  try {
+    parse_config("", {"hybridscope.attention=spda"});
+    FAIL() << "spda accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("did you mean sdpa?"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -105,7 +105,7 @@ const std::vector<ReshardMode> kModes = {ReshardMode::kHybrid, ReshardMode::kVan
 
 std::string tag_of(const Case& c, ReshardMode m, DpSharding dp) {
   return "pp" + std::to_string(c.pp) + "tp" + std::to_string(c.tp) + "dp" + std::to_string(c.dp) + "tg" +
-         std::to_string(c.t_g) + "_" + reshard_mode_name(m) + (dp == DpSharding::kReplicated ? "_megatron" : "_fsdp");
+         std::to_string(c.t_g) + "_" + to_string(m) + (dp == DpSharding::kReplicated ? "_megatron" : "_fsdp");
 }
 
 // HybridFlow Table 2 (per rank; every parameter tp-split, balanced stages), measured from comm_ops.

@@ -324,7 +324,7 @@ TEST(Trainer, PlacementErrorsNameTheKeyAndTheFix) {
        "share a rank"},
       {{"actor_rollout_ref.actor.use_kl_loss=true", "hybridscope.placement.actor=[1,2]", "hybridscope.placement.ref=[0,3]"},
        "must include rank 0"},
-      {{"actor_rollout_ref.actor.use_kl_loss=true", "hybridscope.placement.ref=[4,5]"}, "'4' is not a rank"},
+      {{"actor_rollout_ref.actor.use_kl_loss=true", "hybridscope.placement.ref=[4,5]"}, "4 is not a rank"},
       {{"hybridscope.placement.actor=[0,1]"}, "lists only some ranks"},
       {{"actor_rollout_ref.actor.use_kl_loss=true", "hybridscope.placement.actor=[0]", "hybridscope.placement.ref=[2,3]"},
        "leaves ranks without a role"}};

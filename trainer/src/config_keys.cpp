@@ -195,5 +195,45 @@ const char* to_string(LossAggMode v) { return detail::canonical_name(v); }
 const char* to_string(KlPenalty v) { return detail::canonical_name(v); }
 const char* to_string(KlCtrlType v) { return detail::canonical_name(v); }
 const char* to_string(Truncation v) { return detail::canonical_name(v); }
+const char* to_string(ActorStrategy v) { return detail::canonical_name(v); }
+const char* to_string(WarmupStyle v) { return detail::canonical_name(v); }
+const char* to_string(ResumeMode v) { return detail::canonical_name(v); }
+const char* to_string(DeviceKind v) { return detail::canonical_name(v); }
+const char* to_string(DistBackendChoice v) { return detail::canonical_name(v); }
+const char* to_string(ReshardMode v) { return detail::canonical_name(v); }
+const char* to_string(Precision v) { return detail::canonical_name(v); }
+const char* to_string(AttentionKernel v) { return detail::canonical_name(v); }
+const char* to_string(RewardRule v) { return detail::canonical_name(v); }
+
+template <class E>
+std::optional<E> from_string(std::string_view name) {
+  return detail::enum_from_name<E>(name);
+}
+
+template <class E>
+std::vector<std::string> spellings() {
+  std::vector<std::string> names;
+  for (const auto& s : detail::EnumSpellings<E>::kAll) names.emplace_back(s.name);
+  return names;
+}
+
+#define HS_CONFIG_ENUM(E)                                      \
+  template std::optional<E> from_string<E>(std::string_view); \
+  template std::vector<std::string> spellings<E>();
+HS_CONFIG_ENUM(AdvEstimator)
+HS_CONFIG_ENUM(LossAggMode)
+HS_CONFIG_ENUM(KlPenalty)
+HS_CONFIG_ENUM(KlCtrlType)
+HS_CONFIG_ENUM(Truncation)
+HS_CONFIG_ENUM(ActorStrategy)
+HS_CONFIG_ENUM(WarmupStyle)
+HS_CONFIG_ENUM(ResumeMode)
+HS_CONFIG_ENUM(DeviceKind)
+HS_CONFIG_ENUM(DistBackendChoice)
+HS_CONFIG_ENUM(ReshardMode)
+HS_CONFIG_ENUM(Precision)
+HS_CONFIG_ENUM(AttentionKernel)
+HS_CONFIG_ENUM(RewardRule)
+#undef HS_CONFIG_ENUM
 
 }  // namespace hs::trainer

@@ -67,6 +67,49 @@ struct EnumSpellings<Truncation> {
       {Truncation::kError, "error"}, {Truncation::kLeft, "left"}, {Truncation::kRight, "right"}};
 };
 
+template <>
+struct EnumSpellings<ActorStrategy> {
+  static constexpr Spelling<ActorStrategy> kAll[] = {{ActorStrategy::kFsdp, "fsdp"},
+                                                     {ActorStrategy::kMegatron, "megatron"}};
+};
+template <>
+struct EnumSpellings<WarmupStyle> {
+  static constexpr Spelling<WarmupStyle> kAll[] = {{WarmupStyle::kConstant, "constant"},
+                                                   {WarmupStyle::kCosine, "cosine"}};
+};
+template <>
+struct EnumSpellings<ResumeMode> {
+  static constexpr Spelling<ResumeMode> kAll[] = {{ResumeMode::kAuto, "auto"}, {ResumeMode::kDisable, "disable"}};
+};
+template <>
+struct EnumSpellings<DeviceKind> {
+  static constexpr Spelling<DeviceKind> kAll[] = {{DeviceKind::kCpu, "cpu"}, {DeviceKind::kCuda, "cuda"}};
+};
+template <>
+struct EnumSpellings<DistBackendChoice> {
+  static constexpr Spelling<DistBackendChoice> kAll[] = {{DistBackendChoice::kAuto, "auto"},
+                                                         {DistBackendChoice::kGloo, "gloo"},
+                                                         {DistBackendChoice::kNccl, "nccl"}};
+};
+template <>
+struct EnumSpellings<ReshardMode> {
+  static constexpr Spelling<ReshardMode> kAll[] = {
+      {ReshardMode::kHybrid, "hybrid"}, {ReshardMode::kVanilla, "vanilla"}, {ReshardMode::kNaive, "naive"}};
+};
+template <>
+struct EnumSpellings<Precision> {
+  static constexpr Spelling<Precision> kAll[] = {{Precision::kFp32, "fp32"}, {Precision::kBf16, "bf16"}};
+};
+template <>
+struct EnumSpellings<AttentionKernel> {
+  static constexpr Spelling<AttentionKernel> kAll[] = {
+      {AttentionKernel::kAuto, "auto"}, {AttentionKernel::kSdpa, "sdpa"}, {AttentionKernel::kEager, "eager"}};
+};
+template <>
+struct EnumSpellings<RewardRule> {
+  static constexpr Spelling<RewardRule> kAll[] = {{RewardRule::kGsm8k, "gsm8k"}};
+};
+
 template <class E>
 const char* canonical_name(E value) {
   for (const auto& s : EnumSpellings<E>::kAll) {
@@ -87,6 +130,7 @@ std::optional<E> enum_from_name(std::string_view name) {
 // The key table.
 
 using StringList = std::vector<std::string>;
+using IntList = std::vector<int>;
 using NumberPair = std::array<double, 2>;
 
 template <class T>
@@ -96,9 +140,12 @@ struct Field {
 };
 
 using AnyField = std::variant<Field<bool>, Field<int>, Field<std::uint64_t>, Field<double>,
-                              Field<std::string>, Field<StringList>, Field<NumberPair>,
+                              Field<std::string>, Field<StringList>, Field<IntList>, Field<NumberPair>,
                               Field<AdvEstimator>, Field<LossAggMode>, Field<KlPenalty>,
-                              Field<KlCtrlType>, Field<Truncation>>;
+                              Field<KlCtrlType>, Field<Truncation>, Field<ActorStrategy>,
+                              Field<WarmupStyle>, Field<ResumeMode>, Field<DeviceKind>,
+                              Field<DistBackendChoice>, Field<ReshardMode>, Field<Precision>,
+                              Field<AttentionKernel>, Field<RewardRule>>;
 
 struct Key {
   std::string path;  // verl's dotted path, identical to the member path in Config

@@ -1,12 +1,17 @@
 // config_validate.cpp — validate(): relations between keys that a single value cannot show
-// (divisibility of batch sizes and head counts, ranges, estimator vs group size). Every problem is
-// collected, so one run reports them all; each names the keys involved, their values and the fix.
+// (divisibility of batch sizes and head counts, ranges, estimator vs group size, the placement of
+// the roles on the world's ranks) and the valid configurations this trainer cannot run yet. Every
+// problem is collected, so one run reports them all; each names the keys involved, their values
+// and the fix. The trainer refuses nothing about a config beyond this (only what needs the
+// running processes: the launched world size, a CUDA device, checkpoints found on disk).
 
 #include "hybridscope/trainer/config.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,12 +34,9 @@ class Problems {
   void unset_or_at_least_1(const char* key, int value) {
     if (value != -1 && value < 1) add("{} = {}: must be -1 (unset) or >= 1", key, value);
   }
-  void one_of(const char* key, const std::string& value, const std::vector<std::string>& valid) {
-    if (std::find(valid.begin(), valid.end(), value) != valid.end()) return;
-    std::string names;
-    for (const auto& v : valid) names += (names.empty() ? "" : ", ") + v;
-    add("{} = '{}': must be one of {}", key, value, names);
-  }
+  /// A valid configuration this build of the trainer cannot run: refused by name rather than
+  /// silently ignored.
+  void unsupported(const std::string& what) { add("{} is not supported by this build of the trainer yet", what); }
   void unit_interval(const char* key, double value) {
     if (!(value >= 0.0 && value <= 1.0)) add("{} = {}: must be in [0, 1]", key, value);
   }
@@ -61,9 +63,6 @@ class Problems {
     if (!(o.min_lr_ratio >= 0.0 && o.min_lr_ratio <= 1.0)) {
       add("{}.min_lr_ratio = {}: must be in [0, 1]", prefix, o.min_lr_ratio);
     }
-    if (o.warmup_style != "constant" && o.warmup_style != "cosine") {
-      add("{}.warmup_style = '{}': must be one of constant, cosine", prefix, o.warmup_style);
-    }
   }
   /// train_batch_size, mini- and micro-batch relations of the actor or the critic (verl's checks:
   /// a step splits into whole mini-batches; a mini-batch of mini x n samples into whole micro-batches).
@@ -87,6 +86,8 @@ class Problems {
     if (epochs < 1) add("{}.ppo_epochs = {}: must be >= 1", prefix, epochs);
   }
 
+  bool empty() const { return list_.empty(); }
+
   void throw_if_any() const {
     if (list_.empty()) return;
     if (list_.size() == 1) throw ConfigError("invalid configuration: " + list_.front());
@@ -99,7 +100,162 @@ class Problems {
   std::vector<std::string> list_;
 };
 
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string out;
+  for (int r : ranks) out += (out.empty() ? "" : ", ") + std::to_string(r);
+  return "[" + out + "]";
+}
+
+/// hybridscope.placement checked and completed over the world; std::nullopt when it is invalid
+/// (the first problem is added; later ones would only restate it) or the world itself is.
+std::optional<Placement> resolve_placement(const Config& c, Problems& p) {
+  const int world = c.world_size();
+  if (c.trainer.nnodes < 1 || c.trainer.n_gpus_per_node < 1) return std::nullopt;
+  const auto& config = c.hybridscope.placement;
+  const auto checked = [&](const char* key, std::vector<int> ranks) -> std::optional<std::vector<int>> {
+    for (int r : ranks) {
+      if (r < 0 || r >= world) {
+        p.add("{} = {}: {} is not a rank of this world (0..{}; trainer.nnodes x trainer.n_gpus_per_node = {})", key,
+              rank_list(ranks), r, world - 1, world);
+        return std::nullopt;
+      }
+    }
+    std::sort(ranks.begin(), ranks.end());
+    if (const auto twice = std::adjacent_find(ranks.begin(), ranks.end()); twice != ranks.end()) {
+      p.add("{} = {} lists rank {} twice: list each rank once", key, rank_list(ranks), *twice);
+      return std::nullopt;
+    }
+    return ranks;
+  };
+  auto actor = checked("hybridscope.placement.actor", config.actor);
+  const auto ref = checked("hybridscope.placement.ref", config.ref);
+  if (!actor || !ref) return std::nullopt;
+  std::vector<int> everyone(static_cast<std::size_t>(world));
+  for (int r = 0; r < world; ++r) everyone[static_cast<std::size_t>(r)] = r;
+  if (ref->empty()) {
+    if (!actor->empty() && *actor != everyone) {
+      p.add("hybridscope.placement.actor = {} lists only some ranks, but no other role is placed on the rest: "
+            "list every rank, or place the reference on the others with hybridscope.placement.ref",
+            rank_list(*actor));
+      return std::nullopt;
+    }
+    return Placement{everyone, {}};
+  }
+  if (c.use_critic() || c.reward_model.enable) {
+    p.add("hybridscope.placement.ref with a critic or a reward model is not supported yet (use a critic-free "
+          "estimator and the rule reward, or leave the placement colocated)");
+    return std::nullopt;
+  }
+  if (!c.use_reference()) {
+    p.add("hybridscope.placement.ref is set, but this run has no reference policy (set "
+          "actor_rollout_ref.actor.use_kl_loss=true or algorithm.use_kl_in_reward=true, or leave the placement "
+          "colocated)");
+    return std::nullopt;
+  }
+  if (actor->empty()) std::set_difference(everyone.begin(), everyone.end(), ref->begin(), ref->end(), std::back_inserter(*actor));
+  std::vector<int> both;
+  std::set_union(actor->begin(), actor->end(), ref->begin(), ref->end(), std::back_inserter(both));
+  if (both.size() != actor->size() + ref->size()) {
+    p.add("hybridscope.placement.actor ({}) and hybridscope.placement.ref ({}) share a rank: a split placement puts "
+          "the roles on disjoint ranks (leave both empty to colocate them)", rank_list(*actor), rank_list(*ref));
+    return std::nullopt;
+  }
+  if (both != everyone) {
+    p.add("hybridscope.placement leaves ranks without a role: actor ({}) and ref ({}) together must list every rank "
+          "0..{}", rank_list(*actor), rank_list(*ref), world - 1);
+    return std::nullopt;
+  }
+  if (actor->empty() || actor->front() != 0) {
+    p.add("hybridscope.placement.actor = {} must include rank 0 (it prints, validates and writes the run database)",
+          rank_list(*actor));
+    return std::nullopt;
+  }
+  return Placement{*actor, *ref};
+}
+
+/// What this build of the trainer cannot run yet, although the values are valid.
+void check_supported(const Config& c, Problems& p) {
+  const auto& mega = c.actor_rollout_ref.actor.megatron;
+  const bool model_parallel = mega.tensor_model_parallel_size > 1 || mega.pipeline_model_parallel_size > 1;
+  if (model_parallel && c.use_critic())
+    p.unsupported("a critic with a tensor- or pipeline-parallel actor (use a critic-free estimator: grpo, rloo, remax)");
+  if (model_parallel && c.reward_model.enable)
+    p.unsupported("reward_model.enable with a tensor- or pipeline-parallel actor (use the rule reward)");
+  if (c.world_size() > 1) {
+    // These whiten or adapt over the whole batch, which data-parallel ranks do not hold.
+    const auto est = c.algorithm.adv_estimator;
+    if (est == AdvEstimator::kGae || est == AdvEstimator::kReinforcePlusPlus ||
+        est == AdvEstimator::kReinforcePlusPlusBaseline)
+      p.unsupported(fmt::format("algorithm.adv_estimator={} with more than one rank (it whitens advantages over the "
+                                "whole batch; use grpo, rloo or remax, or one rank)",
+                                to_string(est)));
+    if (c.algorithm.use_kl_in_reward && c.algorithm.kl_ctrl.type == KlCtrlType::kAdaptive)
+      p.unsupported("algorithm.kl_ctrl.type=adaptive with more than one rank (set it to fixed)");
+  }
+  if (c.actor_rollout_ref.model.enable_gradient_checkpointing || c.critic.model.enable_gradient_checkpointing)
+    p.unsupported("enable_gradient_checkpointing=true (set it to false)");
+  for (const auto& logger : c.trainer.logger)
+    if (logger != "console")
+      p.unsupported("trainer.logger '" + logger + "' (console is built in; every metric also goes to the run database)");
+}
+
+/// The actor's ranks as a training mesh and as generation replicas: whole model replicas, whole
+/// generation tp groups, equal shares of every batch; checkpoints only of an unsharded actor.
+void check_actor_layout(const Config& c, const Placement& placement, Problems& p) {
+  const auto& d = c.data;
+  const auto& actor = c.actor_rollout_ref.actor;
+  const auto& mega = actor.megatron;
+  const int actors = static_cast<int>(placement.actor.size());
+  if (mega.tensor_model_parallel_size < 1 || mega.pipeline_model_parallel_size < 1) return;  // reported
+  const int model_parallel = mega.tensor_model_parallel_size * mega.pipeline_model_parallel_size;
+  if (actors % model_parallel != 0) {
+    p.add("the actor's rank count {} (trainer.nnodes x trainer.n_gpus_per_node, less hybridscope.placement.ref) is "
+          "not divisible by actor_rollout_ref.actor.megatron.tensor_model_parallel_size x pipeline_model_parallel_size ({})",
+          actors, model_parallel);
+    return;
+  }
+  const int dp = actors / model_parallel;
+  if (dp > 1) {
+    // Each data-parallel rank takes an equal share of the prompts and of every mini-batch.
+    if (d.train_batch_size % dp != 0)
+      p.add("data.train_batch_size ({}) is not divisible by the {} data-parallel ranks", d.train_batch_size, dp);
+    if (actor.ppo_mini_batch_size % dp != 0)
+      p.add("actor_rollout_ref.actor.ppo_mini_batch_size ({}) is not divisible by the {} data-parallel ranks",
+            actor.ppo_mini_batch_size, dp);
+    if (c.use_critic() && c.critic.ppo_mini_batch_size % dp != 0)
+      p.add("critic.ppo_mini_batch_size ({}) is not divisible by the {} data-parallel ranks",
+            c.critic.ppo_mini_batch_size, dp);
+  }
+  const int rollout_tp = c.actor_rollout_ref.rollout.tensor_model_parallel_size;
+  if (rollout_tp >= 1) {
+    if (actors % rollout_tp != 0) {
+      p.add("actor_rollout_ref.rollout.tensor_model_parallel_size = {} must divide the {} actor ranks", rollout_tp,
+            actors);
+    } else if (const int replicas = actors / rollout_tp; d.train_batch_size >= 1 && d.train_batch_size % replicas != 0) {
+      p.add("data.train_batch_size = {} prompts cannot be split evenly over the {} generation replicas (the actor's {} "
+            "ranks / actor_rollout_ref.rollout.tensor_model_parallel_size {}): choose a multiple of {}",
+            d.train_batch_size, replicas, actors, rollout_tp, replicas);
+    }
+  }
+  const bool sharded = model_parallel > 1 || (actor.strategy == ActorStrategy::kFsdp && dp > 1);
+  if (sharded && c.trainer.save_freq > 0)
+    p.add("trainer.save_freq = {}: checkpoints of a sharded actor (tp={} pp={}, or actor_rollout_ref.actor.strategy=fsdp "
+          "over dp={}) are not supported by this build of the trainer yet: set trainer.save_freq=-1, or "
+          "actor_rollout_ref.actor.strategy=megatron for data parallel alone",
+          c.trainer.save_freq, mega.tensor_model_parallel_size, mega.pipeline_model_parallel_size, dp);
+}
+
 }  // namespace
+
+Placement resolved_placement(const Config& config) {
+  Problems p;
+  auto placement = resolve_placement(config, p);
+  if (!placement && p.empty())
+    p.add("trainer.nnodes ({}) x trainer.n_gpus_per_node ({}): both must be >= 1", config.trainer.nnodes,
+          config.trainer.n_gpus_per_node);
+  p.throw_if_any();
+  return *placement;
+}
 
 void validate(const Config& c) {
   Problems p;
@@ -147,11 +303,7 @@ void validate(const Config& c) {
           static_cast<long long>(d.max_prompt_length) + d.max_response_length, shape.max_position_embeddings);
   }
 
-  p.one_of("actor_rollout_ref.actor.strategy", actor.strategy, {"fsdp", "megatron"});
-  p.one_of("hybridscope.reshard.mode", c.hybridscope.reshard.mode, {"hybrid", "vanilla", "naive"});
-  p.one_of("hybridscope.precision", c.hybridscope.precision, {"fp32", "bf16"});
-  p.one_of("hybridscope.attention", c.hybridscope.attention, {"auto", "sdpa", "eager"});
-  if (c.hybridscope.reshard.mode == "hybrid" && actor.megatron.tensor_model_parallel_size >= 1 &&
+  if (c.hybridscope.reshard.mode == ReshardMode::kHybrid && actor.megatron.tensor_model_parallel_size >= 1 &&
       rollout.tensor_model_parallel_size >= 1 &&
       actor.megatron.tensor_model_parallel_size % rollout.tensor_model_parallel_size != 0 &&
       rollout.tensor_model_parallel_size % actor.megatron.tensor_model_parallel_size != 0) {
@@ -243,10 +395,8 @@ void validate(const Config& c) {
   p.unset_or_at_least_1("trainer.total_training_steps", t.total_training_steps);
   p.at_least("trainer.nnodes", t.nnodes, 1);
   p.at_least("trainer.n_gpus_per_node", t.n_gpus_per_node, 1);
-  p.one_of("trainer.device", t.device, {"cpu", "cuda"});
   p.unset_or_at_least_1("trainer.save_freq", t.save_freq);
   p.unset_or_at_least_1("trainer.test_freq", t.test_freq);
-  p.one_of("trainer.resume_mode", t.resume_mode, {"auto", "disable"});
   p.at_least("trainer.critic_warmup", t.critic_warmup, 0);
 
   const auto& h = c.hybridscope;
@@ -257,42 +407,20 @@ void validate(const Config& c) {
   p.at_least("hybridscope.warmup.steps", h.warmup.steps, 0);
   if (h.warmup.steps > 0) p.at_least("hybridscope.warmup.batch_size", h.warmup.batch_size, 1);
   if (!(h.warmup.lr >= 0.0)) p.add("hybridscope.warmup.lr = {}: must be >= 0", h.warmup.lr);
-  p.one_of("hybridscope.dist.backend", h.dist.backend, {"auto", "gloo", "nccl"});
   if (!(h.dist.timeout_s > 0.0)) p.add("hybridscope.dist.timeout_s = {}: must be > 0 (seconds)", h.dist.timeout_s);
-  if (h.dist.backend == "nccl" && t.device != "cuda")
+  if (h.dist.backend == DistBackendChoice::kNccl && t.device != DeviceKind::kCuda)
     p.add("hybridscope.dist.backend = nccl moves CUDA tensors only, but trainer.device = {}: use gloo (or auto)",
-          t.device);
-  if (h.dist.backend == "gloo" && t.device == "cuda" && t.nnodes * t.n_gpus_per_node > 1)
+          to_string(t.device));
+  if (h.dist.backend == DistBackendChoice::kGloo && t.device == DeviceKind::kCuda && c.world_size() > 1)
     p.add("hybridscope.dist.backend = gloo moves CPU tensors only, but trainer.device = cuda with {} ranks: use nccl "
           "(or auto), or trainer.device=cpu",
-          t.nnodes * t.n_gpus_per_node);
+          c.world_size());
   const auto& mega = actor.megatron;
   p.at_least("actor_rollout_ref.actor.megatron.tensor_model_parallel_size", mega.tensor_model_parallel_size, 1);
   p.at_least("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size", mega.pipeline_model_parallel_size, 1);
-  // The actor's ranks: the world, less a split reference's (hybridscope.placement; the trainer
-  // checks the rank lists themselves).
-  const auto& placement = c.hybridscope.placement;
-  const int world = t.nnodes * t.n_gpus_per_node;
-  const int actors = !placement.actor.empty() ? static_cast<int>(placement.actor.size())
-                                              : world - static_cast<int>(placement.ref.size());
-  const int model_parallel = std::max(1, mega.tensor_model_parallel_size) * std::max(1, mega.pipeline_model_parallel_size);
-  if (actors < 1) {
-    p.add("hybridscope.placement leaves the actor no rank");
-  } else if (actors % model_parallel != 0) {
-    p.add("the actor's rank count {} (trainer.nnodes x trainer.n_gpus_per_node, less hybridscope.placement.ref) is "
-          "not divisible by actor_rollout_ref.actor.megatron.tensor_model_parallel_size x pipeline_model_parallel_size ({})",
-          actors, model_parallel);
-  } else if (const int dp = actors / model_parallel; dp > 1) {
-    // Each data-parallel rank takes an equal share of the prompts and of every mini-batch.
-    if (d.train_batch_size % dp != 0)
-      p.add("data.train_batch_size ({}) is not divisible by the {} data-parallel ranks", d.train_batch_size, dp);
-    if (actor.ppo_mini_batch_size % dp != 0)
-      p.add("actor_rollout_ref.actor.ppo_mini_batch_size ({}) is not divisible by the {} data-parallel ranks",
-            actor.ppo_mini_batch_size, dp);
-    if (c.use_critic() && c.critic.ppo_mini_batch_size % dp != 0)
-      p.add("critic.ppo_mini_batch_size ({}) is not divisible by the {} data-parallel ranks",
-            c.critic.ppo_mini_batch_size, dp);
-  }
+  // The roles on the world's ranks, and the actor's ranks as a mesh (hybridscope.placement).
+  if (const auto placement = resolve_placement(c, p)) check_actor_layout(c, *placement, p);
+  check_supported(c, p);
   if (h.peak_flops != -1.0 && !(h.peak_flops > 0.0)) {
     p.add("hybridscope.peak_flops = {}: must be -1 (measure) or > 0", h.peak_flops);
   }

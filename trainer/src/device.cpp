@@ -68,9 +68,8 @@ std::optional<DeviceSpec> device_spec_for_name(std::string_view device_name) {
   return std::nullopt;
 }
 
-c10::Device trainer_device(const std::string& device, int local_rank) {
-  if (device == "cpu") return c10::Device(c10::kCPU);
-  if (device != "cuda") throw ConfigError(fmt::format("trainer.device = {}: choose cpu or cuda", device));
+c10::Device trainer_device(DeviceKind device, int local_rank) {
+  if (device == DeviceKind::kCpu) return c10::Device(c10::kCPU);
   if (!torch::cuda::is_available())
     throw ConfigError(
         "trainer.device = cuda, but this process sees no CUDA device (a CPU-only LibTorch, no NVIDIA driver, or "

@@ -141,10 +141,8 @@ std::int64_t LayoutSet::rank_bytes(int rank) const {
   return n;
 }
 
-DpSharding dp_sharding_for_strategy(const std::string& strategy) {
-  if (strategy == "megatron") return DpSharding::kReplicated;
-  if (strategy == "fsdp") return DpSharding::kSharded;
-  throw LayoutError("actor_rollout_ref.actor.strategy = " + strategy + ": use fsdp or megatron");
+DpSharding dp_sharding_for_strategy(ActorStrategy strategy) {
+  return strategy == ActorStrategy::kMegatron ? DpSharding::kReplicated : DpSharding::kSharded;
 }
 
 LayoutSet training_layout(const std::vector<ParamSpec>& params, const MeshShape& mesh, DpSharding dp) {
@@ -189,22 +187,6 @@ LayoutSet training_layout(const std::vector<ParamSpec>& params, const MeshShape&
   return out;
 }
 
-ReshardMode parse_reshard_mode(const std::string& name) {
-  if (name == "hybrid") return ReshardMode::kHybrid;
-  if (name == "vanilla") return ReshardMode::kVanilla;
-  if (name == "naive") return ReshardMode::kNaive;
-  throw LayoutError("hybridscope.reshard.mode = " + name + ": use hybrid, vanilla or naive");
-}
-
-const char* reshard_mode_name(ReshardMode mode) {
-  switch (mode) {
-    case ReshardMode::kHybrid: return "hybrid";
-    case ReshardMode::kVanilla: return "vanilla";
-    case ReshardMode::kNaive: return "naive";
-  }
-  return "?";
-}
-
 LayoutSet generation_layout(const LayoutSet& training, int t_g, ReshardMode mode) {
   const MeshShape& tm = training.mesh;
   const int world = tm.world();
@@ -225,7 +207,7 @@ LayoutSet generation_layout(const LayoutSet& training, int t_g, ReshardMode mode
   }
   LayoutSet out;
   out.description = "generation tp=" + std::to_string(t_g) + " replicas=" + std::to_string(world / t_g) + " (" +
-                    reshard_mode_name(mode) + " grouping)";
+                    to_string(mode) + " grouping)";
   out.mesh = {1, t_g, world / t_g};
   for (int r = 0; r < world; ++r) {
     if (mode == ReshardMode::kHybrid && t_g <= tm.tp) {

@@ -447,20 +447,10 @@ bool TransformerImpl::is_first_stage() const { return parallel_.pp->rank() == 0;
 
 bool TransformerImpl::is_last_stage() const { return parallel_.pp->rank() == parallel_.pp->size() - 1; }
 
-ComputeOptions compute_options(const std::string& precision, const std::string& attention) {
+ComputeOptions compute_options(Precision precision, AttentionKernel attention) {
   ComputeOptions options;
-  if (precision == "bf16") {
-    options.dtype = torch::kBFloat16;
-  } else if (precision != "fp32") {
-    throw std::invalid_argument("hybridscope.precision = " + precision + ": use fp32 or bf16");
-  }
-  if (attention == "sdpa") {
-    options.attention = AttentionKernel::kSdpa;
-  } else if (attention == "eager") {
-    options.attention = AttentionKernel::kEager;
-  } else if (attention != "auto") {
-    throw std::invalid_argument("hybridscope.attention = " + attention + ": use auto, sdpa or eager");
-  }
+  options.dtype = precision == Precision::kBf16 ? torch::kBFloat16 : torch::kFloat;
+  options.attention = attention;
   return options;
 }
 

@@ -19,7 +19,7 @@ double lr_multiplier(const OptimConfig& optim, std::int64_t step, std::int64_t t
   std::int64_t warmup = optim.lr_warmup_steps;
   if (warmup < 0) warmup = static_cast<std::int64_t>(optim.lr_warmup_steps_ratio * static_cast<double>(total_steps));
   if (warmup > 0 && step < warmup) return static_cast<double>(step) / static_cast<double>(std::max<std::int64_t>(1, warmup));
-  if (optim.warmup_style == "cosine") {
+  if (optim.warmup_style == WarmupStyle::kCosine) {
     // verl get_cosine_schedule_with_warmup: min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + cos(pi * progress))
     const double progress = static_cast<double>(step - warmup) /
                             static_cast<double>(std::max<std::int64_t>(1, total_steps - warmup));

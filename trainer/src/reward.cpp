@@ -47,14 +47,15 @@ double gsm8k_compute_score(const std::string& solution_str, const std::string& g
   return *answer == ground_truth ? score : format_score;
 }
 
-double compute_score(const std::string& rule, const std::string& data_source,
-                     const std::string& solution_str, const std::string& ground_truth) {
+double compute_score(RewardRule rule, const std::string& /*data_source*/, const std::string& solution_str,
+                     const std::string& ground_truth) {
   // verl's default_compute_score picks the rule from data_source ("openai/gsm8k" -> gsm8k); here
-  // reward_model.rule names it, and "gsm8k" serves openai/gsm8k as well as hybridscope/* tasks,
+  // reward_model.rule names it, and gsm8k serves openai/gsm8k as well as hybridscope/* tasks,
   // whose targets follow GSM8K's "#### <answer>" convention.
-  if (rule == "gsm8k") return gsm8k_compute_score(solution_str, ground_truth);
-  throw std::invalid_argument("unknown reward rule '" + rule + "' (reward_model.rule) for data_source '" +
-                              data_source + "'; known rules: gsm8k");
+  switch (rule) {
+    case RewardRule::kGsm8k: return gsm8k_compute_score(solution_str, ground_truth);
+  }
+  throw std::logic_error("compute_score: a RewardRule outside the enum");
 }
 
 }  // namespace hs::trainer

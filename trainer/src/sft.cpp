@@ -23,7 +23,7 @@ double supervised_warmup(Transformer& model, const RLDataset& data, const Tokeni
   optim.weight_decay = 0.0;
   optim.betas = {0.9, 0.95};
   optim.lr_warmup_steps = std::max(1, warmup.steps / 20);
-  optim.warmup_style = "cosine";
+  optim.warmup_style = WarmupStyle::kCosine;
   optim.min_lr_ratio = 0.1;
   Optimizer optimizer(*model, optim, 1.0, warmup.steps, ParallelContext{});
   auto gen = at::detail::createCPUGenerator(seed ^ 0x5f7ULL);

@@ -140,89 +140,6 @@ void copy_backbone(Transformer& from, Transformer& to) {
   }
 }
 
-// Valid configurations that this single-process build cannot run yet: refused by name rather
-// than silently ignored.
-void check_supported(const Config& cfg) {
-  auto refuse = [](const std::string& what) {
-    throw ConfigError(what + " is not supported by this build of the trainer yet");
-  };
-  const auto& mega = cfg.actor_rollout_ref.actor.megatron;
-  const bool sharded = mega.tensor_model_parallel_size > 1 || mega.pipeline_model_parallel_size > 1;
-  if (sharded && cfg.use_critic())
-    refuse("a critic with a tensor- or pipeline-parallel actor (use a critic-free estimator: grpo, rloo, remax)");
-  if (sharded && cfg.reward_model.enable)
-    refuse("reward_model.enable with a tensor- or pipeline-parallel actor (use the rule reward)");
-  if (cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node > 1) {
-    // These whiten or adapt over the whole batch, which data-parallel ranks do not hold.
-    const auto est = cfg.algorithm.adv_estimator;
-    if (est == AdvEstimator::kGae || est == AdvEstimator::kReinforcePlusPlus ||
-        est == AdvEstimator::kReinforcePlusPlusBaseline)
-      refuse(fmt::format("algorithm.adv_estimator={} with more than one rank (it whitens advantages over the whole "
-                         "batch; use grpo, rloo or remax, or one rank)",
-                         to_string(est)));
-    if (cfg.algorithm.use_kl_in_reward && cfg.algorithm.kl_ctrl.type == KlCtrlType::kAdaptive)
-      refuse("algorithm.kl_ctrl.type=adaptive with more than one rank (set it to fixed)");
-  }
-  if (cfg.actor_rollout_ref.model.enable_gradient_checkpointing || cfg.critic.model.enable_gradient_checkpointing)
-    refuse("enable_gradient_checkpointing=true (set it to false)");
-  for (const auto& logger : cfg.trainer.logger)
-    if (logger != "console") refuse("trainer.logger '" + logger + "' (console is built in; every metric also goes to the run database)");
-}
-
-// hybridscope.placement as (actor ranks, ref ranks), each ascending; colocated: (every rank, {}).
-// Throws ConfigError naming the key and what to change.
-std::pair<std::vector<int>, std::vector<int>> placement_of(const Config& cfg, int world) {
-  auto ranks_of = [&](const char* key, const std::vector<std::string>& items) {
-    std::vector<int> out;
-    for (const auto& item : items) {
-      std::size_t used = 0;
-      int r = -1;
-      try {
-        r = std::stoi(item, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != item.size() || r < 0 || r >= world)
-        throw ConfigError(fmt::format("{}: '{}' is not a rank of this world (0..{})", key, item, world - 1));
-      out.push_back(r);
-    }
-    std::sort(out.begin(), out.end());
-    if (std::adjacent_find(out.begin(), out.end()) != out.end())
-      throw ConfigError(fmt::format("{} lists a rank twice", key));
-    return out;
-  };
-  std::vector<int> actor = ranks_of("hybridscope.placement.actor", cfg.hybridscope.placement.actor);
-  const std::vector<int> ref = ranks_of("hybridscope.placement.ref", cfg.hybridscope.placement.ref);
-  std::vector<int> everyone(static_cast<std::size_t>(world));
-  for (int r = 0; r < world; ++r) everyone[static_cast<std::size_t>(r)] = r;
-  if (ref.empty()) {
-    if (!actor.empty() && actor != everyone)
-      throw ConfigError("hybridscope.placement.actor lists only some ranks, but no other role is placed on the rest: "
-                        "list every rank, or place the reference on the others with hybridscope.placement.ref");
-    return {everyone, {}};
-  }
-  if (cfg.use_critic() || cfg.reward_model.enable)
-    throw ConfigError("hybridscope.placement.ref with a critic or a reward model is not supported yet (use a "
-                      "critic-free estimator and the rule reward, or leave the placement colocated)");
-  if (!cfg.use_reference())
-    throw ConfigError("hybridscope.placement.ref is set, but this run has no reference policy (set "
-                      "actor_rollout_ref.actor.use_kl_loss=true or algorithm.use_kl_in_reward=true, or leave the "
-                      "placement colocated)");
-  if (actor.empty()) std::set_difference(everyone.begin(), everyone.end(), ref.begin(), ref.end(), std::back_inserter(actor));
-  std::vector<int> both;
-  std::set_union(actor.begin(), actor.end(), ref.begin(), ref.end(), std::back_inserter(both));
-  if (both.size() != actor.size() + ref.size())
-    throw ConfigError("hybridscope.placement.actor and hybridscope.placement.ref share a rank: a split placement "
-                      "puts the roles on disjoint ranks (leave both empty to colocate them)");
-  if (both != everyone)
-    throw ConfigError(fmt::format("hybridscope.placement leaves ranks without a role: actor and ref together must list "
-                                  "every rank 0..{}", world - 1));
-  if (actor.empty() || actor.front() != 0)
-    throw ConfigError("hybridscope.placement.actor must include rank 0 (it prints, validates and writes the run "
-                      "database)");
-  return {actor, ref};
-}
-
 }  // namespace
 
 struct PPOTrainer::State {
@@ -360,42 +277,23 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
   auto& s = *state_;
   s.cfg = std::move(config);
   s.opts = std::move(options);
+  // Every refusal that depends on the config alone (config_validate.cpp), so that whatever
+  // validates a config refuses exactly what the trainer refuses; what follows checks only the
+  // running processes (the launched world, the device).
   hs::trainer::validate(s.cfg);
   const auto& cfg = s.cfg;
-  check_supported(cfg);
   torch::set_num_threads(cfg.hybridscope.num_threads);
 
-  const int world = cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node;
-  std::tie(s.actor_ranks, s.ref_ranks) = placement_of(cfg, world);
+  const int world = cfg.world_size();
+  Placement placement = resolved_placement(cfg);
+  s.actor_ranks = std::move(placement.actor);
+  s.ref_ranks = std::move(placement.ref);
   const int actors = static_cast<int>(s.actor_ranks.size());
   const auto& mega = cfg.actor_rollout_ref.actor.megatron;
   const int model_parallel = mega.tensor_model_parallel_size * mega.pipeline_model_parallel_size;
-  if (actors % model_parallel != 0)
-    throw ConfigError(fmt::format("{} actor ranks cannot hold whole model replicas of actor_rollout_ref.actor.megatron."
-                                  "tensor_model_parallel_size x pipeline_model_parallel_size = {}: choose sizes whose "
-                                  "product divides the actor's ranks (trainer.n_gpus_per_node x trainer.nnodes, less "
-                                  "hybridscope.placement.ref)",
-                                  actors, model_parallel));
   s.mesh = {mega.pipeline_model_parallel_size, mega.tensor_model_parallel_size, actors / model_parallel};
   const int rollout_tp = cfg.actor_rollout_ref.rollout.tensor_model_parallel_size;
-  if (actors % rollout_tp != 0)
-    throw ConfigError(fmt::format("actor_rollout_ref.rollout.tensor_model_parallel_size = {} must divide the {} actor "
-                                  "ranks",
-                                  rollout_tp, actors));
-  const int batch_prompts = cfg.data.train_batch_size;
   s.dp_sharding = dp_sharding_for_strategy(cfg.actor_rollout_ref.actor.strategy);
-  if (s.sharded() && cfg.trainer.save_freq > 0)
-    throw ConfigError(fmt::format("checkpoints of a sharded actor (tp={} pp={}, or actor_rollout_ref.actor.strategy=fsdp "
-                                  "over dp={}) are not supported by this build of the trainer yet: set "
-                                  "trainer.save_freq=-1, or actor_rollout_ref.actor.strategy=megatron for data "
-                                  "parallel alone",
-                                  s.mesh.tp, s.mesh.pp, s.mesh.dp));
-  for (const auto& [what, parts] : {std::pair{"data-parallel ranks", s.mesh.dp}, std::pair{"generation replicas", actors / rollout_tp}}) {
-    if (batch_prompts % parts != 0)
-      throw ConfigError(fmt::format("data.train_batch_size = {} prompts cannot be split evenly over the {} {}: choose a "
-                                    "multiple of {}",
-                                    batch_prompts, parts, what, parts));
-  }
   s.env = dist_env_from_environment();
   if (s.env.world_size != world) {
     throw ConfigError(s.env.world_size == 1
@@ -413,8 +311,8 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
   const std::string& db = cfg.hybridscope.db;
   if (world > 1) {
     ProcessGroupOptions pg;
-    const std::string& backend = cfg.hybridscope.dist.backend;  // auto: nccl on cuda, gloo on cpu
-    const bool nccl = backend == "nccl" || (backend == "auto" && s.device.is_cuda());
+    const DistBackendChoice backend = cfg.hybridscope.dist.backend;  // auto: nccl on cuda, gloo on cpu
+    const bool nccl = backend == DistBackendChoice::kNccl || (backend == DistBackendChoice::kAuto && s.device.is_cuda());
     pg.backend = nccl ? DistBackend::kNccl : DistBackend::kGloo;
     pg.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.hybridscope.dist.timeout_s * 1000.0));
     s.groups = std::make_unique<C10dGroupFactory>(s.env, pg);
@@ -499,7 +397,7 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
   const auto specs = parameter_specs(*full);
   s.training_layout = training_layout(specs, s.mesh, s.dp_sharding);
   s.module_layout = training_layout(specs, s.mesh, DpSharding::kReplicated);
-  const ReshardMode reshard_mode = parse_reshard_mode(cfg.hybridscope.reshard.mode);
+  const ReshardMode reshard_mode = cfg.hybridscope.reshard.mode;
   s.generation_layout = generation_layout(s.training_layout, rollout_tp, reshard_mode);
   const MeshCoord gen_coord = s.generation_layout.coords[static_cast<std::size_t>(s.actor_rank)];
   s.replica = gen_coord.dp;
@@ -578,7 +476,7 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
     s.rollout_model->to(s.device);
     // bf16 precision: the rollout weights are bf16 copies of the fp32 master weights (each
     // reshard casts), so decoding reads half the bytes; the KV cache follows (compute_dtype).
-    const bool bf16 = cfg.hybridscope.precision == "bf16";
+    const bool bf16 = cfg.hybridscope.precision == Precision::kBf16;
     if (bf16) s.rollout_model->to(torch::kBFloat16);
     // bf16: the weights move as bf16 (cast while packed), so the plan counts 2-byte elements.
     auto wire_specs = specs;
@@ -622,7 +520,7 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
       }
     }, s.actor->optimizer().zero_shards() ? s.actor->optimizer().zero_shards()->named_shards()
                                           : std::vector<std::pair<std::string, torch::Tensor>>{},
-       cfg.hybridscope.precision == "bf16" ? std::optional<at::ScalarType>(torch::kBFloat16) : std::nullopt);
+       cfg.hybridscope.precision == Precision::kBf16 ? std::optional<at::ScalarType>(torch::kBFloat16) : std::nullopt);
   }
   if (offload.param_offload || offload.optimizer_offload) {
     s.hybrid_switch->set_offload([actor = s.actor.get(), offload] {
@@ -1012,7 +910,7 @@ Metrics PPOTrainer::State::step() {
   double tokens = 0;
   for (auto l : lengths) tokens += static_cast<double>(l);
   const double step_seconds = timings.seconds("step");
-  const int world = cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node;
+  const int world = cfg.world_size();
   metrics.emplace_back("perf/total_num_tokens", tokens);
   if (step_seconds > 0) {  // 0: the ranges are compiled out (HS_ENABLE_PROBES=OFF), nothing was timed
     metrics.emplace_back("perf/time_per_step", step_seconds);
@@ -1062,7 +960,7 @@ void PPOTrainer::State::prepare(FitSummary& summary) {
   timings.begin_step(0);
   // Resume or warm up.
   std::optional<std::string> resume_dir;
-  if (cfg.trainer.resume_mode == "auto") resume_dir = find_latest_checkpoint(checkpoint_root);
+  if (cfg.trainer.resume_mode == ResumeMode::kAuto) resume_dir = find_latest_checkpoint(checkpoint_root);
   const std::string base_dir = (std::filesystem::path(checkpoint_root) / "base").string();
   const bool warmup_configured = cfg.actor_rollout_ref.model.path.empty() && cfg.hybridscope.warmup.steps > 0;
   if (resume_dir && split())
@@ -1179,10 +1077,10 @@ probes::RunInfo PPOTrainer::State::run_info() const {
   info.command_line = opts.command_line;
   info.config_yaml = to_yaml(cfg);
   info.config = config_entries(cfg);
-  info.world_size = cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node;
+  info.world_size = cfg.world_size();
   info.torch_version = TORCH_VERSION;
   info.local_rank = env.local_rank;
-  info.device = cfg.trainer.device;
+  info.device = to_string(cfg.trainer.device);
   return info;
 }
 

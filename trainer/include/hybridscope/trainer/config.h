@@ -8,8 +8,10 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace hs::trainer {
@@ -26,15 +28,64 @@ enum class LossAggMode { kTokenMean, kSeqMeanTokenSum, kSeqMeanTokenMean, kSeqMe
 enum class KlPenalty { kKl, kAbs, kMse, kLowVarKl };
 enum class KlCtrlType { kFixed, kAdaptive };
 enum class Truncation { kError, kLeft, kRight };
+/// actor.strategy: the training layout along dp — fsdp shards parameters, gradients and optimizer
+/// state over dp (ZeRO-3, zero.h), megatron replicates them (layout.h, DpSharding).
+enum class ActorStrategy { kFsdp, kMegatron };
+/// optim.warmup_style: the learning rate after the linear warm-up.
+enum class WarmupStyle { kConstant, kCosine };
+/// trainer.resume_mode: auto resumes from the latest checkpoint in default_local_dir.
+enum class ResumeMode { kAuto, kDisable };
+/// trainer.device: where the models live.
+enum class DeviceKind { kCpu, kCuda };
+/// hybridscope.dist.backend: auto = nccl on cuda, gloo on cpu (process_group.h's DistBackend is the
+/// resolved one).
+enum class DistBackendChoice { kAuto, kGloo, kNccl };
+/// hybridscope.reshard.mode: how the generation layout's ranks are grouped (and how the planner
+/// gathers; layout.h, reshard.h).
+enum class ReshardMode {
+  kHybrid,   // HybridFlow: generation TP groups at stride t/t_g, micro-DP groups consecutive
+  kVanilla,  // HybridFlow-V: gather the whole TP×PP group, then slice
+  kNaive,    // DS-Chat: gather the full model on every rank, then slice
+};
+/// hybridscope.precision: fp32, or bf16 compute over fp32 master weights (docs/config.md).
+enum class Precision { kFp32, kBf16 };
+/// hybridscope.attention: which kernel computes attention (model.h).
+enum class AttentionKernel {
+  kAuto,   // scaled_dot_product_attention on CUDA tensors, eager on CPU ones
+  kSdpa,   // at::scaled_dot_product_attention (fused kernels on CUDA; needs LibTorch 2.1+)
+  kEager,  // baddbmm + softmax (in float32, as HF's eager attention) + bmm
+};
+/// reward_model.rule: the built-in rule reward (reward.h).
+enum class RewardRule { kGsm8k };
 
 // verl spellings of the enums above ("gae", "grpo", "rloo", "reinforce_plus_plus",
 // "reinforce_plus_plus_baseline", "remax"; "token-mean", ...; "kl"/"k1", "abs", "mse"/"k2",
-// "low_var_kl"/"k3"; "fixed", "adaptive"; "error", "left", "right").
+// "low_var_kl"/"k3"; "fixed", "adaptive"; "error", "left", "right"; "fsdp", "megatron";
+// "constant", "cosine"; "auto", "disable"; "cpu", "cuda"; "auto", "gloo", "nccl"; "hybrid",
+// "vanilla", "naive"; "fp32", "bf16"; "auto", "sdpa", "eager"; "gsm8k"). One table
+// (config_keys.h) serves the loader, to_string and from_string.
 const char* to_string(AdvEstimator v);
 const char* to_string(LossAggMode v);
 const char* to_string(KlPenalty v);
 const char* to_string(KlCtrlType v);
 const char* to_string(Truncation v);
+const char* to_string(ActorStrategy v);
+const char* to_string(WarmupStyle v);
+const char* to_string(ResumeMode v);
+const char* to_string(DeviceKind v);
+const char* to_string(DistBackendChoice v);
+const char* to_string(ReshardMode v);
+const char* to_string(Precision v);
+const char* to_string(AttentionKernel v);
+const char* to_string(RewardRule v);
+
+/// The value a spelling names, for command-line tools that take one value outside a config
+/// (E is one of the enums above); std::nullopt when `name` is no spelling of E.
+template <class E>
+std::optional<E> from_string(std::string_view name);
+/// Every spelling of E in table order (aliases included), e.g. for a command-line option's check.
+template <class E>
+std::vector<std::string> spellings();
 
 struct DataConfig {
   std::string train_files = "datasets/addition/train.jsonl";
@@ -57,7 +108,7 @@ struct OptimConfig {
   int lr_warmup_steps = -1;            // -1: use lr_warmup_steps_ratio
   double lr_warmup_steps_ratio = 0.0;  // of total training steps
   double min_lr_ratio = 0.0;           // constant schedule after warm-up when 0
-  std::string warmup_style = "constant";  // constant | cosine
+  WarmupStyle warmup_style = WarmupStyle::kConstant;
 };
 
 struct ModelConfig {
@@ -79,7 +130,7 @@ struct FsdpConfig {
 };
 
 struct ActorConfig {
-  std::string strategy = "fsdp";       // fsdp (ZeRO-3 shards over dp) | megatron (replicated over dp); layout.h
+  ActorStrategy strategy = ActorStrategy::kFsdp;  // fsdp (ZeRO-3 shards over dp) | megatron (replicated over dp)
   int ppo_mini_batch_size = 256;       // prompts; x rollout.n samples
   int ppo_micro_batch_size_per_gpu = -1;  // samples; -1 = the whole mini-batch in one pass
   bool use_dynamic_bsz = false;
@@ -143,7 +194,7 @@ struct ActorRolloutRefConfig {
 
 struct CriticConfig {
   ModelConfig model{};  // empty path: initialise from the actor's weights with a fresh value head
-  OptimConfig optim{1e-5, 0.01, {0.9, 0.999}, 1e-8, -1, 0.0, 0.0, "constant"};
+  OptimConfig optim{1e-5, 0.01, {0.9, 0.999}, 1e-8, -1, 0.0, 0.0, WarmupStyle::kConstant};
   int ppo_mini_batch_size = 256;
   int ppo_micro_batch_size_per_gpu = -1;
   int ppo_epochs = 1;
@@ -163,7 +214,7 @@ struct RewardModelConfig {
   bool enable = false;  // true: a scalar-head model scores responses instead of the rule
   ModelConfig model{};
   std::string reward_manager = "naive";
-  std::string rule = "gsm8k";  // built-in rule: gsm8k (exact match of the answer after ####)
+  RewardRule rule = RewardRule::kGsm8k;  // gsm8k: exact match of the answer after ####
   CustomRewardFunction custom_reward_function{};
 };
 
@@ -191,10 +242,10 @@ struct TrainerConfig {
   int total_training_steps = -1;  // -1: total_epochs x batches per epoch
   int nnodes = 1;
   int n_gpus_per_node = 1;        // ranks per node; 1 in the single-process trainer
-  std::string device = "cpu";     // cpu | cuda
+  DeviceKind device = DeviceKind::kCpu;
   int save_freq = -1;             // steps; -1 = never
   int test_freq = -1;             // steps; -1 = only before/after training
-  std::string resume_mode = "auto";  // auto | disable
+  ResumeMode resume_mode = ResumeMode::kAuto;
   bool val_before_train = true;
   int critic_warmup = 0;          // steps during which only the critic is updated
   std::string default_local_dir = "checkpoints/${trainer.project_name}/${trainer.experiment_name}";
@@ -234,22 +285,22 @@ struct ProbesConfig {
 
 /// The distributed runtime (c10d process groups, TCPStore rendezvous).
 struct DistConfig {
-  std::string backend = "auto";  // auto (gloo on cpu, nccl on cuda) | gloo | nccl
+  DistBackendChoice backend = DistBackendChoice::kAuto;  // auto: gloo on cpu, nccl on cuda
   double timeout_s = 300;        // rendezvous and every collective give up after this long
 };
 
 /// How the actor's weights move between the training and the generation layout (3D-HybridEngine).
 struct ReshardConfig {
-  std::string mode = "hybrid";  // hybrid | vanilla | naive (reshard.h, docs/resharding.md)
+  ReshardMode mode = ReshardMode::kHybrid;  // docs/resharding.md
 };
 
 /// Which ranks each role runs on (docs/resharding.md, "Placement"). Empty lists: colocated — every
 /// role time-shares every rank (the hybrid engine). A non-empty `ref` splits the reference policy
 /// onto its own ranks (`actor` then lists the others); ranks are world ranks written as a list,
-/// e.g. actor: [0, 1], ref: [2, 3].
+/// e.g. actor: [0, 1], ref: [2, 3]. resolved_placement() gives the checked, completed lists.
 struct PlacementConfig {
-  std::vector<std::string> actor;
-  std::vector<std::string> ref;
+  std::vector<int> actor;
+  std::vector<int> ref;
 };
 
 struct HybridscopeSection {
@@ -269,9 +320,9 @@ struct HybridscopeSection {
   /// Compute precision of every model (docs/config.md, "Precision"): fp32, or bf16 — bf16
   /// matmuls/attention (autocast) over fp32 master weights, gradients and optimizer state; the
   /// rollout model and the KV cache in bf16; logits and losses in fp32.
-  std::string precision = "fp32";
+  Precision precision = Precision::kFp32;
   /// Attention kernel: auto (scaled_dot_product_attention on CUDA, eager on CPU), sdpa or eager.
-  std::string attention = "auto";
+  AttentionKernel attention = AttentionKernel::kAuto;
 };
 
 /// The whole resolved configuration.
@@ -290,6 +341,15 @@ struct Config {
   bool use_reference() const {
     return algorithm.use_kl_in_reward || actor_rollout_ref.actor.use_kl_loss;
   }
+  /// Ranks of the run: trainer.nnodes x trainer.n_gpus_per_node.
+  int world_size() const { return trainer.nnodes * trainer.n_gpus_per_node; }
+};
+
+/// hybridscope.placement resolved over the world: world ranks, each list ascending.
+struct Placement {
+  std::vector<int> actor;  // the actor's (training and rollout) ranks; every rank when colocated
+  std::vector<int> ref;    // a split reference's ranks; empty = colocated with the actor
+  bool split() const { return !ref.empty(); }
 };
 
 /// Loads a YAML file (empty path: defaults only), applies Hydra-style `a.b.c=value` overrides in
@@ -302,14 +362,28 @@ Config load_config(const std::string& yaml_path, const std::vector<std::string>&
 Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides = {},
                     const std::string& source_name = "<string>");
 
+/// parse_config without its final validate(): the typed values as written (every key, type and
+/// spelling checked; no relation between keys). For a caller that validates later itself — the
+/// trainer's constructor validates whatever it is given — and for tests of the loader alone.
+Config parse_config_unvalidated(const std::string& yaml_text, const std::vector<std::string>& overrides = {},
+                                const std::string& source_name = "<string>");
+
 /// The resolved configuration as YAML with every key (what is stored with the run).
 std::string to_yaml(const Config& config);
 /// Every key of the key table with its value as text (as docs/config.md's default column writes
 /// it), in table order: the run database's `config` table.
 std::vector<std::pair<std::string, std::string>> config_entries(const Config& config);
 
-/// Checks the relations between keys (divisibility, ranges); throws ConfigError naming them.
+/// Checks the relations between keys (divisibility, ranges, placement) and refuses what this
+/// trainer cannot honour; throws one ConfigError listing every problem, each naming the keys,
+/// their values and the fix. The one place that decides whether a config runs: the trainer, the
+/// matrix runner and the command-line tools all call it (parse_config and load_config do).
 void validate(const Config& config);
+
+/// hybridscope.placement checked and completed over config.world_size() (an empty actor list
+/// takes the ranks the reference leaves). Throws the ConfigError validate() throws for an
+/// invalid placement.
+Placement resolved_placement(const Config& config);
 
 /// Markdown tables of every key (type, default, meaning), one per section, generated from the same
 /// key table that drives parsing; docs/config.md carries this text (a test keeps them equal).

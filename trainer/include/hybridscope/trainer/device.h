@@ -19,6 +19,8 @@
 
 #include <c10/core/Device.h>
 
+#include "hybridscope/trainer/config.h"
+
 namespace torch::nn {
 class Module;
 }
@@ -42,7 +44,7 @@ std::optional<DeviceSpec> device_spec_for_name(std::string_view device_name);
 /// local_rank % (visible devices), made this process's current device (NCCL groups and the
 /// caching allocator's statistics use it). Throws ConfigError naming trainer.device when CUDA is
 /// asked for and this process has no CUDA device.
-c10::Device trainer_device(const std::string& device, int local_rank);
+c10::Device trainer_device(DeviceKind device, int local_rank);
 
 /// Where `module` computes: its first parameter's device (the CPU for a module without
 /// parameters).

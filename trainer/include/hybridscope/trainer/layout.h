@@ -123,8 +123,8 @@ struct LayoutSet {
 /// last one shorter when dp does not divide (as ZeroShards keeps them; so a shard is
 /// still a box; see docs/resharding.md).
 enum class DpSharding { kReplicated, kSharded };
-/// actor_rollout_ref.actor.strategy: "megatron" -> kReplicated, "fsdp" -> kSharded.
-DpSharding dp_sharding_for_strategy(const std::string& strategy);
+/// actor_rollout_ref.actor.strategy: megatron -> kReplicated, fsdp -> kSharded.
+DpSharding dp_sharding_for_strategy(ActorStrategy strategy);
 
 /// The training layout on `mesh` in Megatron rank order: pipeline stage s holds decoder layers
 /// [s·L/pp, (s+1)·L/pp), the embedding sits on the first stage and the final norm and LM head on
@@ -132,15 +132,8 @@ DpSharding dp_sharding_for_strategy(const std::string& strategy);
 /// would be empty.
 LayoutSet training_layout(const std::vector<ParamSpec>& params, const MeshShape& mesh, DpSharding dp);
 
-/// How the generation layout's ranks are grouped (and how the planner gathers; reshard.h).
-enum class ReshardMode {
-  kHybrid,   // HybridFlow: generation TP groups at stride t/t_g, micro-DP groups consecutive
-  kVanilla,  // HybridFlow-V: gather the whole TP×PP group, then slice
-  kNaive,    // DS-Chat: gather the full model on every rank, then slice
-};
-/// "hybrid" | "vanilla" | "naive"; throws LayoutError naming the accepted values otherwise.
-ReshardMode parse_reshard_mode(const std::string& name);
-const char* reshard_mode_name(ReshardMode mode);
+// ReshardMode (hybridscope.reshard.mode: how the generation layout's ranks are grouped and how the
+// planner gathers) is declared in config.h with its spellings; to_string(mode) names it.
 
 /// The generation layout of `training`'s parameters: mesh (1, t_g, world/t_g), every parameter
 /// on the one stage, tp-split along the same dim as in training (replicated ones stay

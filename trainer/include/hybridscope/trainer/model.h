@@ -23,13 +23,6 @@ enum class HeadKind { kLm, kValue };
 
 class PagedKvCache;  // rollout.h
 
-/// Which kernel computes attention (hybridscope.attention).
-enum class AttentionKernel {
-  kAuto,   // scaled_dot_product_attention on CUDA tensors, eager on CPU ones
-  kSdpa,   // at::scaled_dot_product_attention (fused kernels on CUDA; needs LibTorch 2.1+)
-  kEager,  // baddbmm + softmax (in float32, as HF's eager attention) + bmm
-};
-
 /// How a model computes (hybridscope.precision, hybridscope.attention; docs/config.md).
 struct ComputeOptions {
   /// kFloat: compute in the parameters' dtype. kBFloat16 over float32 parameters: the forward
@@ -39,8 +32,9 @@ struct ComputeOptions {
   torch::Dtype dtype = torch::kFloat;
   AttentionKernel attention = AttentionKernel::kAuto;
 };
-/// hybridscope.precision / hybridscope.attention spelled as ComputeOptions.
-ComputeOptions compute_options(const std::string& precision, const std::string& attention);
+/// hybridscope.precision / hybridscope.attention (AttentionKernel is declared in config.h) as
+/// ComputeOptions.
+ComputeOptions compute_options(Precision precision, AttentionKernel attention);
 
 /// Where the K/V of a forward pass go: nullptr = no cache (training forward).
 struct KvCacheView {

@@ -4,6 +4,8 @@
 #include <optional>
 #include <string>
 
+#include "hybridscope/trainer/config.h"
+
 namespace hs::trainer {
 
 /// GSM8K's convention: the answer after "#### " in the last 300 characters of the response
@@ -15,9 +17,9 @@ std::optional<std::string> extract_gsm8k_answer(const std::string& solution_str)
 double gsm8k_compute_score(const std::string& solution_str, const std::string& ground_truth,
                            double format_score = 0.0, double score = 1.0);
 
-/// Dispatches on the rule name (reward_model.rule; "gsm8k"). Throws std::invalid_argument for an
-/// unknown rule.
-double compute_score(const std::string& rule, const std::string& data_source,
+/// The score of `rule` (reward_model.rule). verl picks the rule from data_source; here the
+/// config names it, and data_source is accepted for that signature's sake.
+double compute_score(RewardRule rule, const std::string& data_source,
                      const std::string& solution_str, const std::string& ground_truth);
 
 }  // namespace hs::trainer
