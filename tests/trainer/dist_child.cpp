@@ -32,6 +32,7 @@
 #include <torch/torch.h>
 
 #include "hybridscope/probes/recorder.h"
+#include "hybridscope/probes/run_probes.h"
 #include "hybridscope/trainer/batch.h"
 #include "hybridscope/trainer/core_algos.h"
 #include "hybridscope/trainer/mesh_groups.h"
@@ -72,10 +73,11 @@ int run_collectives(const std::string& db) {
   const int r = env.rank;
   hs::probes::Recorder recorder(db + ".rank" + std::to_string(r), r);
   recorder.begin_run({});
-  std::int64_t step = 7;
+  hs::probes::RunProbes probes(&recorder);
+  probes.set_step(7);
   ProcessGroupOptions options;
   options.timeout = std::chrono::seconds(60);
-  C10dGroupFactory groups(env, options, &recorder, &step);
+  C10dGroupFactory groups(env, options, &probes);
   auto world = groups.world();
   check(world->rank() == r && world->size() == n, "world rank/size");
 
@@ -273,8 +275,9 @@ int run_reshard(char** argv) {
   recorder.begin_run({});
   ProcessGroupOptions options;
   options.timeout = std::chrono::seconds(60);
-  C10dGroupFactory groups(env, options, &recorder);
-  ReshardExecutor executor(plan, r, groups, &recorder);
+  const hs::probes::RunProbes probes(&recorder);
+  C10dGroupFactory groups(env, options, &probes);
+  ReshardExecutor executor(plan, r, groups, &probes);
   // The same full weights on every rank (same seed), each rank starting from its training shard.
   torch::manual_seed(11);
   std::vector<at::Tensor> full, training, before;

@@ -15,6 +15,7 @@
 
 #include "fsdp_fixtures.h"
 #include "hybridscope/probes/recorder.h"
+#include "hybridscope/probes/run_probes.h"
 #include "hybridscope/trainer/core_algos.h"
 #include "hybridscope/trainer/mesh_groups.h"
 #include "hybridscope/trainer/ppo_workers.h"
@@ -62,7 +63,8 @@ int run_fsdp_update(const std::string& db, int tp, int dp) {
   recorder.begin_run({});
   ProcessGroupOptions options;
   options.timeout = std::chrono::seconds(60);
-  C10dGroupFactory groups(env, options, &recorder);
+  const hs::probes::RunProbes probes(&recorder);
+  C10dGroupFactory groups(env, options, &probes);
   ParallelContext ctx = make_training_context(groups, mesh, r);
   ctx.dp_sharding = DpSharding::kSharded;
 

@@ -12,6 +12,7 @@
 #include "../test_db.h"
 #include "../../trainer/src/torch_compat.h"
 #include "hybridscope/probes/recorder.h"
+#include "hybridscope/probes/run_probes.h"
 #include "hybridscope/trainer/cpu_memory_tracker.h"
 #include "hybridscope/trainer/memory_probe.h"
 
@@ -79,8 +80,9 @@ TEST(MemoryProbe, TimerSamplerRecordsSpacedSamplesUntilDestroyed) {
     hs::probes::Recorder rec(path);
     rec.begin_run({});
     {
-      MemorySampler sampler(&rec, -1, std::chrono::milliseconds(20));
-      sampler.set_step(9);
+      hs::probes::RunProbes probes(&rec);
+      probes.set_step(9);
+      MemorySampler sampler(probes, -1, std::chrono::milliseconds(20));
       // Wait for three samples (generous deadline: a loaded machine only delays them).
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
       while (sampler.samples() < 3 && std::chrono::steady_clock::now() < deadline)

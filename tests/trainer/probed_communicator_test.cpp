@@ -46,11 +46,12 @@ class FakeCommunicator final : public Communicator {
 TEST(ProbedCommunicator, RecordsEachCollectiveWithNcclTestsBytes) {
   const auto path = hs::test::temp_db("probed_comm_test", "comm.sqlite");
   auto fake = std::make_shared<FakeCommunicator>();
-  std::int64_t step = 3;
   {
     probes::Recorder rec(path, 1);
     rec.begin_run({});
-    ProbedCommunicator comm(fake, &rec, &step);
+    probes::RunProbes run_probes(&rec);
+    run_probes.set_step(3);
+    ProbedCommunicator comm(fake, run_probes);
     EXPECT_EQ(comm.size(), 4);
     EXPECT_EQ(comm.rank(), 1);
     EXPECT_EQ(comm.name(), "tp");
@@ -66,7 +67,7 @@ TEST(ProbedCommunicator, RecordsEachCollectiveWithNcclTestsBytes) {
     EXPECT_EQ(gathered.sizes(), (std::vector<std::int64_t>{8, 8}));
     EXPECT_TRUE(torch::equal(gathered, at::cat({shard, shard, shard, shard}, 0)));
 
-    step = 4;
+    run_probes.set_step(4);
     // reduce_scatter: input (12, 5) float16 = 120 B; output (3, 5), rows 3..5 times 4.
     auto full = torch::arange(60, torch::kFloat32).reshape({12, 5}).to(torch::kFloat16);
     const auto scattered = comm.reduce_scatter(full);
@@ -114,7 +115,7 @@ TEST(ProbedCommunicator, RecordsEachCollectiveWithNcclTestsBytes) {
 
 TEST(ProbedCommunicator, WithoutRecorderOnlyForwards) {
   auto fake = std::make_shared<FakeCommunicator>();
-  ProbedCommunicator comm(fake, nullptr);
+  ProbedCommunicator comm(fake, probes::RunProbes::off());
   auto t = torch::ones({4, 2});
   comm.all_reduce(t);
   EXPECT_TRUE(torch::equal(t, torch::full({4, 2}, 4.0f)));
@@ -156,7 +157,8 @@ TEST(ProbedCommunicator, AnnouncesEachCollectiveToTheRangeObserverForGpuTime) {
   {
     probes::Recorder rec(path, 1);
     rec.begin_run({});
-    ProbedCommunicator comm(std::make_shared<FakeCommunicator>(), &rec);
+    const probes::RunProbes run_probes(&rec);
+    ProbedCommunicator comm(std::make_shared<FakeCommunicator>(), run_probes);
     const auto* previous = probes::set_range_observer(&observer);
     auto grad = torch::ones({4}, torch::kFloat32);
     comm.all_reduce(grad);

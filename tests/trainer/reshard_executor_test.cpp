@@ -58,7 +58,8 @@ std::vector<std::int64_t> run_plan(std::shared_ptr<const ReshardPlan> plan, cons
     {
       probes::Recorder recorder(path, rank);
       recorder.begin_run({});
-      ReshardExecutor executor(plan, rank, groups, &recorder);
+      const probes::RunProbes run_probes(&recorder);
+      ReshardExecutor executor(plan, rank, groups, &run_probes);
       std::vector<at::Tensor> training(full.size());
       for (std::size_t p = 0; p < full.size(); ++p) {
         if (auto box = plan->training.box(p, rank)) training[p] = slice(full[p], *box);
@@ -214,7 +215,7 @@ TEST(ReshardExecutor, HybridSwitchReshardsTheActorIntoTheRolloutModel) {
     for (auto& item : rollout_model->named_parameters()) item.value().zero_();
     RolloutEngine rollout(rollout_model, /*eos=*/1, /*pad=*/0, /*block_size=*/4, /*num_blocks=*/8,
                           /*max_num_seqs=*/2, /*max_seq_len=*/16);
-    HybridSwitch hybrid_switch(actor, rollout, /*free_cache_engine=*/true, nullptr);
+    HybridSwitch hybrid_switch(actor, rollout, /*free_cache_engine=*/true, probes::RunProbes::off());
     std::set<const void*> generation_storage;
     hybrid_switch.set_resharder(std::make_shared<ReshardExecutor>(plan, rank, groups),
                                 [&](const std::vector<at::Tensor>& generation) {

@@ -468,7 +468,7 @@ TEST(Trainer, SwitchRestoresTheDefaultGeneratorState) {
   Transformer model(shape, HeadKind::kLm);
   RolloutEngine rollout(model, /*eos=*/1, /*pad=*/0, /*block_size=*/4, /*num_blocks=*/8, /*max_num_seqs=*/2,
                         /*max_seq_len=*/16);
-  HybridSwitch hybrid_switch(model, rollout, /*free_cache_engine=*/true, nullptr);
+  HybridSwitch hybrid_switch(model, rollout, /*free_cache_engine=*/true, hs::probes::RunProbes::off());
 
   const auto before = at::detail::getDefaultCPUGenerator().get_state();
   const auto to_rollout = hybrid_switch.to_rollout(0);

@@ -40,11 +40,11 @@ std::int64_t parameter_bytes(const Transformer& model) {
 }
 
 HybridSwitch::HybridSwitch(Transformer actor, RolloutEngine& rollout, bool free_cache_engine,
-                           probes::Recorder* recorder, int memory_device)
+                           const probes::RunProbes& probes, int memory_device)
     : actor_(std::move(actor)),
       rollout_(rollout),
       free_cache_engine_(free_cache_engine),
-      recorder_(recorder),
+      recorder_(probes.recorder()),
       memory_device_(memory_device) {}
 
 void HybridSwitch::set_resharder(std::shared_ptr<ReshardExecutor> executor,

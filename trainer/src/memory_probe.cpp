@@ -113,9 +113,9 @@ DevicePeak take_cuda_peak(int device) {
   return peak;
 }
 
-MemorySampler::MemorySampler(probes::Recorder* recorder, int device, std::chrono::milliseconds interval)
-    : recorder_(recorder), device_(device), interval_(interval) {
-  if (!recorder_) throw std::invalid_argument("MemorySampler: the recorder is null");
+MemorySampler::MemorySampler(const probes::RunProbes& probes, int device, std::chrono::milliseconds interval)
+    : probes_(probes), device_(device), interval_(interval) {
+  if (!probes_.on()) throw std::invalid_argument("MemorySampler: the probes are off (no recorder)");
   if (interval_.count() <= 0) throw std::invalid_argument("MemorySampler: the interval must be > 0 ms");
   thread_ = std::thread([this] { run(); });
 }
@@ -133,7 +133,7 @@ void MemorySampler::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   auto next = std::chrono::steady_clock::now() + interval_;
   while (!wake_.wait_until(lock, next, [this] { return stop_; })) {
-    recorder_->record_memory(read_memory(device_, step_.load(std::memory_order_relaxed), "timer"));
+    probes_.recorder()->record_memory(read_memory(device_, probes_.step(), "timer"));
     samples_.fetch_add(1, std::memory_order_relaxed);
     // Samples are at least one interval apart: a late tick (a stalled machine) delays the next
     // one instead of bunching samples to catch up.

@@ -1,5 +1,7 @@
 #include "hybridscope/trainer/metrics.h"
 
+#include "hybridscope/trainer/process_group.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -7,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 namespace hs::trainer {
@@ -122,6 +125,45 @@ double cpu_memory_used_gb() {
 std::vector<std::int64_t> sequence_lengths(const RolloutBatch& batch) {
   const auto lengths = batch.attention_mask.sum(-1).to(torch::kInt64).contiguous();
   return std::vector<std::int64_t>(lengths.data_ptr<std::int64_t>(), lengths.data_ptr<std::int64_t>() + lengths.numel());
+}
+
+Combine combine_of(const std::string& name) {
+  if (name == "perf/total_num_tokens" || name == "perf/throughput" || name.rfind("perf/mfu/", 0) == 0)
+    return Combine::kSum;
+  if (name.rfind("timing_s/", 0) == 0 || name == "perf/time_per_step" || name == "perf/cpu_memory_used_gb")
+    return Combine::kMax;
+  if (name.find("max") != std::string::npos) return Combine::kMax;
+  if (name.find("min") != std::string::npos) return Combine::kMin;
+  return Combine::kMean;
+}
+
+Metrics reduce_metrics(const Metrics& metrics, Communicator& world, int model_parallel) {
+  if (world.size() == 1) return metrics;
+  const auto n = static_cast<std::int64_t>(metrics.size());
+  auto count = torch::tensor({n, -n}, torch::kInt64);
+  world.all_reduce(count, ReduceOp::kMax);
+  if (count[0].item<std::int64_t>() != n || -count[1].item<std::int64_t>() != n)
+    throw DistError(fmt::format("ranks report different metric sets ({} here, {} to {} elsewhere)", n,
+                                -count[1].item<std::int64_t>(), count[0].item<std::int64_t>()));
+  auto values = torch::empty({n}, torch::kFloat64);
+  for (std::int64_t i = 0; i < n; ++i) values[i] = metrics[static_cast<std::size_t>(i)].second;
+  auto sum = values.clone(), max = values.clone(), min = values.clone();
+  world.all_reduce(sum, ReduceOp::kSum);
+  world.all_reduce(max, ReduceOp::kMax);
+  world.all_reduce(min, ReduceOp::kMin);
+  Metrics out;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto& name = metrics[static_cast<std::size_t>(i)].first;
+    double v = 0;
+    switch (combine_of(name)) {
+      case Combine::kSum: v = sum[i].item<double>() / model_parallel; break;
+      case Combine::kMax: v = max[i].item<double>(); break;
+      case Combine::kMin: v = min[i].item<double>(); break;
+      case Combine::kMean: v = sum[i].item<double>() / world.size(); break;
+    }
+    out.emplace_back(name, v);
+  }
+  return out;
 }
 
 }  // namespace hs::trainer

@@ -72,9 +72,8 @@ std::int64_t received_bytes(std::string_view op, std::int64_t bytes, int group_s
   throw std::invalid_argument("received_bytes: unknown comm op '" + std::string(op) + "'");
 }
 
-ProbedCommunicator::ProbedCommunicator(std::shared_ptr<Communicator> inner, probes::Recorder* recorder,
-                                       const std::int64_t* step)
-    : inner_(std::move(inner)), recorder_(recorder), step_(step) {
+ProbedCommunicator::ProbedCommunicator(std::shared_ptr<Communicator> inner, const probes::RunProbes& probes)
+    : inner_(std::move(inner)), probes_(&probes), recorder_(probes.recorder()) {
   if (!inner_) throw std::invalid_argument("ProbedCommunicator: the wrapped communicator is null");
   group_ = intern_group_name(inner_->name());
   group_size_ = inner_->size();
@@ -83,7 +82,7 @@ ProbedCommunicator::ProbedCommunicator(std::shared_ptr<Communicator> inner, prob
 void ProbedCommunicator::record(const char* op, std::int64_t bytes, const char* dtype,
                                 std::int64_t start_ns) const noexcept {
   const std::int64_t end_ns = probes::now_ns();
-  recorder_->record_comm({op, group_, group_size_, bytes, dtype, start_ns, end_ns, step_ ? *step_ : 0});
+  recorder_->record_comm({op, group_, group_size_, bytes, dtype, start_ns, end_ns, probes_->step()});
 }
 
 void ProbedCommunicator::all_reduce(at::Tensor& tensor, ReduceOp op) {

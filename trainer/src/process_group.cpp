@@ -228,8 +228,7 @@ DistEnv dist_env_from_environment() {
 struct C10dGroupFactory::Impl {
   DistEnv env;
   ProcessGroupOptions options;
-  probes::Recorder* recorder;
-  const std::int64_t* step;
+  const probes::RunProbes* probes;
   c10::intrusive_ptr<c10d::Store> store;
   int groups_made = 0;
   std::shared_ptr<Communicator> world;
@@ -262,19 +261,17 @@ struct C10dGroupFactory::Impl {
       }
     }
     std::shared_ptr<Communicator> comm = std::make_shared<C10dCommunicator>(backend, name, options.timeout, staging);
-    if (recorder) comm = std::make_shared<ProbedCommunicator>(comm, recorder, step);
+    if (probes) comm = std::make_shared<ProbedCommunicator>(comm, *probes);
     return comm;
   }
 };
 
-C10dGroupFactory::C10dGroupFactory(const DistEnv& env, ProcessGroupOptions options, probes::Recorder* recorder,
-                                   const std::int64_t* step)
+C10dGroupFactory::C10dGroupFactory(const DistEnv& env, ProcessGroupOptions options, const probes::RunProbes* probes)
     : impl_(std::make_unique<Impl>()) {
   auto& s = *impl_;
   s.env = env;
   s.options = options;
-  s.recorder = recorder;
-  s.step = step;
+  s.probes = probes;
   if (env.world_size < 1 || env.rank < 0 || env.rank >= env.world_size)
     throw DistError(fmt::format("rank {} of a world of {}: need 0 <= rank < world_size", env.rank, env.world_size));
   c10d::TCPStoreOptions store_opts;
@@ -328,8 +325,7 @@ std::unique_ptr<C10dGroupFactory> C10dGroupFactory::sub_world(const std::vector<
   impl->env.rank = static_cast<int>(member - ranks.begin());
   impl->env.world_size = static_cast<int>(ranks.size());
   impl->options = impl_->options;
-  impl->recorder = impl_->recorder;
-  impl->step = impl_->step;
+  impl->probes = impl_->probes;
   impl->store = c10::make_intrusive<c10d::PrefixStore>(fmt::format("pool/{}/", name), impl_->store);
   std::vector<int> all(ranks.size());
   for (std::size_t r = 0; r < all.size(); ++r) all[r] = static_cast<int>(r);
@@ -337,9 +333,8 @@ std::unique_ptr<C10dGroupFactory> C10dGroupFactory::sub_world(const std::vector<
   return std::unique_ptr<C10dGroupFactory>(new C10dGroupFactory(std::move(impl)));
 }
 
-void C10dGroupFactory::set_recorder(probes::Recorder* recorder, const std::int64_t* step) {
-  impl_->recorder = recorder;
-  impl_->step = step;
+void C10dGroupFactory::set_probes(const probes::RunProbes* probes) {
+  impl_->probes = probes;
 }
 
 }  // namespace hs::trainer

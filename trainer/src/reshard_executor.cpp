@@ -56,7 +56,7 @@ std::vector<ParamSpec> parameter_specs(const TransformerImpl& model) {
 }
 
 ReshardExecutor::ReshardExecutor(std::shared_ptr<const ReshardPlan> plan, int rank, GroupFactory& groups,
-                                 probes::Recorder* recorder, const std::int64_t* step)
+                                 const probes::RunProbes* probes)
     : plan_(std::move(plan)), rank_(rank) {
   if (!plan_) throw std::invalid_argument("ReshardExecutor: the plan is null");
   const int world = plan_->training.world();
@@ -71,12 +71,12 @@ ReshardExecutor::ReshardExecutor(std::shared_ptr<const ReshardPlan> plan, int ra
     throw std::runtime_error("ReshardExecutor: the GroupFactory's world has another size than the plan (" +
                              std::to_string(world) + " ranks)");
   }
-  // A factory that probes its groups itself (C10dGroupFactory with a recorder) already records
+  // A factory that probes its groups itself (C10dGroupFactory with probes) already records
   // every transfer: wrapping again would count each byte twice.
   if (dynamic_cast<ProbedCommunicator*>(group.get()) != nullptr) {
     comm_ = std::move(group);
   } else {
-    comm_ = std::make_shared<ProbedCommunicator>(std::move(group), recorder, step);
+    comm_ = std::make_shared<ProbedCommunicator>(std::move(group), probes ? *probes : probes::RunProbes::off());
   }
 }
 

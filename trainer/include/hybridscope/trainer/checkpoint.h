@@ -5,7 +5,7 @@
 //   <default_local_dir>/global_step_<N>/trainer_state.json   step, data position, KL coefficient
 // A checkpoint is written into a temporary directory and renamed into place, so a crash never
 // leaves a half-written global_step_<N> behind. Randomness is a pure function of (seed, step)
-// (see trainer.cpp), so restoring the step restores every random stream.
+// (loop/random_streams.h), so restoring the step restores every random stream.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // hybrid_switch.h — the hybrid engine's two switches as explicit, timed operations (design brief
 // §2 "The switch"): train->rollout saves the RNG state, reshards the weights and allocates the KV
 // blocks; rollout->train frees the KV blocks and restores the RNG state. Each switch returns (and,
-// given a recorder, records) a probes::SwitchRecord with one duration per component.
+// when its probes are on, records) a probes::SwitchRecord with one duration per component.
 //
 // One process: the rollout engine holds the actor's own module, so reshard_weights moves nothing:
 // it counts the parameter bytes that are already in place (bytes_local) and sends/receives 0.
@@ -27,6 +27,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "hybridscope/probes/recorder.h"
+#include "hybridscope/probes/run_probes.h"
 #include "hybridscope/trainer/model.h"
 #include "hybridscope/trainer/offload.h"
 #include "hybridscope/trainer/reshard_executor.h"
@@ -36,11 +37,12 @@ namespace hs::trainer {
 
 class HybridSwitch {
  public:
-  /// `actor` is the module `rollout` generates with. `recorder` null: time, do not record.
+  /// `actor` is the module `rollout` generates with. Each switch is recorded through `probes`
+  /// (which must outlive this object); off: timed, not recorded.
   /// `memory_device`: the memory probe's device of the actor (-1 the CPU tracking allocator, >= 0
   /// that CUDA device's caching allocator; device.h memory_device_index): memory_before/after and
   /// the peak of every switch record are read there.
-  HybridSwitch(Transformer actor, RolloutEngine& rollout, bool free_cache_engine, probes::Recorder* recorder,
+  HybridSwitch(Transformer actor, RolloutEngine& rollout, bool free_cache_engine, const probes::RunProbes& probes,
                int memory_device = -1);
 
   /// Multi-rank resharding: `executor`'s plan names the parameters (parameter_specs of the full

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "hybridscope/probes/recorder.h"
+#include "hybridscope/probes/run_probes.h"
 
 namespace hs::trainer {
 
@@ -74,24 +75,22 @@ DevicePeak take_cuda_peak(int device);
 /// previous sample (never closer), until destroyed (which wakes and joins the thread at once).
 class MemorySampler {
  public:
-  /// `recorder` must be non-null and outlive the sampler; `interval` > 0.
-  MemorySampler(probes::Recorder* recorder, int device, std::chrono::milliseconds interval);
+  /// Records through `probes` (on, and outliving the sampler), each sample under the step `probes`
+  /// holds then; `interval` > 0.
+  MemorySampler(const probes::RunProbes& probes, int device, std::chrono::milliseconds interval);
   ~MemorySampler();
   MemorySampler(const MemorySampler&) = delete;
   MemorySampler& operator=(const MemorySampler&) = delete;
 
-  /// The step later samples are attributed to.
-  void set_step(std::int64_t step) { step_.store(step, std::memory_order_relaxed); }
   /// Samples taken so far.
   std::int64_t samples() const { return samples_.load(std::memory_order_relaxed); }
 
  private:
   void run();
 
-  probes::Recorder* recorder_;
+  const probes::RunProbes& probes_;
   int device_;
   std::chrono::milliseconds interval_;
-  std::atomic<std::int64_t> step_{0};
   std::atomic<std::int64_t> samples_{0};
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -9,6 +9,7 @@
 
 #include "hybridscope/trainer/batch.h"
 #include "hybridscope/trainer/config.h"
+#include "hybridscope/trainer/parallel.h"
 
 namespace hs::trainer {
 
@@ -39,5 +40,17 @@ double cpu_memory_used_gb();
 
 /// Per-sequence total length (prompt + response real tokens).
 std::vector<std::int64_t> sequence_lengths(const RolloutBatch& batch);
+
+/// How a metric combines over ranks (docs/metrics.md): per-rank shares of the step's tokens,
+/// throughput and MFU add up; phase times and peaks take the slowest rank; otherwise verl's rule —
+/// names containing "max" by max, "min" by min, the rest by mean (ranks hold equal shares).
+enum class Combine { kMean, kSum, kMax, kMin };
+Combine combine_of(const std::string& name);
+
+/// Every rank's metrics reduced over `world` by combine_of (names must match across ranks, as they
+/// do for one config; DistError otherwise). Three small all_reduces per call. The `model_parallel`
+/// = tp·pp ranks of one training replica report the same share of the batch, so sums count each
+/// replica once.
+Metrics reduce_metrics(const Metrics& metrics, Communicator& world, int model_parallel);
 
 }  // namespace hs::trainer

@@ -1,9 +1,10 @@
 // parallel.h — the process-group interface every module-level collective goes through.
 //
-// In the single-process trainer the world has one rank and every collective is the identity;
-// the ranks issue adds c10d Gloo/NCCL communicators behind the same interface (and the
-// communication probe in front of it). Model layers, the optimizer and the training loop take a
-// ParallelContext so that layouts extend them rather than rewrite them.
+// A one-rank world (SingleRankCommunicator) makes every collective the identity; c10d Gloo/NCCL
+// communicators (process_group.h), the in-process thread world (thread_world.h) and the
+// communication probe (probed_communicator.h) sit behind the same interface. Model layers, the
+// optimizer and the training loop take a ParallelContext so that layouts extend them rather than
+// rewrite them.
 #pragma once
 
 #include <memory>

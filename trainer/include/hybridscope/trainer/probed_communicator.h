@@ -23,6 +23,7 @@
 #include <c10/core/ScalarType.h>
 
 #include "hybridscope/probes/recorder.h"
+#include "hybridscope/probes/run_probes.h"
 #include "hybridscope/trainer/parallel.h"
 
 namespace hs::trainer {
@@ -58,11 +59,10 @@ class ProbedCommunicator final : public Communicator {
   /// The depth a collective is announced at to the range observer (not a range of `ranges`).
   static constexpr int kCollectiveDepth = -1;
 
-  /// `inner` must be non-null. `recorder` may be null: then every call only forwards. `step`
-  /// (may be null: step 0) is read at each collective, e.g. &trainer_state.global_step; it and
-  /// `recorder` must outlive this object.
-  ProbedCommunicator(std::shared_ptr<Communicator> inner, probes::Recorder* recorder,
-                     const std::int64_t* step = nullptr);
+  /// `inner` must be non-null. Records through `probes` (which must outlive this object), each
+  /// collective under the step `probes` holds then; off (RunProbes::off()): every call only
+  /// forwards.
+  ProbedCommunicator(std::shared_ptr<Communicator> inner, const probes::RunProbes& probes);
 
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
@@ -81,8 +81,8 @@ class ProbedCommunicator final : public Communicator {
   void record(const char* op, std::int64_t bytes, const char* dtype, std::int64_t start_ns) const noexcept;
 
   std::shared_ptr<Communicator> inner_;
-  probes::Recorder* recorder_;
-  const std::int64_t* step_;
+  const probes::RunProbes* probes_;
+  probes::Recorder* recorder_;  // probes_->recorder(): null when off
   const char* group_;  // the inner group's name, interned for the process lifetime
   int group_size_;
 };

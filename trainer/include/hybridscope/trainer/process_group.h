@@ -21,7 +21,7 @@
 #include "hybridscope/trainer/parallel.h"
 
 namespace hs::probes {
-class Recorder;
+class RunProbes;
 }
 
 namespace hs::trainer {
@@ -57,12 +57,11 @@ struct ProcessGroupOptions {
 /// The groups of one world over c10d. Construction is the rendezvous: rank 0 serves the TCPStore,
 /// every rank connects and the world group is formed. Each group gets its own PrefixStore over
 /// the one TCPStore ("group/<n>/", n counting new_group calls, which every rank makes in the same
-/// order — c10d's rule). When `recorder` is non-null every communicator is wrapped in a
-/// ProbedCommunicator, so every collective lands in comm_ops; `step` is read per collective.
+/// order — c10d's rule). Given `probes` (non-null, outliving the factory) every communicator is
+/// wrapped in a ProbedCommunicator, so every collective lands in comm_ops under the current step.
 class C10dGroupFactory final : public GroupFactory {
  public:
-  C10dGroupFactory(const DistEnv& env, ProcessGroupOptions options, probes::Recorder* recorder = nullptr,
-                   const std::int64_t* step = nullptr);
+  C10dGroupFactory(const DistEnv& env, ProcessGroupOptions options, const probes::RunProbes* probes = nullptr);
   ~C10dGroupFactory() override;
   C10dGroupFactory(const C10dGroupFactory&) = delete;
   C10dGroupFactory& operator=(const C10dGroupFactory&) = delete;
@@ -71,15 +70,15 @@ class C10dGroupFactory final : public GroupFactory {
   std::shared_ptr<Communicator> new_group(const std::vector<int>& ranks, const std::string& name) override;
 
   const DistEnv& env() const;
-  /// Groups made from now on are wrapped in the ProbedCommunicator recording into `recorder`
+  /// Groups made from now on are wrapped in a ProbedCommunicator recording through `probes`
   /// (null: unprobed). For a trainer that needs the world before its rank's database is open.
-  void set_recorder(probes::Recorder* recorder, const std::int64_t* step);
+  void set_probes(const probes::RunProbes* probes);
 
   /// A world of its own for the ranks `ranks` (ascending world ranks) — a resource pool of a split
   /// placement: its world group is named `name`, its rank i is ranks[i], and the groups it makes
   /// involve only its members (no call by ranks outside it), over the same TCPStore under the
   /// prefix "pool/<name>/". Not collective: each member calls it; others get nullptr. Groups made
-  /// by the returned factory are probed as this factory's are (set_recorder first).
+  /// by the returned factory are probed as this factory's are (set_probes first).
   std::unique_ptr<C10dGroupFactory> sub_world(const std::vector<int>& ranks, const std::string& name);
 
  private:

@@ -23,7 +23,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "hybridscope/probes/recorder.h"
+#include "hybridscope/probes/run_probes.h"
 #include "hybridscope/trainer/model.h"
 #include "hybridscope/trainer/parallel.h"
 #include "hybridscope/trainer/reshard.h"
@@ -45,11 +45,11 @@ struct ReshardBytes {
 class ReshardExecutor {
  public:
   /// Collective over the world: every rank constructs its executor with the same plan (the
-  /// group "reshard" is created here). `recorder` may be null (no comm_ops rows); `step` as for
-  /// ProbedCommunicator. A group the factory already probes (C10dGroupFactory given a
-  /// recorder) is used as it is, so no transfer is recorded twice.
+  /// group "reshard" is created here). Its transfers are recorded through `probes` (null: no
+  /// comm_ops rows; it must outlive the executor). A group the factory already probes
+  /// (C10dGroupFactory given probes) is used as it is, so no transfer is recorded twice.
   ReshardExecutor(std::shared_ptr<const ReshardPlan> plan, int rank, GroupFactory& groups,
-                  probes::Recorder* recorder = nullptr, const std::int64_t* step = nullptr);
+                  const probes::RunProbes* probes = nullptr);
 
   /// `training[p]`: this rank's training shard of plan parameter p (the training box's shape;
   /// undefined where the rank holds none). All defined tensors share one dtype and device.

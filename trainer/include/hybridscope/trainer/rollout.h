@@ -73,7 +73,8 @@ std::int64_t kv_blocks_within(const KvMemoryBudget& budget);
 
 class RolloutEngine {
  public:
-  /// `model` is the actor's module (the same parameters in the single-process trainer).
+  /// `model` is the module generation runs on: the actor's own when it generates in its training
+  /// layout, else the rollout model the reshard fills (hybrid_actor.h).
   /// num_blocks > 0 fixes the pool. num_blocks -1: enough for max_num_seqs sequences of
   /// max_seq_len tokens, and on a CUDA device no more than kv_blocks_within the share
   /// `gpu_memory_utilization` leaves when the cache is allocated.

@@ -1,0 +1,40 @@
+// reference_server.h — split placement (hybridscope.placement.ref): the reference policy on ranks
+// of its own, serving the actor's ref phase over the world.
+//
+// Each step the lead of every actor dp replica (its tp = pp = 0 rank) sends its rows in contiguous
+// chunks, one per reference rank: a header (rows, tokens, prompt length), then input_ids,
+// attention_mask and position_ids; all sends first, then the (rows, R) float32 log-probs come
+// back. The reference ranks serve replica 0, 1, ... in order, so the transfers form no cycle; the
+// replica's other ranks receive the result by broadcast. Not here: the colocated reference, which
+// is a model of the actor's ranks (trainer.cpp).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include <torch/torch.h>
+
+#include "hybridscope/trainer/batch.h"
+#include "hybridscope/trainer/config.h"
+#include "hybridscope/trainer/dataset.h"
+#include "hybridscope/trainer/model.h"
+
+namespace hs::trainer {
+
+class RunRecording;
+class Tokenizer;
+struct Topology;
+
+/// On an actor rank: the reference log-probs (rows, R) of this rank's `batch`, computed on the
+/// reference ranks.
+torch::Tensor remote_ref_log_probs(const Topology& topology, const RolloutBatch& batch);
+
+/// On a reference rank: the reference policy `ref_model` set up like the actor's base (the same
+/// warm-up on `train_data`, then rank 0's weights), then one ref phase per training step until the
+/// actor's `total_steps`. A stop request (`stop_signal` non-zero on any rank) ends the run as killed
+/// and throws. Returns the steps served.
+int serve_reference(const Config& cfg, Topology& topology, RunRecording& recording, Transformer& ref_model,
+                    const RLDataset& train_data, const Tokenizer& tokenizer, std::int64_t total_steps,
+                    const std::atomic<int>& stop_signal);
+
+}  // namespace hs::trainer
