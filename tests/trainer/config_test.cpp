@@ -374,14 +374,14 @@ TEST(ConfigToYaml, KeepsAwkwardStringsExactly) {
   Config c;
   c.trainer.experiment_name = "true";
   c.trainer.project_name = "";
-  c.hybridscope.tokenizer = "a: b # not a comment";
+  c.data.val_files = "a: b # not a comment";
   c.hybridscope.db = R"(literal ${x} and \${y} and "quotes")";
   c.trainer.logger = {"console", "null", "", "~"};
   c.data.prompt_key = "123";
   const Config back = parse_config_unvalidated(to_yaml(c));  // the loggers are refused by validate()
   EXPECT_EQ(back.trainer.experiment_name, c.trainer.experiment_name);
   EXPECT_EQ(back.trainer.project_name, c.trainer.project_name);
-  EXPECT_EQ(back.hybridscope.tokenizer, c.hybridscope.tokenizer);
+  EXPECT_EQ(back.data.val_files, c.data.val_files);
   EXPECT_EQ(back.hybridscope.db, c.hybridscope.db);
   EXPECT_EQ(back.trainer.logger, c.trainer.logger);
   EXPECT_EQ(back.data.prompt_key, c.data.prompt_key);
@@ -492,6 +492,7 @@ TEST(ConfigErrors, EnumKeysListTheValuesAndSuggestTheNearest) {
       {"actor_rollout_ref.actor.optim.warmup_style=cosin", "actor_rollout_ref.actor.optim.warmup_style: expected one of constant, cosine, got 'cosin' — did you mean cosine?"},
       {"critic.optim.warmup_style=linear", "critic.optim.warmup_style: expected one of constant, cosine, got 'linear'"},
       {"reward_model.rule=gms8k", "reward_model.rule: expected one of gsm8k, got 'gms8k' — did you mean gsm8k?"},
+      {"hybridscope.tokenizer=gpt2-bpe", "hybridscope.tokenizer: expected one of char, got 'gpt2-bpe'"},
       {"hybridscope.placement.ref=[2, x]", "hybridscope.placement.ref: expected a list of integers such as [0, 1], got [2, x]"},
   };
   for (const auto& [override_text, expected] : cases) {

@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "../test_db.h"
-#include "dist_test_util.h"
-#include "hybridscope/trainer/layout.h"
+#include "dist/dist_test_util.h"
+#include "hybridscope/trainer/hybrid/layout.h"
 #include "hybridscope/trainer/tokenizer.h"
 
 namespace {
@@ -68,7 +68,7 @@ std::string run_tiny_four_ranks(const std::string& tag, const std::vector<std::s
 // (tiny_grpo's sizes with num_key_value_heads=2).
 std::int64_t tp_split_float32_bytes() {
   hs::trainer::ModelShape shape;
-  shape.vocab_size = hs::trainer::make_tokenizer("char")->vocab_size();
+  shape.vocab_size = hs::trainer::make_tokenizer(hs::trainer::TokenizerKind::kChar)->vocab_size();
   shape.hidden_size = 32;
   shape.intermediate_size = 64;
   shape.num_hidden_layers = 1;

@@ -37,7 +37,7 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(data.shuffle, "Shuffle the training prompts every epoch."),
       HS_CONFIG_KEY(data.seed, "Seed of the shuffling permutation."),
 
-      HS_CONFIG_KEY(actor_rollout_ref.hybrid_engine, "Actor and rollout share weights and switch layouts (3D-HybridEngine)."),
+      HS_CONFIG_KEY(actor_rollout_ref.hybrid_engine, "Actor and rollout share weights and switch layouts (3D-HybridEngine); always true here (false is refused)."),
       HS_CONFIG_KEY(actor_rollout_ref.model.path, "HuggingFace-layout model directory; empty = random init with hybridscope.model."),
       HS_CONFIG_KEY(actor_rollout_ref.model.enable_gradient_checkpointing, "Recompute activations in backward to save memory."),
 
@@ -73,7 +73,7 @@ const std::vector<Key>& keys() {
 
       HS_CONFIG_KEY(actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu, "Samples per reference log-prob pass on one rank; -1 = whole batch."),
 
-      HS_CONFIG_KEY(actor_rollout_ref.rollout.name, "Generation engine; hybridscope = the built-in paged-KV engine."),
+      HS_CONFIG_KEY(actor_rollout_ref.rollout.name, "Generation engine: hybridscope, the built-in paged-KV engine (verl's vllm/sglang/hf are refused)."),
       HS_CONFIG_KEY(actor_rollout_ref.rollout.temperature, "Sampling temperature."),
       HS_CONFIG_KEY(actor_rollout_ref.rollout.top_k, "Top-k sampling; -1 = off."),
       HS_CONFIG_KEY(actor_rollout_ref.rollout.top_p, "Nucleus sampling mass, in (0, 1]."),
@@ -111,11 +111,11 @@ const std::vector<Key>& keys() {
 
       HS_CONFIG_KEY(reward_model.enable, "Score responses with a scalar-head model instead of the rule."),
       HS_CONFIG_KEY(reward_model.model.path, "Reward model weights (HuggingFace layout)."),
-      HS_CONFIG_KEY(reward_model.model.enable_gradient_checkpointing, "Unused for scoring; kept for verl compatibility."),
-      HS_CONFIG_KEY(reward_model.reward_manager, "How scores are turned into token rewards (naive: on the last token)."),
+      HS_CONFIG_KEY(reward_model.model.enable_gradient_checkpointing, "Accepted as false only: the reward model scores without a backward pass."),
+      HS_CONFIG_KEY(reward_model.reward_manager, "How scores become token rewards: naive (on the last response token), the only one."),
       HS_CONFIG_KEY(reward_model.rule, "Built-in rule reward; gsm8k = exact match of the answer after ####."),
-      HS_CONFIG_KEY(reward_model.custom_reward_function.path, "Accepted for verl compatibility; the C++ trainer uses built-in rules."),
-      HS_CONFIG_KEY(reward_model.custom_reward_function.name, "Accepted for verl compatibility."),
+      HS_CONFIG_KEY(reward_model.custom_reward_function.path, "Accepted empty only: no Python reward functions; the rule is reward_model.rule."),
+      HS_CONFIG_KEY(reward_model.custom_reward_function.name, "Accepted as compute_score only (it names a function in path)."),
 
       HS_CONFIG_KEY(algorithm.gamma, "Discount factor."),
       HS_CONFIG_KEY(algorithm.lam, "GAE lambda."),
@@ -143,7 +143,7 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(trainer.critic_warmup, "Steps during which only the critic is updated."),
       HS_CONFIG_KEY(trainer.default_local_dir, "Checkpoint directory; ${a.b} refers to another key."),
       HS_CONFIG_KEY(trainer.balance_batch, "Reorder each batch so data-parallel ranks get equal token counts."),
-      HS_CONFIG_KEY(trainer.logger, "Metric sinks, e.g. [console]."),
+      HS_CONFIG_KEY(trainer.logger, "Metric sinks: [console] (every metric also goes to the run database; verl's other loggers are refused)."),
 
       HS_CONFIG_KEY(hybridscope.model.vocab_size, "Vocabulary size; 0 = the tokenizer's."),
       HS_CONFIG_KEY(hybridscope.model.hidden_size, "Model width."),
@@ -156,7 +156,7 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(hybridscope.model.rms_norm_eps, "RMSNorm epsilon."),
       HS_CONFIG_KEY(hybridscope.model.tie_word_embeddings, "Share the input embedding and the output head."),
       HS_CONFIG_KEY(hybridscope.model.initializer_range, "Std of the normal weight initialisation."),
-      HS_CONFIG_KEY(hybridscope.tokenizer, "char = the built-in character tokenizer."),
+      HS_CONFIG_KEY(hybridscope.tokenizer, "Tokenizer: char, the built-in character tokenizer (98 ids)."),
       HS_CONFIG_KEY(hybridscope.kv_block_size, "Tokens per KV-cache block."),
       HS_CONFIG_KEY(hybridscope.kv_num_blocks, "KV blocks in the pool; -1 = sized from max_num_seqs and the sequence length (on CUDA no more than rollout.gpu_memory_utilization leaves)."),
       HS_CONFIG_KEY(hybridscope.num_threads, "Intra-op threads (inter-op is 1)."),
@@ -204,6 +204,7 @@ const char* to_string(ReshardMode v) { return detail::canonical_name(v); }
 const char* to_string(Precision v) { return detail::canonical_name(v); }
 const char* to_string(AttentionKernel v) { return detail::canonical_name(v); }
 const char* to_string(RewardRule v) { return detail::canonical_name(v); }
+const char* to_string(TokenizerKind v) { return detail::canonical_name(v); }
 
 template <class E>
 std::optional<E> from_string(std::string_view name) {
@@ -234,6 +235,7 @@ HS_CONFIG_ENUM(ReshardMode)
 HS_CONFIG_ENUM(Precision)
 HS_CONFIG_ENUM(AttentionKernel)
 HS_CONFIG_ENUM(RewardRule)
+HS_CONFIG_ENUM(TokenizerKind)
 #undef HS_CONFIG_ENUM
 
 }  // namespace hs::trainer

@@ -110,6 +110,11 @@ struct EnumSpellings<RewardRule> {
   static constexpr Spelling<RewardRule> kAll[] = {{RewardRule::kGsm8k, "gsm8k"}};
 };
 
+template <>
+struct EnumSpellings<TokenizerKind> {
+  static constexpr Spelling<TokenizerKind> kAll[] = {{TokenizerKind::kChar, "char"}};
+};
+
 template <class E>
 const char* canonical_name(E value) {
   for (const auto& s : EnumSpellings<E>::kAll) {
@@ -145,7 +150,7 @@ using AnyField = std::variant<Field<bool>, Field<int>, Field<std::uint64_t>, Fie
                               Field<KlCtrlType>, Field<Truncation>, Field<ActorStrategy>,
                               Field<WarmupStyle>, Field<ResumeMode>, Field<DeviceKind>,
                               Field<DistBackendChoice>, Field<ReshardMode>, Field<Precision>,
-                              Field<AttentionKernel>, Field<RewardRule>>;
+                              Field<AttentionKernel>, Field<RewardRule>, Field<TokenizerKind>>;
 
 struct Key {
   std::string path;  // verl's dotted path, identical to the member path in Config
@@ -158,5 +163,9 @@ const std::vector<Key>& keys();
 
 /// A default-constructed Config (what `key: null` restores).
 const Config& defaults();
+
+/// The name of `names` closest to `wanted` by edit distance, when one is close enough to be a
+/// useful "did you mean" (config_loader.cpp; validate() uses it for list items).
+std::optional<std::string> nearest_name(std::string_view wanted, const std::vector<std::string>& names);
 
 }  // namespace hs::trainer::detail

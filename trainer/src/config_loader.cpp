@@ -208,13 +208,7 @@ std::string unknown_key_message(std::string_view path, bool is_map) {
 
 template <class E>
 std::optional<std::string> closest_spelling(std::string_view wanted) {
-  std::optional<std::string> best;
-  std::size_t best_distance = std::max<std::size_t>(1, wanted.size() / 3) + 1;
-  for (const auto& s : EnumSpellings<E>::kAll) {
-    const std::size_t d = edit_distance(wanted, s.name);
-    if (d < best_distance) best_distance = d, best = s.name;
-  }
-  return best;
+  return nearest_name(wanted, spellings<E>());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -633,6 +627,20 @@ std::string spelling_doc() {
 }
 
 }  // namespace
+
+namespace detail {
+
+std::optional<std::string> nearest_name(std::string_view wanted, const std::vector<std::string>& names) {
+  std::optional<std::string> best;
+  std::size_t best_distance = std::max<std::size_t>(1, wanted.size() / 3) + 1;
+  for (const auto& name : names) {
+    const std::size_t d = edit_distance(wanted, name);
+    if (d < best_distance) best_distance = d, best = name;
+  }
+  return best;
+}
+
+}  // namespace detail
 
 Config parse_config_unvalidated(const std::string& yaml_text, const std::vector<std::string>& overrides,
                                 const std::string& source_name) {

@@ -7,7 +7,11 @@
 
 #include "hybridscope/trainer/config.h"
 
+#include "config_keys.h"
+#include "hybridscope/trainer/tokenizer.h"
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <iterator>
@@ -194,9 +198,55 @@ void check_supported(const Config& c, Problems& p) {
   }
   if (c.actor_rollout_ref.model.enable_gradient_checkpointing || c.critic.model.enable_gradient_checkpointing)
     p.unsupported("enable_gradient_checkpointing=true (set it to false)");
-  for (const auto& logger : c.trainer.logger)
-    if (logger != "console")
+}
+
+/// verl keys hybridscope accepts so that verl configs load, but whose other values it cannot
+/// honour: a non-default value is refused with what hybridscope does instead, never ignored.
+void check_honoured(const Config& c, Problems& p) {
+  const auto& arr = c.actor_rollout_ref;
+  if (!arr.hybrid_engine)
+    p.add("actor_rollout_ref.hybrid_engine = false: hybridscope always runs the hybrid engine (the actor generates "
+          "after resharding its own weights, hybridscope.reshard.mode); to give the reference policy its own ranks "
+          "use hybridscope.placement.ref, and remove the key or set it to true");
+  if (arr.rollout.name != "hybridscope")
+    p.add("actor_rollout_ref.rollout.name = '{}': hybridscope generates with its built-in paged-KV engine only "
+          "(vLLM, SGLang and HF generate are not linked): set actor_rollout_ref.rollout.name=hybridscope or remove the key",
+          arr.rollout.name);
+  const auto& reward = c.reward_model;
+  if (reward.reward_manager != "naive")
+    p.add("reward_model.reward_manager = '{}': hybridscope has verl's naive manager only (the score on the last "
+          "response token): set reward_model.reward_manager=naive or remove the key",
+          reward.reward_manager);
+  if (!reward.custom_reward_function.path.empty())
+    p.add("reward_model.custom_reward_function.path = '{}': hybridscope does not run Python reward functions; it scores "
+          "with the built-in rule reward_model.rule (one of {}) or a reward model (reward_model.enable=true): remove the key",
+          reward.custom_reward_function.path, fmt::join(spellings<RewardRule>(), ", "));
+  else if (reward.custom_reward_function.name != "compute_score")
+    p.add("reward_model.custom_reward_function.name = '{}' names a function in custom_reward_function.path, which "
+          "hybridscope does not run (the rule is reward_model.rule): remove the key",
+          reward.custom_reward_function.name);
+  if (reward.model.enable_gradient_checkpointing)
+    p.add("reward_model.model.enable_gradient_checkpointing = true: the reward model only scores (no backward pass), "
+          "so there is nothing to recompute: set it to false or remove the key");
+  // verl's logger names (trainer.logger); console is built in and every metric also goes to the
+  // run database, the others are not.
+  static const std::vector<std::string> kVerlLoggers = {"console", "wandb", "swanlab", "mlflow", "tensorboard",
+                                                        "vemlp_wandb", "clearml"};
+  bool named_bad = false;
+  for (const auto& logger : c.trainer.logger) {
+    if (logger == "console") continue;
+    named_bad = true;
+    if (std::find(kVerlLoggers.begin(), kVerlLoggers.end(), logger) != kVerlLoggers.end()) {
       p.unsupported("trainer.logger '" + logger + "' (console is built in; every metric also goes to the run database)");
+    } else {
+      const auto near = detail::nearest_name(logger, kVerlLoggers);
+      p.add("trainer.logger '{}' is no logger{}: hybridscope logs to console (every metric also goes to the run "
+            "database)", logger, near ? " — did you mean " + *near + "?" : std::string{});
+    }
+  }
+  if (!named_bad && c.trainer.logger.empty())
+    p.add("trainer.logger = [] leaves out console, but hybridscope always prints the step metrics to the console: "
+          "set trainer.logger=[console]");
 }
 
 /// The actor's ranks as a training mesh and as generation replicas: whole model replicas, whole
@@ -294,6 +344,12 @@ void validate(const Config& c) {
             "hybridscope.model.num_key_value_heads ({}): each key/value head serves a whole group of "
             "query heads", shape.num_attention_heads, shape.num_key_value_heads);
     }
+  }
+  // The model's vocabulary holds every id the tokenizer makes (a larger one is a benchmark shape).
+  if (const int tokens = make_tokenizer(c.hybridscope.tokenizer)->vocab_size();
+      shape.vocab_size > 0 && shape.vocab_size < tokens) {
+    p.add("hybridscope.model.vocab_size = {} is smaller than the {} tokenizer's vocabulary ({}): raise it, or set 0 "
+          "to take the tokenizer's", shape.vocab_size, to_string(c.hybridscope.tokenizer), tokens);
   }
   if (c.actor_rollout_ref.model.path.empty() &&
       static_cast<long long>(d.max_prompt_length) + d.max_response_length > shape.max_position_embeddings) {
@@ -421,6 +477,7 @@ void validate(const Config& c) {
   // The roles on the world's ranks, and the actor's ranks as a mesh (hybridscope.placement).
   if (const auto placement = resolve_placement(c, p)) check_actor_layout(c, *placement, p);
   check_supported(c, p);
+  check_honoured(c, p);
   if (h.peak_flops != -1.0 && !(h.peak_flops > 0.0)) {
     p.add("hybridscope.peak_flops = {}: must be -1 (measure) or > 0", h.peak_flops);
   }

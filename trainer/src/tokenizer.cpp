@@ -69,9 +69,11 @@ std::string CharTokenizer::decode(const std::vector<std::int32_t>& ids, bool ski
   return text;
 }
 
-std::unique_ptr<Tokenizer> make_tokenizer(const std::string& name) {
-  if (name == "char") return std::make_unique<CharTokenizer>();
-  throw TokenizerError("unknown tokenizer '" + name + "' (hybridscope.tokenizer); known tokenizers: char");
+std::unique_ptr<Tokenizer> make_tokenizer(TokenizerKind kind) {
+  switch (kind) {
+    case TokenizerKind::kChar: return std::make_unique<CharTokenizer>();
+  }
+  throw std::logic_error("make_tokenizer: a TokenizerKind outside the enum");
 }
 
 }  // namespace hs::trainer

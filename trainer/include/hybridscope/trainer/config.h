@@ -57,12 +57,14 @@ enum class AttentionKernel {
 };
 /// reward_model.rule: the built-in rule reward (reward.h).
 enum class RewardRule { kGsm8k };
+/// hybridscope.tokenizer: char = the built-in character tokenizer (tokenizer.h).
+enum class TokenizerKind { kChar };
 
 // verl spellings of the enums above ("gae", "grpo", "rloo", "reinforce_plus_plus",
 // "reinforce_plus_plus_baseline", "remax"; "token-mean", ...; "kl"/"k1", "abs", "mse"/"k2",
 // "low_var_kl"/"k3"; "fixed", "adaptive"; "error", "left", "right"; "fsdp", "megatron";
 // "constant", "cosine"; "auto", "disable"; "cpu", "cuda"; "auto", "gloo", "nccl"; "hybrid",
-// "vanilla", "naive"; "fp32", "bf16"; "auto", "sdpa", "eager"; "gsm8k"). One table
+// "vanilla", "naive"; "fp32", "bf16"; "auto", "sdpa", "eager"; "gsm8k"; "char"). One table
 // (config_keys.h) serves the loader, to_string and from_string.
 const char* to_string(AdvEstimator v);
 const char* to_string(LossAggMode v);
@@ -78,6 +80,7 @@ const char* to_string(ReshardMode v);
 const char* to_string(Precision v);
 const char* to_string(AttentionKernel v);
 const char* to_string(RewardRule v);
+const char* to_string(TokenizerKind v);
 
 /// The value a spelling names, for command-line tools that take one value outside a config
 /// (E is one of the enums above); std::nullopt when `name` is no spelling of E.
@@ -168,7 +171,7 @@ struct SamplingParams {
 };
 
 struct RolloutConfig {
-  std::string name = "hybridscope";  // the built-in paged-KV engine
+  std::string name = "hybridscope";  // the built-in paged-KV engine, the only one (validate())
   double temperature = 1.0;
   int top_k = -1;
   double top_p = 1.0;
@@ -185,7 +188,7 @@ struct RolloutConfig {
 };
 
 struct ActorRolloutRefConfig {
-  bool hybrid_engine = true;
+  bool hybrid_engine = true;  // always: false is refused (validate()); roles split by hybridscope.placement
   ModelConfig model{};
   ActorConfig actor{};
   RefConfig ref{};
@@ -205,15 +208,16 @@ struct CriticConfig {
   int ppo_max_token_len_per_gpu = 32768;
 };
 
+/// verl's Python reward hook: refused unless unset (validate(); the rules are built in, reward.h).
 struct CustomRewardFunction {
-  std::string path;              // not used by the C++ trainer: rule functions are built in
+  std::string path;
   std::string name = "compute_score";
 };
 
 struct RewardModelConfig {
   bool enable = false;  // true: a scalar-head model scores responses instead of the rule
   ModelConfig model{};
-  std::string reward_manager = "naive";
+  std::string reward_manager = "naive";  // the only manager: the score on the last response token
   RewardRule rule = RewardRule::kGsm8k;  // gsm8k: exact match of the answer after ####
   CustomRewardFunction custom_reward_function{};
 };
@@ -305,7 +309,7 @@ struct PlacementConfig {
 
 struct HybridscopeSection {
   ModelShape model{};
-  std::string tokenizer = "char";  // char: the built-in character tokenizer
+  TokenizerKind tokenizer = TokenizerKind::kChar;
   int kv_block_size = 16;          // tokens per KV-cache block
   int kv_num_blocks = -1;          // -1: sized from max_num_seqs and the sequence length
   int num_threads = 2;             // intra-op threads; interop is 1 (see docs/building.md)

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "hybridscope/trainer/config.h"
+
 namespace hs::trainer {
 
 class TokenizerError : public std::runtime_error {
@@ -45,7 +47,7 @@ class CharTokenizer final : public Tokenizer {
   std::string name() const override { return "char"; }
 };
 
-/// The tokenizer named by hybridscope.tokenizer ("char"). Throws TokenizerError for an unknown name.
-std::unique_ptr<Tokenizer> make_tokenizer(const std::string& name);
+/// The tokenizer hybridscope.tokenizer names (its spellings are the loader's, config.h).
+std::unique_ptr<Tokenizer> make_tokenizer(TokenizerKind kind);
 
 }  // namespace hs::trainer
