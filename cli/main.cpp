@@ -20,12 +20,12 @@
 #include "launch_command.h"
 #include "hybridscope/reports/chrome_trace.h"
 #include "hybridscope/reports/run_database.h"
-#include "hybridscope/trainer/config.h"
-#include "hybridscope/trainer/dataset.h"
-#include "hybridscope/trainer/process_group.h"
-#include "hybridscope/trainer/layout.h"
-#include "hybridscope/trainer/tokenizer.h"
-#include "hybridscope/trainer/trainer.h"
+#include "hybridscope/trainer/config/config.h"
+#include "hybridscope/trainer/data/dataset.h"
+#include "hybridscope/trainer/dist/process_group.h"
+#include "hybridscope/trainer/hybrid/layout.h"
+#include "hybridscope/trainer/data/tokenizer.h"
+#include "hybridscope/trainer/loop/trainer.h"
 
 namespace {
 

@@ -4,9 +4,9 @@
 
 #include <fmt/format.h>
 
-#include "hybridscope/trainer/config.h"
-#include "hybridscope/trainer/reshard.h"
-#include "hybridscope/trainer/tokenizer.h"
+#include "hybridscope/trainer/config/config.h"
+#include "hybridscope/trainer/hybrid/reshard_planner.h"
+#include "hybridscope/trainer/data/tokenizer.h"
 
 namespace hs::cli {
 

@@ -14,10 +14,10 @@
 #include <torch/torch.h>
 
 #include "hybridscope/probes/clock.h"
-#include "hybridscope/trainer/model_shapes.h"
-#include "hybridscope/trainer/process_group.h"
-#include "hybridscope/trainer/reshard.h"
-#include "hybridscope/trainer/reshard_executor.h"
+#include "hybridscope/trainer/model/model_shapes.h"
+#include "hybridscope/trainer/dist/process_group.h"
+#include "hybridscope/trainer/hybrid/reshard_planner.h"
+#include "hybridscope/trainer/hybrid/reshard_executor.h"
 
 namespace hs::cli {
 

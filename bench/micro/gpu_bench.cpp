@@ -22,14 +22,14 @@
 #include <string>
 #include <vector>
 
-#include "hybridscope/trainer/batch.h"
-#include "hybridscope/trainer/device.h"
-#include "hybridscope/trainer/hybrid_switch.h"
-#include "hybridscope/trainer/metrics.h"
-#include "hybridscope/trainer/model.h"
-#include "hybridscope/trainer/model_shapes.h"
-#include "hybridscope/trainer/ppo_workers.h"
-#include "hybridscope/trainer/rollout.h"
+#include "hybridscope/trainer/data/batch.h"
+#include "hybridscope/trainer/model/device.h"
+#include "hybridscope/trainer/hybrid/hybrid_switch.h"
+#include "hybridscope/trainer/rl/metrics.h"
+#include "hybridscope/trainer/model/model.h"
+#include "hybridscope/trainer/model/model_shapes.h"
+#include "hybridscope/trainer/rl/ppo_workers.h"
+#include "hybridscope/trainer/rollout/rollout.h"
 
 namespace {
 

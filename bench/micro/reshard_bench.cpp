@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "hybridscope/trainer/model_shapes.h"
-#include "hybridscope/trainer/reshard_executor.h"
+#include "hybridscope/trainer/model/model_shapes.h"
+#include "hybridscope/trainer/hybrid/reshard_executor.h"
 #include "hybridscope/trainer/dist/thread_world.h"
 
 namespace {

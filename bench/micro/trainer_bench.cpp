@@ -12,15 +12,15 @@
 #include <filesystem>
 
 #include "hybridscope/probes/clock.h"
-#include "hybridscope/trainer/batch.h"
-#include "hybridscope/trainer/config.h"
-#include "hybridscope/trainer/core_algos.h"
-#include "hybridscope/trainer/cpu_memory_tracker.h"
-#include "hybridscope/trainer/dataset.h"
-#include "hybridscope/trainer/ppo_workers.h"
-#include "hybridscope/trainer/rollout.h"
-#include "hybridscope/trainer/tokenizer.h"
-#include "hybridscope/trainer/trainer.h"
+#include "hybridscope/trainer/data/batch.h"
+#include "hybridscope/trainer/config/config.h"
+#include "hybridscope/trainer/rl/core_algos.h"
+#include "hybridscope/trainer/memory/cpu_memory_tracker.h"
+#include "hybridscope/trainer/data/dataset.h"
+#include "hybridscope/trainer/rl/ppo_workers.h"
+#include "hybridscope/trainer/rollout/rollout.h"
+#include "hybridscope/trainer/data/tokenizer.h"
+#include "hybridscope/trainer/loop/trainer.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include <set>
 #include <string_view>
 
-#include "hybridscope/trainer/config.h"
+#include "hybridscope/trainer/config/config.h"
 
 namespace hs::bench {
 

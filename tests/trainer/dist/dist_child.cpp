@@ -33,16 +33,16 @@
 
 #include "hybridscope/probes/recorder.h"
 #include "hybridscope/probes/run_probes.h"
-#include "hybridscope/trainer/batch.h"
-#include "hybridscope/trainer/core_algos.h"
-#include "hybridscope/trainer/mesh_groups.h"
-#include "hybridscope/trainer/model.h"
-#include "hybridscope/trainer/pipeline.h"
-#include "hybridscope/trainer/ppo_workers.h"
-#include "hybridscope/trainer/process_group.h"
-#include "hybridscope/trainer/reshard_executor.h"
-#include "reshard_fixtures.h"
-#include "sharded_training_fixtures.h"
+#include "hybridscope/trainer/data/batch.h"
+#include "hybridscope/trainer/rl/core_algos.h"
+#include "hybridscope/trainer/dist/mesh_groups.h"
+#include "hybridscope/trainer/model/model.h"
+#include "hybridscope/trainer/dist/pipeline.h"
+#include "hybridscope/trainer/rl/ppo_workers.h"
+#include "hybridscope/trainer/dist/process_group.h"
+#include "hybridscope/trainer/hybrid/reshard_executor.h"
+#include "hybrid/reshard_fixtures.h"
+#include "dist/sharded_training_fixtures.h"
 
 namespace hs::trainer::test {
 int run_fsdp_update(const std::string& db, int tp, int dp);  // dist_child_fsdp.cpp

@@ -13,14 +13,14 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
-#include "fsdp_fixtures.h"
+#include "dist/fsdp_fixtures.h"
 #include "hybridscope/probes/recorder.h"
 #include "hybridscope/probes/run_probes.h"
-#include "hybridscope/trainer/core_algos.h"
-#include "hybridscope/trainer/mesh_groups.h"
-#include "hybridscope/trainer/ppo_workers.h"
-#include "hybridscope/trainer/process_group.h"
-#include "hybridscope/trainer/zero.h"
+#include "hybridscope/trainer/rl/core_algos.h"
+#include "hybridscope/trainer/dist/mesh_groups.h"
+#include "hybridscope/trainer/rl/ppo_workers.h"
+#include "hybridscope/trainer/dist/process_group.h"
+#include "hybridscope/trainer/dist/zero.h"
 
 namespace hs::trainer::test {
 

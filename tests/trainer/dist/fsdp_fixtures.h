@@ -7,9 +7,9 @@
 
 #include <torch/torch.h>
 
-#include "hybridscope/trainer/batch.h"
-#include "hybridscope/trainer/config.h"
-#include "reshard_fixtures.h"
+#include "hybridscope/trainer/data/batch.h"
+#include "hybridscope/trainer/config/config.h"
+#include "hybrid/reshard_fixtures.h"
 
 namespace hs::trainer::test {
 

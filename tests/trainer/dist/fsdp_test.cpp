@@ -12,13 +12,13 @@
 
 #include <torch/torch.h>
 
-#include "../test_db.h"
-#include "dist_test_util.h"
-#include "fsdp_fixtures.h"
-#include "hybridscope/trainer/layout.h"
-#include "hybridscope/trainer/model.h"
-#include "hybridscope/trainer/ppo_workers.h"
-#include "hybridscope/trainer/zero.h"
+#include "../../test_db.h"
+#include "dist/dist_test_util.h"
+#include "dist/fsdp_fixtures.h"
+#include "hybridscope/trainer/hybrid/layout.h"
+#include "hybridscope/trainer/model/model.h"
+#include "hybridscope/trainer/rl/ppo_workers.h"
+#include "hybridscope/trainer/dist/zero.h"
 #include "hybridscope/trainer/dist/thread_world.h"
 
 namespace hs::trainer {

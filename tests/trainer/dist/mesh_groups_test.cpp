@@ -7,8 +7,8 @@
 #include <mutex>
 #include <vector>
 
-#include "hybridscope/trainer/mesh_groups.h"
-#include "reshard_fixtures.h"
+#include "hybridscope/trainer/dist/mesh_groups.h"
+#include "hybrid/reshard_fixtures.h"
 #include "hybridscope/trainer/dist/thread_world.h"
 
 namespace hs::trainer {

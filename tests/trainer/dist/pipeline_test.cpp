@@ -13,13 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "../remove_tree.h"
-#include "hybridscope/trainer/layout.h"
-#include "hybridscope/trainer/mesh_groups.h"
-#include "hybridscope/trainer/pipeline.h"
-#include "hybridscope/trainer/ppo_workers.h"
-#include "hybridscope/trainer/rollout.h"
-#include "sharded_training_fixtures.h"
+#include "../../remove_tree.h"
+#include "hybridscope/trainer/hybrid/layout.h"
+#include "hybridscope/trainer/dist/mesh_groups.h"
+#include "hybridscope/trainer/dist/pipeline.h"
+#include "hybridscope/trainer/rl/ppo_workers.h"
+#include "hybridscope/trainer/rollout/rollout.h"
+#include "dist/sharded_training_fixtures.h"
 #include "hybridscope/trainer/dist/thread_world.h"
 
 namespace hs::trainer {

@@ -11,9 +11,9 @@
 
 #include <torch/torch.h>
 
-#include "../test_db.h"
+#include "../../test_db.h"
 #include "hybridscope/probes/recorder.h"
-#include "hybridscope/trainer/probed_communicator.h"
+#include "hybridscope/trainer/dist/probed_communicator.h"
 
 #include "hybridscope/probes/range_observer.h"
 

@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "../test_db.h"
-#include "dist_test_util.h"
-#include "hybridscope/trainer/process_group.h"
-#include "hybridscope/trainer/probed_communicator.h"
-#include "reshard_fixtures.h"
+#include "../../test_db.h"
+#include "dist/dist_test_util.h"
+#include "hybridscope/trainer/dist/process_group.h"
+#include "hybridscope/trainer/dist/probed_communicator.h"
+#include "hybrid/reshard_fixtures.h"
 
 namespace hs::trainer {
 namespace {

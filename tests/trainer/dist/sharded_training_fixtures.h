@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "hybridscope/trainer/batch.h"
-#include "hybridscope/trainer/config.h"
+#include "hybridscope/trainer/data/batch.h"
+#include "hybridscope/trainer/config/config.h"
 
 namespace hs::trainer::test {
 

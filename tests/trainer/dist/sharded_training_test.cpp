@@ -26,8 +26,8 @@
 #include <string>
 #include <vector>
 
-#include "../test_db.h"
-#include "dist_test_util.h"
+#include "../../test_db.h"
+#include "dist/dist_test_util.h"
 
 namespace hs::trainer {
 namespace {

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "hybridscope/trainer/offload.h"
+#include "hybridscope/trainer/hybrid/offload.h"
 
 namespace hs::trainer {
 namespace {

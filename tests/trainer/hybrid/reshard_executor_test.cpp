@@ -12,14 +12,14 @@
 #include <string>
 #include <vector>
 
-#include "../test_db.h"
-#include "hybridscope/trainer/hybrid_switch.h"
-#include "hybridscope/trainer/probed_communicator.h"
-#include "hybridscope/trainer/reshard_executor.h"
-#include "hybridscope/trainer/rollout.h"
+#include "../../test_db.h"
+#include "hybridscope/trainer/hybrid/hybrid_switch.h"
+#include "hybridscope/trainer/dist/probed_communicator.h"
+#include "hybridscope/trainer/hybrid/reshard_executor.h"
+#include "hybridscope/trainer/rollout/rollout.h"
 #include "hybridscope/trainer/dist/thread_world.h"
 
-#include "reshard_fixtures.h"
+#include "hybrid/reshard_fixtures.h"
 
 namespace hs::trainer {
 namespace {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "hybridscope/trainer/layout.h"
+#include "hybridscope/trainer/hybrid/layout.h"
 
 namespace hs::trainer::test {
 

@@ -11,9 +11,9 @@
 #include <tuple>
 #include <vector>
 
-#include "hybridscope/trainer/reshard.h"
+#include "hybridscope/trainer/hybrid/reshard_planner.h"
 
-#include "reshard_fixtures.h"
+#include "hybrid/reshard_fixtures.h"
 
 namespace hs::trainer {
 namespace {

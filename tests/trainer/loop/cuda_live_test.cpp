@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "../test_db.h"
-#include "dist_test_util.h"
+#include "../../test_db.h"
+#include "dist/dist_test_util.h"
 #include "hybridscope/probes/range.h"
 #include "hybridscope/probes/recorder.h"
-#include "hybridscope/trainer/memory_probe.h"
-#include "hybridscope/trainer/process_group.h"
+#include "hybridscope/trainer/memory/memory_probe.h"
+#include "hybridscope/trainer/dist/process_group.h"
 #if HS_HAVE_CUPTI
 #include "hybridscope/probes/cupti_collector.h"
 #endif

@@ -13,15 +13,15 @@
 #include <utility>
 #include <vector>
 
-#include "../remove_tree.h"
-#include "../test_db.h"
-#include "dist_test_util.h"
-#include "hybridscope/trainer/config.h"
-#include "hybridscope/trainer/device.h"
-#include "hybridscope/trainer/memory_probe.h"
-#include "hybridscope/trainer/process_group.h"
-#include "hybridscope/trainer/rollout.h"
-#include "hybridscope/trainer/trainer.h"
+#include "../../remove_tree.h"
+#include "../../test_db.h"
+#include "dist/dist_test_util.h"
+#include "hybridscope/trainer/config/config.h"
+#include "hybridscope/trainer/model/device.h"
+#include "hybridscope/trainer/memory/memory_probe.h"
+#include "hybridscope/trainer/dist/process_group.h"
+#include "hybridscope/trainer/rollout/rollout.h"
+#include "hybridscope/trainer/loop/trainer.h"
 
 namespace fs = std::filesystem;
 using namespace hs::trainer;

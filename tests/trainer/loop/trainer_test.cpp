@@ -10,13 +10,13 @@
 #include <map>
 #include <string>
 
-#include "../test_db.h"
-#include "hybridscope/trainer/config.h"
-#include "hybridscope/trainer/hybrid_switch.h"
-#include "hybridscope/trainer/model.h"
-#include "hybridscope/trainer/rollout.h"
-#include "hybridscope/trainer/tokenizer.h"
-#include "hybridscope/trainer/trainer.h"
+#include "../../test_db.h"
+#include "hybridscope/trainer/config/config.h"
+#include "hybridscope/trainer/hybrid/hybrid_switch.h"
+#include "hybridscope/trainer/model/model.h"
+#include "hybridscope/trainer/rollout/rollout.h"
+#include "hybridscope/trainer/data/tokenizer.h"
+#include "hybridscope/trainer/loop/trainer.h"
 
 namespace fs = std::filesystem;
 using namespace hs::trainer;

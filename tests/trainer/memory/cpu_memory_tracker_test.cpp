@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "hybridscope/trainer/cpu_memory_tracker.h"
+#include "hybridscope/trainer/memory/cpu_memory_tracker.h"
 
 using namespace hs::trainer;
 

@@ -9,12 +9,12 @@
 #include <cmath>
 #include <thread>
 
-#include "../test_db.h"
-#include "../../trainer/src/torch_compat.h"
+#include "../../test_db.h"
+#include "../../../trainer/src/model/torch_compat.h"
 #include "hybridscope/probes/recorder.h"
 #include "hybridscope/probes/run_probes.h"
-#include "hybridscope/trainer/cpu_memory_tracker.h"
-#include "hybridscope/trainer/memory_probe.h"
+#include "hybridscope/trainer/memory/cpu_memory_tracker.h"
+#include "hybridscope/trainer/memory/memory_probe.h"
 
 using namespace hs::trainer;
 

@@ -7,10 +7,10 @@
 #include <optional>
 #include <string>
 
-#include "hybridscope/trainer/batch.h"
-#include "hybridscope/trainer/config.h"
-#include "hybridscope/trainer/device.h"
-#include "hybridscope/trainer/model.h"
+#include "hybridscope/trainer/data/batch.h"
+#include "hybridscope/trainer/config/config.h"
+#include "hybridscope/trainer/model/device.h"
+#include "hybridscope/trainer/model/model.h"
 
 using namespace hs::trainer;
 

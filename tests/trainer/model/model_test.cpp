@@ -22,10 +22,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../remove_tree.h"
-#include "hybridscope/trainer/kv_block_pool.h"
-#include "hybridscope/trainer/model.h"
-#include "hybridscope/trainer/rollout.h"
+#include "../../remove_tree.h"
+#include "hybridscope/trainer/rollout/kv_block_pool.h"
+#include "hybridscope/trainer/model/model.h"
+#include "hybridscope/trainer/rollout/rollout.h"
 #include "hybridscope/trainer/dist/thread_world.h"
 
 namespace hs::trainer {

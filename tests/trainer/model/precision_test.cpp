@@ -14,12 +14,12 @@
 #include <cmath>
 #include <vector>
 
-#include "hybridscope/trainer/batch.h"
-#include "hybridscope/trainer/config.h"
-#include "hybridscope/trainer/kv_block_pool.h"
-#include "hybridscope/trainer/model.h"
-#include "hybridscope/trainer/ppo_workers.h"
-#include "hybridscope/trainer/rollout.h"
+#include "hybridscope/trainer/data/batch.h"
+#include "hybridscope/trainer/config/config.h"
+#include "hybridscope/trainer/rollout/kv_block_pool.h"
+#include "hybridscope/trainer/model/model.h"
+#include "hybridscope/trainer/rl/ppo_workers.h"
+#include "hybridscope/trainer/rollout/rollout.h"
 
 namespace hs::trainer {
 namespace {

@@ -1,13 +1,13 @@
-// core_algos_test.cpp — checks trainer/src/core_algos.cpp against an independent reference.
+// core_algos_test.cpp — checks trainer/src/rl/core_algos.cpp against an independent reference.
 //
 // The reference (core_algos_reference.h) is a straightforward scalar re-implementation of
 // verl's formulas (shared/anchors/verl-facts.md) with plain loops over std::vector<double>; it
 // never calls the functions under test. Everything runs in float64 and is compared element by element; each
 // comparison prints its worst |difference| and the suite prints the worst of all at the end.
 // A few small cases are worked out by hand in the comments next to them.
-#include "hybridscope/trainer/core_algos.h"
+#include "hybridscope/trainer/rl/core_algos.h"
 
-#include "core_algos_reference.h"
+#include "rl/core_algos_reference.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>

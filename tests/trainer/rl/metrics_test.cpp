@@ -5,8 +5,8 @@
 
 #include <map>
 
-#include "hybridscope/trainer/batch.h"
-#include "hybridscope/trainer/metrics.h"
+#include "hybridscope/trainer/data/batch.h"
+#include "hybridscope/trainer/rl/metrics.h"
 
 using namespace hs::trainer;
 

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "hybridscope/trainer/batch.h"
-#include "hybridscope/trainer/ppo_workers.h"
+#include "hybridscope/trainer/data/batch.h"
+#include "hybridscope/trainer/rl/ppo_workers.h"
 
 using namespace hs::trainer;
 

@@ -6,7 +6,7 @@
 #include <random>
 #include <set>
 
-#include "hybridscope/trainer/kv_block_pool.h"
+#include "hybridscope/trainer/rollout/kv_block_pool.h"
 
 namespace hs::trainer {
 namespace {

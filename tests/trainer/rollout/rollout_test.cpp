@@ -7,7 +7,7 @@
 #include <set>
 #include <string>
 
-#include "hybridscope/trainer/rollout.h"
+#include "hybridscope/trainer/rollout/rollout.h"
 
 namespace hs::trainer {
 namespace {

@@ -1,6 +1,6 @@
 // mesh_groups.cpp — process groups of the training and generation layouts, and copying a rank's
 // training shard out of the full model (see mesh_groups.h).
-#include "hybridscope/trainer/mesh_groups.h"
+#include "hybridscope/trainer/dist/mesh_groups.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,11 +1,11 @@
 // nccl_backend.cpp — c10d::ProcessGroupNCCL construction (see nccl_backend.h).
-#include "nccl_backend.h"
+#include "dist/nccl_backend.h"
 
 #include <cstdlib>
 
 #include <fmt/format.h>
 
-#include "hybridscope/trainer/process_group.h"
+#include "hybridscope/trainer/dist/process_group.h"
 
 #ifdef HS_WITH_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>

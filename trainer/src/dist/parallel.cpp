@@ -1,5 +1,5 @@
 // parallel.cpp — the one-rank world (see parallel.h).
-#include "hybridscope/trainer/parallel.h"
+#include "hybridscope/trainer/dist/parallel.h"
 
 #include <stdexcept>
 

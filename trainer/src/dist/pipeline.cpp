@@ -1,6 +1,6 @@
 // pipeline.cpp — the 1F1B schedule and the stage-to-stage forward of a staged Transformer (see
 // pipeline.h).
-#include "hybridscope/trainer/pipeline.h"
+#include "hybridscope/trainer/dist/pipeline.h"
 
 #include <algorithm>
 #include <condition_variable>
@@ -16,8 +16,8 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/torch.h>
 
-#include "hybridscope/trainer/device.h"
-#include "hybridscope/trainer/ppo_workers.h"
+#include "hybridscope/trainer/model/device.h"
+#include "hybridscope/trainer/rl/ppo_workers.h"
 
 namespace hs::trainer {
 

@@ -1,5 +1,5 @@
 // probed_communicator.cpp — forwards each collective and records it (see probed_communicator.h).
-#include "hybridscope/trainer/probed_communicator.h"
+#include "hybridscope/trainer/dist/probed_communicator.h"
 
 #include <mutex>
 #include <stdexcept>

@@ -7,8 +7,8 @@
 // (TCPStore, PrefixStore, ProcessGroupGloo's constructor, Options::create, createDevice*, the
 // Backend virtuals) and the one class instantiated here, ProcessGroupGloo, holds Gloo objects only
 // behind std::shared_ptr/std::unique_ptr, so its size does not depend on the Gloo headers'
-// version. The multi-process tests (tests/trainer/process_group_test.cpp) check every op.
-#include "hybridscope/trainer/process_group.h"
+// version. The multi-process tests (tests/trainer/dist/process_group_test.cpp) check every op.
+#include "hybridscope/trainer/dist/process_group.h"
 
 #include <cstdlib>
 #include <optional>
@@ -21,8 +21,8 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/torch.h>
 
-#include "hybridscope/trainer/probed_communicator.h"
-#include "nccl_backend.h"
+#include "hybridscope/trainer/dist/probed_communicator.h"
+#include "dist/nccl_backend.h"
 
 namespace hs::trainer {
 

@@ -9,9 +9,9 @@
 #include <fmt/format.h>
 
 #include "hybridscope/probes/run_probes.h"
-#include "hybridscope/trainer/device.h"
-#include "hybridscope/trainer/mesh_groups.h"
-#include "hybridscope/trainer/probed_communicator.h"
+#include "hybridscope/trainer/model/device.h"
+#include "hybridscope/trainer/dist/mesh_groups.h"
+#include "hybridscope/trainer/dist/probed_communicator.h"
 
 namespace hs::trainer {
 

@@ -6,7 +6,7 @@
 // is rows [0, rows) of gathered[:, offset_i : offset_i + block_i·row_numel_i] read as
 // (dp·block_i, rest...). reduce_scatter takes the same (dp, chunk) arrangement of the full
 // gradients and returns this rank's row of the sum.
-#include "hybridscope/trainer/zero.h"
+#include "hybridscope/trainer/dist/zero.h"
 
 #include <algorithm>
 #include <stdexcept>

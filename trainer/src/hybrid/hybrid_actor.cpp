@@ -6,11 +6,11 @@
 
 #include "hybridscope/probes/run_probes.h"
 #include "hybridscope/trainer/dist/topology.h"
-#include "hybridscope/trainer/mesh_groups.h"
-#include "hybridscope/trainer/reshard.h"
-#include "hybridscope/trainer/reshard_executor.h"
-#include "hybridscope/trainer/tokenizer.h"
-#include "hybridscope/trainer/zero.h"
+#include "hybridscope/trainer/dist/mesh_groups.h"
+#include "hybridscope/trainer/hybrid/reshard_planner.h"
+#include "hybridscope/trainer/hybrid/reshard_executor.h"
+#include "hybridscope/trainer/data/tokenizer.h"
+#include "hybridscope/trainer/dist/zero.h"
 
 namespace hs::trainer {
 

@@ -1,5 +1,5 @@
 // hybrid_switch.cpp — the train<->rollout switches, one now_ns() pair per component.
-#include "hybridscope/trainer/hybrid_switch.h"
+#include "hybridscope/trainer/hybrid/hybrid_switch.h"
 
 #include <map>
 #include <mutex>
@@ -9,8 +9,8 @@
 #include <torch/torch.h>
 
 #include "hybridscope/probes/clock.h"
-#include "hybridscope/trainer/cpu_memory_tracker.h"
-#include "hybridscope/trainer/memory_probe.h"
+#include "hybridscope/trainer/memory/cpu_memory_tracker.h"
+#include "hybridscope/trainer/memory/memory_probe.h"
 
 namespace hs::trainer {
 

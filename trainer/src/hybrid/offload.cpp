@@ -1,5 +1,5 @@
 // offload.cpp — HostOffload: device <-> host moves in place.
-#include "hybridscope/trainer/offload.h"
+#include "hybridscope/trainer/hybrid/offload.h"
 
 #include <stdexcept>
 

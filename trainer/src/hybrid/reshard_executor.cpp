@@ -1,14 +1,14 @@
 // reshard_executor.cpp — packs, exchanges and assembles the pieces of a reshard plan (see
 // reshard_executor.h).
-#include "hybridscope/trainer/reshard_executor.h"
+#include "hybridscope/trainer/hybrid/reshard_executor.h"
 
 #include <numeric>
 #include <stdexcept>
 
 #include <torch/torch.h>
 
-#include "hybridscope/trainer/probed_communicator.h"
-#include "model_layers.h"
+#include "hybridscope/trainer/dist/probed_communicator.h"
+#include "model/model_layers.h"
 
 namespace hs::trainer {
 

@@ -1,5 +1,5 @@
 // reshard_planner.cpp — intersections of assembled boxes and source pieces (see reshard.h).
-#include "hybridscope/trainer/reshard.h"
+#include "hybridscope/trainer/hybrid/reshard_planner.h"
 
 #include <map>
 

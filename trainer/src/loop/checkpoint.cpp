@@ -1,4 +1,4 @@
-#include "hybridscope/trainer/checkpoint.h"
+#include "hybridscope/trainer/loop/checkpoint.h"
 
 #include <filesystem>
 #include <fstream>
@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
-#include "hybridscope/trainer/device.h"
+#include "hybridscope/trainer/model/device.h"
 
 namespace hs::trainer {
 

@@ -1,4 +1,4 @@
-#include "console.h"
+#include "loop/console.h"
 
 #include <unistd.h>
 

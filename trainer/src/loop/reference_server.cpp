@@ -8,8 +8,8 @@
 
 #include "hybridscope/trainer/dist/topology.h"
 #include "hybridscope/trainer/loop/run_recording.h"
-#include "hybridscope/trainer/ppo_workers.h"
-#include "hybridscope/trainer/sft.h"
+#include "hybridscope/trainer/rl/ppo_workers.h"
+#include "hybridscope/trainer/rl/sft.h"
 
 namespace hs::trainer {
 

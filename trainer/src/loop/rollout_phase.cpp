@@ -6,9 +6,9 @@
 #include "hybridscope/trainer/dist/topology.h"
 #include "hybridscope/trainer/hybrid/hybrid_actor.h"
 #include "hybridscope/trainer/loop/run_recording.h"
-#include "hybridscope/trainer/ppo_workers.h"
-#include "hybridscope/trainer/reward.h"
-#include "hybridscope/trainer/tokenizer.h"
+#include "hybridscope/trainer/rl/ppo_workers.h"
+#include "hybridscope/trainer/rl/reward.h"
+#include "hybridscope/trainer/data/tokenizer.h"
 #include "loop/random_streams.h"
 
 namespace hs::trainer {

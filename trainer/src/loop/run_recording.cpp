@@ -14,7 +14,7 @@
 #include "hybridscope/probes/cupti_collector.h"
 #endif
 #include "hybridscope/trainer/dist/topology.h"
-#include "hybridscope/trainer/memory_probe.h"
+#include "hybridscope/trainer/memory/memory_probe.h"
 
 namespace hs::trainer {
 

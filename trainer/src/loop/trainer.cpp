@@ -16,7 +16,7 @@
 // rank), and the optimizer sums the gradients over dp with global loss weights, so the update
 // equals the single-process one on the same samples. Metrics are reduced over the world; rank 0
 // prints, writes checkpoints, and merges the ranks' run files into the run database at the end.
-#include "hybridscope/trainer/trainer.h"
+#include "hybridscope/trainer/loop/trainer.h"
 
 #include <algorithm>
 #include <atomic>
@@ -30,27 +30,27 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
-#include "console.h"
+#include "loop/console.h"
 #include "hybridscope/probes/merge.h"
-#include "hybridscope/trainer/batch.h"
-#include "hybridscope/trainer/checkpoint.h"
-#include "hybridscope/trainer/core_algos.h"
-#include "hybridscope/trainer/cpu_memory_tracker.h"
-#include "hybridscope/trainer/dataset.h"
-#include "hybridscope/trainer/device.h"
+#include "hybridscope/trainer/data/batch.h"
+#include "hybridscope/trainer/loop/checkpoint.h"
+#include "hybridscope/trainer/rl/core_algos.h"
+#include "hybridscope/trainer/memory/cpu_memory_tracker.h"
+#include "hybridscope/trainer/data/dataset.h"
+#include "hybridscope/trainer/model/device.h"
 #include "hybridscope/trainer/dist/topology.h"
 #include "hybridscope/trainer/hybrid/hybrid_actor.h"
 #include "hybridscope/trainer/loop/reference_server.h"
 #include "hybridscope/trainer/loop/rollout_phase.h"
 #include "hybridscope/trainer/loop/run_recording.h"
-#include "hybridscope/trainer/memory_probe.h"
-#include "hybridscope/trainer/mesh_groups.h"
-#include "hybridscope/trainer/metrics.h"
-#include "hybridscope/trainer/pipeline.h"
-#include "hybridscope/trainer/ppo_workers.h"
+#include "hybridscope/trainer/memory/memory_probe.h"
+#include "hybridscope/trainer/dist/mesh_groups.h"
+#include "hybridscope/trainer/rl/metrics.h"
+#include "hybridscope/trainer/dist/pipeline.h"
+#include "hybridscope/trainer/rl/ppo_workers.h"
 #include "hybridscope/trainer/rl/advantage.h"
-#include "hybridscope/trainer/sft.h"
-#include "hybridscope/trainer/tokenizer.h"
+#include "hybridscope/trainer/rl/sft.h"
+#include "hybridscope/trainer/data/tokenizer.h"
 #include "loop/random_streams.h"
 
 namespace hs::trainer {
@@ -169,10 +169,7 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
                       : static_cast<std::int64_t>(s.loader->batches_per_epoch()) * cfg.trainer.total_epochs;
 
   ModelShape shape = cfg.hybridscope.model;
-  if (shape.vocab_size <= 0) shape.vocab_size = s.tokenizer->vocab_size();
-  if (shape.vocab_size < s.tokenizer->vocab_size())
-    throw ConfigError(fmt::format("hybridscope.model.vocab_size={} is smaller than the {} tokenizer's vocabulary ({})",
-                                  shape.vocab_size, s.tokenizer->name(), s.tokenizer->vocab_size()));
+  if (shape.vocab_size <= 0) shape.vocab_size = s.tokenizer->vocab_size();  // validate() refused a smaller one
   const auto seed = cfg.hybridscope.seed;
   const auto& model_path = cfg.actor_rollout_ref.model.path;
   // Every rank builds (or loads) the whole model, then keeps its training shard.

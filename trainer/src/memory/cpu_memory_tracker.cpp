@@ -1,4 +1,4 @@
-#include "hybridscope/trainer/cpu_memory_tracker.h"
+#include "hybridscope/trainer/memory/cpu_memory_tracker.h"
 
 #include <atomic>
 #include <cstring>

@@ -1,6 +1,6 @@
 // memory_probe.cpp — device memory readings, the peak window and the timer sampler
 // (see memory_probe.h).
-#include "hybridscope/trainer/memory_probe.h"
+#include "hybridscope/trainer/memory/memory_probe.h"
 
 #include <algorithm>
 #include <map>
@@ -8,8 +8,8 @@
 #include <stdexcept>
 
 #include "hybridscope/probes/clock.h"
-#include "hybridscope/trainer/cpu_memory_tracker.h"
-#include "torch_compat.h"
+#include "hybridscope/trainer/memory/cpu_memory_tracker.h"
+#include "model/torch_compat.h"
 
 namespace hs::trainer {
 

@@ -1,5 +1,5 @@
 // device.cpp — trainer.device, a module's device and the peak table (see device.h).
-#include "hybridscope/trainer/device.h"
+#include "hybridscope/trainer/model/device.h"
 
 #include <dlfcn.h>
 
@@ -15,8 +15,8 @@
 #include <torch/cuda.h>
 #include <torch/nn/module.h>
 
-#include "hybridscope/trainer/config.h"
-#include "hybridscope/trainer/metrics.h"
+#include "hybridscope/trainer/config/config.h"
+#include "hybridscope/trainer/rl/metrics.h"
 
 namespace hs::trainer {
 

@@ -19,10 +19,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "hybridscope/trainer/model.h"
-#include "hybridscope/trainer/rollout.h"
-#include "model_layers.h"
-#include "torch_compat.h"
+#include "hybridscope/trainer/model/model.h"
+#include "hybridscope/trainer/rollout/rollout.h"
+#include "model/model_layers.h"
+#include "model/torch_compat.h"
 
 namespace hs::trainer {
 namespace detail {

@@ -23,9 +23,9 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
-#include "hybridscope/trainer/config.h"
-#include "hybridscope/trainer/model.h"
-#include "hybridscope/trainer/parallel.h"
+#include "hybridscope/trainer/config/config.h"
+#include "hybridscope/trainer/model/model.h"
+#include "hybridscope/trainer/dist/parallel.h"
 
 namespace hs::trainer::detail {
 

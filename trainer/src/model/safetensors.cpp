@@ -20,8 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "hybridscope/trainer/model.h"
-#include "model_layers.h"
+#include "hybridscope/trainer/model/model.h"
+#include "model/model_layers.h"
 
 namespace hs::trainer {
 namespace {

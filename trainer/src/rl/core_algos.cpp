@@ -8,7 +8,7 @@
 // without autograd; losses keep autograd so the caller can backward() through them.
 // What it is not: a trainer. Micro-batch loss scaling, metrics naming and logging live in the
 // actor/critic workers.
-#include "hybridscope/trainer/core_algos.h"
+#include "hybridscope/trainer/rl/core_algos.h"
 
 #include <torch/torch.h>
 

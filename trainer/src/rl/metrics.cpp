@@ -1,6 +1,6 @@
-#include "hybridscope/trainer/metrics.h"
+#include "hybridscope/trainer/rl/metrics.h"
 
-#include "hybridscope/trainer/process_group.h"
+#include "hybridscope/trainer/dist/process_group.h"
 
 #include <unistd.h>
 

@@ -1,5 +1,5 @@
 // ppo_workers.cpp — verl's dp_actor.py / dp_critic.py for this trainer.
-#include "hybridscope/trainer/ppo_workers.h"
+#include "hybridscope/trainer/rl/ppo_workers.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,11 +7,11 @@
 
 #include <torch/torch.h>
 
-#include "hybridscope/trainer/core_algos.h"
-#include "hybridscope/trainer/device.h"
-#include "hybridscope/trainer/pipeline.h"
-#include "hybridscope/trainer/zero.h"
-#include "model_layers.h"
+#include "hybridscope/trainer/rl/core_algos.h"
+#include "hybridscope/trainer/model/device.h"
+#include "hybridscope/trainer/dist/pipeline.h"
+#include "hybridscope/trainer/dist/zero.h"
+#include "model/model_layers.h"
 
 namespace hs::trainer {
 

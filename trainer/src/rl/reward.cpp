@@ -5,7 +5,7 @@
 // and '$'. (Older verl used re.search, i.e. the first match; current verl takes the last.)
 // verl slices Python str (code points); we slice bytes, which is the same for the ASCII text the
 // char tokenizer produces.
-#include "hybridscope/trainer/reward.h"
+#include "hybridscope/trainer/rl/reward.h"
 
 #include <regex>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "hybridscope/trainer/sft.h"
+#include "hybridscope/trainer/rl/sft.h"
 
 #include <algorithm>
 #include <deque>
@@ -6,10 +6,10 @@
 
 #include <torch/torch.h>
 
-#include "hybridscope/trainer/batch.h"
-#include "hybridscope/trainer/core_algos.h"
-#include "hybridscope/trainer/device.h"
-#include "hybridscope/trainer/ppo_workers.h"
+#include "hybridscope/trainer/data/batch.h"
+#include "hybridscope/trainer/rl/core_algos.h"
+#include "hybridscope/trainer/model/device.h"
+#include "hybridscope/trainer/rl/ppo_workers.h"
 
 namespace hs::trainer {
 

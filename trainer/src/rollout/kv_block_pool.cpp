@@ -9,7 +9,7 @@
 //  - tokens_stored_ = sum of fill_ over blocks in use, shared_blocks_ = #blocks with refcount > 1.
 // The free list is a stack: a freed block is the next one handed out (warm in cache), and a fresh
 // pool hands out blocks 0, 1, 2, ... in order.
-#include "hybridscope/trainer/kv_block_pool.h"
+#include "hybridscope/trainer/rollout/kv_block_pool.h"
 
 #include <algorithm>
 #include <string>

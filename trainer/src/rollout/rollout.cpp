@@ -15,9 +15,9 @@
 
 #include <fmt/format.h>
 
-#include "hybridscope/trainer/device.h"
-#include "hybridscope/trainer/memory_probe.h"
-#include "hybridscope/trainer/rollout.h"
+#include "hybridscope/trainer/model/device.h"
+#include "hybridscope/trainer/memory/memory_probe.h"
+#include "hybridscope/trainer/rollout/rollout.h"
 
 namespace hs::trainer {
 

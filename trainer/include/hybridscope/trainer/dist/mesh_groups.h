@@ -10,9 +10,9 @@
 // with the same arguments, and every rank creates every group in the same order.
 #pragma once
 
-#include "hybridscope/trainer/layout.h"
-#include "hybridscope/trainer/model.h"
-#include "hybridscope/trainer/parallel.h"
+#include "hybridscope/trainer/hybrid/layout.h"
+#include "hybridscope/trainer/model/model.h"
+#include "hybridscope/trainer/dist/parallel.h"
 
 namespace hs::trainer {
 

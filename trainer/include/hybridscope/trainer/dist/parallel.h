@@ -13,7 +13,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "hybridscope/trainer/layout.h"
+#include "hybridscope/trainer/hybrid/layout.h"
 
 namespace hs::trainer {
 

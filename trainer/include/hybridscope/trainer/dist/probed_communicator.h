@@ -24,7 +24,7 @@
 
 #include "hybridscope/probes/recorder.h"
 #include "hybridscope/probes/run_probes.h"
-#include "hybridscope/trainer/parallel.h"
+#include "hybridscope/trainer/dist/parallel.h"
 
 namespace hs::trainer {
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "hybridscope/trainer/parallel.h"
+#include "hybridscope/trainer/dist/parallel.h"
 
 namespace hs::probes {
 class RunProbes;

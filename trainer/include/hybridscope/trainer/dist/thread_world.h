@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "hybridscope/trainer/parallel.h"
+#include "hybridscope/trainer/dist/parallel.h"
 
 namespace hs::trainer {
 

@@ -15,10 +15,10 @@
 
 #include <torch/torch.h>
 
-#include "hybridscope/trainer/config.h"
-#include "hybridscope/trainer/layout.h"
-#include "hybridscope/trainer/parallel.h"
-#include "hybridscope/trainer/process_group.h"
+#include "hybridscope/trainer/config/config.h"
+#include "hybridscope/trainer/hybrid/layout.h"
+#include "hybridscope/trainer/dist/parallel.h"
+#include "hybridscope/trainer/dist/process_group.h"
 
 namespace hs::probes {
 class RunProbes;

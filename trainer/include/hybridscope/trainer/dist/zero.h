@@ -33,7 +33,7 @@
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
-#include "hybridscope/trainer/parallel.h"
+#include "hybridscope/trainer/dist/parallel.h"
 
 namespace hs::trainer {
 

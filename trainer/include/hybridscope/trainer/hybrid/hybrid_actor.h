@@ -17,12 +17,12 @@
 
 #include <torch/torch.h>
 
-#include "hybridscope/trainer/config.h"
-#include "hybridscope/trainer/hybrid_switch.h"
-#include "hybridscope/trainer/layout.h"
-#include "hybridscope/trainer/model.h"
-#include "hybridscope/trainer/ppo_workers.h"
-#include "hybridscope/trainer/rollout.h"
+#include "hybridscope/trainer/config/config.h"
+#include "hybridscope/trainer/hybrid/hybrid_switch.h"
+#include "hybridscope/trainer/hybrid/layout.h"
+#include "hybridscope/trainer/model/model.h"
+#include "hybridscope/trainer/rl/ppo_workers.h"
+#include "hybridscope/trainer/rollout/rollout.h"
 
 namespace hs::probes {
 class RunProbes;

@@ -28,10 +28,10 @@
 
 #include "hybridscope/probes/recorder.h"
 #include "hybridscope/probes/run_probes.h"
-#include "hybridscope/trainer/model.h"
-#include "hybridscope/trainer/offload.h"
-#include "hybridscope/trainer/reshard_executor.h"
-#include "hybridscope/trainer/rollout.h"
+#include "hybridscope/trainer/model/model.h"
+#include "hybridscope/trainer/hybrid/offload.h"
+#include "hybridscope/trainer/hybrid/reshard_executor.h"
+#include "hybridscope/trainer/rollout/rollout.h"
 
 namespace hs::trainer {
 

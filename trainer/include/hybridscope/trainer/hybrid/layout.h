@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "hybridscope/trainer/config.h"
+#include "hybridscope/trainer/config/config.h"
 
 namespace hs::trainer {
 

@@ -24,9 +24,9 @@
 #include <ATen/core/Tensor.h>
 
 #include "hybridscope/probes/run_probes.h"
-#include "hybridscope/trainer/model.h"
-#include "hybridscope/trainer/parallel.h"
-#include "hybridscope/trainer/reshard.h"
+#include "hybridscope/trainer/model/model.h"
+#include "hybridscope/trainer/dist/parallel.h"
+#include "hybridscope/trainer/hybrid/reshard_planner.h"
 
 namespace hs::trainer {
 

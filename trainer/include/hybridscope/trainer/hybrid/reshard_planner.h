@@ -26,7 +26,7 @@
 #include <optional>
 #include <vector>
 
-#include "hybridscope/trainer/layout.h"
+#include "hybridscope/trainer/hybrid/layout.h"
 
 namespace hs::trainer {
 

@@ -14,8 +14,8 @@
 
 #include <torch/optim/adamw.h>
 
-#include "hybridscope/trainer/dataset.h"
-#include "hybridscope/trainer/model.h"
+#include "hybridscope/trainer/data/dataset.h"
+#include "hybridscope/trainer/model/model.h"
 
 namespace hs::trainer {
 

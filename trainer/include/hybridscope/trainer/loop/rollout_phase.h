@@ -15,10 +15,10 @@
 
 #include <torch/torch.h>
 
-#include "hybridscope/trainer/batch.h"
-#include "hybridscope/trainer/config.h"
-#include "hybridscope/trainer/dataset.h"
-#include "hybridscope/trainer/model.h"
+#include "hybridscope/trainer/data/batch.h"
+#include "hybridscope/trainer/config/config.h"
+#include "hybridscope/trainer/data/dataset.h"
+#include "hybridscope/trainer/model/model.h"
 
 namespace hs::trainer {
 

@@ -14,8 +14,8 @@
 #include "hybridscope/probes/range.h"
 #include "hybridscope/probes/recorder.h"
 #include "hybridscope/probes/run_probes.h"
-#include "hybridscope/trainer/config.h"
-#include "hybridscope/trainer/kv_block_pool.h"
+#include "hybridscope/trainer/config/config.h"
+#include "hybridscope/trainer/rollout/kv_block_pool.h"
 
 namespace hs::trainer {
 

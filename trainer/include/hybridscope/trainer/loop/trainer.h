@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "hybridscope/trainer/config.h"
+#include "hybridscope/trainer/config/config.h"
 
 namespace hs::probes {
 class Recorder;

@@ -19,7 +19,7 @@
 
 #include <c10/core/Device.h>
 
-#include "hybridscope/trainer/config.h"
+#include "hybridscope/trainer/config/config.h"
 
 namespace torch::nn {
 class Module;

@@ -4,9 +4,9 @@
 // reward (apply_kl_penalty) comes before, as in verl's fit().
 #pragma once
 
-#include "hybridscope/trainer/batch.h"
-#include "hybridscope/trainer/config.h"
-#include "hybridscope/trainer/core_algos.h"
+#include "hybridscope/trainer/data/batch.h"
+#include "hybridscope/trainer/config/config.h"
+#include "hybridscope/trainer/rl/core_algos.h"
 
 namespace hs::trainer {
 

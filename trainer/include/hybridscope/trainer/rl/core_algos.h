@@ -11,7 +11,7 @@
 
 #include <torch/types.h>
 
-#include "hybridscope/trainer/config.h"
+#include "hybridscope/trainer/config/config.h"
 
 namespace hs::trainer {
 

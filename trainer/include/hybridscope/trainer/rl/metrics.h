@@ -7,9 +7,9 @@
 #include <utility>
 #include <vector>
 
-#include "hybridscope/trainer/batch.h"
-#include "hybridscope/trainer/config.h"
-#include "hybridscope/trainer/parallel.h"
+#include "hybridscope/trainer/data/batch.h"
+#include "hybridscope/trainer/config/config.h"
+#include "hybridscope/trainer/dist/parallel.h"
 
 namespace hs::trainer {
 

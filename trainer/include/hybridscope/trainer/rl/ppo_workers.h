@@ -15,11 +15,11 @@
 #include <torch/optim/adamw.h>
 #include <torch/types.h>
 
-#include "hybridscope/trainer/batch.h"
-#include "hybridscope/trainer/config.h"
-#include "hybridscope/trainer/metrics.h"
-#include "hybridscope/trainer/model.h"
-#include "hybridscope/trainer/parallel.h"
+#include "hybridscope/trainer/data/batch.h"
+#include "hybridscope/trainer/config/config.h"
+#include "hybridscope/trainer/rl/metrics.h"
+#include "hybridscope/trainer/model/model.h"
+#include "hybridscope/trainer/dist/parallel.h"
 
 namespace hs::trainer {
 

@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-#include "hybridscope/trainer/config.h"
+#include "hybridscope/trainer/config/config.h"
 
 namespace hs::trainer {
 

@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <functional>
 
-#include "hybridscope/trainer/config.h"
-#include "hybridscope/trainer/dataset.h"
-#include "hybridscope/trainer/model.h"
-#include "hybridscope/trainer/tokenizer.h"
+#include "hybridscope/trainer/config/config.h"
+#include "hybridscope/trainer/data/dataset.h"
+#include "hybridscope/trainer/model/model.h"
+#include "hybridscope/trainer/data/tokenizer.h"
 
 namespace hs::trainer {
 

@@ -14,9 +14,9 @@
 
 #include <torch/types.h>
 
-#include "hybridscope/trainer/config.h"
-#include "hybridscope/trainer/kv_block_pool.h"
-#include "hybridscope/trainer/model.h"
+#include "hybridscope/trainer/config/config.h"
+#include "hybridscope/trainer/rollout/kv_block_pool.h"
+#include "hybridscope/trainer/model/model.h"
 
 namespace hs::trainer {
 

@@ -5,10 +5,10 @@
 // and the fix. The trainer refuses nothing about a config beyond this (only what needs the
 // running processes: the launched world size, a CUDA device, checkpoints found on disk).
 
-#include "hybridscope/trainer/config.h"
+#include "hybridscope/trainer/config/config.h"
 
-#include "config_keys.h"
-#include "hybridscope/trainer/tokenizer.h"
+#include "config/config_keys.h"
+#include "hybridscope/trainer/data/tokenizer.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

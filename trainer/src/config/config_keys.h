@@ -5,7 +5,7 @@
 // spellings live here too, beside the keys that use them. Nothing outside trainer/src sees this.
 #pragma once
 
-#include "hybridscope/trainer/config.h"
+#include "hybridscope/trainer/config/config.h"
 
 #include <array>
 #include <cstdint>

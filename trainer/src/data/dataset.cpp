@@ -5,7 +5,7 @@
 // permutation is built from std::mt19937_64 (fully specified by the standard) and our own
 // Fisher-Yates with unbiased bounded draws, so the same (seed, epoch) gives the same order with
 // every standard library; std::shuffle and std::uniform_int_distribution do not promise that.
-#include "hybridscope/trainer/dataset.h"
+#include "hybridscope/trainer/data/dataset.h"
 
 #include <algorithm>
 #include <fstream>

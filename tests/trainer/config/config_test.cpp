@@ -1,7 +1,7 @@
 // config_test.cpp — the configuration loader: defaults, YAML files, overrides, interpolation,
 // to_yaml round trip, every error message and every validate() rule, and docs/config.md.
 
-#include "hybridscope/trainer/config.h"
+#include "hybridscope/trainer/config/config.h"
 
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>

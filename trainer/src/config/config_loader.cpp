@@ -6,9 +6,9 @@
 // of them or in none. Relations between keys are checked afterwards by validate()
 // (config_validate.cpp). Not here: reading datasets, tokenizers or model files.
 
-#include "hybridscope/trainer/config.h"
+#include "hybridscope/trainer/config/config.h"
 
-#include "config_keys.h"
+#include "config/config_keys.h"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>

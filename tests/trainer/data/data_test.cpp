@@ -15,9 +15,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "hybridscope/trainer/dataset.h"
+#include "hybridscope/trainer/data/dataset.h"
 #include "hybridscope/trainer/rl/reward.h"
-#include "hybridscope/trainer/tokenizer.h"
+#include "hybridscope/trainer/data/tokenizer.h"
 
 namespace hs::trainer {
 namespace {

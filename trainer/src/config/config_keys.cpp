@@ -3,7 +3,7 @@
 // Adding a key is one line here (plus the field in config.h); parsing, to_yaml, the "did you
 // mean" hints and the reference in docs/config.md pick it up. Keep a section's keys together.
 
-#include "config_keys.h"
+#include "config/config_keys.h"
 
 namespace hs::trainer {
 namespace detail {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "hybridscope/trainer/config.h"
-#include "hybridscope/trainer/tokenizer.h"
+#include "hybridscope/trainer/config/config.h"
+#include "hybridscope/trainer/data/tokenizer.h"
 
 namespace hs::trainer {
 

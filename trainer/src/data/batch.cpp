@@ -1,4 +1,4 @@
-#include "hybridscope/trainer/batch.h"
+#include "hybridscope/trainer/data/batch.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -6,10 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <ostream>
 #include <string>
 #include <vector>
 
-#include "hybridscope/trainer/config.h"
+#include "hybridscope/trainer/config/config.h"
 #include "hybridscope/trainer/loop/trainer.h"
 
 namespace fs = std::filesystem;
@@ -58,6 +59,11 @@ struct Refusal {
   std::vector<std::string> overrides;
   const char* expected;  // a part of the message
 };
+
+// How GoogleTest (and so ctest's test list) prints a row: its overrides, not the struct's bytes.
+void PrintTo(const Refusal& row, std::ostream* os) {
+  for (const auto& o : row.overrides) *os << (&o == &row.overrides.front() ? "" : " ") << o;
+}
 
 // Every refusal in config_validate.cpp, one row each (rows of a shared helper such as at_least
 // name each key it guards). Multi-rank rows set trainer.n_gpus_per_node: validate() refuses before

@@ -8,7 +8,7 @@
 
 #include <torch/types.h>
 
-#include "hybridscope/trainer/dataset.h"
+#include "hybridscope/trainer/data/dataset.h"
 
 namespace hs::trainer {
 

@@ -3,7 +3,7 @@
 // The char vocabulary is fixed: 0 <pad>, 1 <bos>, 2 <eos>, then printable ASCII 32..126 as ids
 // 3..97. It is deliberately not byte-level: a character outside that range (a newline, a tab,
 // any non-ASCII byte) is a data error the user should see, not a silent <unk>.
-#include "hybridscope/trainer/tokenizer.h"
+#include "hybridscope/trainer/data/tokenizer.h"
 
 #include <cstdio>
 #include <string>

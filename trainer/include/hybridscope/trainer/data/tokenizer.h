@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "hybridscope/trainer/config.h"
+#include "hybridscope/trainer/config/config.h"
 
 namespace hs::trainer {
 

@@ -13,10 +13,10 @@
 #include <string>
 #include <thread>
 
-#include "../test_db.h"
+#include "../../test_db.h"
 #include "dist/dist_test_util.h"
 #include "hybridscope/trainer/hybrid/layout.h"
-#include "hybridscope/trainer/tokenizer.h"
+#include "hybridscope/trainer/data/tokenizer.h"
 
 namespace {
 
