@@ -245,7 +245,7 @@ struct TrainerConfig {
   int total_epochs = 1;
   int total_training_steps = -1;  // -1: total_epochs x batches per epoch
   int nnodes = 1;
-  int n_gpus_per_node = 1;        // ranks per node; 1 in the single-process trainer
+  int n_gpus_per_node = 1;        // ranks per node (world = nnodes x n_gpus_per_node, Config::world_size())
   DeviceKind device = DeviceKind::kCpu;
   int save_freq = -1;             // steps; -1 = never
   int test_freq = -1;             // steps; -1 = only before/after training
