@@ -238,25 +238,32 @@ TEST(Recorder, LiveRunOfThisProcessIsNotMarkedKilled) {
   EXPECT_EQ(Db(path).text("SELECT status FROM runs"), "running");
 }
 
+namespace {
+
+// An older run database at `path`: `create_sql` (today's tables less what later versions added)
+// under PRAGMA user_version `version`; then one run recorded into it, which must upgrade it.
+void record_into_old_database(const std::string& path, const std::string& create_sql, int version) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, create_sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  const std::string pragma = "PRAGMA user_version=" + std::to_string(version);
+  ASSERT_EQ(sqlite3_exec(db, pragma.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  Recorder rec(path);
+  rec.begin_run({});
+  rec.end_run(RunStatus::kCompleted);
+}
+
+}  // namespace
+
 TEST(Recorder, UpgradesAVersion1DatabaseInPlace) {
   const auto path = temp_db("v1.sqlite");
-  {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    // Today's tables without the runs columns that v2 (dropped_records) and v5 (write_errors) added.
-    std::string v1 = schema::create_statements();
-    for (const std::string column : {",\n  dropped_records INTEGER NOT NULL DEFAULT 0",
-                                     ",\n  write_errors INTEGER NOT NULL DEFAULT 0"})
-      v1.erase(v1.find(column), column.size());
-    ASSERT_EQ(sqlite3_exec(db, v1.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
-    sqlite3_exec(db, "PRAGMA user_version=1", nullptr, nullptr, nullptr);
-    sqlite3_close(db);
-  }
-  {
-    Recorder rec(path);
-    rec.begin_run({});
-    rec.end_run(RunStatus::kCompleted);
-  }
+  // Today's tables without the runs columns that v2 (dropped_records) and v5 (write_errors) added.
+  std::string v1 = schema::create_statements();
+  for (const std::string column : {",\n  dropped_records INTEGER NOT NULL DEFAULT 0",
+                                   ",\n  write_errors INTEGER NOT NULL DEFAULT 0"})
+    v1.erase(v1.find(column), column.size());
+  ASSERT_NO_FATAL_FAILURE(record_into_old_database(path, v1, 1));
   Db db(path);
   EXPECT_EQ(db.number("PRAGMA user_version"), schema::kSchemaVersion);
   EXPECT_EQ(db.number("SELECT dropped_records FROM runs"), 0);
@@ -264,22 +271,11 @@ TEST(Recorder, UpgradesAVersion1DatabaseInPlace) {
 
 TEST(Recorder, UpgradesAVersion4DatabaseWithItsWriteErrorColumns) {
   const auto path = temp_db("v4.sqlite");
-  {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    std::string v4 = schema::create_statements();
-    const std::string column = ",\n  write_errors INTEGER NOT NULL DEFAULT 0";
-    for (int table = 0; table < 2; ++table) v4.erase(v4.find(column), column.size());  // runs and ranks
-    ASSERT_EQ(v4.find(column), std::string::npos);
-    ASSERT_EQ(sqlite3_exec(db, v4.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
-    sqlite3_exec(db, "PRAGMA user_version=4", nullptr, nullptr, nullptr);
-    sqlite3_close(db);
-  }
-  {
-    Recorder rec(path);
-    rec.begin_run({});
-    rec.end_run(RunStatus::kCompleted);
-  }
+  std::string v4 = schema::create_statements();
+  const std::string column = ",\n  write_errors INTEGER NOT NULL DEFAULT 0";
+  for (int table = 0; table < 2; ++table) v4.erase(v4.find(column), column.size());  // runs and ranks
+  ASSERT_EQ(v4.find(column), std::string::npos);
+  ASSERT_NO_FATAL_FAILURE(record_into_old_database(path, v4, 4));
   Db db(path);
   EXPECT_EQ(db.number("PRAGMA user_version"), schema::kSchemaVersion);
   EXPECT_EQ(db.number("SELECT write_errors FROM runs"), 0);
