@@ -146,11 +146,13 @@ int run_launch(const LaunchArgs& args) {
   for (char** e = environ; *e; ++e) {
     const std::string kv = *e;
     const auto key = kv.substr(0, kv.find('='));
-    if (key == "RANK" || key == "WORLD_SIZE" || key == "LOCAL_RANK" || key == "MASTER_ADDR" || key == "MASTER_PORT")
+    if (key == "RANK" || key == "WORLD_SIZE" || key == "LOCAL_RANK" || key == "MASTER_ADDR" || key == "MASTER_PORT" ||
+        key == "HS_PARENT_PID")
       continue;
     base_env.push_back(kv);
   }
   if (!std::getenv("OMP_NUM_THREADS")) base_env.push_back("OMP_NUM_THREADS=1");  // as torchrun: no oversubscription
+  base_env.push_back(fmt::format("HS_PARENT_PID={}", ::getpid()));  // ranks die with the launcher (main.cpp)
 
   fmt::print("launch: {} ranks of {} {}, rendezvous at {}:{}, logs in {}\n", args.nproc, self,
              fmt::join(args.command, " "), args.master_addr, port, args.log_dir);

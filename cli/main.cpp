@@ -1,8 +1,12 @@
 // main.cpp — the `hybridscope` command. main() wires subcommands to the libraries and turns
 // their typed errors into a message and a non-zero exit; it computes nothing itself.
 #include <malloc.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
 #include <vector>
@@ -10,6 +14,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "bench_command.h"
 #include "export_trace_command.h"
 #include "hybridscope/bench/matrix.h"
 #include "matrix_command.h"
@@ -53,9 +58,23 @@ void print_summary(const hs::trainer::FitSummary& s, const hs::trainer::Config& 
   fmt::print("run database      {}\n", s.db_path);
 }
 
+// A process started by `launch` or `bench` (HS_PARENT_PID set) gets SIGTERM when that parent
+// dies, so that ranks never outlive a killed launcher or runner; a parent already gone (the race
+// between spawn and prctl) ends it at once.
+void die_with_parent() {
+  const char* parent = std::getenv("HS_PARENT_PID");
+  if (!parent) return;
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (std::to_string(::getppid()) != parent) {
+    fmt::print(stderr, "hybridscope: the process that started this one (pid {}) is gone; exiting\n", parent);
+    std::exit(1);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  die_with_parent();
   // LibTorch's large temporaries (attention scores, logits) would otherwise be mmap'ed and unmapped
   // on every op; keeping them in the heap cut a 1-thread decode step by ~20% on the demo model.
   mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
@@ -106,6 +125,14 @@ int main(int argc, char** argv) {
   hs::cli::MatrixArgs matrix_args;
   auto* matrix = hs::cli::add_matrix_command(app, matrix_args);
 
+  // bench, summary, compare
+  hs::cli::BenchArgs bench_args;
+  auto* bench_cmd = hs::cli::add_bench_command(app, bench_args);
+  hs::cli::SummaryArgs summary_args;
+  auto* summary_cmd = hs::cli::add_summary_command(app, summary_args);
+  hs::cli::CompareArgs compare_args;
+  auto* compare_cmd = hs::cli::add_compare_command(app, compare_args);
+
   // `launch [options] -- command...`: what follows `--` belongs to the ranks, untouched by parsing.
   int parse_argc = argc;
   if (argc > 1 && std::string(argv[1]) == "launch") {
@@ -125,6 +152,12 @@ int main(int argc, char** argv) {
     if (switch_bench->parsed()) return hs::cli::run_switch_bench(switch_bench_args);
     if (launch->parsed()) return hs::cli::run_launch(launch_args);
     if (matrix->parsed()) return hs::cli::run_matrix_plan(matrix_args);
+    if (bench_cmd->parsed()) {
+      bench_args.command_line = join_command_line(argc, argv);
+      return hs::cli::run_bench(bench_args);
+    }
+    if (summary_cmd->parsed()) return hs::cli::run_summary(summary_args);
+    if (compare_cmd->parsed()) return hs::cli::run_compare(compare_args);
     if (merge->parsed()) {
       const auto report = hs::probes::merge_rank_files(merge_db);
       for (const auto& line : report.messages) fmt::print("{}\n", line);

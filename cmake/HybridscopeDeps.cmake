@@ -11,11 +11,11 @@
 find_package(SQLite3 REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(Threads REQUIRED)
+find_package(fmt REQUIRED)  # reports formats its tables with it, with or without the trainer
 
 if(HS_BUILD_TRAINER)
   find_package(yaml-cpp REQUIRED)
   find_package(CLI11 REQUIRED)
-  find_package(fmt REQUIRED)
 
   if(NOT HS_PYTHON)
     if(DEFINED ENV{HS_PYTHON})

@@ -19,7 +19,8 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::set<std::string> kTopKeys = {"name",         "description",    "base",      "ranks", "repetitions",
-                                        "warmup_steps", "measured_steps", "overrides", "axes",  "baseline"};
+                                        "warmup_steps", "measured_steps", "overrides", "axes",  "baseline",
+                                        "scaling"};
 
 // A key of the spec, for messages: "bench/matrices/gpu.yaml: axes.shape".
 struct Where {
@@ -78,14 +79,57 @@ MatrixAxis read_axis(const std::string& name, const YAML::Node& node, const Wher
       const std::string value = scalar(node[i], Where{where.path, fmt::format("{}[{}]", where.key, i)});
       axis.levels.push_back({value, {checked_override(name + "=" + value, where)}});
     }
+  } else if (node.IsMap() && node["zip"]) {
+    // Zipped: every key's list has one value per level; level k applies the k-th value of each.
+    const YAML::Node zip = node["zip"];
+    for (const auto& item : node) {
+      const std::string key = item.first.Scalar();
+      if (key != "zip" && key != "names")
+        throw MatrixError(fmt::format("{}: unknown key '{}' in a zipped axis (it has zip and names)", where(), key));
+    }
+    if (!zip.IsMap() || zip.size() == 0)
+      throw MatrixError(where() + ".zip must map config keys to lists of equal length, e.g. "
+                                  "{ranks: [1, 2], actor_rollout_ref.rollout.tensor_model_parallel_size: [1, 2]}");
+    std::size_t count = 0;
+    std::vector<std::pair<std::string, std::vector<std::string>>> columns;
+    for (const auto& item : zip) {
+      const std::string key = item.first.Scalar();
+      const Where list_where{where.path, where.key + ".zip." + key};
+      if (!item.second.IsSequence()) throw MatrixError(list_where() + " must be a list of values");
+      std::vector<std::string> values;
+      for (std::size_t i = 0; i < item.second.size(); ++i)
+        values.push_back(scalar(item.second[i], Where{where.path, fmt::format("{}[{}]", list_where.key, i)}));
+      if (!columns.empty() && values.size() != count)
+        throw MatrixError(fmt::format("{} has {} values but {} has {}: zipped lists move together and must be "
+                                      "equally long", list_where(), values.size(), columns.front().first, count));
+      count = values.size();
+      columns.emplace_back(key, std::move(values));
+    }
+    std::vector<std::string> names;
+    if (node["names"]) {
+      const Where names_where{where.path, where.key + ".names"};
+      if (!node["names"].IsSequence() || node["names"].size() != count)
+        throw MatrixError(fmt::format("{} must be a list of {} level names, one per zipped value", names_where(), count));
+      for (std::size_t i = 0; i < count; ++i) names.push_back(scalar(node["names"][i], names_where));
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+      AxisLevel level;
+      for (const auto& [key, values] : columns) {
+        level.name += (level.name.empty() ? "" : "/") + values[i];
+        level.overrides.push_back(checked_override(key + "=" + values[i], where));
+      }
+      if (!names.empty()) level.name = names[i];
+      axis.levels.push_back(std::move(level));
+    }
   } else if (node.IsMap()) {
     for (const auto& level : node) {
       const std::string level_name = level.first.Scalar();
       axis.levels.push_back({level_name, override_list(level.second, Where{where.path, where.key + "." + level_name})});
     }
   } else {
-    throw MatrixError(where() + " must be a list of values of the key it names (data.train_batch_size: [32, 64]) "
-                                "or a map of named levels to override lists (shape: {small: [k=v, ...], ...})");
+    throw MatrixError(where() + " must be a list of values of the key it names (data.train_batch_size: [32, 64]), "
+                                "a map of named levels to override lists (shape: {small: [k=v, ...], ...}) "
+                                "or a zipped axis ({zip: {key: [...], key2: [...]}})");
   }
   if (axis.levels.empty()) throw MatrixError(where() + " has no levels");
   std::set<std::string> seen;
@@ -157,7 +201,54 @@ MatrixSpec load_matrix(const std::string& path) {
       spec.baseline[axis_name] = level;
     }
   }
+  if (root["scaling"]) {
+    if (!root["scaling"].IsMap()) throw MatrixError(path + ": 'scaling' must map rank axes to strong or weak");
+    for (const auto& item : root["scaling"]) {
+      const std::string axis_name = item.first.Scalar();
+      const Where where{path, "scaling." + axis_name};
+      const auto axis = std::find_if(spec.axes.begin(), spec.axes.end(),
+                                     [&](const MatrixAxis& a) { return a.name == axis_name; });
+      if (axis == spec.axes.end()) throw MatrixError(fmt::format("{}: scaling names axis '{}', which axes lacks", path, axis_name));
+      if (!axis->rank_axis())
+        throw MatrixError(fmt::format("{}: axis '{}' sets no ranks=N, so it has no scaling: only rank axes scale",
+                                      where(), axis_name));
+      const std::string kind = scalar(item.second, where);
+      if (kind != "strong" && kind != "weak")
+        throw MatrixError(fmt::format("{} = {}: must be strong (fixed global batch) or weak (fixed per-rank batch)",
+                                      where(), kind));
+      spec.scaling[axis_name] = kind == "weak" ? ScalingKind::kWeak : ScalingKind::kStrong;
+    }
+  }
   return spec;
+}
+
+bool MatrixAxis::rank_axis() const {
+  return std::any_of(levels.begin(), levels.end(), [](const AxisLevel& l) { return level_ranks(l) > 0; });
+}
+
+int MatrixAxis::level_ranks(const AxisLevel& level) {
+  int ranks = 0;
+  for (const auto& o : level.overrides)
+    if (o.rfind("ranks=", 0) == 0) ranks = std::stoi(o.substr(6));
+  return ranks;
+}
+
+const char* to_string(ScalingKind kind) { return kind == ScalingKind::kWeak ? "weak" : "strong"; }
+
+ScalingKind MatrixSpec::scaling_of(const std::string& axis) const {
+  const auto it = scaling.find(axis);
+  return it == scaling.end() ? ScalingKind::kStrong : it->second;
+}
+
+int MatrixSpec::reference_ranks(const MatrixAxis& axis) const {
+  const auto base = baseline.find(axis.name);
+  int smallest = 0;
+  for (const auto& level : axis.levels) {
+    const int n = MatrixAxis::level_ranks(level) > 0 ? MatrixAxis::level_ranks(level) : ranks;
+    if (base != baseline.end() && base->second == level.name) return n;
+    if (smallest == 0 || n < smallest) smallest = n;
+  }
+  return smallest;
 }
 
 std::vector<MatrixCell> expand_matrix(const MatrixSpec& spec) {
@@ -190,9 +281,30 @@ std::vector<MatrixCell> expand_matrix(const MatrixSpec& spec) {
       else
         config_overrides.push_back(o);
     }
+    // The config's world (trainer.nnodes x trainer.n_gpus_per_node) is the cell's rank count on
+    // one host, so that the validator checks the layout against the ranks the launcher starts.
+    config_overrides.push_back("trainer.nnodes=1");
+    config_overrides.push_back(fmt::format("trainer.n_gpus_per_node={}", cell.ranks));
     cell.overrides = config_overrides;
     try {
-      (void)hs::trainer::load_config(spec.base_config, config_overrides);
+      const auto config = hs::trainer::load_config(spec.base_config, config_overrides);
+      for (const auto& axis : spec.axes) {
+        if (!axis.rank_axis() || spec.scaling_of(axis.name) != ScalingKind::kWeak) continue;
+        // Weak scaling: the per-rank batch of the reference rank count N0, times N/N0 ranks.
+        const int n0 = spec.reference_ranks(axis);
+        auto scaled = [&](const char* key, int value) {
+          if ((value * cell.ranks) % n0 != 0)
+            throw hs::trainer::ConfigError(fmt::format(
+                "weak scaling along '{}': {} = {} x {}/{} ranks is not a whole number; choose rank counts that are "
+                "multiples of {}", axis.name, key, value, cell.ranks, n0, n0));
+          return fmt::format("{}={}", key, value * cell.ranks / n0);
+        };
+        cell.overrides.push_back(scaled("data.train_batch_size", config.data.train_batch_size));
+        cell.overrides.push_back(
+            scaled("actor_rollout_ref.actor.ppo_mini_batch_size", config.actor_rollout_ref.actor.ppo_mini_batch_size));
+        cell.overrides.push_back(scaled("critic.ppo_mini_batch_size", config.critic.ppo_mini_batch_size));
+        (void)hs::trainer::load_config(spec.base_config, cell.overrides);
+      }
     } catch (const std::exception& e) {
       cell.invalid_reason = e.what();
     }

@@ -8,11 +8,13 @@
 #include <utility>
 
 #include "hybridscope/probes/schema.h"
+#include "sqlite_query.h"
 
 namespace hs::reports {
 
 namespace schema = hs::probes::schema;
 using Kind = RunDatabaseError::Kind;
+using detail::Query;
 
 bool RunSummary::operator==(const RunSummary& o) const {
   return id == o.id && name == o.name && status == o.status && status_message == o.status_message &&
@@ -54,57 +56,6 @@ bool KvPoolSampleRow::operator==(const KvPoolSampleRow& o) const {
 
 namespace {
 
-// A prepared statement that finalizes itself; reads are one-shot, so nothing is cached.
-class Query {
- public:
-  Query(sqlite3* db, const std::string& sql, const std::string& path) : db_(db), path_(path) {
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr) != SQLITE_OK) fail("prepare");
-  }
-  ~Query() { sqlite3_finalize(stmt_); }
-  Query(const Query&) = delete;
-  Query& operator=(const Query&) = delete;
-
-  void bind(int index, std::int64_t value) { sqlite3_bind_int64(stmt_, index, value); }
-  /// Rewinds the statement to run it again with new bindings.
-  void reset() { sqlite3_reset(stmt_); }
-  /// Advances to the next row; false when done. Throws on an SQLite error.
-  bool next() {
-    const int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    fail("read");
-    return false;
-  }
-  std::int64_t int64(int col) const { return sqlite3_column_int64(stmt_, col); }
-  double real(int col) const { return sqlite3_column_double(stmt_, col); }
-  bool is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
-  std::optional<std::int64_t> opt_int64(int col) const {
-    return is_null(col) ? std::nullopt : std::optional<std::int64_t>(int64(col));
-  }
-  std::optional<double> opt_real(int col) const {
-    return is_null(col) ? std::nullopt : std::optional<double>(real(col));
-  }
-  std::string text(int col) const {
-    const auto* p = sqlite3_column_text(stmt_, col);
-    return p ? std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)))
-             : std::string();
-  }
-
- private:
-  [[noreturn]] void fail(const char* what) const {
-    const int code = sqlite3_errcode(db_);
-    const std::string message = sqlite3_errmsg(db_);
-    if (code == SQLITE_NOTADB)
-      throw RunDatabaseError(Kind::kNotADatabase, path_ + " is not an SQLite database (" + message +
-                                                      "): pass the .sqlite file that `hybridscope train --db` wrote");
-    throw RunDatabaseError(Kind::kQuery, "cannot " + std::string(what) + " " + path_ + ": " + message);
-  }
-
-  sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-  const std::string& path_;
-};
-
 std::string run_columns() {
   return "SELECT id, name, status, status_message, host, command_line, hybridscope_version, world_size, "
          "start_unix_ns, end_unix_ns, clock_offset_ns FROM " +
@@ -129,12 +80,6 @@ RunSummary read_run(const Query& q) {
 
 }  // namespace
 
-struct RunDatabase::Impl {
-  sqlite3* db = nullptr;
-  ~Impl() {
-    if (db) sqlite3_close_v2(db);
-  }
-};
 
 RunDatabase::RunDatabase(const std::string& path) : impl_(std::make_unique<Impl>()), path_(path) {
   std::error_code ec;

@@ -160,6 +160,70 @@ struct RuntimeApiRow {
   std::int64_t end_ns = 0;
 };
 
+/// One row of `matrices` (a benchmark matrix, `hybridscope bench`).
+struct MatrixRow {
+  std::int64_t id = 0;
+  std::string name;
+  std::string spec_path;
+  std::string base_config;
+  int repetitions = 1;
+  int warmup_steps = 0;
+  int measured_steps = 1;
+  std::string command_line;
+  std::int64_t start_unix_ns = 0;
+  std::optional<std::int64_t> end_unix_ns;
+  std::string status;  // running | completed | interrupted | killed
+};
+
+/// One row of `matrix_axes`.
+struct MatrixAxisRow {
+  int axis_index = 0;
+  std::string name;
+  bool rank_axis = false;
+  std::string scaling;         // strong | weak on a rank axis; empty otherwise
+  std::string baseline_level;  // empty: none named
+};
+
+/// One row of `matrix_cells`.
+struct MatrixCellRow {
+  std::int64_t id = 0;
+  int cell_index = 0;
+  std::string name;
+  std::vector<std::string> levels;     // one per axis
+  std::vector<std::string> overrides;  // key=value in the order they apply
+  int ranks = 1;
+  bool baseline = false;
+  std::string invalid_reason;  // empty: valid
+};
+
+/// One row of `matrix_runs`: a repetition of a cell and the environment it ran in.
+struct MatrixRunRow {
+  std::int64_t id = 0;
+  std::int64_t cell_id = 0;
+  int repetition = 0;
+  std::optional<std::int64_t> run_id;
+  std::string status;  // running | completed | failed | interrupted
+  std::string error;
+  std::string log_path;
+  std::string host;
+  std::string cpu_model;
+  int num_cpus = 0;
+  double load_avg_before = 0.0;
+  std::optional<double> load_avg_after;
+  std::string torch_version;
+  std::string hybridscope_version;
+  std::string hybridscope_commit;
+  std::string thread_settings;
+};
+
+/// The worst fragmentation ratios of a run's memory samples (docs/schema.md); absent where no
+/// sample carried the ratio (the CPU's tracking allocator has no reserved pool).
+struct FragmentationPeak {
+  std::optional<double> reserved_slack;
+  std::optional<double> split_fragmentation;
+  std::optional<double> external_fragmentation;
+};
+
 class RunDatabase {
  public:
   /// Opens `path` read-only and checks the schema version. Throws RunDatabaseError (kMissingFile,
@@ -199,6 +263,21 @@ class RunDatabase {
   std::vector<GpuActivityRow> gpu_activity(std::int64_t run_id) const;
   /// CUDA runtime API calls of a run ordered by rank, start_ns.
   std::vector<RuntimeApiRow> runtime_api(std::int64_t run_id) const;
+
+  /// A resolved config key of a run (`config` table), e.g. "data.train_batch_size"; nullopt when absent.
+  std::optional<std::string> config_value(std::int64_t run_id, const std::string& key) const;
+  /// The worst fragmentation ratios of the run's memory samples on steps >= min_step.
+  FragmentationPeak worst_fragmentation(std::int64_t run_id, std::int64_t min_step) const;
+
+  /// Benchmark matrices (`hybridscope bench`), by id; empty for a file of plain runs.
+  std::vector<MatrixRow> matrices() const;
+  /// The matrix with this id; throws kUnknownRun naming the ids the file holds.
+  MatrixRow matrix(std::int64_t matrix_id) const;
+  std::vector<MatrixAxisRow> matrix_axes(std::int64_t matrix_id) const;
+  /// Cells by cell_index.
+  std::vector<MatrixCellRow> matrix_cells(std::int64_t matrix_id) const;
+  /// Every repetition recorded (every attempt), by id.
+  std::vector<MatrixRunRow> matrix_runs(std::int64_t matrix_id) const;
 
  private:
   struct Impl;

@@ -20,9 +20,9 @@
 namespace hs::probes::schema {
 
 /// PRAGMA user_version of databases this build writes.
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 /// Oldest version opened files are upgraded from in place (kMigrateToV2, kMigrateToV4,
-/// kMigrateToV5*; v3 and v4 also add tables, which create_statements() creates); older or newer
+/// kMigrateToV5*; v3, v4 and v6 also add tables, which create_statements() creates); older or newer
 /// ones are refused.
 inline constexpr int kOldestMigratableVersion = 1;
 
@@ -50,6 +50,12 @@ inline constexpr const char* kCorrelationRanges = "correlation_ranges";
 inline constexpr const char* kCuptiOverhead = "cupti_overhead";
 inline constexpr const char* kCollectorStats = "collector_stats";
 inline constexpr const char* kRanks = "ranks";
+// v6: benchmark matrices (`hybridscope bench`): the spec, its cells and every run of a cell, with
+// the environment it ran in. The runs themselves are ordinary runs of this file.
+inline constexpr const char* kMatrices = "matrices";
+inline constexpr const char* kMatrixAxes = "matrix_axes";
+inline constexpr const char* kMatrixCells = "matrix_cells";
+inline constexpr const char* kMatrixRuns = "matrix_runs";
 
 /// SQLite column types (the declared type, as PRAGMA table_info reports it).
 inline constexpr const char* kInteger = "INTEGER";
@@ -406,6 +412,68 @@ inline constexpr Column kRanksColumns[] = {
     {"dropped_records", kInteger, kNotNull, nullptr, "0"},
     {"write_errors", kInteger, kNotNull, nullptr, "0"},  // v5
 };
+// v6: benchmark matrices.
+inline constexpr Column kMatricesColumns[] = {
+    {"id", kInteger, kPrimaryKey | kAutoId},
+    {"name", kText, kNotNull},
+    {"spec_path", kText, kNotNull},
+    {"spec_yaml", kText, kNotNull},       // the spec file's text as it was run
+    {"base_config", kText, kNotNull},
+    {"repetitions", kInteger, kNotNull},
+    {"warmup_steps", kInteger, kNotNull},
+    {"measured_steps", kInteger, kNotNull},
+    {"command_line", kText, kNotNull},
+    {"start_unix_ns", kInteger, kNotNull},
+    {"end_unix_ns", kInteger, 0},
+    {"status", kText, kNotNull, nullptr, nullptr, "status IN ('running', 'completed', 'interrupted', 'killed')"},
+};
+inline constexpr Column kMatrixAxesColumns[] = {
+    {"matrix_id", kInteger, kNotNull, kMatrices},
+    {"axis_index", kInteger, kNotNull},  // 0-based, spec order (the first varies slowest)
+    {"name", kText, kNotNull},
+    {"rank_axis", kInteger, kNotNull},   // 1 when its levels set the cell's rank count
+    {"scaling", kText, 0, nullptr, nullptr, "scaling IN ('strong', 'weak')"},  // rank axes only
+    {"baseline_level", kText, 0},        // the spec's baseline level on this axis; NULL: none named
+};
+inline constexpr Column kMatrixCellsColumns[] = {
+    {"id", kInteger, kPrimaryKey | kAutoId},
+    {"matrix_id", kInteger, kNotNull, kMatrices},
+    {"cell_index", kInteger, kNotNull},  // 0-based, expansion order
+    {"name", kText, kNotNull},           // "ranks=2,hybridscope.reshard.mode=hybrid"
+    {"levels_json", kText, kNotNull},    // ["2", "hybrid"]: one level name per axis, axis order
+    {"overrides_json", kText, kNotNull},  // every key=value override, in the order they apply
+    {"ranks", kInteger, kNotNull},
+    {"baseline", kInteger, kNotNull},
+    {"invalid_reason", kText, 0},        // NULL: valid; else the validator's refusal (not run)
+};
+inline constexpr Index kMatrixCellsIndexes[] = {
+    {"matrix_cells_by_matrix", "matrix_id, cell_index"},
+};
+inline constexpr Column kMatrixRunsColumns[] = {
+    {"id", kInteger, kPrimaryKey | kAutoId},
+    {"matrix_id", kInteger, kNotNull, kMatrices},
+    {"cell_id", kInteger, kNotNull, kMatrixCells},
+    {"repetition", kInteger, kNotNull},  // 1-based
+    {"run_id", kInteger, 0, kRuns},      // NULL when the cell failed before its run was recorded
+    {"status", kText, kNotNull, nullptr, nullptr, "status IN ('running', 'completed', 'failed', 'interrupted')"},
+    {"error", kText, 0},                 // what failed: exit status and the last lines of the log
+    {"log_path", kText, kNotNull},
+    {"start_unix_ns", kInteger, kNotNull},
+    {"end_unix_ns", kInteger, 0},
+    // The environment the run ran in.
+    {"host", kText, kNotNull},
+    {"cpu_model", kText, kNotNull},
+    {"num_cpus", kInteger, kNotNull},
+    {"load_avg_before", kReal, kNotNull},  // 1-minute load average (/proc/loadavg)
+    {"load_avg_after", kReal, 0},
+    {"torch_version", kText, kNotNull},
+    {"hybridscope_version", kText, kNotNull},
+    {"hybridscope_commit", kText, kNotNull},  // git describe of the build; "unknown" outside git
+    {"thread_settings", kText, kNotNull},     // OMP_NUM_THREADS=1 OMP_WAIT_POLICY=... hybridscope.num_threads=...
+};
+inline constexpr Index kMatrixRunsIndexes[] = {
+    {"matrix_runs_by_matrix", "matrix_id, cell_id, repetition"},
+};
 
 inline constexpr Table kRunsTable{kRuns, kRunsColumns, nullptr, false};
 inline constexpr Table kConfigTable{kConfig, kConfigColumns, "run_id, key", true};
@@ -430,6 +498,10 @@ inline constexpr Table kCorrelationRangesTable{kCorrelationRanges, kCorrelationR
 inline constexpr Table kCuptiOverheadTable{kCuptiOverhead, kCuptiOverheadColumns, nullptr, false, kCuptiOverheadIndexes};
 inline constexpr Table kCollectorStatsTable{kCollectorStats, kCollectorStatsColumns, nullptr, false, kCollectorStatsIndexes};
 inline constexpr Table kRanksTable{kRanks, kRanksColumns, "run_id, rank", true};
+inline constexpr Table kMatricesTable{kMatrices, kMatricesColumns, nullptr, false};
+inline constexpr Table kMatrixAxesTable{kMatrixAxes, kMatrixAxesColumns, "matrix_id, axis_index", true};
+inline constexpr Table kMatrixCellsTable{kMatrixCells, kMatrixCellsColumns, nullptr, false, kMatrixCellsIndexes};
+inline constexpr Table kMatrixRunsTable{kMatrixRuns, kMatrixRunsColumns, nullptr, false, kMatrixRunsIndexes};
 inline constexpr const Table* kTables[] = {
     &kRunsTable,
     &kConfigTable,
@@ -453,7 +525,11 @@ inline constexpr const Table* kTables[] = {
     &kCorrelationRangesTable,
     &kCuptiOverheadTable,
     &kCollectorStatsTable,
-    &kRanksTable};
+    &kRanksTable,
+    &kMatricesTable,
+    &kMatrixAxesTable,
+    &kMatrixCellsTable,
+    &kMatrixRunsTable};
 
 /// The description of `name`; nullptr for a table this schema does not have.
 inline const Table* find_table(const char* name) {

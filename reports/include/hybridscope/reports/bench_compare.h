@@ -1,0 +1,57 @@
+// bench_compare.h — `hybridscope compare OLD.sqlite NEW.sqlite`: what changed between two
+// benchmark databases, with significance (docs/benchmarks.md, "Compare").
+//
+// Two matrices: cells are matched by their overrides (and rank count; the step count is left out
+// so that a longer run still matches); each metric's samples are the per-repetition values. Two
+// files of plain runs: the last run of each, and the samples are its measured steps (step_s) or
+// switches (switch_s). For each metric: change = (new − old)/|old| of the medians and a two-sided
+// Mann–Whitney U test (alpha 0.05, fewer than 9 samples a side flagged unreliable), as Google
+// Benchmark's compare.py; for step times also MLPerf's trimmed mean.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hybridscope/reports/run_database.h"
+#include "hybridscope/reports/statistics.h"
+
+namespace hs::reports {
+
+struct MetricComparison {
+  std::string metric;
+  Spread old_values, new_values;
+  double change = 0.0;            // (new − old)/|old| of the medians; NaN when old is 0
+  std::optional<MannWhitney> test;  // absent when a side has no samples
+  bool significant = false;       // p < kAlpha
+  bool worse = false;             // the change goes against the metric's better direction
+  std::optional<double> old_trimmed_mean, new_trimmed_mean;  // step_s only
+};
+
+struct CellComparison {
+  std::string name;  // the new cell's name (or the run's)
+  std::vector<MetricComparison> metrics;
+};
+
+struct Comparison {
+  std::string old_path, new_path;
+  std::string mode;  // "matrix" | "run"
+  std::string old_label, new_label;  // "matrix 3 'demo'" / "run 7"
+  std::vector<CellComparison> cells;
+  std::vector<std::string> only_old, only_new;  // cells without a partner
+};
+
+/// Compares the newest matrices of both files, or their last runs when either holds no matrix.
+/// Throws RunDatabaseError when a file holds neither.
+Comparison compare_databases(const RunDatabase& old_db, const RunDatabase& new_db);
+
+/// The table: per cell and metric, old and new medians, change, p-value and a verdict.
+std::string format_comparison(const Comparison& comparison);
+nlohmann::json comparison_json(const Comparison& comparison);
+
+/// Cells whose step time got significantly slower by more than `percent` (the --fail-if-slower gate).
+std::vector<std::string> significant_slowdowns(const Comparison& comparison, double percent);
+
+}  // namespace hs::reports

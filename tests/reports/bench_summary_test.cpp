@@ -1,0 +1,142 @@
+// bench_summary_test.cpp — a matrix's summary and the comparison of two matrices, on databases
+// with known numbers (tests/matrix_db.h): medians and spreads over repetitions, the warm-up left
+// out, strong and weak scaling efficiency computed here by hand, and compare's verdict on a
+// constructed regression and on noise.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "../matrix_db.h"
+#include "../test_db.h"
+#include "hybridscope/reports/bench_compare.h"
+#include "hybridscope/reports/bench_summary.h"
+
+using namespace hs::reports;
+using hs::test::SyntheticCell;
+
+namespace {
+
+const std::vector<hs::probes::MatrixAxisRecord> kRankAxis(const std::string& scaling) {
+  return {{"world", true, scaling, "1"}, {"mode", false, "", ""}};
+}
+
+}  // namespace
+
+TEST(BenchSummary, MediansSpreadsAndStrongScalingAgainstTheReferenceCell) {
+  const auto path = hs::test::temp_db("bench_summary", "strong.sqlite");
+  // world 1: 10, 12, 11 s; world 2: 6, 7, 6.5 s; world 4: 4, 5, 4.5 s (one mode level).
+  const auto id = hs::test::write_matrix_db(
+      path, "m", kRankAxis("strong"),
+      {{{"1", "naive"}, {"a=1"}, 1, {10, 12, 11}, 1000}, {{"2", "naive"}, {"a=1"}, 2, {6, 7, 6.5}, 1000},
+       {{"4", "naive"}, {"a=1"}, 4, {4, 5, 4.5}, 1000}});
+  const RunDatabase db(path);
+  const auto s = summarize_matrix(db, id, 0.05);
+  ASSERT_EQ(s.cells.size(), 3u);
+  const auto& one = s.cells[0].metrics.at("step_s");
+  EXPECT_EQ(one.n, 3u);
+  EXPECT_DOUBLE_EQ(one.median, 11.0) << "the 10 s warm-up step is left out";
+  EXPECT_DOUBLE_EQ(one.min, 10.0);
+  EXPECT_DOUBLE_EQ(one.max, 12.0);
+  EXPECT_NEAR(one.cv, 1.0 / 11.0, 1e-12) << "sample stddev of {10,11,12} is 1";
+  EXPECT_TRUE(s.cells[0].noisy) << "CV 9% > 5%";
+  // tokens/s of one run at world 4, median 4.5 s: 1000/4.5; per rank /4.
+  EXPECT_NEAR(s.cells[2].metrics.at("tokens_per_s").median, 1000.0 / 4.5, 1e-9);
+  EXPECT_NEAR(s.cells[2].metrics.at("tokens_per_s_per_rank").median, 1000.0 / 4.5 / 4, 1e-9);
+  EXPECT_NEAR(s.cells[2].metrics.at("share/gen").median, 0.5, 1e-12);
+  // Strong scaling from medians: S = 11/6.5, E = 11/(2*6.5); S = 11/4.5, E = 11/(4*4.5).
+  ASSERT_EQ(s.cells[1].scaling.size(), 1u);
+  EXPECT_EQ(s.cells[1].scaling[0].reference_cell, 0);
+  EXPECT_NEAR(s.cells[1].scaling[0].speedup, 1.6923076923076923, 1e-12);
+  EXPECT_NEAR(s.cells[1].scaling[0].efficiency, 0.8461538461538461, 1e-12);
+  EXPECT_NEAR(s.cells[2].scaling[0].speedup, 2.4444444444444446, 1e-12);
+  EXPECT_NEAR(s.cells[2].scaling[0].efficiency, 0.6111111111111112, 1e-12);
+  // Throughput form with equal tokens per step equals the strong time form.
+  EXPECT_NEAR(s.cells[2].scaling[0].throughput_efficiency, 0.6111111111111112, 1e-12);
+  EXPECT_NEAR(s.cells[0].scaling[0].efficiency, 1.0, 1e-12);
+  const std::string table = format_summary(s);
+  EXPECT_NE(table.find("61%"), std::string::npos) << table;
+  EXPECT_NE(table.find("noisy"), std::string::npos) << table;
+  const auto csv = summary_csv(s);
+  EXPECT_NE(csv.find("3,\"world=4,mode=naive\",step_s,3,4.5,4,5,"), std::string::npos) << csv;
+  EXPECT_EQ(summary_json(s)["cells"][2]["scaling"][0]["kind"], "strong");
+}
+
+TEST(BenchSummary, WeakScalingIsTheTimeRatioAndEachModeHasItsOwnReference) {
+  const auto path = hs::test::temp_db("bench_summary", "weak.sqlite");
+  // Weak: twice the tokens at twice the ranks. naive: 10 -> 12.5 s (E 0.8); hybrid: 8 -> 8 s (E 1).
+  const auto id = hs::test::write_matrix_db(
+      path, "w", kRankAxis("weak"),
+      {{{"1", "naive"}, {"m=naive"}, 1, {10}, 1000}, {{"1", "hybrid"}, {"m=hybrid"}, 1, {8}, 1000},
+       {{"2", "naive"}, {"m=naive"}, 2, {12.5}, 2000}, {{"2", "hybrid"}, {"m=hybrid"}, 2, {8}, 2000}});
+  const RunDatabase db(path);
+  const auto s = summarize_matrix(db, id);
+  ASSERT_EQ(s.cells[2].scaling.size(), 1u);
+  EXPECT_EQ(s.cells[2].scaling[0].reference_cell, 0);
+  EXPECT_NEAR(s.cells[2].scaling[0].efficiency, 0.8, 1e-12);
+  EXPECT_NEAR(s.cells[2].scaling[0].speedup, 2 * 10 / 12.5, 1e-12) << "throughput ratio";
+  EXPECT_EQ(s.cells[3].scaling[0].reference_cell, 1) << "hybrid at 2 ranks against hybrid at 1";
+  EXPECT_NEAR(s.cells[3].scaling[0].efficiency, 1.0, 1e-12);
+  // Throughput form: (2000/12.5) / (2 * 1000/10) = 0.8.
+  EXPECT_NEAR(s.cells[2].scaling[0].throughput_efficiency, 0.8, 1e-12);
+}
+
+namespace {
+
+// Ten repetitions spread evenly around `mean` (±4.5% in 1% steps), plus `offset`.
+std::vector<double> repetitions(double mean, double offset = 0.0) {
+  std::vector<double> out;
+  for (int i = 0; i < 10; ++i) out.push_back(mean * (1.0 + 0.01 * (i - 4.5)) + offset);
+  return out;
+}
+
+std::vector<SyntheticCell> two_cells(std::vector<double> a, std::vector<double> b) {
+  return {{{"1", "naive"}, {"m=naive"}, 1, std::move(a), 1000}, {{"1", "hybrid"}, {"m=hybrid"}, 1, std::move(b), 1000}};
+}
+
+}  // namespace
+
+TEST(BenchCompare, AConstructedRegressionIsSignificantAndNoiseIsNot) {
+  const auto axes = kRankAxis("strong");
+  const auto old_path = hs::test::temp_db("bench_compare", "old.sqlite");
+  const auto slow_path = hs::test::temp_db("bench_compare", "slow.sqlite");
+  const auto noise_path = hs::test::temp_db("bench_compare", "noise.sqlite");
+  hs::test::write_matrix_db(old_path, "m", axes, two_cells(repetitions(1.0), repetitions(2.0)));
+  // New: the hybrid cell 15% slower; the naive cell's times interleave the old ones (noise: each
+  // new time half a spacing above an old one).
+  hs::test::write_matrix_db(slow_path, "m", axes, two_cells(repetitions(1.0, 0.005), repetitions(2.3)));
+  hs::test::write_matrix_db(noise_path, "m", axes, two_cells(repetitions(1.0, 0.005), repetitions(2.0, -0.01)));
+  const RunDatabase old_db(old_path), slow_db(slow_path), noise_db(noise_path);
+
+  const auto slow = compare_databases(old_db, slow_db);
+  EXPECT_EQ(slow.mode, "matrix");
+  ASSERT_EQ(slow.cells.size(), 2u) << "cells matched by their overrides";
+  const auto& hybrid = slow.cells[1].metrics[0];
+  ASSERT_EQ(hybrid.metric, "step_s");
+  EXPECT_TRUE(hybrid.significant);
+  EXPECT_TRUE(hybrid.worse);
+  EXPECT_TRUE(hybrid.test->reliable) << "10 repetitions a side";
+  EXPECT_NEAR(hybrid.change, 0.15, 1e-9);
+  // 10 v 10 with no overlap: the exact two-sided p is 2/C(20,10).
+  EXPECT_NEAR(hybrid.test->p_value, 2.0 / 184756.0, 1e-12);
+  ASSERT_TRUE(hybrid.old_trimmed_mean.has_value());
+  EXPECT_EQ(significant_slowdowns(slow, 5.0).size(), 1u);
+  EXPECT_TRUE(significant_slowdowns(slow, 30.0).empty()) << "15% is below a 30% gate";
+  EXPECT_FALSE(slow.cells[0].metrics[0].significant) << "the unchanged cell";
+  EXPECT_GT(slow.cells[0].metrics[0].test->p_value, 0.5);
+
+  const auto noise = compare_databases(old_db, noise_db);
+  EXPECT_TRUE(significant_slowdowns(noise, 0.0).empty()) << format_comparison(noise);
+  EXPECT_NE(format_comparison(slow).find("WORSE"), std::string::npos);
+}
+
+TEST(BenchCompare, CellsWithoutAPartnerAreNamed) {
+  const auto axes = kRankAxis("strong");
+  const auto a = hs::test::temp_db("bench_compare", "a.sqlite");
+  const auto b = hs::test::temp_db("bench_compare", "b.sqlite");
+  hs::test::write_matrix_db(a, "m", axes, {{{"1", "naive"}, {"m=naive"}, 1, {1, 1.1}, 1000}});
+  hs::test::write_matrix_db(b, "m", axes, {{{"1", "hybrid"}, {"m=hybrid"}, 1, {1, 1.1}, 1000}});
+  const auto c = compare_databases(RunDatabase(a), RunDatabase(b));
+  EXPECT_TRUE(c.cells.empty());
+  EXPECT_EQ(c.only_old, std::vector<std::string>{"world=1,mode=naive"});
+  EXPECT_EQ(c.only_new, std::vector<std::string>{"world=1,mode=hybrid"});
+}
