@@ -1,5 +1,6 @@
 # hybridscope — the two commands a new user needs:
-#   make demo   installs what is missing, builds, and runs the GRPO demo (SQLite run database)
+#   make demo   installs what is missing, builds, and runs the demo benchmark matrix on CPU ranks
+#               (1/2/4 ranks x naive/hybrid resharding) into one SQLite database, with its summary
 #   make test   installs what is missing, builds, and runs the test suites
 # Everything else: `make help`.
 
@@ -8,17 +9,21 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 HYBRIDSCOPE := $(BUILD_DIR)/cli/hybridscope
-DEMO_DB ?= out/demo.sqlite
+DEMO_DB ?= out/bench.sqlite
+DEMO_MATRIX ?= bench/matrices/demo-cpu.yaml
+LEARN_DB ?= out/demo.sqlite
 STANDALONE_DIR ?= build/standalone
 
-.PHONY: help deps configure build test test-standalone demo demo-ppo bench clean
+.PHONY: help deps configure build test test-standalone demo demo-learn demo-ppo bench comm-bench clean
 
 help:
-	@echo "make demo      install deps, build, run the GRPO demo (about 10 min on 2 cores) -> $(DEMO_DB)"
+	@echo "make demo      install deps, build, run the demo matrix (1/2/4 ranks x naive/hybrid, about 6-10 min on 2 cores) -> $(DEMO_DB)"
+	@echo "make demo-learn  the GRPO learning demo: 200 steps, held-out accuracy before/after (about 10 min) -> $(LEARN_DB)"
 	@echo "make test      install deps, build, run every test (ctest)"
 	@echo "make test-standalone  probes + reports alone, no LibTorch (-DHS_BUILD_TRAINER=OFF) -> $(STANDALONE_DIR)"
 	@echo "make demo-ppo  the same task with PPO (GAE + critic) -> out/demo-ppo.sqlite"
-	@echo "make bench     micro-benchmarks (GEMM, rollout, training step) -> out/bench.json"
+	@echo "make bench     micro-benchmarks (GEMM, rollout, training step) -> out/micro-bench.json"
+	@echo "make comm-bench  Gloo collectives on 2 and 4 real ranks (algbw, busbw) -> out/comm-bench.json"
 	@echo "make build     configure and build only ($(BUILD_DIR))"
 	@echo "make clean     remove $(BUILD_DIR) and out/"
 
@@ -44,14 +49,21 @@ test-standalone:
 	cd $(STANDALONE_DIR) && ctest --output-on-failure -j 1
 
 demo: build
-	$(HYBRIDSCOPE) train --config configs/demo_grpo.yaml --db $(DEMO_DB) trainer.resume_mode=disable
+	$(HYBRIDSCOPE) bench $(DEMO_MATRIX) --db $(DEMO_DB) --json out/bench-summary.json --csv out/bench-summary.csv
+
+demo-learn: build
+	$(HYBRIDSCOPE) train --config configs/demo_grpo.yaml --db $(LEARN_DB) trainer.resume_mode=disable
 
 demo-ppo: build
 	$(HYBRIDSCOPE) train --config configs/demo_ppo.yaml --db out/demo-ppo.sqlite trainer.resume_mode=disable
 
 bench: build
 	@mkdir -p out
-	$(BUILD_DIR)/bench/hs_micro_bench --benchmark_out=out/bench.json --benchmark_out_format=json
+	$(BUILD_DIR)/bench/hs_micro_bench --benchmark_out=out/micro-bench.json --benchmark_out_format=json
+
+comm-bench: build
+	@mkdir -p out
+	$(BUILD_DIR)/bench/hs_comm_bench --ranks 2,4 --benchmark_out=out/comm-bench.json --benchmark_out_format=json
 
 clean:
 	rm -rf $(BUILD_DIR) $(STANDALONE_DIR) out

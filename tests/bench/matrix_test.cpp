@@ -12,6 +12,7 @@
 
 #include "../remove_tree.h"
 #include "hybridscope/bench/matrix.h"
+#include "hybridscope/trainer/config/config.h"
 
 namespace fs = std::filesystem;
 using namespace hs::bench;
@@ -25,7 +26,7 @@ class MatrixTest : public ::testing::Test {
     fs::create_directories(dir_);
     std::ofstream(dir_ / "base.yaml") << "data:\n  train_batch_size: 8\nactor_rollout_ref:\n  actor:\n"
                                          "    ppo_mini_batch_size: 4\n    ppo_micro_batch_size_per_gpu: 4\ncritic:\n"
-                                         "  ppo_mini_batch_size: 4\n";
+                                         "  ppo_mini_batch_size: 4\nalgorithm:\n  adv_estimator: remax\n";
   }
   void TearDown() override { hs::test::remove_tree(dir_); }
   std::string spec(const std::string& text) {
@@ -80,14 +81,103 @@ baseline: {size: small, actor_rollout_ref.rollout.n: 1}
   EXPECT_EQ(cells[1].overrides,
             (std::vector<std::string>{"trainer.test_freq=-1", "trainer.total_training_steps=5",
                                       "hybridscope.model.hidden_size=64", "hybridscope.model.intermediate_size=128",
-                                      "actor_rollout_ref.rollout.n=2"}));
+                                      "actor_rollout_ref.rollout.n=2", "trainer.nnodes=1", "trainer.n_gpus_per_node=2"}))
+      << "the world the validator checks is the cell's rank count on one host";
   EXPECT_EQ(cells[0].ranks, 2) << "the spec's ranks";
   EXPECT_EQ(cells[3].ranks, 4) << "a level's ranks=N wins, and is no config override";
-  EXPECT_EQ(cells[3].overrides.size(), 4u);
+  EXPECT_EQ(cells[3].overrides.size(), 6u);
   EXPECT_EQ(cell_command(s, cells[3], "hs"),
             "hs launch -n 4 -- train --config " + s.base_config +
                 " --no-progress --db out/matrix/grid/cell4.sqlite trainer.test_freq=-1 trainer.total_training_steps=5 "
-                "hybridscope.model.hidden_size=256 actor_rollout_ref.rollout.n=1");
+                "hybridscope.model.hidden_size=256 actor_rollout_ref.rollout.n=1 trainer.nnodes=1 "
+                "trainer.n_gpus_per_node=4");
+}
+
+TEST_F(MatrixTest, ZippedAxesMoveTogetherAndRankAxesScaleStrongOrWeak) {
+  const auto path = spec(R"(
+base: base.yaml
+axes:
+  world:
+    zip:
+      ranks: [1, 2, 4]
+      actor_rollout_ref.rollout.tensor_model_parallel_size: [1, 1, 2]
+  data.max_response_length: [4, 8]
+scaling: {world: weak}
+baseline: {world: 4/2/4}
+)");
+  EXPECT_NE(refusal(path).find("baseline.world = 4/2/4"), std::string::npos) << refusal(path);
+  const auto weak = load_matrix(spec(R"(
+base: base.yaml
+axes:
+  world:
+    zip:
+      ranks: [1, 2, 4]
+      actor_rollout_ref.rollout.tensor_model_parallel_size: [1, 1, 2]
+  data.max_response_length: [4, 8]
+scaling: {world: weak}
+)"));
+  ASSERT_EQ(weak.axes.size(), 2u);
+  EXPECT_TRUE(weak.axes[0].rank_axis());
+  EXPECT_FALSE(weak.axes[1].rank_axis());
+  EXPECT_EQ(weak.scaling_of("world"), ScalingKind::kWeak);
+  EXPECT_EQ(weak.reference_ranks(weak.axes[0]), 1) << "no baseline: the fewest ranks";
+  const auto cells = expand_matrix(weak);
+  ASSERT_EQ(cells.size(), 6u) << "3 zipped levels x 2";
+  EXPECT_EQ(cells[4].name, "world=4/2,data.max_response_length=4");
+  EXPECT_EQ(cells[4].ranks, 4);
+  // Weak scaling: the base's 8 prompts and mini-batches of 4 per rank at N0 = 1, times 4 ranks.
+  const auto& o = cells[4].overrides;
+  auto has = [&](const std::string& x) { return std::find(o.begin(), o.end(), x) != o.end(); };
+  EXPECT_TRUE(has("actor_rollout_ref.rollout.tensor_model_parallel_size=2"));
+  EXPECT_TRUE(has("data.train_batch_size=32")) << ::testing::PrintToString(o);
+  EXPECT_TRUE(has("actor_rollout_ref.actor.ppo_mini_batch_size=16"));
+  EXPECT_TRUE(has("critic.ppo_mini_batch_size=16"));
+  EXPECT_TRUE(has("trainer.n_gpus_per_node=4"));
+  for (const auto& c : cells) EXPECT_TRUE(c.valid()) << c.name << ": " << c.invalid_reason;
+
+  // Strong scaling (the default) keeps the global batch.
+  const auto strong = expand_matrix(load_matrix(spec(R"(
+base: base.yaml
+axes:
+  world: {zip: {ranks: [1, 2]}, names: [one, two]}
+)")));
+  ASSERT_EQ(strong.size(), 2u);
+  EXPECT_EQ(strong[1].name, "world=two");
+  for (const auto& x : strong[1].overrides) EXPECT_EQ(x.find("data.train_batch_size"), std::string::npos) << x;
+
+  EXPECT_NE(refusal(spec("base: base.yaml\naxes:\n  w: {zip: {ranks: [1, 2], data.seed: [1]}}\n")).find("equally long"),
+            std::string::npos);
+  EXPECT_NE(refusal(spec("base: base.yaml\naxes:\n  a: [1]\nscaling: {a: weak}\n")).find("only rank axes scale"),
+            std::string::npos);
+  EXPECT_NE(refusal(spec("base: base.yaml\naxes:\n  w: {zip: {ranks: [1]}}\nscaling: {w: linear}\n")).find("strong"),
+            std::string::npos);
+}
+
+// An invalid cell's reason is the config loader's message word for word: what `hybridscope train`
+// prints for the same overrides (tests/trainer/config/config_refusal_test.cpp ties that message to
+// the trainer's own refusal).
+TEST_F(MatrixTest, AnInvalidCellsReasonIsTheValidatorsMessage) {
+  const auto s = load_matrix(spec(R"(
+base: base.yaml
+axes:
+  world:
+    zip:
+      ranks: [2, 3]
+      actor_rollout_ref.rollout.tensor_model_parallel_size: [2, 2]
+)"));
+  const auto cells = expand_matrix(s);
+  ASSERT_EQ(cells.size(), 2u);
+  EXPECT_TRUE(cells[0].valid()) << cells[0].invalid_reason;
+  ASSERT_FALSE(cells[1].valid());
+  std::string expected;
+  try {
+    hs::trainer::load_config(s.base_config, cells[1].overrides);
+  } catch (const hs::trainer::ConfigError& e) {
+    expected = e.what();
+  }
+  EXPECT_FALSE(expected.empty());
+  EXPECT_EQ(cells[1].invalid_reason, expected);
+  EXPECT_NE(expected.find("must divide the 3"), std::string::npos) << expected;
 }
 
 TEST_F(MatrixTest, ACellWhoseConfigDoesNotValidateIsKeptWithTheReason) {
