@@ -94,7 +94,7 @@ baseline: {size: small, actor_rollout_ref.rollout.n: 1}
 }
 
 TEST_F(MatrixTest, ZippedAxesMoveTogetherAndRankAxesScaleStrongOrWeak) {
-  const auto path = spec(R"(
+  const std::string weak_text = R"(
 base: base.yaml
 axes:
   world:
@@ -103,19 +103,10 @@ axes:
       actor_rollout_ref.rollout.tensor_model_parallel_size: [1, 1, 2]
   data.max_response_length: [4, 8]
 scaling: {world: weak}
-baseline: {world: 4/2/4}
-)");
-  EXPECT_NE(refusal(path).find("baseline.world = 4/2/4"), std::string::npos) << refusal(path);
-  const auto weak = load_matrix(spec(R"(
-base: base.yaml
-axes:
-  world:
-    zip:
-      ranks: [1, 2, 4]
-      actor_rollout_ref.rollout.tensor_model_parallel_size: [1, 1, 2]
-  data.max_response_length: [4, 8]
-scaling: {world: weak}
-)"));
+)";
+  const auto bad_baseline = spec(weak_text + "baseline: {world: 4/2/4}\n");
+  EXPECT_NE(refusal(bad_baseline).find("baseline.world = 4/2/4"), std::string::npos) << refusal(bad_baseline);
+  const auto weak = load_matrix(spec(weak_text));
   ASSERT_EQ(weak.axes.size(), 2u);
   EXPECT_TRUE(weak.axes[0].rank_axis());
   EXPECT_FALSE(weak.axes[1].rank_axis());
