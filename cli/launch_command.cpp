@@ -2,11 +2,9 @@
 #include "launch_command.h"
 
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +20,8 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include "hybridscope/trainer/dist/free_port.h"
 
 extern char** environ;
 
@@ -51,22 +51,6 @@ struct Rank {
   std::ofstream log;
   std::deque<std::string> last;
 };
-
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error(std::string("launch: socket(): ") + std::strerror(errno));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    ::close(fd);
-    throw std::runtime_error(std::string("launch: cannot find a free port: ") + std::strerror(errno));
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 std::string describe(int status) {
   if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
@@ -138,7 +122,7 @@ int run_launch(const LaunchArgs& args) {
   std::error_code ec;
   fs::create_directories(args.log_dir, ec);
   if (ec) throw std::runtime_error("launch: cannot create --log-dir " + args.log_dir + ": " + ec.message());
-  const int port = args.master_port > 0 ? args.master_port : free_port();
+  const int port = args.master_port > 0 ? args.master_port : hs::trainer::free_loopback_port();
   const std::string self = fs::read_symlink("/proc/self/exe", ec).string();
   if (ec) throw std::runtime_error("launch: cannot find this binary (/proc/self/exe): " + ec.message());
 

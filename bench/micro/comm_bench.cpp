@@ -25,10 +25,8 @@
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,6 +52,7 @@
 
 #include "hybridscope/probes/clock.h"
 #include "hybridscope/probes/recorder.h"
+#include "hybridscope/trainer/dist/free_port.h"
 #include "hybridscope/trainer/dist/process_group.h"
 
 extern char** environ;
@@ -280,29 +279,11 @@ void validate_benchmark_flags(LaunchOptions& o, const std::vector<std::string>& 
   o.benchmark_flags = extras;
 }
 
-// A TCP port the kernel just handed out on loopback (closed again before rank 0 binds it: a small
-// race, as in cli/launch_command.cpp).
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error(std::string("hs_comm_bench: socket(): ") + std::strerror(errno));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    ::close(fd);
-    throw std::runtime_error(std::string("hs_comm_bench: no free port: ") + std::strerror(errno));
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 // Starts `n` ranks of this binary (stdout and stderr shared with the launcher), waits for all;
 // when one fails the others are terminated. Throws naming the first failed rank.
 void run_world(int n, const std::vector<std::string>& flags, const std::string& rank0_out) {
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  const int port = free_port();
+  const int port = hs::trainer::free_loopback_port();
   std::vector<std::string> base_env;
   for (char** e = environ; *e; ++e) {
     const std::string kv = *e;

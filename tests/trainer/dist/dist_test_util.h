@@ -5,10 +5,8 @@
 #pragma once
 
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,23 +15,11 @@
 #include <thread>
 #include <vector>
 
+#include "hybridscope/trainer/dist/free_port.h"
+
 extern char** environ;
 
 namespace hs::test {
-
-/// A TCP port the kernel just handed out on loopback (closed again: a small race, fine for tests).
-inline int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 /// Starts `argv` (argv[0] is the program path) with `extra_env` added to this environment, its
 /// stdout and stderr into the files `out` and `err` when given.
@@ -61,7 +47,7 @@ inline pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::
 /// single-threaded OpenMP; returns each rank's wait status (-1: killed at the safety deadline).
 inline std::vector<int> run_ranks(const std::vector<std::string>& argv, int world,
                                   std::chrono::seconds deadline = std::chrono::seconds(300)) {
-  const int port = free_port();
+  const int port = hs::trainer::free_loopback_port();
   std::vector<pid_t> pids;
   for (int r = 0; r < world; ++r)
     pids.push_back(spawn(argv, {"RANK=" + std::to_string(r), "WORLD_SIZE=" + std::to_string(world),

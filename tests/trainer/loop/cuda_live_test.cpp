@@ -87,7 +87,7 @@ TEST_F(CudaLive, OneRankNcclAllReduceIsClassifiedAsCommunication) {
   probes::Recorder rec(path);
   rec.begin_run({});
   DistEnv env;
-  env.master_port = test::free_port();
+  env.master_port = hs::trainer::free_loopback_port();
   ProcessGroupOptions options;
   options.backend = DistBackend::kNccl;
   options.timeout = std::chrono::seconds(60);

@@ -186,7 +186,7 @@ TEST(CudaTrainer, ANcclGroupMovesCpuTensorsThroughTheDevice) {
   // One rank is enough to exercise the staging path: NCCL refuses CPU tensors outright.
   const c10::Device device = trainer_device(DeviceKind::kCuda, 0);
   DistEnv env;
-  env.master_port = hs::test::free_port();
+  env.master_port = hs::trainer::free_loopback_port();
   ProcessGroupOptions options;
   options.backend = DistBackend::kNccl;
   C10dGroupFactory groups(env, options);
