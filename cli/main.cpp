@@ -44,7 +44,7 @@ std::string join_command_line(int argc, char** argv) {
 }
 
 void print_summary(const hs::trainer::FitSummary& s, const hs::trainer::Config& cfg) {
-  fmt::print("\n=== hybridscope train summary ===\n");
+  fmt::print("\n=== hybridscope train: run summary ===\n");
   fmt::print("algorithm         {} ({} steps, {} prompts x {} samples per step)\n",
              hs::trainer::to_string(cfg.algorithm.adv_estimator), s.steps_run, cfg.data.train_batch_size,
              cfg.actor_rollout_ref.rollout.n);
