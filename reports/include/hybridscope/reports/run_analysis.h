@@ -1,0 +1,43 @@
+// run_analysis.h — every analysis of one run, computed once: what the diagnosis rules, the
+// exporters and the viewer read. analyze_run() only calls the analyses' functions; it adds no
+// arithmetic of its own.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hybridscope/reports/imbalance.h"
+#include "hybridscope/reports/memory_analysis.h"
+#include "hybridscope/reports/phase_breakdown.h"
+#include "hybridscope/reports/run_data.h"
+#include "hybridscope/reports/switch_analysis.h"
+#include "hybridscope/reports/temporal_breakdown.h"
+#include "hybridscope/reports/trends.h"
+
+namespace hs::reports {
+
+struct AnalysisOptions {
+  int warmup_steps = 1;                 // steps left out of every mean (allocator growth, first touch)
+  std::vector<LinkMeasurement> links;   // communication micro-benchmarks for the switch's wire bound
+};
+
+struct RunAnalysis {
+  RunData data;
+  std::vector<std::int64_t> measured;  // the steps the analyses cover
+  PhaseBreakdown phases;
+  TemporalAnalysis temporal;
+  SwitchAnalysis switches;
+  MemoryAnalysis memory;
+  StragglerAnalysis stragglers;
+  std::vector<LinearTrend> trends;
+  /// Means over the measured steps of the step metrics a report headlines (absent: not recorded).
+  std::optional<double> tokens_per_s;     // Σ perf/total_num_tokens / Σ timing_s/step
+  std::optional<double> mfu;              // perf/mfu/actor
+  std::optional<double> response_length;  // response_length/mean
+  std::optional<double> rollout_batch;    // sequences generated per step: data.train_batch_size × rollout.n
+};
+
+RunAnalysis analyze_run(RunData data, const AnalysisOptions& options = {});
+
+}  // namespace hs::reports

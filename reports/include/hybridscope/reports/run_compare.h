@@ -1,0 +1,38 @@
+// run_compare.h — run against run (or cell against cell), phase by phase: the per-step samples of
+// each phase's time (`timing_s/*`), their medians, the relative change and the two-sided
+// Mann–Whitney U test of statistics.h (the test `hybridscope compare` uses), and the config keys
+// whose values differ.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hybridscope/reports/run_data.h"
+#include "hybridscope/reports/statistics.h"
+
+namespace hs::reports {
+
+struct PhaseDelta {
+  std::string phase;  // "step" or a phase name (no `timing_s/` prefix)
+  Spread old_values, new_values;
+  double change = 0.0;  // (new − old)/|old| of the medians; NaN when old is 0
+  MannWhitney test;
+  bool significant = false;  // p < kAlpha
+};
+
+struct ConfigDifference {
+  std::string key;
+  std::optional<std::string> old_value, new_value;  // absent: the key is missing on that side
+};
+
+struct RunComparison {
+  std::string old_label, new_label;  // "run 7 'name' (path)"
+  std::vector<PhaseDelta> phases;    // "step" first, then verl's order; phases present on both sides
+  std::vector<ConfigDifference> config_diff;  // by key
+};
+
+/// Compares the measured steps of two runs (the first `warmup_steps` of each left out).
+RunComparison compare_runs(const RunData& old_run, const RunData& new_run, int warmup_steps = 1);
+
+}  // namespace hs::reports

@@ -1,0 +1,55 @@
+// run_data.h — everything one run recorded, loaded once into plain value structs for the analyses
+// (phase_breakdown.h, temporal_breakdown.h, switch_analysis.h, memory_analysis.h, imbalance.h,
+// trends.h) and the diagnosis rules. Every list is sorted here by start time (then rank), never by
+// insert order: merged rank files and other writers give no order guarantee (profiling-facts,
+// "Diagnosis pitfalls").
+//
+// Not a database handle: after load_run() nothing refers to SQLite. Fixtures in tests build a
+// RunData by hand or load one from a database the test wrote.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hybridscope/reports/run_database.h"
+
+namespace hs::reports {
+
+struct RunData {
+  std::string source_path;  // the database it came from ("" for a hand-built fixture)
+  RunSummary run;
+  std::vector<std::pair<std::string, std::string>> config;  // resolved (dotted key, value), by key
+  std::vector<RangeRow> ranges;            // by start_ns, then rank, tid, depth
+  std::vector<StepMetric> metrics;         // by step, then name
+  std::vector<CommOpRow> comm_ops;         // by start_ns, then rank
+  std::vector<SwitchRow> switches;         // by start_ns, then rank
+  std::vector<MemorySampleRow> memory;     // by ts_ns, then rank
+  std::vector<KvPoolSampleRow> kv_pool;    // by ts_ns, then rank
+  std::vector<GpuActivityRow> gpu;         // kernels, copies and memsets together, by start_ns, then rank
+
+  /// The value of a step metric; nullopt when the step did not record it.
+  std::optional<double> metric(std::int64_t step, const std::string& name) const;
+  /// Every recorded (step, value) of a metric, by step.
+  std::vector<std::pair<std::int64_t, double>> metric_series(const std::string& name) const;
+  /// A resolved config value; nullopt when the run's config lacks the key.
+  std::optional<std::string> config_value(const std::string& key) const;
+  /// The config value as a number; nullopt when absent or not numeric.
+  std::optional<double> config_number(const std::string& key) const;
+  /// Steps that have a `step` range, ascending.
+  std::vector<std::int64_t> steps() const;
+};
+
+/// Loads a run of `db` and sorts every list by start time. Throws RunDatabaseError (kUnknownRun).
+RunData load_run(const RunDatabase& db, std::int64_t run_id);
+
+/// Sorts every list of `data` the way load_run() leaves them (for hand-built fixtures).
+void sort_by_start(RunData& data);
+
+/// The steps an analysis measures: every step after the first `warmup_steps` recorded ones
+/// (a run's first step pays for allocator growth and first-touch; docs/reports.md).
+std::vector<std::int64_t> measured_steps(const RunData& data, int warmup_steps);
+
+}  // namespace hs::reports

@@ -1,0 +1,73 @@
+// temporal_breakdown.h — HTA's temporal breakdown and comm/compute overlap per rank, with HTA's
+// exact definitions (profiling-facts "HTA definitions"): interval unions, never summed durations.
+//
+// On kernel records (GPU runs with the CUPTI collector) the classes are HTA's: communication =
+// kernels whose name starts with `nccl` or contains `ncclKernel`/`ncclDevKernel`; memory =
+// Memcpy/Memset records; compute = every other kernel.
+//   kernel_time = last kernel end − first kernel start; idle = kernel_time − |∪ all|;
+//   compute = |∪ compute|; non_compute = kernel_time − compute − idle;
+//   overlap = |∪ comm ∩ ∪ compute|; overlap ratio = overlap / |∪ comm|.
+// On host ranges (CPU runs, or GPU runs without kernel records) the same formulas run over host
+// intervals: communication = the `comm_ops` records; compute = the phase ranges (category phase)
+// with the rank's communication on the same thread cut out (a thread blocked in a collective is
+// not computing); memory = none; the window is the measured steps' `step` ranges. Synchronous
+// collectives on the training thread therefore overlap nothing; collectives on another thread
+// (prefetch) overlap the phases they run under.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hybridscope/reports/intervals.h"
+#include "hybridscope/reports/run_data.h"
+
+namespace hs::reports {
+
+enum class TimelineSource { kKernels, kHostRanges };
+/// "kernels" | "host ranges".
+std::string to_string(TimelineSource source);
+
+/// HTA kernel class of a kernel or GPU activity name.
+enum class KernelClass { kCommunication, kMemory, kCompute };
+KernelClass classify_kernel(const GpuActivityRow& activity);
+
+struct TemporalBreakdown {
+  int rank = 0;
+  std::int64_t window_ns = 0;  // HTA's kernel_time (first start to last end)
+  std::int64_t idle_ns = 0;
+  std::int64_t compute_ns = 0;
+  std::int64_t non_compute_ns = 0;
+  double idle_share = 0.0;  // of window_ns; 0 when the window is empty
+  double compute_share = 0.0;
+  double non_compute_share = 0.0;
+};
+
+struct CommComputeOverlap {
+  int rank = 0;
+  std::int64_t comm_ns = 0;     // |∪ communication|
+  std::int64_t compute_ns = 0;  // |∪ compute|
+  std::int64_t overlap_ns = 0;  // |∪ comm ∩ ∪ compute|
+  std::optional<double> overlap_ratio;  // overlap_ns / comm_ns; absent without communication
+  std::int64_t exposed_comm_ns = 0;     // comm_ns − overlap_ns: what communication costs the step
+};
+
+struct TemporalAnalysis {
+  TimelineSource source = TimelineSource::kHostRanges;
+  std::string note;  // one line for reports: which records the numbers come from
+  std::vector<TemporalBreakdown> breakdown;  // by rank
+  std::vector<CommComputeOverlap> overlap;   // by rank
+};
+
+/// Temporal breakdown and overlap over the `measured` steps (kernels and comm ops are taken by the
+/// step they belong to; host ranges by their step). Kernel records are used when the run has any.
+TemporalAnalysis temporal_analysis(const RunData& data, const std::vector<std::int64_t>& measured);
+
+/// The HTA formulas on explicit interval sets (what temporal_analysis() feeds them): `all` is
+/// every activity, `compute` and `comm` the classes; `window` the span to account for.
+TemporalBreakdown temporal_breakdown(int rank, const Interval& window, const std::vector<Interval>& all,
+                                     const std::vector<Interval>& compute);
+CommComputeOverlap comm_compute_overlap(int rank, const std::vector<Interval>& comm,
+                                        const std::vector<Interval>& compute);
+
+}  // namespace hs::reports
