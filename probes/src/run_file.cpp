@@ -135,15 +135,9 @@ void RunFile::upgrade() {
   exec("PRAGMA wal_autocheckpoint=16384");
   exec("BEGIN");
   try {
-    if (version == 1) exec(schema::kMigrateToV2);
-    // v1-v2 files get their switches table from create_statements(); only an existing one moves.
-    if (version == 3) exec(schema::kMigrateToV4);
-    // v5 adds a column to two tables; a table the file does not have yet comes from
-    // create_statements() with it (ranks is new in v4).
-    if (version >= 1 && version < 5) {
-      if (lacks_column(schema::kRuns, "write_errors")) exec(schema::kMigrateToV5Runs);
-      if (lacks_column(schema::kRanks, "write_errors")) exec(schema::kMigrateToV5Ranks);
-    }
+    for (const std::string& sql : schema::migration_statements(
+             version, [this](const char* table, const char* column) { return lacks_column(table, column); }))
+      exec(sql);
     exec(schema::create_statements());
     for (const Category category : kCategories) {
       const std::string name = to_string(category);

@@ -46,12 +46,17 @@ bool SwitchRow::operator==(const SwitchRow& o) const {
 
 bool MemorySampleRow::operator==(const MemorySampleRow& o) const {
   return rank == o.rank && step == o.step && ts_ns == o.ts_ns && phase == o.phase && device == o.device &&
-         allocated_bytes == o.allocated_bytes && reserved_bytes == o.reserved_bytes && active_bytes == o.active_bytes;
+         allocated_bytes == o.allocated_bytes && reserved_bytes == o.reserved_bytes && active_bytes == o.active_bytes &&
+         inactive_split_bytes == o.inactive_split_bytes && largest_free_block_bytes == o.largest_free_block_bytes &&
+         peak_allocated_bytes == o.peak_allocated_bytes && num_alloc_retries == o.num_alloc_retries &&
+         num_ooms == o.num_ooms && reserved_slack == o.reserved_slack && split_fragmentation == o.split_fragmentation &&
+         external_fragmentation == o.external_fragmentation;
 }
 
 bool KvPoolSampleRow::operator==(const KvPoolSampleRow& o) const {
   return rank == o.rank && step == o.step && ts_ns == o.ts_ns && phase == o.phase && num_blocks == o.num_blocks &&
-         blocks_used == o.blocks_used && shared_blocks == o.shared_blocks;
+         blocks_used == o.blocks_used && shared_blocks == o.shared_blocks && block_size == o.block_size &&
+         num_sequences == o.num_sequences && tokens_stored == o.tokens_stored && cache_bytes == o.cache_bytes;
 }
 
 namespace {
@@ -60,6 +65,12 @@ std::string run_columns() {
   return "SELECT id, name, status, status_message, host, command_line, hybridscope_version, world_size, "
          "start_unix_ns, end_unix_ns, clock_offset_ns FROM " +
          std::string(schema::kRuns);
+}
+
+bool has_table(sqlite3* db, const char* table, const std::string& path) {
+  Query q(db, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?", path);
+  q.bind(1, std::string(table));
+  return q.next() && q.int64(0) > 0;
 }
 
 RunSummary read_run(const Query& q) {
@@ -97,16 +108,65 @@ RunDatabase::RunDatabase(const std::string& path) : impl_(std::make_unique<Impl>
     Query q(impl_->db, "PRAGMA user_version", path_);
     if (q.next()) schema_version_ = static_cast<int>(q.int64(0));
   }
-  if (schema_version_ == 0) {
+  if (schema_version_ == 0 || !has_table(impl_->db, schema::kRuns, path_)) {
     // SQLite, but never written by the recorder (it sets user_version in its first transaction).
     throw RunDatabaseError(Kind::kNotADatabase, path + " is an SQLite file but not a hybridscope run database "
-                                                       "(schema version 0, no runs table)");
+                                                       "(no runs table, schema version " +
+                                                       std::to_string(schema_version_) + ")");
   }
-  if (schema_version_ != schema::kSchemaVersion)
+  if (schema_version_ > schema::kSchemaVersion)
     throw RunDatabaseError(Kind::kSchemaVersion,
-                           path + " has schema version " + std::to_string(schema_version_) + ", this build reads " +
+                           path + " has schema version " + std::to_string(schema_version_) + ", newer than the " +
                                std::to_string(schema::kSchemaVersion) +
-                               ": open it with the hybridscope version that wrote it");
+                               " this build reads: it was written by a newer hybridscope; read it with that version");
+  if (schema_version_ < schema::kOldestMigratableVersion)
+    throw RunDatabaseError(Kind::kSchemaVersion,
+                           path + " has schema version " + std::to_string(schema_version_) +
+                               ", older than any this build can upgrade (" +
+                               std::to_string(schema::kOldestMigratableVersion) +
+                               "): read it with the hybridscope version that wrote it");
+  if (schema_version_ < schema::kSchemaVersion) upgrade_in_memory();
+}
+
+// An older file is read through an upgraded in-memory copy (the writer's own migration
+// statements, schema.h), so that every query below is written once, for the current schema, and
+// the file itself is never touched. Old files are small enough for this: they predate the
+// benchmark runner's multi-run databases.
+void RunDatabase::upgrade_in_memory() {
+  sqlite3* memory = nullptr;
+  if (sqlite3_open_v2(":memory:", &memory, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
+    sqlite3_close_v2(memory);
+    throw RunDatabaseError(Kind::kQuery, "cannot open an in-memory database to upgrade " + path_);
+  }
+  sqlite3_backup* backup = sqlite3_backup_init(memory, "main", impl_->db, "main");
+  const int rc = backup ? sqlite3_backup_step(backup, -1) : SQLITE_ERROR;
+  sqlite3_backup_finish(backup);
+  if (rc != SQLITE_DONE) {
+    const std::string message = sqlite3_errmsg(memory);
+    sqlite3_close_v2(memory);
+    throw RunDatabaseError(Kind::kQuery, "cannot copy " + path_ + " to upgrade it from schema version " +
+                                             std::to_string(schema_version_) + ": " + message);
+  }
+  sqlite3_close_v2(impl_->db);
+  impl_->db = memory;
+  const auto exec = [&](const std::string& sql) {
+    char* err = nullptr;
+    if (sqlite3_exec(impl_->db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+      const std::string message = err ? err : "unknown error";
+      sqlite3_free(err);
+      throw RunDatabaseError(Kind::kSchemaVersion, "cannot upgrade " + path_ + " from schema version " +
+                                                       std::to_string(schema_version_) + ": " + message);
+    }
+  };
+  const auto lacks_column = [&](const char* table, const char* column) {
+    if (!has_table(impl_->db, table, path_)) return false;
+    Query q(impl_->db, "SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?", path_);
+    q.bind(1, std::string(table));
+    q.bind(2, std::string(column));
+    return q.next() && q.int64(0) == 0;
+  };
+  for (const std::string& sql : schema::migration_statements(schema_version_, lacks_column)) exec(sql);
+  exec(schema::create_statements());
 }
 
 RunDatabase::~RunDatabase() = default;
@@ -144,6 +204,15 @@ std::string RunDatabase::config_yaml(std::int64_t run_id) const {
   if (q.next()) return q.text(0);
   run(run_id);  // throws kUnknownRun with the ids present
   return {};
+}
+
+std::vector<std::pair<std::string, std::string>> RunDatabase::config(std::int64_t run_id) const {
+  run(run_id);  // throws kUnknownRun with the ids present
+  Query q(impl_->db, "SELECT key, value FROM " + std::string(schema::kConfig) + " WHERE run_id = ? ORDER BY key", path_);
+  q.bind(1, run_id);
+  std::vector<std::pair<std::string, std::string>> out;
+  while (q.next()) out.emplace_back(q.text(0), q.text(1));
+  return out;
 }
 
 std::vector<RangeRow> RunDatabase::ranges(std::int64_t run_id) const {
@@ -243,7 +312,9 @@ std::vector<SwitchRow> RunDatabase::switches(std::int64_t run_id) const {
 
 std::vector<MemorySampleRow> RunDatabase::memory_samples(std::int64_t run_id) const {
   const std::string sql = "SELECT m.rank, m.step, m.ts_ns, p.value, m.device, m.allocated_bytes, m.reserved_bytes, "
-                          "m.active_bytes FROM " +
+                          "m.active_bytes, m.inactive_split_bytes, m.largest_free_block_bytes, m.peak_allocated_bytes, "
+                          "m.num_alloc_retries, m.num_ooms, m.reserved_slack, m.split_fragmentation, "
+                          "m.external_fragmentation FROM " +
                           std::string(schema::kMemorySamples) + " m JOIN " + schema::kStrings +
                           " p ON p.id = m.phase_id WHERE m.run_id = ? ORDER BY m.rank, m.ts_ns, m.rowid";
   Query q(impl_->db, sql, path_);
@@ -259,13 +330,22 @@ std::vector<MemorySampleRow> RunDatabase::memory_samples(std::int64_t run_id) co
     m.allocated_bytes = q.opt_int64(5);
     m.reserved_bytes = q.opt_int64(6);
     m.active_bytes = q.opt_int64(7);
+    m.inactive_split_bytes = q.opt_int64(8);
+    m.largest_free_block_bytes = q.opt_int64(9);
+    m.peak_allocated_bytes = q.opt_int64(10);
+    m.num_alloc_retries = q.opt_int64(11);
+    m.num_ooms = q.opt_int64(12);
+    m.reserved_slack = q.opt_real(13);
+    m.split_fragmentation = q.opt_real(14);
+    m.external_fragmentation = q.opt_real(15);
     out.push_back(std::move(m));
   }
   return out;
 }
 
 std::vector<KvPoolSampleRow> RunDatabase::kv_pool_samples(std::int64_t run_id) const {
-  const std::string sql = "SELECT k.rank, k.step, k.ts_ns, p.value, k.num_blocks, k.blocks_used, k.shared_blocks FROM " +
+  const std::string sql = "SELECT k.rank, k.step, k.ts_ns, p.value, k.num_blocks, k.blocks_used, k.shared_blocks, "
+                          "k.block_size, k.num_sequences, k.tokens_stored, k.cache_bytes FROM " +
                           std::string(schema::kKvPoolSamples) + " k JOIN " + schema::kStrings +
                           " p ON p.id = k.phase_id WHERE k.run_id = ? ORDER BY k.rank, k.ts_ns, k.rowid";
   Query q(impl_->db, sql, path_);
@@ -273,7 +353,7 @@ std::vector<KvPoolSampleRow> RunDatabase::kv_pool_samples(std::int64_t run_id) c
   std::vector<KvPoolSampleRow> out;
   while (q.next())
     out.push_back({static_cast<int>(q.int64(0)), q.int64(1), q.int64(2), q.text(3), q.int64(4), q.int64(5),
-                   q.int64(6)});
+                   q.int64(6), q.int64(7), q.int64(8), q.int64(9), q.int64(10)});
   return out;
 }
 

@@ -119,10 +119,38 @@ TEST(RunDatabaseErrors, OtherSchemaVersionNamesBothVersions) {
   const int other = hs::probes::schema::kSchemaVersion + 6;
   write_sqlite(path, "CREATE TABLE runs(id INTEGER); PRAGMA user_version=" + std::to_string(other) + ";");
   const auto msg = error_of(RunDatabaseError::Kind::kSchemaVersion, [&] { RunDatabase db(path); });
-  EXPECT_NE(msg.find(path + " has schema version " + std::to_string(other) + ", this build reads " +
-                     std::to_string(hs::probes::schema::kSchemaVersion)),
+  EXPECT_NE(msg.find(path + " has schema version " + std::to_string(other) + ", newer than the " +
+                     std::to_string(hs::probes::schema::kSchemaVersion) + " this build reads"),
             std::string::npos)
       << msg;
+}
+
+// A file written before schema v6 (no matrix tables) and before v5 (no write_errors columns) is
+// read through an upgraded in-memory copy: its runs read back, matrices() is empty, and the file
+// itself keeps its version and shape.
+TEST(RunDatabase, ReadsOlderSchemaVersionsWithoutChangingTheFile) {
+  const auto run = record_run(temp_dir("old_version"));
+  write_sqlite(run.path,
+               "DROP TABLE matrix_runs; DROP TABLE matrix_cells; DROP TABLE matrix_axes; DROP TABLE matrices; "
+               "ALTER TABLE runs DROP COLUMN write_errors; ALTER TABLE ranks DROP COLUMN write_errors; "
+               "PRAGMA user_version=4;");
+  {
+    const RunDatabase db(run.path);
+    EXPECT_EQ(db.schema_version(), 4);
+    ASSERT_EQ(db.runs().size(), 1u);
+    EXPECT_EQ(db.runs()[0].id, run.run_id);
+    EXPECT_FALSE(db.ranges(run.run_id).empty());
+    EXPECT_TRUE(db.matrices().empty());
+  }
+  const RunDatabase again(run.path);
+  EXPECT_EQ(again.schema_version(), 4) << "a report must not upgrade the file it reads";
+}
+
+TEST(RunDatabaseErrors, SchemaOlderThanAnyMigrationIsRefused) {
+  const auto path = (temp_dir("ancient") / "ancient.sqlite").string();
+  write_sqlite(path, "CREATE TABLE runs(id INTEGER); PRAGMA user_version=-3;");
+  const auto msg = error_of(RunDatabaseError::Kind::kSchemaVersion, [&] { RunDatabase db(path); });
+  EXPECT_NE(msg.find("older than any this build can upgrade"), std::string::npos) << msg;
 }
 
 TEST(RunDatabaseErrors, UnknownRunIdListsTheRunsPresent) {

@@ -115,6 +115,14 @@ struct MemorySampleRow {
   std::optional<std::int64_t> allocated_bytes;
   std::optional<std::int64_t> reserved_bytes;
   std::optional<std::int64_t> active_bytes;
+  std::optional<std::int64_t> inactive_split_bytes;      // CUDA only
+  std::optional<std::int64_t> largest_free_block_bytes;  // CUDA only
+  std::optional<std::int64_t> peak_allocated_bytes;
+  std::optional<std::int64_t> num_alloc_retries;  // cumulative since the process started (CUDA)
+  std::optional<std::int64_t> num_ooms;           // cumulative (CUDA)
+  std::optional<double> reserved_slack;           // 1 − allocated/reserved
+  std::optional<double> split_fragmentation;      // inactive_split/reserved
+  std::optional<double> external_fragmentation;   // 1 − largest_free/(reserved − active)
 
   bool operator==(const MemorySampleRow& o) const;
 };
@@ -128,6 +136,10 @@ struct KvPoolSampleRow {
   std::int64_t num_blocks = 0;
   std::int64_t blocks_used = 0;
   std::int64_t shared_blocks = 0;
+  std::int64_t block_size = 0;  // tokens per block
+  std::int64_t num_sequences = 0;
+  std::int64_t tokens_stored = 0;
+  std::int64_t cache_bytes = 0;
 
   bool operator==(const KvPoolSampleRow& o) const;
 };
@@ -226,8 +238,10 @@ struct FragmentationPeak {
 
 class RunDatabase {
  public:
-  /// Opens `path` read-only and checks the schema version. Throws RunDatabaseError (kMissingFile,
-  /// kNotADatabase, kSchemaVersion).
+  /// Opens `path` read-only and checks the schema version. An older version (down to
+  /// probes::schema::kOldestMigratableVersion) is read through an upgraded in-memory copy; a newer
+  /// one, or an SQLite file without hybridscope's tables, is refused. Throws RunDatabaseError
+  /// (kMissingFile, kNotADatabase, kSchemaVersion).
   explicit RunDatabase(const std::string& path);
   ~RunDatabase();
   RunDatabase(RunDatabase&&) noexcept;
@@ -236,6 +250,7 @@ class RunDatabase {
   RunDatabase& operator=(const RunDatabase&) = delete;
 
   const std::string& path() const { return path_; }
+  /// The file's own version (an older file is read upgraded, but this says what it is).
   int schema_version() const { return schema_version_; }
 
   /// Every run, by id.
@@ -264,6 +279,8 @@ class RunDatabase {
   /// CUDA runtime API calls of a run ordered by rank, start_ns.
   std::vector<RuntimeApiRow> runtime_api(std::int64_t run_id) const;
 
+  /// Every resolved config key of a run (`config` table), by key. Throws kUnknownRun.
+  std::vector<std::pair<std::string, std::string>> config(std::int64_t run_id) const;
   /// A resolved config key of a run (`config` table), e.g. "data.train_batch_size"; nullopt when absent.
   std::optional<std::string> config_value(std::int64_t run_id, const std::string& key) const;
   /// The worst fragmentation ratios of the run's memory samples on steps >= min_step.
@@ -280,6 +297,8 @@ class RunDatabase {
   std::vector<MatrixRunRow> matrix_runs(std::int64_t matrix_id) const;
 
  private:
+  void upgrade_in_memory();
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::string path_;

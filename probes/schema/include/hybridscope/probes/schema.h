@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace hs::probes::schema {
 
@@ -656,5 +657,25 @@ ALTER TABLE switches ADD COLUMN peak_memory_bytes INTEGER;
 inline constexpr const char* kMigrateToV5Runs = "ALTER TABLE runs ADD COLUMN write_errors INTEGER NOT NULL DEFAULT 0";
 inline constexpr const char* kMigrateToV5Ranks =
     "ALTER TABLE ranks ADD COLUMN write_errors INTEGER NOT NULL DEFAULT 0";
+
+/// The statements that bring a file of schema `version` (kOldestMigratableVersion..kSchemaVersion)
+/// up to kSchemaVersion, in order; create_statements() runs after them and adds the tables the file
+/// lacks. `lacks_column(table, column)` answers for the file: true when `table` exists without
+/// `column`. One sequence for the writer (probes/src/run_file.cpp, in place) and the readers
+/// (reports, on an in-memory copy: a report never changes the file it reads).
+template <class LacksColumn>
+std::vector<std::string> migration_statements(int version, LacksColumn&& lacks_column) {
+  std::vector<std::string> out;
+  if (version == 1) out.emplace_back(kMigrateToV2);
+  // v1-v2 files get their switches table from create_statements(); only an existing one moves.
+  if (version == 3) out.emplace_back(kMigrateToV4);
+  // v5 adds a column to two tables; a table the file does not have yet comes from
+  // create_statements() with it (ranks is new in v4).
+  if (version >= 1 && version < 5) {
+    if (lacks_column(kRuns, "write_errors")) out.emplace_back(kMigrateToV5Runs);
+    if (lacks_column(kRanks, "write_errors")) out.emplace_back(kMigrateToV5Ranks);
+  }
+  return out;
+}
 
 }  // namespace hs::probes::schema
