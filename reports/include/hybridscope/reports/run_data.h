@@ -38,7 +38,7 @@ struct RunData {
   std::optional<std::string> config_value(const std::string& key) const;
   /// The config value as a number; nullopt when absent or not numeric.
   std::optional<double> config_number(const std::string& key) const;
-  /// Steps that have a `step` range, ascending.
+  /// Steps that have a `step` range, ascending (without ranges: the steps with a `timing_s/step` metric).
   std::vector<std::int64_t> steps() const;
 };
 

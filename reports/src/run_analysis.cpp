@@ -1,0 +1,38 @@
+// run_analysis.cpp — runs every analysis of one run once.
+#include "hybridscope/reports/run_analysis.h"
+
+namespace hs::reports {
+
+RunAnalysis analyze_run(RunData data, const AnalysisOptions& options) {
+  RunAnalysis a;
+  a.data = std::move(data);
+  a.phases = phase_breakdown(a.data, options.warmup_steps);
+  a.measured = a.phases.measured;
+  a.temporal = temporal_analysis(a.data, a.measured);
+  a.switches = switch_analysis(a.data, a.measured, options.links);
+  a.memory = memory_analysis(a.data, a.measured);
+  a.stragglers = straggler_analysis(a.data, a.phases);
+  a.trends = run_trends(a.data, a.measured);
+
+  double tokens = 0.0, seconds = 0.0, mfu = 0.0, length = 0.0;
+  int mfu_n = 0, length_n = 0;
+  for (const auto step : a.measured) {
+    const auto t = a.data.metric(step, "perf/total_num_tokens");
+    const auto s = a.data.metric(step, "timing_s/step");
+    if (t && s) {
+      tokens += *t;
+      seconds += *s;
+    }
+    if (const auto m = a.data.metric(step, "perf/mfu/actor")) mfu += *m, ++mfu_n;
+    if (const auto l = a.data.metric(step, "response_length/mean")) length += *l, ++length_n;
+  }
+  if (seconds > 0) a.tokens_per_s = tokens / seconds;
+  if (mfu_n) a.mfu = mfu / mfu_n;
+  if (length_n) a.response_length = length / length_n;
+  const auto batch = a.data.config_number("data.train_batch_size");
+  const auto n = a.data.config_number("actor_rollout_ref.rollout.n");
+  if (batch) a.rollout_batch = *batch * n.value_or(1.0);
+  return a;
+}
+
+}  // namespace hs::reports
