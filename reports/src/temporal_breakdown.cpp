@@ -1,0 +1,242 @@
+// temporal_breakdown.cpp — HTA's temporal breakdown and comm/compute overlap (temporal_breakdown.h).
+//
+// Checked against HTA's own code (facebookresearch/HolisticTraceAnalysis):
+// - hta/analyzers/breakdown_analysis.py, get_temporal_breakdown / _get_idle_time_for_kernels:
+//   every GPU record (stream != -1, so kernels, copies and memsets) is merged; kernel_time = last
+//   merged end − first merged start; idle = kernel_time − Σ merged lengths; compute = Σ merged
+//   lengths of the COMPUTATION kernels alone; non_compute = kernel_time − compute − idle; shares are
+//   each over kernel_time.
+// - hta/analyzers/communication_analysis.py, get_comm_comp_overlap: communication and computation
+//   kernels merged separately; overlap = time where both are running (their sweep's state 1 + 2);
+//   ratio = overlap / Σ merged communication lengths. Memory records take part in neither.
+// - hta/utils/utils.py, get_kernel_type: communication first ("ncclKernel" in the name; earlier
+//   versions `^nccl`), then memory ("Memcpy"/"Memset" in the name), else computation.
+// The arithmetic here is the same, on interval unions (intervals.h) instead of DataFrames.
+#include "hybridscope/reports/temporal_breakdown.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <utility>
+
+namespace hs::reports {
+namespace {
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+// The parts of `intervals` that lie inside `window`.
+std::vector<Interval> clip(const std::vector<Interval>& intervals, const Interval& window) {
+  std::vector<Interval> clipped;
+  clipped.reserve(intervals.size());
+  for (const Interval& i : intervals) {
+    const Interval c{std::max(i.start_ns, window.start_ns), std::min(i.end_ns, window.end_ns)};
+    if (c.end_ns > c.start_ns) clipped.push_back(c);
+  }
+  return clipped;
+}
+
+// [first start, last end) of a set of intervals; empty ({0, 0}) when there are none.
+Interval span_of(const std::vector<Interval>& intervals) {
+  if (intervals.empty()) return {};
+  Interval span = intervals.front();
+  for (const Interval& i : intervals) {
+    span.start_ns = std::min(span.start_ns, i.start_ns);
+    span.end_ns = std::max(span.end_ns, i.end_ns);
+  }
+  return span;
+}
+
+double share_of(std::int64_t part, std::int64_t whole) {
+  return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+// One rank's `step` ranges of the measured steps, sorted by start, to place GPU records in steps.
+struct RankSteps {
+  std::vector<std::pair<Interval, std::int64_t>> steps;  // (range, step)
+  std::int64_t main_tid = 0;                             // the thread that runs the steps
+};
+
+std::map<int, RankSteps> measured_step_ranges(const RunData& data, const std::set<std::int64_t>& measured) {
+  std::map<int, RankSteps> by_rank;
+  for (const RangeRow& r : data.ranges) {
+    if (r.category != "step" || measured.count(r.step) == 0) continue;
+    RankSteps& rank = by_rank[r.rank];
+    if (rank.steps.empty()) rank.main_tid = r.tid;
+    rank.steps.push_back({{r.start_ns, r.end_ns}, r.step});
+  }
+  for (auto& [rank, steps] : by_rank) {
+    std::sort(steps.steps.begin(), steps.steps.end(),
+              [](const auto& a, const auto& b) { return a.first.start_ns < b.first.start_ns; });
+  }
+  return by_rank;
+}
+
+// Whether `start_ns` falls in one of the rank's measured `step` ranges ([start, end)).
+bool in_measured_step(const RankSteps& rank, std::int64_t start_ns) {
+  const auto& steps = rank.steps;
+  // The last step range starting at or before start_ns (steps of one rank do not overlap).
+  auto it = std::upper_bound(steps.begin(), steps.end(), start_ns,
+                             [](std::int64_t t, const auto& s) { return t < s.first.start_ns; });
+  if (it == steps.begin()) return false;
+  --it;
+  return start_ns < it->first.end_ns;
+}
+
+std::string steps_text(const std::vector<std::int64_t>& measured) {
+  if (measured.empty()) return "no measured steps";
+  const auto [lo, hi] = std::minmax_element(measured.begin(), measured.end());
+  return measured.size() == 1 ? fmt::format("step {}", *lo)
+                              : fmt::format("{} measured steps ({}–{})", measured.size(), *lo, *hi);
+}
+
+// Per-rank interval sets the HTA formulas run over.
+struct RankTimeline {
+  Interval window;
+  std::vector<Interval> all, compute, comm;
+};
+
+// Kernel records of the measured steps, each placed in a step by its start on the same rank.
+std::map<int, RankTimeline> kernel_timelines(const RunData& data, const std::map<int, RankSteps>& steps,
+                                             std::size_t* records) {
+  std::map<int, RankTimeline> timelines;
+  *records = 0;
+  for (const GpuActivityRow& g : data.gpu) {
+    const auto rank = steps.find(g.rank);
+    if (rank == steps.end() || !in_measured_step(rank->second, g.start_ns)) continue;
+    ++*records;
+    RankTimeline& t = timelines[g.rank];
+    const Interval i{g.start_ns, g.end_ns};
+    t.all.push_back(i);
+    switch (classify_kernel(g)) {
+      case KernelClass::kCommunication: t.comm.push_back(i); break;
+      case KernelClass::kCompute: t.compute.push_back(i); break;
+      case KernelClass::kMemory: break;  // part of `all` only, as in HTA
+    }
+  }
+  for (auto& [rank, t] : timelines) t.window = span_of(t.all);  // HTA's kernel_time
+  // A rank that ran measured steps without a single GPU record still gets its (empty) row.
+  for (const auto& [rank, s] : steps) timelines.try_emplace(rank);
+  return timelines;
+}
+
+// Host ranges of the measured steps. CommOpRow carries no thread id: every collective is taken as
+// running on the rank's main thread (the thread of its `step` ranges), where the trainer issues
+// them synchronously; phases on that thread have the collectives cut out, phases on other threads
+// keep them (they compute while the collective waits).
+std::map<int, RankTimeline> host_timelines(const RunData& data, const std::set<std::int64_t>& measured,
+                                           const std::map<int, RankSteps>& steps) {
+  std::map<int, RankTimeline> timelines;
+  for (const auto& [rank, s] : steps) {
+    std::vector<Interval> step_intervals;
+    for (const auto& [interval, step] : s.steps) step_intervals.push_back(interval);
+    timelines[rank].window = span_of(step_intervals);
+  }
+  for (const CommOpRow& c : data.comm_ops) {
+    const auto t = timelines.find(c.rank);
+    if (t == timelines.end() || measured.count(c.step) == 0) continue;
+    t->second.comm.push_back({c.start_ns, c.end_ns});
+    t->second.all.push_back({c.start_ns, c.end_ns});
+  }
+  for (const RangeRow& r : data.ranges) {
+    const auto t = timelines.find(r.rank);
+    if (t == timelines.end() || measured.count(r.step) == 0) continue;
+    const Interval i{r.start_ns, r.end_ns};
+    if (r.category == "switch") {
+      t->second.all.push_back(i);
+    } else if (r.category == "phase") {
+      t->second.all.push_back(i);
+      if (r.tid == steps.at(r.rank).main_tid) {
+        const auto uncovered = gaps_within(i, t->second.comm);  // the phase minus its collectives
+        t->second.compute.insert(t->second.compute.end(), uncovered.begin(), uncovered.end());
+      } else {
+        t->second.compute.push_back(i);
+      }
+    }
+  }
+  return timelines;
+}
+
+}  // namespace
+
+std::string to_string(TimelineSource source) {
+  return source == TimelineSource::kKernels ? "kernels" : "host ranges";
+}
+
+KernelClass classify_kernel(const GpuActivityRow& activity) {
+  // HTA tests communication first. NCCL kernels are `ncclKernel_*` (older) or `ncclDevKernel_*`
+  // (current); the stored kernel name may be mangled (`_Z..ncclDevKernel_...`), so the bare
+  // short name is tested for the `nccl` prefix and both names for the kernel families.
+  for (const std::string* name : {&activity.short_name, &activity.name}) {
+    if (starts_with(*name, "nccl") || contains(*name, "ncclKernel") || contains(*name, "ncclDevKernel")) {
+      return KernelClass::kCommunication;
+    }
+  }
+  if (activity.kind != GpuActivityRow::Kind::kKernel) return KernelClass::kMemory;
+  if (starts_with(activity.name, "Memcpy") || starts_with(activity.name, "Memset")) return KernelClass::kMemory;
+  return KernelClass::kCompute;
+}
+
+TemporalBreakdown temporal_breakdown(int rank, const Interval& window, const std::vector<Interval>& all,
+                                     const std::vector<Interval>& compute) {
+  TemporalBreakdown b;
+  b.rank = rank;
+  if (window.end_ns <= window.start_ns) return b;
+  b.window_ns = window.end_ns - window.start_ns;
+  const std::vector<Interval> busy = clip(all, window);
+  b.idle_ns = b.window_ns - union_length(busy);
+  // Compute counts where it is also busy: HTA's compute kernels are a subset of all kernels, and
+  // so are the host phases here; the intersection keeps non_compute >= 0 for any caller.
+  b.compute_ns = intersection_length(clip(compute, window), busy);
+  b.non_compute_ns = b.window_ns - b.compute_ns - b.idle_ns;
+  b.idle_share = share_of(b.idle_ns, b.window_ns);
+  b.compute_share = share_of(b.compute_ns, b.window_ns);
+  b.non_compute_share = share_of(b.non_compute_ns, b.window_ns);
+  return b;
+}
+
+CommComputeOverlap comm_compute_overlap(int rank, const std::vector<Interval>& comm,
+                                        const std::vector<Interval>& compute) {
+  CommComputeOverlap o;
+  o.rank = rank;
+  o.comm_ns = union_length(comm);
+  o.compute_ns = union_length(compute);
+  o.overlap_ns = intersection_length(comm, compute);
+  if (o.comm_ns > 0) o.overlap_ratio = static_cast<double>(o.overlap_ns) / static_cast<double>(o.comm_ns);
+  o.exposed_comm_ns = o.comm_ns - o.overlap_ns;
+  return o;
+}
+
+TemporalAnalysis temporal_analysis(const RunData& data, const std::vector<std::int64_t>& measured) {
+  const std::set<std::int64_t> measured_set(measured.begin(), measured.end());
+  const std::map<int, RankSteps> steps = measured_step_ranges(data, measured_set);
+
+  TemporalAnalysis analysis;
+  std::size_t records = 0;
+  std::map<int, RankTimeline> timelines = kernel_timelines(data, steps, &records);
+  if (records > 0) {
+    analysis.source = TimelineSource::kKernels;
+    analysis.note = fmt::format(
+        "kernels: {} GPU records (kernels, copies, memsets) of {} on {} rank(s); nccl* kernels are "
+        "communication, Memcpy/Memset memory, the rest compute (HTA)",
+        records, steps_text(measured), timelines.size());
+  } else {
+    // No CUPTI records (a CPU run, or the collector off), or none inside the measured steps.
+    analysis.source = TimelineSource::kHostRanges;
+    timelines = host_timelines(data, measured_set, steps);
+    analysis.note = fmt::format(
+        "host ranges: phase and switch ranges and collectives of {} on {} rank(s){}; compute = phases "
+        "minus the collectives, taken as running on each rank's step thread",
+        steps_text(measured), timelines.size(), data.gpu.empty() ? " (no kernel records)" : " (no kernel records in these steps)");
+  }
+  for (const auto& [rank, t] : timelines) {
+    analysis.breakdown.push_back(temporal_breakdown(rank, t.window, t.all, t.compute));
+    analysis.overlap.push_back(comm_compute_overlap(rank, t.comm, t.compute));
+  }
+  return analysis;
+}
+
+}  // namespace hs::reports
