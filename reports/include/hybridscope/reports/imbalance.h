@@ -34,7 +34,10 @@ struct StragglerAnalysis {
   double late_collective_stddev_ms = 0.0;  // mean over steps of the std across ranks of that start time
   /// verl's global_seqlen metrics averaged over measured steps (absent when not recorded).
   std::map<std::string, double> global_seqlen;
-  /// (max − min) / mean of the data-parallel ranks' token counts, from global_seqlen; absent when not recorded.
+  /// (max − min) / mean of the data-parallel ranks' token counts, from global_seqlen: the
+  /// balanced_max/balanced_min pair when recorded (verl reorders the batch to that partition, so the
+  /// ranks train on it), else max/min; over global_seqlen/mean, or (max + min)/2 without it.
+  /// Absent when not recorded.
   std::optional<double> token_imbalance;
 };
 

@@ -60,7 +60,8 @@ struct TemporalAnalysis {
 };
 
 /// Temporal breakdown and overlap over the `measured` steps (kernels and comm ops are taken by the
-/// step they belong to; host ranges by their step). Kernel records are used when the run has any.
+/// step they belong to; host ranges by their step). Kernel records are used when any falls inside
+/// the measured steps; otherwise host ranges, and `note` says so.
 TemporalAnalysis temporal_analysis(const RunData& data, const std::vector<std::int64_t>& measured);
 
 /// The HTA formulas on explicit interval sets (what temporal_analysis() feeds them): `all` is

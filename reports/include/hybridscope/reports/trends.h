@@ -37,7 +37,7 @@ LinearTrend fit_trend(const std::string& series, const std::string& unit,
                       const std::vector<std::pair<double, double>>& points);
 
 /// Trends over the `measured` steps: the step time, every phase of the breakdown, each switch
-/// direction (slowest rank per switch), and each rank's peak allocated memory per step.
+/// direction (slowest rank per switch), and the peak allocated memory per step over all ranks.
 std::vector<LinearTrend> run_trends(const RunData& data, const std::vector<std::int64_t>& measured);
 
 }  // namespace hs::reports
