@@ -1,0 +1,126 @@
+// diagnosis.cpp — runs the rules of diagnosis_rules.cpp over a RunAnalysis, orders what they find,
+// and writes it out: the console text of `hybridscope diagnose` and the findings' JSON. The rules
+// themselves, and what each quotes, are in diagnosis_rules.cpp and docs/diagnosis.md.
+
+#include "hybridscope/reports/diagnosis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "diagnosis_text.h"
+
+namespace hs::reports {
+
+std::string to_string(Severity severity) {
+  switch (severity) {
+    case Severity::kInfo: return "info";
+    case Severity::kWarning: return "warning";
+    case Severity::kCritical: return "critical";
+  }
+  return "unknown";
+}
+
+namespace detail {
+
+std::string format_seconds(double seconds) {
+  const double magnitude = std::fabs(seconds);
+  if (magnitude >= 1.0) return fmt::format("{:.2f} s", seconds);
+  if (magnitude >= 0.01) return fmt::format("{:.0f} ms", seconds * 1e3);
+  return fmt::format("{:.2f} ms", seconds * 1e3);
+}
+
+std::string format_percent(double share) { return fmt::format("{:.1f} %", share * 100.0); }
+
+std::string format_bytes(std::int64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  const double magnitude = std::fabs(b);
+  if (magnitude >= 1024.0 * 1024.0 * 1024.0) return fmt::format("{:.2f} GiB", b / (1024.0 * 1024.0 * 1024.0));
+  if (magnitude >= 1024.0 * 1024.0) return fmt::format("{:.1f} MiB", b / (1024.0 * 1024.0));
+  if (magnitude >= 1024.0) return fmt::format("{:.1f} KiB", b / 1024.0);
+  return fmt::format("{} B", bytes);
+}
+
+std::string format_steps(const std::vector<std::int64_t>& steps) {
+  if (steps.empty()) return "no measured steps";
+  const auto [lo, hi] = std::minmax_element(steps.begin(), steps.end());
+  if (*lo == *hi) return fmt::format("step {}", *lo);
+  return fmt::format("steps {}–{}", *lo, *hi);
+}
+
+std::string key_with_value(const RunData& data, const std::string& key) {
+  const auto value = data.config_value(key);
+  return value ? key + "=" + *value : key + "=(not in the run's config)";
+}
+
+std::string key_now(const RunData& data, const std::string& key) {
+  const auto value = data.config_value(key);
+  return value ? fmt::format("{} (now {})", key, *value) : key + " (not in the run's config)";
+}
+
+void name_keys(Finding& finding, const RunData& data, std::initializer_list<const char*> keys) {
+  for (const char* key : keys) finding.config_keys.push_back(key_with_value(data, key));
+}
+
+Severity severity_for(double impact, const DiagnosisThresholds& thresholds) {
+  return impact > thresholds.critical_share ? Severity::kCritical : Severity::kWarning;
+}
+
+}  // namespace detail
+
+std::vector<Finding> diagnose(const RunAnalysis& analysis, const DiagnosisThresholds& thresholds) {
+  std::vector<Finding> findings;
+  for (const DiagnosisRule& rule : diagnosis_rules()) {
+    if (auto finding = rule.check(analysis, thresholds)) findings.push_back(std::move(*finding));
+  }
+  // Stable: findings of equal severity and impact keep the rules' documented order.
+  std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
+    if (a.severity != b.severity) return a.severity > b.severity;
+    return a.impact > b.impact;
+  });
+  return findings;
+}
+
+std::string format_findings(const RunAnalysis& analysis, const std::vector<Finding>& findings) {
+  const RunSummary& run = analysis.data.run;
+  std::string out = fmt::format("run {} \"{}\" — world size {}, mean step {} over {} ({} measured)\n", run.id,
+                                run.name, run.world_size, detail::format_seconds(analysis.phases.mean_step_s),
+                                detail::format_steps(analysis.measured), analysis.measured.size());
+  if (findings.empty()) {
+    out += fmt::format("no findings: none of the {} rules crossed its threshold (docs/diagnosis.md)\n",
+                       diagnosis_rules().size());
+    return out;
+  }
+  for (std::size_t i = 0; i < findings.size(); ++i) {
+    const Finding& f = findings[i];
+    out += fmt::format("\n{}. [{}] {}\n", i + 1, to_string(f.severity), f.title);
+    out += fmt::format("   {}\n", f.evidence);
+    out += fmt::format("   → {}\n", f.suggestion);
+    if (!f.config_keys.empty()) {
+      out += "   keys:";
+      for (std::size_t k = 0; k < f.config_keys.size(); ++k) out += (k == 0 ? " " : ", ") + f.config_keys[k];
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+nlohmann::json findings_json(const std::vector<Finding>& findings) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Finding& f : findings) {
+    out.push_back({{"rule", f.rule},
+                   {"severity", to_string(f.severity)},
+                   {"title", f.title},
+                   {"evidence", f.evidence},
+                   {"suggestion", f.suggestion},
+                   {"config_keys", f.config_keys},
+                   {"impact", f.impact},
+                   {"rank", f.rank ? nlohmann::json(*f.rank) : nlohmann::json(nullptr)},
+                   {"step", f.step ? nlohmann::json(*f.step) : nlohmann::json(nullptr)}});
+  }
+  return out;
+}
+
+}  // namespace hs::reports

@@ -1,0 +1,728 @@
+// diagnosis_test.cpp — every diagnosis rule fires on a RunAnalysis built by hand to trigger it
+// (its id, severity, impact, the numbers its evidence quotes, the config keys with their values)
+// and stays silent on one just below its threshold; diagnose() orders critical before warning and
+// larger impact first; the console text and the JSON carry every finding; every key a rule names
+// is a key of the trainer's configuration (checked against trainer/src/config/config_keys.cpp),
+// and every rule is documented in docs/diagnosis.md.
+//
+// Fixtures set only the fields a rule reads; the analyses themselves are tested elsewhere.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hybridscope/reports/diagnosis.h"
+
+using namespace hs::reports;
+
+namespace {
+
+constexpr std::int64_t kGiB = 1024LL * 1024 * 1024;
+constexpr std::int64_t kMiB = 1024LL * 1024;
+
+// A run with a 10 s mean step over steps 2–5 on 4 ranks, a config holding every key the rules
+// name, and nothing wrong with it.
+RunAnalysis clean_run() {
+  RunAnalysis a;
+  a.data.run.id = 7;
+  a.data.run.name = "fixture";
+  a.data.run.world_size = 4;
+  a.data.config = {
+      {"data.train_batch_size", "64"},
+      {"data.max_response_length", "512"},
+      {"actor_rollout_ref.rollout.n", "4"},
+      {"actor_rollout_ref.rollout.tensor_model_parallel_size", "2"},
+      {"actor_rollout_ref.rollout.gpu_memory_utilization", "0.5"},
+      {"actor_rollout_ref.rollout.max_num_seqs", "64"},
+      {"actor_rollout_ref.rollout.free_cache_engine", "true"},
+      {"hybridscope.kv_num_blocks", "-1"},
+      {"hybridscope.reshard.mode", "naive"},
+      {"hybridscope.precision", "fp32"},
+      {"trainer.device", "cuda"},
+      {"actor_rollout_ref.actor.strategy", "fsdp"},
+      {"actor_rollout_ref.actor.megatron.tensor_model_parallel_size", "1"},
+      {"actor_rollout_ref.actor.ppo_mini_batch_size", "16"},
+      {"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", "2"},
+      {"actor_rollout_ref.actor.use_dynamic_bsz", "false"},
+      {"actor_rollout_ref.actor.ppo_max_token_len_per_gpu", "4096"},
+      {"actor_rollout_ref.actor.fsdp_config.param_offload", "false"},
+      {"actor_rollout_ref.actor.fsdp_config.optimizer_offload", "false"},
+      {"actor_rollout_ref.model.enable_gradient_checkpointing", "true"},
+      {"trainer.balance_batch", "false"},
+  };
+  std::sort(a.data.config.begin(), a.data.config.end());  // RunData keeps its config by key
+  a.measured = {2, 3, 4, 5};
+  a.phases.measured = a.measured;
+  a.phases.mean_step_s = 10.0;
+  return a;
+}
+
+// Sets a phase's mean seconds and its share of the 10 s step.
+void set_phase(RunAnalysis& a, const std::string& phase, double seconds) {
+  a.phases.mean_phase_s[phase] = seconds;
+  a.phases.share[phase] = seconds / a.phases.mean_step_s;
+}
+
+std::optional<Finding> check(const std::string& id, const RunAnalysis& a, const DiagnosisThresholds& t = {}) {
+  for (const DiagnosisRule& rule : diagnosis_rules())
+    if (id == rule.id) return rule.check(a, t);
+  ADD_FAILURE() << "no rule " << id;
+  return std::nullopt;
+}
+
+bool names_key(const Finding& f, const std::string& key_value) {
+  return std::find(f.config_keys.begin(), f.config_keys.end(), key_value) != f.config_keys.end();
+}
+
+#define EXPECT_CONTAINS(text, part) EXPECT_NE((text).find(part), std::string::npos) << "'" << (part) << "' not in: " << (text)
+
+// ---------------------------------------------------------------------------------------------
+RunAnalysis rollout_heavy(double gen_s) {
+  RunAnalysis a = clean_run();
+  set_phase(a, "gen", gen_s);
+  StepPhases warmup{1, 10.0, 0, {{"gen", 9.5}}, 0.5};  // 95 %, but not measured: never blamed
+  StepPhases s2{2, 10.0, 0, {{"gen", 6.0}}, 4.0};       // 60 %
+  StepPhases s3{3, 10.0, 1, {{"gen", 7.0}}, 3.0};       // 70 %: the worst measured step
+  a.phases.steps = {warmup, s2, s3};
+  return a;
+}
+
+TEST(DiagnosisRules, RolloutDominatesFiresAboveSixtyPercent) {
+  const auto f = check("rollout-dominates", rollout_heavy(6.4));
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->rule, "rollout-dominates");
+  EXPECT_EQ(f->severity, Severity::kCritical);  // 0.64 of the step > 0.30
+  EXPECT_DOUBLE_EQ(f->impact, 0.64);
+  EXPECT_CONTAINS(f->title, "64.0 %");
+  EXPECT_CONTAINS(f->evidence, "6.40 s of the 10.00 s mean step over steps 2–5");
+  EXPECT_CONTAINS(f->evidence, "largest at step 3: 7.00 s of 10.00 s (70.0 %)");
+  EXPECT_EQ(f->step, 3);
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.rollout.tensor_model_parallel_size=2"));
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.rollout.gpu_memory_utilization=0.5"));
+  EXPECT_TRUE(names_key(*f, "data.max_response_length=512"));
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.rollout.n=4"));
+  EXPECT_CONTAINS(f->suggestion, "actor_rollout_ref.rollout.n (now 4)");
+}
+
+TEST(DiagnosisRules, RolloutDominatesSilentAtSixtyPercent) {
+  EXPECT_FALSE(check("rollout-dominates", rollout_heavy(6.0)));  // share 0.60 is not above 0.60
+  EXPECT_FALSE(check("rollout-dominates", rollout_heavy(5.99)));
+}
+
+// ---------------------------------------------------------------------------------------------
+RunAnalysis small_decode(const std::string& train_batch_size, double gen_s) {
+  RunAnalysis a = clean_run();
+  for (auto& [key, value] : a.data.config)
+    if (key == "data.train_batch_size") value = train_batch_size;
+  set_phase(a, "gen", gen_s);
+  return a;
+}
+
+TEST(DiagnosisRules, DecodeMemoryBoundFiresOnFewSequences) {
+  // 8 prompts × 4 responses = 32 sequences < 64; world 4 / rollout tp 2 = 2 replicas of 16 each.
+  const auto f = check("decode-memory-bound", small_decode("8", 3.5));
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->severity, Severity::kCritical);  // generation is 35 % of the step
+  EXPECT_DOUBLE_EQ(f->impact, 0.35);
+  EXPECT_CONTAINS(f->title, "32 sequences per generation for 35.0 % of the step");
+  EXPECT_CONTAINS(f->evidence, "= data.train_batch_size 8 × actor_rollout_ref.rollout.n 4");
+  EXPECT_CONTAINS(f->evidence, "2 rollout replica(s) of tp 2: 16.0 per decode batch");
+  EXPECT_CONTAINS(f->evidence, "3.50 s of the 10.00 s mean step");
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.rollout.n=4"));
+  EXPECT_TRUE(names_key(*f, "data.train_batch_size=8"));
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.rollout.tensor_model_parallel_size=2"));
+}
+
+TEST(DiagnosisRules, DecodeMemoryBoundPrefersTheAnalysedRolloutBatch) {
+  RunAnalysis a = small_decode("64", 3.5);  // the config says 256 sequences...
+  a.rollout_batch = 48;                     // ...but the run generated 48
+  const auto f = check("decode-memory-bound", a);
+  ASSERT_TRUE(f);
+  EXPECT_CONTAINS(f->evidence, "48 sequences per generation (below 64)");
+}
+
+TEST(DiagnosisRules, DecodeMemoryBoundSilentAtSixtyFourOrWhenGenerationIsSmall) {
+  EXPECT_FALSE(check("decode-memory-bound", small_decode("16", 3.5)));  // 16 × 4 = 64, not below 64
+  EXPECT_FALSE(check("decode-memory-bound", small_decode("8", 3.0)));   // 32 sequences but gen 30 %
+}
+
+// ---------------------------------------------------------------------------------------------
+RunAnalysis slow_switch(double train_to_rollout_s, double over_bound) {
+  RunAnalysis a = clean_run();
+  set_phase(a, "switch/train_to_rollout", train_to_rollout_s);
+  set_phase(a, "switch/rollout_to_train", 0.5);
+  SwitchDirectionSummary d;
+  d.direction = "train_to_rollout";
+  d.switches = 4;
+  d.median_s = train_to_rollout_s;
+  d.max_s = 1.5;
+  d.median_max_bytes_received = 51 * kMiB;
+  d.wire_bound_s = train_to_rollout_s / over_bound;
+  d.over_bound = over_bound;
+  d.components_s = {{"gather", 0.5}, {"pack", 0.3}};
+  d.unaccounted_s = 0.4;
+  a.switches.directions = {d};
+  a.switches.bandwidth_gbps = 0.27;
+  a.switches.bandwidth_source = "run's own all_reduce";
+  a.switches.headline = "the switch moved 51 MiB in 1.20 s; the wire needs 200 ms; 83 % of it is packing and waiting";
+  a.switches.events = {{2, "train_to_rollout", 1.1, 0, 51 * kMiB, 102 * kMiB, std::nullopt},
+                       {3, "train_to_rollout", 1.5, 2, 51 * kMiB, 102 * kMiB, std::nullopt},
+                       {3, "rollout_to_train", 0.5, 1, 0, 0, std::nullopt}};
+  return a;
+}
+
+TEST(DiagnosisRules, SwitchSlowFiresOnItsShareOfTheStep) {
+  // (1.2 + 0.5) / 10 = 17 % of the step > 15 %.
+  const auto f = check("switch-slow", slow_switch(1.2, 6.0));
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->severity, Severity::kWarning);  // 0.17 <= 0.30
+  EXPECT_NEAR(f->impact, 0.17, 1e-12);
+  EXPECT_CONTAINS(f->title, "17.0 % of the step");
+  EXPECT_CONTAINS(f->evidence, "the switch moved 51 MiB in 1.20 s; the wire needs 200 ms");
+  EXPECT_CONTAINS(f->evidence, "both directions: 1.70 s of the 10.00 s mean step");
+  EXPECT_CONTAINS(f->evidence, "train_to_rollout: median 1.20 s over 4 switch(es) (max 1.50 s), 51.0 MiB");
+  EXPECT_CONTAINS(f->evidence, "wire bound 200 ms (6.0× it)");
+  EXPECT_CONTAINS(f->evidence, "components: gather 500 ms, pack 300 ms, unaccounted 400 ms");
+  EXPECT_CONTAINS(f->evidence, "bandwidth 0.27 GB/s from run's own all_reduce");
+  EXPECT_CONTAINS(f->evidence, "slowest: step 3 train_to_rollout 1.50 s on rank 2");
+  EXPECT_EQ(f->step, 3);
+  EXPECT_EQ(f->rank, 2);
+  EXPECT_TRUE(names_key(*f, "hybridscope.reshard.mode=naive"));
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.rollout.tensor_model_parallel_size=2"));
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=1"));
+  EXPECT_CONTAINS(f->suggestion, "set hybridscope.reshard.mode (now naive) to hybrid");
+}
+
+TEST(DiagnosisRules, SwitchSlowFiresFarAboveItsWireBoundEvenWhenShort) {
+  RunAnalysis a = slow_switch(0.2, 4.5);  // (0.2 + 0.5) / 10 = 7 %, but 4.5× its bound
+  for (auto& [key, value] : a.data.config)
+    if (key == "hybridscope.reshard.mode") value = "hybrid";
+  const auto f = check("switch-slow", a);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  EXPECT_CONTAINS(f->title, "(train_to_rollout) takes 4.5× its wire bound");
+  EXPECT_CONTAINS(f->suggestion, "already hybrid");
+}
+
+TEST(DiagnosisRules, SwitchSlowSilentBelowBothThresholds) {
+  // (0.99 + 0.5) / 10 = 14.9 % and 3.9× the bound.
+  EXPECT_FALSE(check("switch-slow", slow_switch(0.99, 3.9)));
+}
+
+// ---------------------------------------------------------------------------------------------
+RunAnalysis exposed_comm(std::int64_t rank1_comm_ns, std::int64_t rank1_overlap_ns) {
+  RunAnalysis a = clean_run();
+  a.temporal.note = "host ranges: comm_ops against the phase ranges";
+  for (int rank : {0, 1}) {
+    TemporalBreakdown b;
+    b.rank = rank;
+    b.window_ns = 10'000'000'000;
+    a.temporal.breakdown.push_back(b);
+  }
+  const auto overlap = [](int rank, std::int64_t comm, std::int64_t hidden) {
+    CommComputeOverlap o;
+    o.rank = rank;
+    o.comm_ns = comm;
+    o.overlap_ns = hidden;
+    o.overlap_ratio = static_cast<double>(hidden) / static_cast<double>(comm);
+    o.exposed_comm_ns = comm - hidden;
+    return o;
+  };
+  a.temporal.overlap = {overlap(0, 800'000'000, 0),  // 8 % of its window: below 10 %
+                        overlap(1, rank1_comm_ns, rank1_overlap_ns)};
+  return a;
+}
+
+TEST(DiagnosisRules, CommExposedNamesTheRankAndItsExposedTime) {
+  // Rank 1: 2.0 s of 10 s (20 %), 0.4 s hidden (ratio 0.2), 1.6 s exposed (16 % of the window).
+  const auto f = check("comm-exposed", exposed_comm(2'000'000'000, 400'000'000));
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  EXPECT_NEAR(f->impact, 0.16, 1e-12);
+  EXPECT_EQ(f->rank, 1);
+  EXPECT_CONTAINS(f->title, "16.0 % of rank 1's time");
+  EXPECT_CONTAINS(f->evidence, "rank 1 over steps 2–5: communication 2.00 s of its 10.00 s window (20.0 %)");
+  EXPECT_CONTAINS(f->evidence, "overlap ratio 0.20, so 1.60 s exposed (16.0 % of the window)");
+  EXPECT_CONTAINS(f->evidence, "host ranges");
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.ppo_mini_batch_size=16"));
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=1"));
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2"));
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.strategy=fsdp"));
+}
+
+TEST(DiagnosisRules, CommExposedSilentWhenSmallOrHidden) {
+  EXPECT_FALSE(check("comm-exposed", exposed_comm(990'000'000, 0)));              // 9.9 % of the window
+  EXPECT_FALSE(check("comm-exposed", exposed_comm(2'000'000'000, 1'000'000'000)));  // ratio 0.5: hidden enough
+}
+
+// ---------------------------------------------------------------------------------------------
+RunAnalysis fragmented(double min_ratio, std::int64_t retries, std::int64_t ooms) {
+  RunAnalysis a = clean_run();
+  a.memory.device = "cuda";
+  a.memory.has_samples = true;
+  a.memory.min_allocated_over_reserved = min_ratio;
+  a.memory.alloc_retries = retries;
+  a.memory.ooms = ooms;
+  a.memory.worst_split_fragmentation = 0.21;
+  a.memory.peak_allocated_bytes = 6 * kGiB;
+  a.memory.peak_reserved_bytes = 8 * kGiB;
+  a.memory.phases = {{"update_actor", 0, 6 * kGiB, 7 * kGiB, 0.9}, {"gen", 1, 4 * kGiB, 8 * kGiB, min_ratio}};
+  return a;
+}
+
+TEST(DiagnosisRules, FragmentationFiresBelowPointEight) {
+  const auto f = check("fragmentation", fragmented(0.62, 0, 0));
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  EXPECT_DOUBLE_EQ(f->impact, 0.0);  // costs no step time until it retries or fails
+  EXPECT_CONTAINS(f->title, "allocated/reserved fell to 0.62");
+  EXPECT_CONTAINS(f->evidence, "allocated/reserved as low as 0.62 (below 0.80), worst on rank 1 in gen (0.62)");
+  EXPECT_CONTAINS(f->evidence, "split fragmentation up to 0.21");
+  EXPECT_CONTAINS(f->evidence, "peak reserved 8.00 GiB against peak allocated 6.00 GiB");
+  EXPECT_EQ(f->rank, 1);
+  EXPECT_CONTAINS(f->suggestion, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.rollout.free_cache_engine=true"));
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.rollout.gpu_memory_utilization=0.5"));
+  EXPECT_TRUE(names_key(*f, "hybridscope.kv_num_blocks=-1"));
+}
+
+TEST(DiagnosisRules, FragmentationIsCriticalOnAnOomAndWarnsOnRetries) {
+  const auto oom = check("fragmentation", fragmented(0.85, 0, 2));
+  ASSERT_TRUE(oom);
+  EXPECT_EQ(oom->severity, Severity::kCritical);
+  EXPECT_DOUBLE_EQ(oom->impact, 1.0);
+  EXPECT_CONTAINS(oom->title, "2 out-of-memory error(s)");
+  EXPECT_CONTAINS(oom->evidence, "allocation retries 0, OOMs 2 over the run");
+
+  const auto retries = check("fragmentation", fragmented(0.9, 3, 0));
+  ASSERT_TRUE(retries);
+  EXPECT_EQ(retries->severity, Severity::kWarning);
+  EXPECT_CONTAINS(retries->title, "retried 3 allocation(s)");
+  EXPECT_CONTAINS(retries->evidence, "allocated/reserved at least 0.90");
+}
+
+TEST(DiagnosisRules, FragmentationSilentAtPointEightWithoutRetriesOrOnCpu) {
+  EXPECT_FALSE(check("fragmentation", fragmented(0.8, 0, 0)));
+  RunAnalysis cpu = clean_run();  // the CPU tracking allocator has no reserved bytes: no ratio
+  cpu.memory.device = "cpu";
+  EXPECT_FALSE(check("fragmentation", cpu));
+}
+
+// ---------------------------------------------------------------------------------------------
+RunAnalysis big_peak(std::int64_t peak_bytes) {
+  RunAnalysis a = clean_run();
+  a.memory.peak_allocated_bytes = peak_bytes;
+  a.memory.peak_rank = 3;
+  a.memory.peak_step = 4;
+  a.memory.param_bytes = 2 * kGiB;
+  a.memory.peak_over_params = static_cast<double>(peak_bytes) / static_cast<double>(2 * kGiB);
+  a.memory.phases = {{"update_actor", 0, 2 * kGiB + kGiB / 2, std::nullopt, std::nullopt},
+                     {"gen", 3, 1 * kGiB, std::nullopt, std::nullopt},
+                     {"update_actor", 3, peak_bytes, std::nullopt, std::nullopt}};
+  return a;
+}
+
+TEST(DiagnosisRules, MemoryOverParamsQuotesThePeakRankAndPhase) {
+  const auto f = check("memory-over-params", big_peak(3 * kGiB));  // 3 GiB / 2 GiB = 1.5×
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  EXPECT_EQ(f->rank, 3);
+  EXPECT_EQ(f->step, 4);
+  EXPECT_CONTAINS(f->title, "1.50× the model's parameter bytes");
+  EXPECT_CONTAINS(f->evidence, "peak allocated 3.00 GiB on rank 3 at step 4: 1.50× the actor's 2.00 GiB of parameters");
+  EXPECT_CONTAINS(f->evidence, "its highest phase is update_actor (3.00 GiB)");
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.fsdp_config.param_offload=false"));
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.fsdp_config.optimizer_offload=false"));
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.model.enable_gradient_checkpointing=true"));
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2"));
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.strategy=fsdp"));
+}
+
+TEST(DiagnosisRules, MemoryOverParamsSilentAtOnePointTwo) {
+  EXPECT_FALSE(check("memory-over-params", big_peak(2 * kGiB + 2 * kGiB / 10)));  // 2.4 GiB / 2 GiB = 1.2×
+  EXPECT_FALSE(check("memory-over-params", clean_run()));                           // no parameter bytes
+}
+
+// ---------------------------------------------------------------------------------------------
+RunAnalysis imbalanced(double imbalance) {
+  RunAnalysis a = clean_run();
+  set_phase(a, "update_actor", 4.0);
+  set_phase(a, "old_log_prob", 1.0);
+  set_phase(a, "ref", 1.0);
+  set_phase(a, "gen", 2.0);  // not a data-parallel phase here
+  a.stragglers.token_imbalance = imbalance;
+  a.stragglers.global_seqlen = {{"global_seqlen/min", 900}, {"global_seqlen/max", 1150}, {"global_seqlen/mean", 1000}};
+  return a;
+}
+
+TEST(DiagnosisRules, DpImbalanceQuotesGlobalSeqlenAndNamesTheBalanceKeys) {
+  const auto f = check("dp-imbalance", imbalanced(0.25));
+  ASSERT_TRUE(f);
+  // impact = 0.25 × (4 + 1 + 1)/10 = 0.15: warning.
+  EXPECT_NEAR(f->impact, 0.15, 1e-12);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  EXPECT_CONTAINS(f->title, "(max − min)/mean = 0.25");
+  EXPECT_CONTAINS(f->evidence, "global_seqlen/min 900; global_seqlen/max 1150; global_seqlen/mean 1000");
+  EXPECT_CONTAINS(f->evidence, "the data-parallel phases take 60.0 % of the step");
+  EXPECT_TRUE(names_key(*f, "trainer.balance_batch=false"));
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.use_dynamic_bsz=false"));
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=4096"));
+  EXPECT_CONTAINS(f->suggestion, "trainer.balance_batch (now false)");
+
+  const auto severe = check("dp-imbalance", imbalanced(0.6));  // 0.6 × 0.6 = 0.36 > 0.30
+  ASSERT_TRUE(severe);
+  EXPECT_EQ(severe->severity, Severity::kCritical);
+}
+
+TEST(DiagnosisRules, DpImbalanceSilentAtTenPercentOrWithoutSeqlen) {
+  EXPECT_FALSE(check("dp-imbalance", imbalanced(0.10)));
+  EXPECT_FALSE(check("dp-imbalance", clean_run()));
+}
+
+// ---------------------------------------------------------------------------------------------
+RunAnalysis with_straggler(double excess_share) {
+  RunAnalysis a = clean_run();
+  a.stragglers.world_size = 4;
+  a.stragglers.straggler_rank = 3;
+  a.stragglers.straggler_excess_share = excess_share;
+  a.stragglers.straggler_excess_s = excess_share * 8.0;  // the median rank's step is 8 s
+  a.stragglers.straggler_steps = 3;
+  // The step's spread is the widest, but the step is not a phase to blame.
+  a.stragglers.phases = {{"step", 8.0, 20.0, 8.2, 3, 0, 12.0 / 8.2},
+                         {"update_actor", 2.0, 4.0, 2.2, 3, 0, 2.0 / 2.2},
+                         {"gen", 4.0, 4.4, 4.2, 1, 2, 0.4 / 4.2}};
+  a.stragglers.late_collective_rank = 3;
+  a.stragglers.late_collective_stddev_ms = 12.5;
+  return a;
+}
+
+TEST(DiagnosisRules, StragglerNamesTheRankItsStepsAndTheWidestPhase) {
+  const auto f = check("straggler", with_straggler(0.25));
+  ASSERT_TRUE(f);
+  // Excess 0.25 × 8 s = 2 s of the 10 s step: impact 0.2, warning.
+  EXPECT_NEAR(f->impact, 0.2, 1e-12);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  EXPECT_EQ(f->rank, 3);
+  EXPECT_CONTAINS(f->title, "rank 3 is a straggler: 25.0 % longer steps");
+  EXPECT_CONTAINS(f->evidence, "rank 3 was the slowest in 3 of 4 measured steps (steps 2–5)");
+  EXPECT_CONTAINS(f->evidence, "its mean step is 2.00 s longer than the median rank's (25.0 %)");
+  EXPECT_CONTAINS(f->evidence, "widest phase update_actor: 4.00 s on rank 3 against 2.00 s on rank 0 (median 2.20 s, spread 0.91)");
+  EXPECT_CONTAINS(f->evidence, "HTA: rank 3's last collective starts latest most often (std 12.5 ms");
+  EXPECT_CONTAINS(f->suggestion, "Check rank 3's host and device");
+  EXPECT_TRUE(names_key(*f, "trainer.balance_batch=false"));
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.use_dynamic_bsz=false"));
+}
+
+TEST(DiagnosisRules, StragglerSilentAtTenPercent) {
+  EXPECT_FALSE(check("straggler", with_straggler(0.10)));
+  EXPECT_FALSE(check("straggler", clean_run()));  // no straggler rank at all
+}
+
+// ---------------------------------------------------------------------------------------------
+TEST(DiagnosisRules, LowMfuIsInformational) {
+  RunAnalysis a = clean_run();
+  set_phase(a, "update_actor", 3.0);
+  a.mfu = 0.08;
+  const auto f = check("low-mfu", a);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->severity, Severity::kInfo);
+  EXPECT_DOUBLE_EQ(f->impact, 0.3);  // update_actor's share of the step
+  EXPECT_CONTAINS(f->title, "8.0 % of peak FLOP/s (MFU 0.080)");
+  EXPECT_CONTAINS(f->evidence, "perf/mfu/actor 0.080 mean over steps 2–5 (below 0.25)");
+  EXPECT_CONTAINS(f->evidence, "update_actor: 3.00 s of the 10.00 s mean step");
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2"));
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.use_dynamic_bsz=false"));
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.model.enable_gradient_checkpointing=true"));
+  EXPECT_TRUE(names_key(*f, "hybridscope.precision=fp32"));
+  EXPECT_CONTAINS(f->suggestion, "hybridscope.precision (now fp32) set to bf16");
+
+  // On the CPU the peak is a measured float32 GEMM: precision is no advice there.
+  for (auto& [key, value] : a.data.config)
+    if (key == "trainer.device") value = "cpu";
+  const auto cpu = check("low-mfu", a);
+  ASSERT_TRUE(cpu);
+  EXPECT_FALSE(names_key(*cpu, "hybridscope.precision=fp32"));
+  EXPECT_EQ(cpu->suggestion.find("hybridscope.precision"), std::string::npos);
+}
+
+TEST(DiagnosisRules, LowMfuSilentAtTheThresholdOrWhenNotRecorded) {
+  RunAnalysis a = clean_run();
+  a.mfu = 0.25;
+  EXPECT_FALSE(check("low-mfu", a));
+  EXPECT_FALSE(check("low-mfu", clean_run()));
+}
+
+// ---------------------------------------------------------------------------------------------
+RunAnalysis kv_pool(std::int64_t used, std::int64_t preemptions) {
+  RunAnalysis a = clean_run();
+  set_phase(a, "gen", 5.0);
+  a.memory.kv_num_blocks = 1000;
+  a.memory.kv_peak_blocks_used = used;
+  a.memory.kv_peak_occupancy = static_cast<double>(used) / 1000.0;
+  a.memory.kv_preemptions = preemptions;
+  return a;
+}
+
+TEST(DiagnosisRules, KvPressureWarnsOnAFullPoolAndIsCriticalOnPreemption) {
+  const auto full = check("kv-pressure", kv_pool(970, 0));
+  ASSERT_TRUE(full);
+  EXPECT_EQ(full->severity, Severity::kWarning);
+  EXPECT_DOUBLE_EQ(full->impact, 0.0);
+  EXPECT_CONTAINS(full->title, "ran 97.0 % full");
+  EXPECT_CONTAINS(full->evidence, "peak 970 of 1000 KV blocks in use (97.0 %, threshold 95.0 %)");
+  EXPECT_TRUE(names_key(*full, "hybridscope.kv_num_blocks=-1"));
+  EXPECT_TRUE(names_key(*full, "actor_rollout_ref.rollout.gpu_memory_utilization=0.5"));
+  EXPECT_TRUE(names_key(*full, "actor_rollout_ref.rollout.max_num_seqs=64"));
+  EXPECT_TRUE(names_key(*full, "actor_rollout_ref.rollout.tensor_model_parallel_size=2"));
+
+  const auto preempted = check("kv-pressure", kv_pool(900, 5));
+  ASSERT_TRUE(preempted);
+  EXPECT_EQ(preempted->severity, Severity::kCritical);  // generation, 50 % of the step, at stake
+  EXPECT_DOUBLE_EQ(preempted->impact, 0.5);
+  EXPECT_CONTAINS(preempted->title, "preempted 5 sequence(s)");
+  EXPECT_CONTAINS(preempted->evidence, "5 preemption(s) over steps 2–5");
+}
+
+TEST(DiagnosisRules, KvPressureSilentAtNinetyFivePercentWithoutPreemption) {
+  EXPECT_FALSE(check("kv-pressure", kv_pool(950, 0)));
+}
+
+// ---------------------------------------------------------------------------------------------
+LinearTrend trend(const std::string& series, const std::string& unit, double slope, double ci_low, double mean,
+                  double first, double last) {
+  LinearTrend t;
+  t.series = series;
+  t.unit = unit;
+  t.n = 4;
+  t.slope = slope;
+  t.slope_ci_low = ci_low;
+  t.slope_ci_high = slope + (slope - ci_low);
+  t.mean = mean;
+  t.relative_slope = slope / mean;
+  t.first_fit = first;
+  t.last_fit = last;
+  t.increasing = ci_low > 0;
+  t.decreasing = t.slope_ci_high < 0;
+  return t;
+}
+
+TEST(DiagnosisRules, PhaseTrendingUpBlamesTheGrowingPhaseBeforeTheStep) {
+  RunAnalysis a = clean_run();
+  a.trends = {trend("timing_s/step", "s", 0.5, 0.1, 10.0, 9.25, 10.75),            // 5 %/step
+              trend("switch/train_to_rollout", "s", 0.04, 0.03, 1.0, 0.94, 1.06),    // 4 %/step
+              trend("timing_s/gen", "s", 0.01, 0.005, 1.0, 0.985, 1.015),            // 1 %/step: too slow
+              trend("timing_s/update_actor", "s", 0.2, -0.1, 2.0, 1.7, 2.3)};        // CI crosses 0
+  const auto f = check("phase-trending-up", a);
+  ASSERT_TRUE(f);
+  EXPECT_CONTAINS(f->title, "switch/train_to_rollout grows 4.0 % per step");
+  // Growth 1.06 − 0.94 = 0.12 s (3 steps × 0.04 s) over the 10 s step: impact 0.012, warning.
+  EXPECT_NEAR(f->impact, 0.012, 1e-12);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  EXPECT_EQ(f->step, 5);
+  EXPECT_CONTAINS(f->evidence,
+                  "switch/train_to_rollout: +40 ms/step (95 % CI 30 ms to 50 ms), 4.0 % of its mean per step; the fit "
+                  "goes from 940 ms to 1.06 s over 4 points (steps 2–5)");
+  EXPECT_CONTAINS(f->evidence, "timing_s/step: +500 ms/step");
+  EXPECT_EQ(f->evidence.find("timing_s/gen"), std::string::npos);
+  EXPECT_EQ(f->evidence.find("update_actor"), std::string::npos);
+  EXPECT_CONTAINS(f->suggestion, "Refit creep");
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.rollout.free_cache_engine=true"));
+  EXPECT_TRUE(names_key(*f, "hybridscope.reshard.mode=naive"));
+}
+
+TEST(DiagnosisRules, PhaseTrendingUpOnMemoryAndGeneration) {
+  RunAnalysis memory = clean_run();
+  memory.trends = {trend("memory/allocated_gb", "GB", 0.2, 0.1, 4.0, 3.7, 4.3)};  // 5 %/step
+  const auto m = check("phase-trending-up", memory);
+  ASSERT_TRUE(m);
+  EXPECT_DOUBLE_EQ(m->impact, 0.0);  // memory growth is not step time
+  EXPECT_CONTAINS(m->evidence, "memory/allocated_gb: +0.2 GB/step (95 % CI 0.1 GB to 0.3 GB)");
+  EXPECT_TRUE(names_key(*m, "actor_rollout_ref.rollout.gpu_memory_utilization=0.5"));
+
+  RunAnalysis gen = clean_run();
+  gen.trends = {trend("timing_s/gen", "s", 1.5, 1.0, 5.0, 2.75, 7.25)};  // 30 %/step; +4.5 s
+  const auto g = check("phase-trending-up", gen);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->severity, Severity::kCritical);  // 4.5 s of growth over a 10 s step
+  EXPECT_TRUE(names_key(*g, "data.max_response_length=512"));
+}
+
+TEST(DiagnosisRules, PhaseTrendingUpSilentAtTwoPercentOrWithoutASignificantSlope) {
+  RunAnalysis a = clean_run();
+  a.trends = {trend("timing_s/gen", "s", 0.02, 0.01, 1.0, 0.97, 1.03),   // exactly 2 %/step
+              trend("timing_s/ref", "s", 0.5, -0.01, 1.0, 0.25, 1.75)};  // CI reaches below 0
+  EXPECT_FALSE(check("phase-trending-up", a));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A run with five problems of different severity and impact.
+RunAnalysis troubled_run() {
+  RunAnalysis a = rollout_heavy(6.4);          // critical, 0.64
+  a.memory.ooms = 1;                           // critical, 1.0
+  a.memory.min_allocated_over_reserved = 0.9;
+  set_phase(a, "update_actor", 2.0);
+  a.mfu = 0.1;                                 // info, 0.2
+  RunAnalysis s = with_straggler(0.25);        // warning, 0.2
+  a.stragglers = s.stragglers;
+  RunAnalysis c = exposed_comm(2'000'000'000, 400'000'000);  // warning, 0.16
+  a.temporal = c.temporal;
+  return a;
+}
+
+TEST(Diagnose, OrdersBySeverityThenImpact) {
+  const auto findings = diagnose(troubled_run());
+  std::vector<std::string> ids;
+  for (const Finding& f : findings) ids.push_back(f.rule);
+  EXPECT_EQ(ids, (std::vector<std::string>{"fragmentation", "rollout-dominates", "straggler", "comm-exposed", "low-mfu"}));
+}
+
+TEST(Diagnose, ThresholdsComeFromTheCaller) {
+  DiagnosisThresholds strict;
+  strict.rollout_share = 0.70;  // 64 % no longer dominates
+  strict.low_mfu = 0.05;        // MFU 0.1 is fine
+  const auto findings = diagnose(troubled_run(), strict);
+  for (const Finding& f : findings) {
+    EXPECT_NE(f.rule, "rollout-dominates");
+    EXPECT_NE(f.rule, "low-mfu");
+  }
+  EXPECT_EQ(findings.size(), 3u);
+}
+
+TEST(Diagnose, CleanRunHasNoFindings) {
+  const RunAnalysis a = clean_run();
+  EXPECT_TRUE(diagnose(a).empty());
+  const std::string text = format_findings(a, {});
+  EXPECT_CONTAINS(text, "run 7 \"fixture\" — world size 4, mean step 10.00 s over steps 2–5 (4 measured)");
+  EXPECT_CONTAINS(text, "no findings: none of the 11 rules crossed its threshold");
+}
+
+TEST(Diagnose, FormatFindingsNumbersEachFindingWithItsEvidenceSuggestionAndKeys) {
+  const RunAnalysis a = troubled_run();
+  const auto findings = diagnose(a);
+  const std::string text = format_findings(a, findings);
+  EXPECT_CONTAINS(text, "run 7 \"fixture\" — world size 4");
+  std::size_t previous = 0;
+  for (std::size_t i = 0; i < findings.size(); ++i) {
+    const std::string head = std::to_string(i + 1) + ". [" + to_string(findings[i].severity) + "] " + findings[i].title;
+    const std::size_t at = text.find(head);
+    ASSERT_NE(at, std::string::npos) << head;
+    EXPECT_GT(at, previous);  // in diagnose()'s order
+    previous = at;
+    EXPECT_CONTAINS(text, findings[i].evidence);
+    EXPECT_CONTAINS(text, "→ " + findings[i].suggestion);
+  }
+  EXPECT_CONTAINS(text, "1. [critical] 1 out-of-memory error(s)");
+  EXPECT_CONTAINS(text, "keys: actor_rollout_ref.rollout.tensor_model_parallel_size=2, "
+                        "actor_rollout_ref.rollout.gpu_memory_utilization=0.5");
+}
+
+TEST(Diagnose, FindingsJsonCarriesEveryField) {
+  const auto findings = diagnose(troubled_run());
+  const nlohmann::json parsed = nlohmann::json::parse(findings_json(findings).dump());
+  ASSERT_EQ(parsed.size(), findings.size());
+  for (std::size_t i = 0; i < findings.size(); ++i) {
+    const Finding& f = findings[i];
+    const nlohmann::json& j = parsed[i];
+    EXPECT_EQ(j.at("rule"), f.rule);
+    EXPECT_EQ(j.at("severity"), to_string(f.severity));
+    EXPECT_EQ(j.at("title"), f.title);
+    EXPECT_EQ(j.at("evidence"), f.evidence);
+    EXPECT_EQ(j.at("suggestion"), f.suggestion);
+    EXPECT_EQ(j.at("config_keys").get<std::vector<std::string>>(), f.config_keys);
+    EXPECT_DOUBLE_EQ(j.at("impact").get<double>(), f.impact);
+    if (f.rank) EXPECT_EQ(j.at("rank").get<int>(), *f.rank); else EXPECT_TRUE(j.at("rank").is_null());
+    if (f.step) EXPECT_EQ(j.at("step").get<std::int64_t>(), *f.step); else EXPECT_TRUE(j.at("step").is_null());
+  }
+  EXPECT_EQ(parsed[2].at("rank"), 3);  // the straggler
+  EXPECT_TRUE(parsed[0].at("step").is_null());
+}
+
+TEST(Diagnose, SeverityNames) {
+  EXPECT_EQ(to_string(Severity::kInfo), "info");
+  EXPECT_EQ(to_string(Severity::kWarning), "warning");
+  EXPECT_EQ(to_string(Severity::kCritical), "critical");
+}
+
+// ---------------------------------------------------------------------------------------------
+std::string read_source(const std::string& relative) {
+  std::ifstream in(std::string(HS_SOURCE_DIR) + "/" + relative);
+  EXPECT_TRUE(in.good()) << relative;
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Every finding of every fixture above.
+std::vector<Finding> every_fixture_finding() {
+  std::vector<RunAnalysis> fixtures = {rollout_heavy(6.4), small_decode("8", 3.5), slow_switch(1.2, 6.0),
+                                       exposed_comm(2'000'000'000, 400'000'000), fragmented(0.62, 1, 1),
+                                       big_peak(3 * kGiB), imbalanced(0.25), with_straggler(0.25), kv_pool(970, 3)};
+  RunAnalysis mfu = clean_run();
+  mfu.mfu = 0.01;
+  fixtures.push_back(mfu);
+  for (const char* series : {"switch/train_to_rollout", "memory/allocated_gb", "timing_s/gen", "timing_s/values"}) {
+    RunAnalysis t = clean_run();
+    t.trends = {trend(series, "s", 0.5, 0.1, 1.0, 0.25, 1.75)};
+    fixtures.push_back(t);
+  }
+  std::vector<Finding> all;
+  for (const RunAnalysis& a : fixtures)
+    for (Finding& f : diagnose(a)) all.push_back(std::move(f));
+  return all;
+}
+
+TEST(DiagnosisKeys, EveryNamedKeyIsAKeyOfTheTrainersConfig) {
+  // The trainer's key table: HS_CONFIG_KEY(<dotted key>, "<doc>").
+  const std::string table = read_source("trainer/src/config/config_keys.cpp");
+  std::set<std::string> known;
+  const std::regex entry(R"(HS_CONFIG_KEY\(([a-z_][a-z0-9_.]*),)");
+  for (auto it = std::sregex_iterator(table.begin(), table.end(), entry); it != std::sregex_iterator(); ++it)
+    known.insert((*it)[1]);
+  ASSERT_GT(known.size(), 100u);
+
+  const auto findings = every_fixture_finding();
+  std::set<std::string> rules;
+  const std::regex dotted(R"(\b(?:data|actor_rollout_ref|critic|trainer|hybridscope|algorithm|reward_model)\.[a-z0-9_.]*[a-z0-9_])");
+  for (const Finding& f : findings) {
+    rules.insert(f.rule);
+    for (const std::string& kv : f.config_keys) {
+      const std::string key = kv.substr(0, kv.find('='));
+      EXPECT_TRUE(known.count(key)) << f.rule << " names " << key;
+      EXPECT_NE(kv.find('='), std::string::npos);
+      EXPECT_EQ(kv.find("not in the run's config"), std::string::npos) << kv;  // the fixture config has them all
+    }
+    for (auto it = std::sregex_iterator(f.suggestion.begin(), f.suggestion.end(), dotted); it != std::sregex_iterator();
+         ++it)
+      EXPECT_TRUE(known.count(it->str())) << f.rule << "'s suggestion mentions " << it->str();
+  }
+  EXPECT_EQ(rules.size(), diagnosis_rules().size());  // the fixtures reach every rule
+}
+
+TEST(DiagnosisKeys, AKeyMissingFromTheRunIsSaidSo) {
+  RunAnalysis a = rollout_heavy(6.4);
+  a.data.config.clear();
+  const auto f = check("rollout-dominates", a);
+  ASSERT_TRUE(f);
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.rollout.n=(not in the run's config)"));
+  EXPECT_CONTAINS(f->suggestion, "actor_rollout_ref.rollout.n (not in the run's config)");
+}
+
+TEST(DiagnosisRuleTable, UniqueIdsEachDocumented) {
+  const std::string doc = read_source("docs/diagnosis.md");
+  std::set<std::string> ids;
+  for (const DiagnosisRule& rule : diagnosis_rules()) {
+    EXPECT_TRUE(ids.insert(rule.id).second) << rule.id;
+    EXPECT_NE(std::string(rule.description), "");
+    EXPECT_CONTAINS(doc, std::string("`") + rule.id + "`");
+  }
+  EXPECT_EQ(ids.size(), 11u);
+}
+
+}  // namespace
