@@ -118,13 +118,18 @@ std::optional<Finding> rollout_dominates(const RunAnalysis& a, const DiagnosisTh
   if (a.response_length) f.evidence += fmt::format("; mean response {:.0f} tokens", *a.response_length);
   if (a.rollout_batch) f.evidence += fmt::format("; {:.0f} sequences generated per step", *a.rollout_batch);
   const auto& d = a.data;
-  f.suggestion = fmt::format(
-      "Shorten or widen generation: a smaller {} gives more rollout replicas decoding in parallel when the "
-      "weights fit (verl's tuning guide); a larger {} gives the KV pool room for more sequences at once; "
-      "{} caps the longest responses, which set the length of every decode loop; fewer samples per prompt, "
-      "a smaller {}, shorten generation at the price of a noisier group baseline.",
-      key_now(d, kRolloutTp), key_now(d, kGpuMemoryUtilization), key_now(d, kMaxResponseLength),
-      key_now(d, kRolloutN));
+  // A smaller rollout tp only helps when there is one to shrink.
+  const bool tp_can_shrink = d.config_number(kRolloutTp).value_or(1.0) > 1.0;
+  f.suggestion = "Shorten or widen generation: ";
+  if (tp_can_shrink)
+    f.suggestion += fmt::format("a smaller {} gives more rollout replicas decoding in parallel when the weights fit "
+                                "(verl's tuning guide); ",
+                                key_now(d, kRolloutTp));
+  f.suggestion += fmt::format(
+      "a larger {} gives the KV pool room for more sequences at once; {} caps the longest responses, which set "
+      "the length of every decode loop; fewer samples per prompt, a smaller {}, shorten generation at the price "
+      "of a noisier group baseline.",
+      key_now(d, kGpuMemoryUtilization), key_now(d, kMaxResponseLength), key_now(d, kRolloutN));
   name_keys(f, d, {kRolloutTp, kGpuMemoryUtilization, kMaxResponseLength, kRolloutN});
   return f;
 }
@@ -220,7 +225,7 @@ std::optional<Finding> switch_slow(const RunAnalysis& a, const DiagnosisThreshol
                         "whole tensors (HybridFlow §5, Table 2)",
                         key_now(d, kReshardMode));
   f.suggestion = fmt::format(
-      "{}; a {} equal to {} leaves the tensor-parallel split unchanged, so only data-parallel shards move. "
+      "{}; setting {} equal to {} leaves the tensor-parallel split unchanged, so only data-parallel shards move. "
       "Time far above the wire bound is packing, copying and waiting, not bandwidth: the components above say "
       "which.",
       mode_advice, key_now(d, kRolloutTp), key_now(d, kActorTp));

@@ -188,7 +188,7 @@ SwitchAnalysis switch_analysis(const RunData& data, const std::vector<std::int64
     std::string list;
     for (std::size_t i = 0; i < parts.size() && i < 3; ++i)
       list += fmt::format("{}{} {:.1f} ms", i ? ", " : "", parts[i].first, parts[i].second * 1e3);
-    out.headline = line + " (largest parts: " + list + ")";
+    out.headline = line + " (largest parts, mean per switch: " + list + ")";
   }
   return out;
 }
