@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what hybridscope needs to build and test, and nothing more:
 #   - Debian packages (compiler toolchain, yaml-cpp, nlohmann-json, CLI11, spdlog/fmt, SQLite,
-#     GoogleTest, Google Benchmark, ccache);
+#     GoogleTest, Google Benchmark, ccache; Chromium and poppler-utils for the PDF report);
 #   - LibTorch from the PyTorch wheel on PyPI, into a virtual environment outside the build tree
 #     ($HS_DEPS_DIR, default ~/.local/share/hybridscope) so that every clone finds it again.
 # Idempotent: when everything is present it only checks and exits in about a second.
@@ -22,6 +22,8 @@ debian_packages=(
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libsqlite3-dev sqlite3 libgtest-dev libgmock-dev libbenchmark-dev
   libgloo-dev  # headers c10d's ProcessGroupGloo.hpp includes (the PyPI wheel ships none)
+  chromium       # `hybridscope report -f pdf` prints the HTML report with headless Chromium
+  poppler-utils  # pdftotext / pdftoppm: the PDF report's test reads its text back
 )
 
 install_debian() {

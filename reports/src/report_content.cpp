@@ -1,0 +1,217 @@
+// report_content.cpp — the series, labels and text helpers every exporter shares (report_content.h).
+#include "report_content.h"
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <tuple>
+
+#include <fmt/format.h>
+
+namespace hs::reports::detail {
+
+const char* severity_name(Severity severity) {
+  switch (severity) {
+    case Severity::kCritical: return "critical";
+    case Severity::kWarning: return "warning";
+    case Severity::kInfo: break;
+  }
+  return "info";
+}
+
+const char* timeline_source_name(TimelineSource source) {
+  return source == TimelineSource::kKernels ? "kernels" : "host ranges";
+}
+
+std::string html_escape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size() + text.size() / 8);
+  for (const char ch : text) {
+    switch (ch) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += ch;
+    }
+  }
+  return out;
+}
+
+std::string markdown_cell(const std::string& text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (ch == '|') out += "\\|";
+    else if (ch == '\r') continue;
+    else if (ch == '\n') out += "<br>";
+    else if (ch == '&') out += "&amp;";
+    else if (ch == '<') out += "&lt;";
+    else if (ch == '>') out += "&gt;";
+    else out += ch;
+  }
+  return out;
+}
+
+std::string format_number(double value) {
+  if (std::isnan(value)) return "n/a";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  const double magnitude = std::fabs(value);
+  if (magnitude == 0.0) return "0";
+  if (magnitude >= 1e6) return fmt::format("{:.3e}", value);
+  if (magnitude >= 1000.0) return fmt::format("{:.0f}", value);
+  return fmt::format("{:.4g}", value);
+}
+
+std::string format_percent(double fraction) {
+  if (std::isnan(fraction)) return "n/a";
+  return fmt::format("{:.1f} %", 100.0 * fraction);
+}
+
+std::string format_seconds(double seconds) {
+  if (std::isnan(seconds)) return "n/a";
+  const double magnitude = std::fabs(seconds);
+  if (magnitude == 0.0) return "0 s";
+  if (magnitude >= 1.0) return format_number(seconds) + " s";
+  if (magnitude >= 1e-3) return format_number(seconds * 1e3) + " ms";
+  return format_number(seconds * 1e6) + " µs";
+}
+
+std::string format_bytes(double bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  std::size_t unit = 0;
+  double value = bytes;
+  while (std::fabs(value) >= 1024.0 && unit + 1 < std::size(kUnits)) {
+    value /= 1024.0;
+    ++unit;
+  }
+  return unit == 0 ? fmt::format("{:.0f} B", value) : fmt::format("{:.1f} {}", value, kUnits[unit]);
+}
+
+std::string run_label(const RunSummary& run) { return fmt::format("run {} '{}'", run.id, run.name); }
+
+std::string iso_utc(std::int64_t unix_ns) {
+  if (unix_ns == 0) return "";
+  const std::time_t seconds = static_cast<std::time_t>(unix_ns / 1000000000);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+std::optional<std::string> config_lookup(const RunData& data, const std::string& key) {
+  for (const auto& [k, v] : data.config)
+    if (k == key) return v;
+  return std::nullopt;
+}
+
+std::vector<std::pair<std::string, std::string>> layout_entries(const RunData& data) {
+  // The keys that decide a step's shape (docs/config.md): training layout, generation layout,
+  // algorithm and batch. A run lists those it has.
+  static const char* const kKeys[] = {
+      "actor_rollout_ref.actor.strategy",
+      "actor_rollout_ref.actor.megatron.tensor_model_parallel_size",
+      "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size",
+      "actor_rollout_ref.actor.fsdp_config.param_offload",
+      "actor_rollout_ref.actor.fsdp_config.optimizer_offload",
+      "actor_rollout_ref.rollout.tensor_model_parallel_size",
+      "actor_rollout_ref.rollout.n",
+      "algorithm.adv_estimator",
+      "data.train_batch_size",
+  };
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const char* key : kKeys)
+    if (auto value = config_lookup(data, key)) out.emplace_back(key, *value);
+  return out;
+}
+
+std::vector<std::pair<std::int64_t, double>> metric_steps(const RunData& data, const std::string& name) {
+  std::vector<std::pair<std::int64_t, double>> out;
+  for (const auto& m : data.metrics)
+    if (m.name == name) out.emplace_back(m.step, m.value);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::pair<std::int64_t, double>> throughput_per_step(const RunData& data) {
+  const auto tokens = metric_steps(data, "perf/total_num_tokens");
+  const auto seconds = metric_steps(data, "timing_s/step");
+  std::map<std::int64_t, double> step_s(seconds.begin(), seconds.end());
+  std::vector<std::pair<std::int64_t, double>> out;
+  for (const auto& [step, n] : tokens) {
+    const auto it = step_s.find(step);
+    if (it != step_s.end() && it->second > 0.0) out.emplace_back(step, n / it->second);
+  }
+  return out;
+}
+
+std::vector<std::pair<std::int64_t, double>> reward_per_step(const RunData& data) {
+  return metric_steps(data, "critic/score/mean");
+}
+
+double seconds_since_start(const RunSummary& run, std::int64_t monotonic_ns) {
+  const std::int64_t start_monotonic_ns = run.start_unix_ns - run.clock_offset_ns;
+  return static_cast<double>(monotonic_ns - start_monotonic_ns) * 1e-9;
+}
+
+std::vector<RankMemoryTimeline> memory_timeline(const RunData& data) {
+  std::map<int, RankMemoryTimeline> by_rank;
+  std::vector<const MemorySampleRow*> samples;
+  for (const auto& s : data.memory) samples.push_back(&s);
+  std::sort(samples.begin(), samples.end(), [](const MemorySampleRow* a, const MemorySampleRow* b) {
+    return std::tie(a->ts_ns, a->rank) < std::tie(b->ts_ns, b->rank);
+  });
+  for (const auto* s : samples) {
+    auto& line = by_rank[s->rank];
+    line.rank = s->rank;
+    const double t = seconds_since_start(data.run, s->ts_ns);
+    if (s->allocated_bytes) line.allocated_gib.emplace_back(t, static_cast<double>(*s->allocated_bytes) / kGiB);
+    if (s->reserved_bytes) line.reserved_gib.emplace_back(t, static_cast<double>(*s->reserved_bytes) / kGiB);
+  }
+  std::vector<RankMemoryTimeline> out;
+  for (auto& [rank, line] : by_rank) out.push_back(std::move(line));
+  return out;
+}
+
+std::vector<std::string> matrix_columns(const MatrixSummary& matrix) {
+  static const char* const kHeadline[] = {"step_s",   "tokens_per_s", "tokens_per_s_per_rank",
+                                          "gen_tokens_per_s", "switch_s", "switch_bytes",
+                                          "comm_share", "peak_mem_gb", "mfu"};
+  std::vector<std::string> out;
+  for (const char* key : kHeadline)
+    for (const auto& cell : matrix.cells)
+      if (cell.metrics.count(key)) {
+        out.emplace_back(key);
+        break;
+      }
+  return out;
+}
+
+std::vector<ScalingCurve> scaling_curves(const MatrixSummary& matrix) {
+  std::map<std::pair<std::string, int>, ScalingCurve> curves;  // (axis, reference cell) -> curve
+  for (const auto& cell : matrix.cells)
+    for (const auto& point : cell.scaling) {
+      auto& curve = curves[{point.axis, point.reference_cell}];
+      if (curve.axis.empty()) {
+        curve.axis = point.axis;
+        curve.kind = point.kind;
+        std::string reference_name;
+        for (const auto& c : matrix.cells)
+          if (c.cell.cell_index == point.reference_cell) reference_name = c.cell.name;
+        curve.label = fmt::format("{} (ref cell {}: {})", point.axis, point.reference_cell + 1, reference_name);
+      }
+      curve.efficiency.emplace_back(cell.cell.ranks, point.efficiency);
+      curve.throughput_efficiency.emplace_back(cell.cell.ranks, point.throughput_efficiency);
+    }
+  std::vector<ScalingCurve> out;
+  for (auto& [key, curve] : curves) {
+    std::sort(curve.efficiency.begin(), curve.efficiency.end());
+    std::sort(curve.throughput_efficiency.begin(), curve.throughput_efficiency.end());
+    out.push_back(std::move(curve));
+  }
+  return out;
+}
+
+}  // namespace hs::reports::detail

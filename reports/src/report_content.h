@@ -1,0 +1,92 @@
+// report_content.h — what a report shows, decided once for every exporter (HTML, Markdown, CSV,
+// JSON): the per-step series behind the charts, the memory timeline, the layout keys of the
+// summary, the scaling curves of a matrix, and the text helpers (escaping, number formatting).
+// Private to hs_reports. Reads only the plain structs of report.h; computes no analysis — the
+// series are the recorded values, divided where the definition says so (tokens/s per step).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hybridscope/reports/report.h"
+
+namespace hs::reports::detail {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;  // the trainer's *_gb metrics are GiB (kGiB)
+
+/// "info" | "warning" | "critical" (the words of diagnosis.h's to_string(Severity)).
+const char* severity_name(Severity severity);
+/// "kernels" | "host ranges" (the words of temporal_breakdown.h's to_string(TimelineSource)).
+const char* timeline_source_name(TimelineSource source);
+
+// ---- text ----
+
+/// & < > " ' replaced by entities: safe in HTML/SVG text and in attribute values of either quote.
+std::string html_escape(const std::string& text);
+/// A Markdown table cell: `|` escaped, newlines as <br> (escaped text, so no raw HTML from data),
+/// and the HTML specials escaped (Markdown renderers pass raw HTML through).
+std::string markdown_cell(const std::string& text);
+
+/// Up to 4 significant digits, without exponent below 1e6 ("12.35", "0.001234", "1234", "61234");
+/// "n/a" for NaN, "inf" for infinities.
+std::string format_number(double value);
+/// 0.642 -> "64.2 %".
+std::string format_percent(double fraction);
+/// Seconds with a unit that suits them: "372 ms", "12.35 s", "850 µs".
+std::string format_seconds(double seconds);
+/// Binary units: "51.0 MiB", "1.25 GiB", "512 B".
+std::string format_bytes(double bytes);
+
+// ---- runs ----
+
+/// "run 7 'name'" — the label a report gives a run.
+std::string run_label(const RunSummary& run);
+/// UNIX-epoch ns as ISO 8601 UTC, "2025-06-01T12:00:00Z"; "" for 0 (unknown).
+std::string iso_utc(std::int64_t unix_ns);
+/// A resolved config value of the run (RunData::config is sorted by key).
+std::optional<std::string> config_lookup(const RunData& data, const std::string& key);
+/// The layout and algorithm keys a summary lists, with the run's values, for the keys the run
+/// has (actor strategy, megatron tp/pp, FSDP offload, rollout tp and n, adv_estimator, batch).
+std::vector<std::pair<std::string, std::string>> layout_entries(const RunData& data);
+
+/// Every recorded value of a step metric, by step.
+std::vector<std::pair<std::int64_t, double>> metric_steps(const RunData& data, const std::string& name);
+/// Tokens per second of each step: perf/total_num_tokens / timing_s/step (steps with both and a
+/// positive step time).
+std::vector<std::pair<std::int64_t, double>> throughput_per_step(const RunData& data);
+/// critic/score/mean per step (the reward curve).
+std::vector<std::pair<std::int64_t, double>> reward_per_step(const RunData& data);
+
+/// One rank's memory over time: seconds since the run started (runs.start_unix_ns on the
+/// monotonic clock: start_unix_ns − clock_offset_ns) and GiB.
+struct RankMemoryTimeline {
+  int rank = 0;
+  std::vector<std::pair<double, double>> allocated_gib;
+  std::vector<std::pair<double, double>> reserved_gib;  // empty where the device has no reserved pool
+};
+/// The run's memory samples per rank, by time.
+std::vector<RankMemoryTimeline> memory_timeline(const RunData& data);
+/// A sample's time in seconds since the run started (see RankMemoryTimeline).
+double seconds_since_start(const RunSummary& run, std::int64_t monotonic_ns);
+
+// ---- matrix ----
+
+/// The headline metric keys of a matrix's cell table, in column order, present in some cell.
+std::vector<std::string> matrix_columns(const MatrixSummary& matrix);
+
+/// One scaling curve: the cells of a rank axis that share a reference cell (the same levels on
+/// every other axis), as (ranks, efficiency) points sorted by ranks.
+struct ScalingCurve {
+  std::string axis;
+  std::string kind;   // strong | weak
+  std::string label;  // "world (ref cell 1: world=1,mode=naive)"
+  std::vector<std::pair<double, double>> efficiency;             // (ranks, time-form efficiency)
+  std::vector<std::pair<double, double>> throughput_efficiency;  // (ranks, throughput-form efficiency)
+};
+std::vector<ScalingCurve> scaling_curves(const MatrixSummary& matrix);
+
+}  // namespace hs::reports::detail

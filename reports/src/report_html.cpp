@@ -1,0 +1,255 @@
+// report_html.cpp — the report as one self-contained HTML page: inline CSS (with print rules
+// for the PDF), inline SVG charts, no script and no reference to the network, so that the file
+// reads the same offline, attached to an issue, or printed. Every string from the data goes
+// through html_escape(). Sections: header; per run the summary, the findings (first: they are the
+// answer), throughput and reward, phases, per-rank spread, the switch against its bound, memory,
+// HTA's breakdown and overlap, stragglers, trends; then the comparison and the matrix.
+#include <string>
+
+#include <fmt/format.h>
+
+#include "hybridscope/reports/report.h"
+#include "report_charts.h"
+#include "report_content.h"
+#include "report_tables.h"
+
+namespace hs::reports {
+namespace {
+
+using detail::html_escape;
+
+constexpr const char* kStyle = R"css(
+:root { --ink: #1f2328; --muted: #59636e; --rule: #d1d9e0; --band: #f6f8fa; }
+* { box-sizing: border-box; }
+body { font: 14px/1.45 -apple-system, "Segoe UI", "DejaVu Sans", Helvetica, Arial, sans-serif; color: var(--ink);
+       max-width: 960px; margin: 0 auto; padding: 24px; }
+h1 { font-size: 24px; margin: 0 0 4px; }
+h2 { font-size: 20px; margin: 36px 0 8px; padding-bottom: 4px; border-bottom: 2px solid var(--rule); }
+h3 { font-size: 16px; margin: 24px 0 8px; }
+p.meta, p.note, .empty { color: var(--muted); }
+p.note { font-size: 12px; margin: 4px 0 12px; }
+nav ul { margin: 4px 0; padding-left: 20px; }
+code { font: 12px/1.3 "DejaVu Sans Mono", Menlo, Consolas, monospace; background: var(--band); padding: 1px 4px;
+       border-radius: 3px; white-space: pre-wrap; word-break: break-all; }
+.table-wrap { overflow-x: auto; }
+table { border-collapse: collapse; margin: 8px 0; font-size: 13px; }
+th, td { border: 1px solid var(--rule); padding: 3px 8px; text-align: left; vertical-align: top; white-space: pre-wrap; }
+th { background: var(--band); }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num { white-space: nowrap; }
+.scroll { max-height: 360px; overflow-y: auto; }
+table.wide th { overflow-wrap: anywhere; }
+p.caption { font-weight: 600; margin: 12px 0 0; }
+tr.highlight td { background: #fff1e5; font-weight: 600; }
+table.kv td:first-child { color: var(--muted); }
+.finding { border: 1px solid var(--rule); border-left: 6px solid #6e7781; border-radius: 4px; padding: 8px 12px;
+           margin: 10px 0; }
+.finding.critical { border-left-color: #cf222e; }
+.finding.warning { border-left-color: #d4a72c; }
+.finding.info { border-left-color: #0969da; }
+.finding .head { font-size: 15px; }
+.finding p { margin: 4px 0; white-space: pre-wrap; }
+.badge { display: inline-block; font-size: 11px; font-weight: 700; text-transform: uppercase; color: #fff;
+         background: #6e7781; border-radius: 10px; padding: 1px 8px; margin-right: 6px; vertical-align: 1px; }
+.critical .badge { background: #cf222e; }
+.warning .badge { background: #9a6700; }
+.info .badge { background: #0969da; }
+.where { color: var(--muted); font-size: 12px; margin-left: 6px; }
+.headline { font-size: 15px; font-weight: 600; }
+figure { margin: 12px 0; }
+svg.chart { width: 100%; height: auto; max-width: 880px; display: block; }
+svg.chart text { fill: var(--ink); }
+footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
+@page { size: A4; margin: 12mm; }
+@media print {
+  body { max-width: none; padding: 0; font-size: 11px; }
+  nav { display: none; }
+  section.run + section, section + section.run { break-before: page; }
+  figure, svg, tr, .finding, table.kv { break-inside: avoid; page-break-inside: avoid; }
+  h2, h3, p.headline { break-after: avoid; page-break-after: avoid; }
+  .table-wrap, .scroll { overflow: visible; max-height: none; }
+  table { font-size: 10px; }
+  table.wide th, table.wide td { overflow-wrap: anywhere; }  /* shrink to the page, not run off it */
+  a { color: inherit; text-decoration: none; }
+}
+)css";
+
+std::string table_html(const detail::ReportTable& t, bool key_value = false) {
+  if (t.rows.empty()) return "";
+  // More than 8 columns (steps × phases, matrix cells): allowed to break inside words when printed.
+  const char* css = key_value ? R"( class="kv")" : t.headers.size() > 8 ? R"( class="wide")" : "";
+  std::string out = fmt::format(R"(<div class="table-wrap"><table{}>)", css);
+  out += "<thead><tr>";
+  for (std::size_t c = 0; c < t.headers.size(); ++c)
+    out += fmt::format("<th{}>{}</th>", c < t.numeric.size() && t.numeric[c] ? R"( class="num")" : "",
+                       html_escape(t.headers[c]));
+  out += "</tr></thead><tbody>";
+  for (const auto& row : t.rows) {
+    out += row.highlight ? R"(<tr class="highlight">)" : "<tr>";
+    for (std::size_t c = 0; c < row.cells.size(); ++c)
+      out += fmt::format("<td{}>{}</td>", c < t.numeric.size() && t.numeric[c] ? R"( class="num")" : "",
+                         html_escape(row.cells[c]));
+    out += "</tr>";
+  }
+  out += "</tbody></table></div>";
+  if (!t.note.empty()) out += R"(<p class="note">)" + html_escape(t.note) + "</p>";
+  return out;
+}
+
+std::string figure(const std::string& svg) { return "<figure>" + svg + "</figure>"; }
+
+std::string empty_note(const std::string& what) { return R"(<p class="empty">)" + html_escape(what) + "</p>"; }
+
+std::string findings_html(const std::vector<Finding>& findings) {
+  if (findings.empty()) return empty_note("No findings: no rule fired on this run.");
+  std::string out;
+  for (const auto& f : findings) {
+    const char* severity = detail::severity_name(f.severity);
+    std::string where;
+    if (f.rank) where += fmt::format("rank {}", *f.rank);
+    if (f.step) where += fmt::format("{}step {}", where.empty() ? "" : ", ", *f.step);
+    out += fmt::format(R"(<div class="finding {0}"><div class="head"><span class="badge">{0}</span><strong>{1}</strong>)",
+                       severity, html_escape(f.title));
+    if (!where.empty()) out += R"(<span class="where">)" + html_escape(where) + "</span>";
+    out += fmt::format(R"(<span class="where">{} · impact {}</span></div>)", html_escape(f.rule),
+                       detail::format_percent(f.impact));
+    if (!f.evidence.empty()) out += "<p><b>Evidence:</b> " + html_escape(f.evidence) + "</p>";
+    if (!f.suggestion.empty()) out += "<p><b>Suggestion:</b> " + html_escape(f.suggestion) + "</p>";
+    if (!f.config_keys.empty()) {
+      out += "<p><b>Config keys:</b> ";
+      for (const auto& key : f.config_keys) out += "<code>" + html_escape(key) + "</code> ";
+      out += "</p>";
+    }
+    out += "</div>";
+  }
+  return out;
+}
+
+std::string run_html(const RunReport& run, std::size_t index) {
+  const auto& a = run.analysis;
+  std::string out = fmt::format(R"(<section class="run" id="run-{}"><h2>{}</h2>)", index,
+                                html_escape(detail::run_label(a.data.run)));
+  out += table_html(detail::run_summary_table(run), true);
+
+  out += "<h3>Findings</h3>" + findings_html(run.findings);
+
+  out += "<h3>Throughput and reward</h3>";
+  const auto throughput = detail::throughput_chart(a);
+  const auto reward = detail::reward_chart(a);
+  if (throughput) out += figure(detail::render_line_chart(*throughput));
+  if (reward) out += figure(detail::render_line_chart(*reward));
+  if (!throughput && !reward) out += empty_note("No perf/total_num_tokens, timing_s/step or critic/score/mean recorded.");
+  if (const auto steps = detail::per_step_table(a); !steps.rows.empty())
+    out += R"(<p class="caption">Numbers per step</p><div class="scroll">)" + table_html(steps) + "</div>";
+
+  out += "<h3>Phase breakdown</h3>";
+  if (const auto chart = detail::phase_chart(a)) out += figure(detail::render_stacked_bar_chart(*chart));
+  else out += empty_note("No step ranges or timing_s/* metrics recorded.");
+  out += table_html(detail::phase_table(a.phases));
+
+  out += "<h3>Per-rank phase spread</h3>";
+  if (const auto chart = detail::rank_phase_chart(a)) out += figure(detail::render_grouped_bar_chart(*chart));
+  else out += empty_note("One rank, or no per-rank ranges: nothing to spread.");
+
+  out += "<h3>Weight switch</h3>";
+  if (!a.switches.headline.empty()) out += R"(<p class="headline">)" + html_escape(a.switches.headline) + "</p>";
+  if (const auto chart = detail::switch_chart(a)) out += figure(detail::render_bound_chart(*chart));
+  else out += empty_note("No switch recorded in the measured steps.");
+  if (!a.switches.directions.empty()) out += table_html(detail::switch_table(a.switches));
+
+  out += "<h3>Memory</h3>";
+  if (const auto chart = detail::memory_chart(a)) out += figure(detail::render_line_chart(*chart));
+  else out += empty_note("No memory samples recorded (probes off, or no tracking allocator).");
+  out += table_html(detail::memory_table(a.memory), true);
+  out += table_html(detail::memory_phase_table(a.memory));
+
+  out += "<h3>Temporal breakdown and communication overlap (HTA)</h3>";
+  if (a.temporal.breakdown.empty() && a.temporal.overlap.empty())
+    out += empty_note("No kernel records or host ranges to break down.");
+  out += table_html(detail::temporal_table(a.temporal));
+  out += table_html(detail::overlap_table(a.temporal));
+
+  out += "<h3>Stragglers and imbalance</h3>";
+  out += table_html(detail::straggler_table(a.stragglers));
+  out += table_html(detail::imbalance_table(a.stragglers), true);
+
+  out += "<h3>Trends over the run</h3>";
+  if (a.trends.empty()) out += empty_note("Too few measured steps to fit a trend.");
+  out += table_html(detail::trend_table(a.trends));
+  return out + "</section>";
+}
+
+std::string comparison_html(const RunComparison& c) {
+  std::string out = R"(<section id="comparison"><h2>Comparison</h2>)";
+  out += fmt::format(R"(<p>Old: <strong>{}</strong><br>New: <strong>{}</strong></p>)", html_escape(c.old_label),
+                     html_escape(c.new_label));
+  out += "<h3>Per-phase change</h3>";
+  if (c.phases.empty()) out += empty_note("No phase present on both sides.");
+  out += table_html(detail::comparison_table(c));
+  out += "<h3>Config difference</h3>";
+  if (c.config_diff.empty()) out += empty_note("The two runs' resolved configs are identical.");
+  out += table_html(detail::config_diff_table(c));
+  return out + "</section>";
+}
+
+std::string matrix_html(const MatrixSummary& m) {
+  std::string out = fmt::format(R"(<section id="matrix"><h2>Matrix {} '{}' ({})</h2>)", m.matrix.id,
+                                html_escape(m.matrix.name), html_escape(m.matrix.status));
+  if (!m.axes.empty()) {
+    out += "<p>Axes: ";
+    for (std::size_t i = 0; i < m.axes.size(); ++i) {
+      const auto& axis = m.axes[i];
+      out += (i ? ", " : "") + std::string("<code>") + html_escape(axis.name) + "</code>";
+      if (axis.rank_axis) out += " (ranks, " + html_escape(axis.scaling.empty() ? "strong" : axis.scaling) + ")";
+    }
+    out += "</p>";
+  }
+  out += table_html(detail::matrix_table(m));
+  for (const auto& chart : detail::scaling_charts(m)) out += figure(detail::render_line_chart(chart));
+  if (!m.environments.empty()) {
+    out += "<h3>Environment</h3><ul>";
+    for (const auto& e : m.environments) out += "<li>" + html_escape(e) + "</li>";
+    out += "</ul>";
+  }
+  return out + "</section>";
+}
+
+}  // namespace
+
+std::string report_html(const Report& report) {
+  const std::string title = report.title.empty() ? "hybridscope report" : report.title;
+  std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                    "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
+  out += "<title>" + html_escape(title) + "</title><style>" + kStyle + "</style></head><body>";
+  out += "<header><h1>" + html_escape(title) + "</h1>";
+  out += R"(<p class="meta">)";
+  if (!report.generated_at.empty()) out += "Generated " + html_escape(report.generated_at);
+  if (!report.hybridscope_version.empty()) out += " · hybridscope " + html_escape(report.hybridscope_version);
+  out += "</p>";
+  if (!report.sources.empty()) {
+    out += "<p>Sources:</p><ul>";
+    for (const auto& s : report.sources) out += "<li><code>" + html_escape(s) + "</code></li>";
+    out += "</ul>";
+  }
+  out += "</header>";
+
+  // Contents: the runs' findings first, then the rest.
+  out += "<nav><ul>";
+  for (std::size_t i = 0; i < report.runs.size(); ++i)
+    out += fmt::format(R"(<li><a href="#run-{}">{}</a> — {} finding(s)</li>)", i,
+                       html_escape(detail::run_label(report.runs[i].analysis.data.run)), report.runs[i].findings.size());
+  if (report.comparison) out += R"(<li><a href="#comparison">Comparison</a></li>)";
+  if (report.matrix) out += R"(<li><a href="#matrix">Matrix</a></li>)";
+  out += "</ul></nav>";
+
+  for (std::size_t i = 0; i < report.runs.size(); ++i) out += run_html(report.runs[i], i);
+  if (report.comparison) out += comparison_html(*report.comparison);
+  if (report.matrix) out += matrix_html(*report.matrix);
+  if (report.runs.empty() && !report.comparison && !report.matrix) out += empty_note("Nothing to report.");
+  out += "<footer>hybridscope report";
+  if (!report.hybridscope_version.empty()) out += " · version " + html_escape(report.hybridscope_version);
+  out += "</footer></body></html>\n";
+  return out;
+}
+
+}  // namespace hs::reports

@@ -1,0 +1,134 @@
+// report_markdown.cpp — the report as GitHub-flavoured Markdown: the HTML report's sections and
+// tables (report_tables.h) without charts — each chart's numbers are in the per-step table or the
+// section's table. Table cells escape `|` and carry newlines as <br>; the HTML specials of data
+// are escaped too, because Markdown renderers pass raw HTML through.
+#include <string>
+
+#include <fmt/format.h>
+
+#include "hybridscope/reports/report.h"
+#include "report_content.h"
+#include "report_tables.h"
+
+namespace hs::reports {
+namespace {
+
+using detail::markdown_cell;
+
+// Text outside tables: one line, the Markdown specials that would start markup left alone but the
+// HTML specials escaped (a run name may hold anything).
+std::string md_text(const std::string& text) { return markdown_cell(text); }
+
+std::string table_md(const detail::ReportTable& t) {
+  if (t.rows.empty()) return "";
+  std::string out = "|";
+  for (const auto& h : t.headers) out += " " + markdown_cell(h) + " |";
+  out += "\n|";
+  for (std::size_t c = 0; c < t.headers.size(); ++c) out += c < t.numeric.size() && t.numeric[c] ? "---:|" : "---|";
+  out += "\n";
+  for (const auto& row : t.rows) {
+    out += "|";
+    for (const auto& cell : row.cells) {
+      const std::string text = markdown_cell(cell);
+      out += " " + (row.highlight && !text.empty() ? "**" + text + "**" : text) + " |";
+    }
+    out += "\n";
+  }
+  if (!t.note.empty()) out += "\n_" + md_text(t.note) + "_\n";
+  return out + "\n";
+}
+
+std::string findings_md(const std::vector<Finding>& findings) {
+  if (findings.empty()) return "No findings: no rule fired on this run.\n\n";
+  std::string out;
+  for (std::size_t i = 0; i < findings.size(); ++i) {
+    const auto& f = findings[i];
+    out += fmt::format("{}. **[{}] {}** (`{}`, impact {}", i + 1, detail::severity_name(f.severity), md_text(f.title),
+                       md_text(f.rule), detail::format_percent(f.impact));
+    if (f.rank) out += fmt::format(", rank {}", *f.rank);
+    if (f.step) out += fmt::format(", step {}", *f.step);
+    out += ")\n";
+    if (!f.evidence.empty()) out += "   - Evidence: " + md_text(f.evidence) + "\n";
+    if (!f.suggestion.empty()) out += "   - Suggestion: " + md_text(f.suggestion) + "\n";
+    if (!f.config_keys.empty()) {
+      out += "   - Config keys:";
+      for (const auto& key : f.config_keys) out += " `" + md_text(key) + "`";
+      out += "\n";
+    }
+  }
+  return out + "\n";
+}
+
+std::string run_md(const RunReport& run) {
+  const auto& a = run.analysis;
+  std::string out = "## " + md_text(detail::run_label(a.data.run)) + "\n\n";
+  out += table_md(detail::run_summary_table(run));
+  out += "### Findings\n\n" + findings_md(run.findings);
+  out += "### Per step\n\n";
+  const auto steps = detail::per_step_table(a);
+  out += steps.rows.empty() ? "No steps recorded.\n\n" : table_md(steps);
+  out += "### Phase breakdown\n\n" + table_md(detail::phase_table(a.phases));
+  out += "### Weight switch\n\n";
+  if (!a.switches.headline.empty()) out += "**" + md_text(a.switches.headline) + "**\n\n";
+  out += a.switches.directions.empty() ? "No switch recorded in the measured steps.\n\n"
+                                       : table_md(detail::switch_table(a.switches));
+  out += "### Memory\n\n" + table_md(detail::memory_table(a.memory)) + table_md(detail::memory_phase_table(a.memory));
+  out += "### Temporal breakdown and communication overlap (HTA)\n\n";
+  out += table_md(detail::temporal_table(a.temporal)) + table_md(detail::overlap_table(a.temporal));
+  out += "### Stragglers and imbalance\n\n";
+  out += table_md(detail::straggler_table(a.stragglers)) + table_md(detail::imbalance_table(a.stragglers));
+  out += "### Trends over the run\n\n";
+  out += a.trends.empty() ? "Too few measured steps to fit a trend.\n\n" : table_md(detail::trend_table(a.trends));
+  return out;
+}
+
+std::string matrix_md(const MatrixSummary& m) {
+  std::string out = fmt::format("## Matrix {} '{}' ({})\n\n", m.matrix.id, md_text(m.matrix.name), md_text(m.matrix.status));
+  out += table_md(detail::matrix_table(m));
+  const auto curves = detail::scaling_curves(m);
+  if (!curves.empty()) {
+    out += "### Scaling\n\n";
+    detail::ReportTable t;
+    t.headers = {"curve", "kind", "ranks", "efficiency", "throughput efficiency"};
+    t.numeric = {false, false, true, true, true};
+    for (const auto& c : curves)
+      for (std::size_t i = 0; i < c.efficiency.size(); ++i)
+        t.rows.push_back({{c.label, c.kind, detail::format_number(c.efficiency[i].first),
+                           detail::format_percent(c.efficiency[i].second),
+                           detail::format_percent(c.throughput_efficiency[i].second)}});
+    out += table_md(t);
+  }
+  if (!m.environments.empty()) {
+    out += "### Environment\n\n";
+    for (const auto& e : m.environments) out += "- " + md_text(e) + "\n";
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string report_markdown(const Report& report) {
+  std::string out = "# " + md_text(report.title.empty() ? "hybridscope report" : report.title) + "\n\n";
+  if (!report.generated_at.empty()) out += "Generated " + md_text(report.generated_at);
+  if (!report.hybridscope_version.empty()) out += " · hybridscope " + md_text(report.hybridscope_version);
+  out += "\n\n";
+  if (!report.sources.empty()) {
+    out += "Sources:\n\n";
+    for (const auto& s : report.sources) out += "- `" + md_text(s) + "`\n";
+    out += "\n";
+  }
+  for (const auto& run : report.runs) out += run_md(run);
+  if (report.comparison) {
+    const auto& c = *report.comparison;
+    out += "## Comparison\n\nOld: " + md_text(c.old_label) + "  \nNew: " + md_text(c.new_label) + "\n\n";
+    out += "### Per-phase change\n\n";
+    out += c.phases.empty() ? "No phase present on both sides.\n\n" : table_md(detail::comparison_table(c));
+    out += "### Config difference\n\n";
+    out += c.config_diff.empty() ? "The two runs' resolved configs are identical.\n\n" : table_md(detail::config_diff_table(c));
+  }
+  if (report.matrix) out += matrix_md(*report.matrix);
+  return out;
+}
+
+}  // namespace hs::reports

@@ -1,0 +1,342 @@
+// report_tables.cpp — the report's tables as text cells (report_tables.h).
+#include "report_tables.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "report_content.h"
+
+namespace hs::reports::detail {
+namespace {
+
+ReportTable key_value_table(const char* key_heading) {
+  ReportTable t;
+  t.headers = {key_heading, "value"};
+  t.numeric = {false, false};
+  return t;
+}
+
+void add(ReportTable& t, std::vector<std::string> cells, bool highlight = false) {
+  t.rows.push_back({std::move(cells), highlight});
+}
+
+std::string ms(std::int64_t ns) { return format_number(static_cast<double>(ns) * 1e-6); }
+
+template <typename T>
+std::string or_dash(const std::optional<T>& value, std::string (*format)(double)) {
+  return value ? format(static_cast<double>(*value)) : "-";
+}
+
+std::string fit_interval(double low, double high) {
+  if (std::isinf(low) || std::isinf(high)) return "(too few points)";
+  return fmt::format("[{}, {}]", format_number(low), format_number(high));
+}
+
+}  // namespace
+
+ReportTable run_summary_table(const RunReport& report) {
+  const auto& a = report.analysis;
+  const auto& run = a.data.run;
+  ReportTable t = key_value_table("field");
+  add(t, {"run id", std::to_string(run.id)});
+  add(t, {"name", run.name});
+  add(t, {"status", run.status_message.empty() ? run.status : run.status + ": " + run.status_message});
+  if (!run.host.empty()) add(t, {"host", run.host});
+  if (run.start_unix_ns) add(t, {"started", iso_utc(run.start_unix_ns)});
+  if (run.end_unix_ns && run.start_unix_ns)
+    add(t, {"duration", format_seconds(static_cast<double>(*run.end_unix_ns - run.start_unix_ns) * 1e-9)});
+  add(t, {"world size", std::to_string(run.world_size)});
+  for (const auto& [key, value] : layout_entries(a.data)) add(t, {key, value});
+  add(t, {"steps", fmt::format("{} recorded, {} measured", a.phases.steps.size(), a.measured.size())});
+  add(t, {"mean step", format_seconds(a.phases.mean_step_s)});
+  add(t, {"tokens/s", a.tokens_per_s ? format_number(*a.tokens_per_s) : "not recorded"});
+  add(t, {"MFU (perf/mfu/actor)", a.mfu ? format_percent(*a.mfu) : "not recorded"});
+  if (a.response_length) add(t, {"mean response length (tokens)", format_number(*a.response_length)});
+  if (a.rollout_batch) add(t, {"sequences generated per step", format_number(*a.rollout_batch)});
+  if (!a.data.source_path.empty()) add(t, {"database", a.data.source_path});
+  return t;
+}
+
+ReportTable per_step_table(const RunAnalysis& a) {
+  const auto throughput = throughput_per_step(a.data);
+  const auto reward = reward_per_step(a.data);
+  const std::map<std::int64_t, double> tokens_per_s(throughput.begin(), throughput.end());
+  const std::map<std::int64_t, double> score(reward.begin(), reward.end());
+  std::set<std::int64_t> steps;
+  for (const auto& s : a.phases.steps) steps.insert(s.step);
+  for (const auto& [step, v] : throughput) steps.insert(step);
+  for (const auto& [step, v] : reward) steps.insert(step);
+  ReportTable t;
+  t.headers = {"step", "step (s)", "slowest rank"};
+  for (const auto& phase : a.phases.phases) t.headers.push_back(phase + " (s)");
+  for (const char* h : {"other (s)", "tokens/s", "critic/score/mean"}) t.headers.push_back(h);
+  t.numeric.assign(t.headers.size(), true);
+  for (const auto step : steps) {
+    TableRow row;
+    const bool warmup = std::find(a.measured.begin(), a.measured.end(), step) == a.measured.end();
+    row.cells.push_back(warmup ? fmt::format("{} (warm-up)", step) : std::to_string(step));
+    const auto s = std::find_if(a.phases.steps.begin(), a.phases.steps.end(),
+                                [&](const StepPhases& x) { return x.step == step; });
+    const bool has = s != a.phases.steps.end();
+    row.cells.push_back(has ? format_number(s->step_s) : "-");
+    row.cells.push_back(has ? std::to_string(s->slowest_rank) : "-");
+    for (const auto& phase : a.phases.phases) {
+      const auto it = has ? s->phase_s.find(phase) : std::map<std::string, double>::const_iterator{};
+      row.cells.push_back(has && it != s->phase_s.end() ? format_number(it->second) : "-");
+    }
+    row.cells.push_back(has ? format_number(s->other_s) : "-");
+    const auto x = tokens_per_s.find(step);
+    row.cells.push_back(x == tokens_per_s.end() ? "-" : format_number(x->second));
+    const auto r = score.find(step);
+    row.cells.push_back(r == score.end() ? "-" : format_number(r->second));
+    t.rows.push_back(std::move(row));
+  }
+  t.note = "tokens/s = perf/total_num_tokens ÷ timing_s/step; warm-up steps are left out of the means.";
+  return t;
+}
+
+ReportTable phase_table(const PhaseBreakdown& phases) {
+  ReportTable t;
+  t.headers = {"phase", "mean (s)", "share of step"};
+  t.numeric = {false, true, true};
+  for (const auto& phase : phases.phases) {
+    const auto mean = phases.mean_phase_s.find(phase);
+    if (mean == phases.mean_phase_s.end()) continue;
+    const auto share = phases.share.find(phase);
+    add(t, {phase, format_number(mean->second), share == phases.share.end() ? "-" : format_percent(share->second)});
+  }
+  // "other": the slowest rank's step outside its phases, averaged like the phases.
+  double other = 0.0;
+  std::size_t n = 0;
+  for (const auto& s : phases.steps)
+    if (std::find(phases.measured.begin(), phases.measured.end(), s.step) != phases.measured.end()) {
+      other += s.other_s;
+      ++n;
+    }
+  if (n) {
+    other /= static_cast<double>(n);
+    add(t, {"other", format_number(other),
+            phases.mean_step_s > 0 ? format_percent(other / phases.mean_step_s) : "-"});
+  }
+  add(t, {"step", format_number(phases.mean_step_s), phases.mean_step_s > 0 ? format_percent(1.0) : "-"});
+  t.note = fmt::format("From {}: each phase's slowest rank, the step's slowest rank; means over {} measured step(s).",
+                       phases.source.empty() ? "no records" : phases.source, phases.measured.size());
+  return t;
+}
+
+ReportTable switch_table(const SwitchAnalysis& switches) {
+  ReportTable t;
+  t.headers = {"direction", "switches", "median", "max", "bytes received (busiest rank)", "wire bound",
+               "× bound", "components (mean, slowest rank)"};
+  t.numeric = {false, true, true, true, true, true, true, false};
+  for (const auto& d : switches.directions) {
+    std::string components;
+    for (const auto& [name, s] : d.components_s)
+      components += fmt::format("{}{} {}", components.empty() ? "" : ", ", name, format_seconds(s));
+    if (d.unaccounted_s > 0)
+      components += fmt::format("{}unaccounted {}", components.empty() ? "" : ", ", format_seconds(d.unaccounted_s));
+    add(t, {d.direction, std::to_string(d.switches), format_seconds(d.median_s), format_seconds(d.max_s),
+            format_bytes(static_cast<double>(d.median_max_bytes_received)),
+            d.wire_bound_s ? format_seconds(*d.wire_bound_s) : "-",
+            d.over_bound ? fmt::format("{:.1f}×", *d.over_bound) : "-", components});
+  }
+  t.note = switches.bandwidth_gbps
+               ? fmt::format("Wire bound = bytes the busiest rank received ÷ {} GB/s ({}).",
+                             format_number(*switches.bandwidth_gbps), switches.bandwidth_source)
+               : "No link bandwidth measured (no communication benchmark, no large collective): no wire bound.";
+  return t;
+}
+
+ReportTable memory_table(const MemoryAnalysis& m) {
+  ReportTable t = key_value_table("measure");
+  add(t, {"device", m.device.empty() ? "-" : m.device});
+  add(t, {"peak allocated", fmt::format("{} (rank {}, step {})", format_bytes(static_cast<double>(m.peak_allocated_bytes)),
+                                        m.peak_rank, m.peak_step)});
+  if (m.peak_reserved_bytes) add(t, {"peak reserved", format_bytes(static_cast<double>(*m.peak_reserved_bytes))});
+  if (m.min_allocated_over_reserved) add(t, {"lowest allocated / reserved", format_number(*m.min_allocated_over_reserved)});
+  if (m.worst_reserved_slack) add(t, {"worst reserved slack", format_percent(*m.worst_reserved_slack)});
+  if (m.worst_split_fragmentation) add(t, {"worst split fragmentation", format_percent(*m.worst_split_fragmentation)});
+  if (m.worst_external_fragmentation)
+    add(t, {"worst external fragmentation", format_percent(*m.worst_external_fragmentation)});
+  add(t, {"allocation retries", std::to_string(m.alloc_retries)});
+  add(t, {"OOMs", std::to_string(m.ooms)});
+  if (m.param_bytes) add(t, {"model parameters", format_bytes(static_cast<double>(*m.param_bytes))});
+  if (m.peak_over_params) add(t, {"peak / parameter bytes", fmt::format("{:.2f}×", *m.peak_over_params)});
+  if (m.kv_num_blocks) {
+    add(t, {"KV pool blocks", fmt::format("{} used of {} at peak", m.kv_peak_blocks_used, m.kv_num_blocks)});
+    if (m.kv_peak_occupancy) add(t, {"KV pool peak occupancy", format_percent(*m.kv_peak_occupancy)});
+  }
+  add(t, {"KV preemptions", std::to_string(m.kv_preemptions)});
+  return t;
+}
+
+ReportTable memory_phase_table(const MemoryAnalysis& m) {
+  ReportTable t;
+  t.headers = {"rank", "phase", "peak allocated", "peak reserved", "lowest allocated / reserved"};
+  t.numeric = {true, false, true, true, true};
+  for (const auto& p : m.phases)
+    add(t, {std::to_string(p.rank), p.phase, format_bytes(static_cast<double>(p.peak_allocated_bytes)),
+            p.peak_reserved_bytes ? format_bytes(static_cast<double>(*p.peak_reserved_bytes)) : "-",
+            or_dash(p.min_allocated_over_reserved, format_number)});
+  return t;
+}
+
+ReportTable temporal_table(const TemporalAnalysis& temporal) {
+  ReportTable t;
+  t.headers = {"rank", "window (ms)", "idle (ms)", "compute (ms)", "non-compute (ms)", "idle", "compute", "non-compute"};
+  t.numeric = {true, true, true, true, true, true, true, true};
+  for (const auto& b : temporal.breakdown)
+    add(t, {std::to_string(b.rank), ms(b.window_ns), ms(b.idle_ns), ms(b.compute_ns), ms(b.non_compute_ns),
+            format_percent(b.idle_share), format_percent(b.compute_share), format_percent(b.non_compute_share)});
+  t.note = fmt::format("Source: {}. {}", timeline_source_name(temporal.source), temporal.note);
+  return t;
+}
+
+ReportTable overlap_table(const TemporalAnalysis& temporal) {
+  ReportTable t;
+  t.headers = {"rank", "communication (ms)", "compute (ms)", "overlap (ms)", "overlap ratio", "exposed communication (ms)"};
+  t.numeric = {true, true, true, true, true, true};
+  for (const auto& o : temporal.overlap)
+    add(t, {std::to_string(o.rank), ms(o.comm_ns), ms(o.compute_ns), ms(o.overlap_ns),
+            o.overlap_ratio ? format_percent(*o.overlap_ratio) : "-", ms(o.exposed_comm_ns)});
+  t.note = fmt::format("Source: {}. Overlap ratio = overlap ÷ communication (HTA): the share of communication "
+                       "hidden under compute.",
+                       timeline_source_name(temporal.source));
+  return t;
+}
+
+ReportTable straggler_table(const StragglerAnalysis& s) {
+  ReportTable t;
+  t.headers = {"phase", "fastest rank", "min (s)", "median (s)", "max (s)", "slowest rank", "spread"};
+  t.numeric = {false, true, true, true, true, true, true};
+  for (const auto& p : s.phases)
+    add(t, {p.phase, std::to_string(p.fastest_rank), format_number(p.min_s), format_number(p.median_s),
+            format_number(p.max_s), std::to_string(p.slowest_rank), format_percent(p.spread)});
+  t.note = "Over the ranks' mean times per measured step; spread = (max − min) ÷ median.";
+  return t;
+}
+
+ReportTable imbalance_table(const StragglerAnalysis& s) {
+  ReportTable t = key_value_table("measure");
+  add(t, {"world size", std::to_string(s.world_size)});
+  if (s.straggler_rank)
+    add(t, {"straggler rank", fmt::format("rank {}: slowest in {} step(s), {} ({}) above the median rank",
+                                          *s.straggler_rank, s.straggler_steps, format_seconds(s.straggler_excess_s),
+                                          format_percent(s.straggler_excess_share))});
+  if (s.late_collective_rank)
+    add(t, {"last collective starts latest (HTA)",
+            fmt::format("rank {} (std across ranks {} ms)", *s.late_collective_rank,
+                        format_number(s.late_collective_stddev_ms))});
+  if (s.token_imbalance) add(t, {"token imbalance (max − min) ÷ mean", format_percent(*s.token_imbalance)});
+  for (const auto& [name, value] : s.global_seqlen) add(t, {name, format_number(value)});
+  return t;
+}
+
+ReportTable trend_table(const std::vector<LinearTrend>& trends) {
+  ReportTable t;
+  t.headers = {"series", "unit", "points", "slope per step", "95 % CI", "relative slope per step", "fit first → last",
+               "verdict"};
+  t.numeric = {false, false, true, true, true, true, true, false};
+  for (const auto& tr : trends) {
+    const char* verdict = tr.increasing ? "increasing" : tr.decreasing ? "decreasing" : "flat";
+    add(t, {tr.series, tr.unit, std::to_string(tr.n), format_number(tr.slope), fit_interval(tr.slope_ci_low, tr.slope_ci_high),
+            format_percent(tr.relative_slope),
+            fmt::format("{} → {}", format_number(tr.first_fit), format_number(tr.last_fit)), verdict},
+        tr.increasing);
+  }
+  t.note = "Least-squares line over the measured steps; a trend counts only when its whole 95 % interval lies "
+           "on one side of zero.";
+  return t;
+}
+
+ReportTable comparison_table(const RunComparison& c) {
+  ReportTable t;
+  t.headers = {"phase", "old median (s)", "new median (s)", "change", "p-value (U test)", "n old / new", "verdict"};
+  t.numeric = {false, true, true, true, true, true, false};
+  for (const auto& d : c.phases) {
+    std::string verdict = d.significant ? (d.change > 0 ? "significantly slower" : "significantly faster")
+                                        : "not significant";
+    if (!d.test.reliable) verdict += fmt::format(" (fewer than {} samples: unreliable)", kMinReliableRepetitions);
+    add(t, {d.phase, format_number(d.old_values.median), format_number(d.new_values.median),
+            std::isnan(d.change) ? "n/a" : fmt::format("{:+.1f} %", 100.0 * d.change), format_number(d.test.p_value),
+            fmt::format("{} / {}", d.old_values.n, d.new_values.n), verdict},
+        d.significant);
+  }
+  t.note = fmt::format("Old: {}. New: {}. Two-sided Mann–Whitney U test, alpha {}.", c.old_label, c.new_label,
+                       format_number(kAlpha));
+  return t;
+}
+
+ReportTable config_diff_table(const RunComparison& c) {
+  ReportTable t;
+  t.headers = {"key", "old", "new"};
+  t.numeric = {false, false, false};
+  for (const auto& d : c.config_diff)
+    add(t, {d.key, d.old_value.value_or("(absent)"), d.new_value.value_or("(absent)")});
+  return t;
+}
+
+ReportTable matrix_table(const MatrixSummary& m) {
+  const auto columns = matrix_columns(m);
+  std::vector<std::string> rank_axes;
+  for (const auto& axis : m.axes)
+    if (axis.rank_axis) rank_axes.push_back(axis.name);
+  ReportTable t;
+  t.headers = {"cell", "name", "ranks", "runs"};
+  t.numeric = {false, false, true, true};
+  for (const auto& key : columns) {
+    const auto info = metric_info(key);
+    t.headers.push_back(info.unit == "fraction" ? info.label + (info.label.back() == '%' ? "" : " %") : info.label);
+    t.numeric.push_back(true);
+  }
+  for (const auto& axis : rank_axes) {
+    t.headers.push_back("speedup (" + axis + ")");
+    t.headers.push_back("efficiency (" + axis + ")");
+    t.numeric.push_back(true);
+    t.numeric.push_back(true);
+  }
+  for (const auto& c : m.cells) {
+    TableRow row;
+    row.cells = {fmt::format("{}{}", c.cell.cell_index + 1, c.cell.baseline ? "*" : ""), c.cell.name,
+                 std::to_string(c.cell.ranks),
+                 c.failed ? fmt::format("{} ({} failed)", c.completed, c.failed) : std::to_string(c.completed)};
+    for (const auto& key : columns) {
+      const auto it = c.metrics.find(key);
+      if (!c.cell.invalid_reason.empty()) {
+        row.cells.push_back("skipped: " + c.cell.invalid_reason);
+        break;
+      }
+      if (it == c.metrics.end()) {
+        row.cells.push_back("-");
+        continue;
+      }
+      const double v = it->second.median;
+      const auto info = metric_info(key);
+      if (key == "step_s")
+        row.cells.push_back(fmt::format("{} (CV {}){}", format_number(v), format_percent(it->second.cv), c.noisy ? " noisy" : ""));
+      else if (key == "switch_s") row.cells.push_back(format_number(v * 1e3));     // label: "switch ms"
+      else if (key == "switch_bytes") row.cells.push_back(format_number(v * 1e-6));  // label: "switch MB"
+      else if (info.unit == "fraction") row.cells.push_back(format_number(100.0 * v));
+      else row.cells.push_back(format_number(v));
+    }
+    if (c.cell.invalid_reason.empty())
+      for (const auto& axis : rank_axes) {
+        const auto p = std::find_if(c.scaling.begin(), c.scaling.end(), [&](const ScalingPoint& x) { return x.axis == axis; });
+        row.cells.push_back(p == c.scaling.end() ? "-" : fmt::format("{:.2f}×", p->speedup));
+        row.cells.push_back(p == c.scaling.end() ? "-" : format_percent(p->efficiency));
+      }
+    row.cells.resize(t.headers.size());
+    t.rows.push_back(std::move(row));
+  }
+  t.note = fmt::format("Medians over completed repetitions ({} × {} measured steps after {} warm-up); * = baseline "
+                       "cell; noisy = step-time CV above {}.",
+                       m.matrix.repetitions, m.matrix.measured_steps, m.matrix.warmup_steps,
+                       format_percent(m.cv_threshold));
+  return t;
+}
+
+}  // namespace hs::reports::detail
