@@ -25,31 +25,6 @@ std::string to_string(Severity severity) {
 
 namespace detail {
 
-std::string format_seconds(double seconds) {
-  const double magnitude = std::fabs(seconds);
-  if (magnitude >= 1.0) return fmt::format("{:.2f} s", seconds);
-  if (magnitude >= 0.01) return fmt::format("{:.0f} ms", seconds * 1e3);
-  return fmt::format("{:.2f} ms", seconds * 1e3);
-}
-
-std::string format_percent(double share) { return fmt::format("{:.1f} %", share * 100.0); }
-
-std::string format_bytes(std::int64_t bytes) {
-  const double b = static_cast<double>(bytes);
-  const double magnitude = std::fabs(b);
-  if (magnitude >= 1024.0 * 1024.0 * 1024.0) return fmt::format("{:.2f} GiB", b / (1024.0 * 1024.0 * 1024.0));
-  if (magnitude >= 1024.0 * 1024.0) return fmt::format("{:.1f} MiB", b / (1024.0 * 1024.0));
-  if (magnitude >= 1024.0) return fmt::format("{:.1f} KiB", b / 1024.0);
-  return fmt::format("{} B", bytes);
-}
-
-std::string format_steps(const std::vector<std::int64_t>& steps) {
-  if (steps.empty()) return "no measured steps";
-  const auto [lo, hi] = std::minmax_element(steps.begin(), steps.end());
-  if (*lo == *hi) return fmt::format("step {}", *lo);
-  return fmt::format("steps {}–{}", *lo, *hi);
-}
-
 std::string key_with_value(const RunData& data, const std::string& key) {
   const auto value = data.config_value(key);
   return value ? key + "=" + *value : key + "=(not in the run's config)";

@@ -9,17 +9,9 @@
 #include <vector>
 
 #include "hybridscope/reports/diagnosis.h"
+#include "text_format.h"
 
 namespace hs::reports::detail {
-
-/// "1.23 s" from 1 s up, "372 ms" from 10 ms, "4.56 ms" below.
-std::string format_seconds(double seconds);
-/// A share 0..1 as "64.0 %".
-std::string format_percent(double share);
-/// "1.50 GiB", "51.0 MiB", "12.0 KiB", "512 B" (binary units).
-std::string format_bytes(std::int64_t bytes);
-/// "steps 2–10" (first to last), "step 3", or "no measured steps".
-std::string format_steps(const std::vector<std::int64_t>& steps);
 
 /// "key=value" for Finding::config_keys; "key=(not in the run's config)" when the run lacks it.
 std::string key_with_value(const RunData& data, const std::string& key);

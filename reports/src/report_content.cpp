@@ -10,19 +10,6 @@
 
 namespace hs::reports::detail {
 
-const char* severity_name(Severity severity) {
-  switch (severity) {
-    case Severity::kCritical: return "critical";
-    case Severity::kWarning: return "warning";
-    case Severity::kInfo: break;
-  }
-  return "info";
-}
-
-const char* timeline_source_name(TimelineSource source) {
-  return source == TimelineSource::kKernels ? "kernels" : "host ranges";
-}
-
 std::string html_escape(const std::string& text) {
   std::string out;
   out.reserve(text.size() + text.size() / 8);
@@ -54,41 +41,6 @@ std::string markdown_cell(const std::string& text) {
   return out;
 }
 
-std::string format_number(double value) {
-  if (std::isnan(value)) return "n/a";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  const double magnitude = std::fabs(value);
-  if (magnitude == 0.0) return "0";
-  if (magnitude >= 1e6) return fmt::format("{:.3e}", value);
-  if (magnitude >= 1000.0) return fmt::format("{:.0f}", value);
-  return fmt::format("{:.4g}", value);
-}
-
-std::string format_percent(double fraction) {
-  if (std::isnan(fraction)) return "n/a";
-  return fmt::format("{:.1f} %", 100.0 * fraction);
-}
-
-std::string format_seconds(double seconds) {
-  if (std::isnan(seconds)) return "n/a";
-  const double magnitude = std::fabs(seconds);
-  if (magnitude == 0.0) return "0 s";
-  if (magnitude >= 1.0) return format_number(seconds) + " s";
-  if (magnitude >= 1e-3) return format_number(seconds * 1e3) + " ms";
-  return format_number(seconds * 1e6) + " µs";
-}
-
-std::string format_bytes(double bytes) {
-  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  std::size_t unit = 0;
-  double value = bytes;
-  while (std::fabs(value) >= 1024.0 && unit + 1 < std::size(kUnits)) {
-    value /= 1024.0;
-    ++unit;
-  }
-  return unit == 0 ? fmt::format("{:.0f} B", value) : fmt::format("{:.1f} {}", value, kUnits[unit]);
-}
-
 std::string run_label(const RunSummary& run) { return fmt::format("run {} '{}'", run.id, run.name); }
 
 std::string iso_utc(std::int64_t unix_ns) {
@@ -99,12 +51,6 @@ std::string iso_utc(std::int64_t unix_ns) {
   char text[32];
   std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
   return text;
-}
-
-std::optional<std::string> config_lookup(const RunData& data, const std::string& key) {
-  for (const auto& [k, v] : data.config)
-    if (k == key) return v;
-  return std::nullopt;
 }
 
 std::vector<std::pair<std::string, std::string>> layout_entries(const RunData& data) {
@@ -123,21 +69,14 @@ std::vector<std::pair<std::string, std::string>> layout_entries(const RunData& d
   };
   std::vector<std::pair<std::string, std::string>> out;
   for (const char* key : kKeys)
-    if (auto value = config_lookup(data, key)) out.emplace_back(key, *value);
+    if (auto value = data.config_value(key)) out.emplace_back(key, *value);
   return out;
 }
 
-std::vector<std::pair<std::int64_t, double>> metric_steps(const RunData& data, const std::string& name) {
-  std::vector<std::pair<std::int64_t, double>> out;
-  for (const auto& m : data.metrics)
-    if (m.name == name) out.emplace_back(m.step, m.value);
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 std::vector<std::pair<std::int64_t, double>> throughput_per_step(const RunData& data) {
-  const auto tokens = metric_steps(data, "perf/total_num_tokens");
-  const auto seconds = metric_steps(data, "timing_s/step");
+  const auto tokens = data.metric_series("perf/total_num_tokens");
+  const auto seconds = data.metric_series("timing_s/step");
   std::map<std::int64_t, double> step_s(seconds.begin(), seconds.end());
   std::vector<std::pair<std::int64_t, double>> out;
   for (const auto& [step, n] : tokens) {
@@ -148,7 +87,7 @@ std::vector<std::pair<std::int64_t, double>> throughput_per_step(const RunData& 
 }
 
 std::vector<std::pair<std::int64_t, double>> reward_per_step(const RunData& data) {
-  return metric_steps(data, "critic/score/mean");
+  return data.metric_series("critic/score/mean");
 }
 
 double seconds_since_start(const RunSummary& run, std::int64_t monotonic_ns) {

@@ -13,15 +13,12 @@
 #include <vector>
 
 #include "hybridscope/reports/report.h"
+#include "text_format.h"
 
 namespace hs::reports::detail {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;  // the trainer's *_gb metrics are GiB (kGiB)
 
-/// "info" | "warning" | "critical" (the words of diagnosis.h's to_string(Severity)).
-const char* severity_name(Severity severity);
-/// "kernels" | "host ranges" (the words of temporal_breakdown.h's to_string(TimelineSource)).
-const char* timeline_source_name(TimelineSource source);
 
 // ---- text ----
 
@@ -31,30 +28,16 @@ std::string html_escape(const std::string& text);
 /// and the HTML specials escaped (Markdown renderers pass raw HTML through).
 std::string markdown_cell(const std::string& text);
 
-/// Up to 4 significant digits, without exponent below 1e6 ("12.35", "0.001234", "1234", "61234");
-/// "n/a" for NaN, "inf" for infinities.
-std::string format_number(double value);
-/// 0.642 -> "64.2 %".
-std::string format_percent(double fraction);
-/// Seconds with a unit that suits them: "372 ms", "12.35 s", "850 µs".
-std::string format_seconds(double seconds);
-/// Binary units: "51.0 MiB", "1.25 GiB", "512 B".
-std::string format_bytes(double bytes);
-
 // ---- runs ----
 
 /// "run 7 'name'" — the label a report gives a run.
 std::string run_label(const RunSummary& run);
 /// UNIX-epoch ns as ISO 8601 UTC, "2025-06-01T12:00:00Z"; "" for 0 (unknown).
 std::string iso_utc(std::int64_t unix_ns);
-/// A resolved config value of the run (RunData::config is sorted by key).
-std::optional<std::string> config_lookup(const RunData& data, const std::string& key);
 /// The layout and algorithm keys a summary lists, with the run's values, for the keys the run
 /// has (actor strategy, megatron tp/pp, FSDP offload, rollout tp and n, adv_estimator, batch).
 std::vector<std::pair<std::string, std::string>> layout_entries(const RunData& data);
 
-/// Every recorded value of a step metric, by step.
-std::vector<std::pair<std::int64_t, double>> metric_steps(const RunData& data, const std::string& name);
 /// Tokens per second of each step: perf/total_num_tokens / timing_s/step (steps with both and a
 /// positive step time).
 std::vector<std::pair<std::int64_t, double>> throughput_per_step(const RunData& data);

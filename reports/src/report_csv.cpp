@@ -92,7 +92,7 @@ void run_rows(CsvWriter& w, const RunReport& report) {
 
   w.section = "finding";
   for (const auto& f : report.findings) {
-    w.row(f.rank, f.step, f.rule, f.title, detail::severity_name(f.severity));
+    w.row(f.rank, f.step, f.rule, f.title, to_string(f.severity));
     w.row(f.rank, f.step, f.rule + "/evidence", f.evidence);
     w.row(f.rank, f.step, f.rule + "/suggestion", f.suggestion);
     for (const auto& key : f.config_keys) w.row(f.rank, f.step, f.rule + "/config_key", key);
@@ -181,7 +181,7 @@ void run_rows(CsvWriter& w, const RunReport& report) {
   }
 
   w.section = "temporal";
-  w.text("source", detail::timeline_source_name(a.temporal.source));
+  w.text("source", to_string(a.temporal.source));
   if (!a.temporal.note.empty()) w.text("note", a.temporal.note);
   for (const auto& b : a.temporal.breakdown) {
     w.row(b.rank, {}, "window_ns", number(static_cast<double>(b.window_ns)), "ns");

@@ -104,7 +104,7 @@ std::string findings_html(const std::vector<Finding>& findings) {
   if (findings.empty()) return empty_note("No findings: no rule fired on this run.");
   std::string out;
   for (const auto& f : findings) {
-    const char* severity = detail::severity_name(f.severity);
+    const std::string severity = to_string(f.severity);
     std::string where;
     if (f.rank) where += fmt::format("rank {}", *f.rank);
     if (f.step) where += fmt::format("{}step {}", where.empty() ? "" : ", ", *f.step);

@@ -28,18 +28,6 @@ json step_pairs(const std::vector<std::pair<std::int64_t, double>>& values, cons
   return out;
 }
 
-json finding_json(const Finding& f) {
-  return {{"rule", f.rule},
-          {"severity", detail::severity_name(f.severity)},
-          {"title", f.title},
-          {"evidence", f.evidence},
-          {"suggestion", f.suggestion},
-          {"config_keys", f.config_keys},
-          {"impact", f.impact},
-          {"rank", opt(f.rank)},
-          {"step", opt(f.step)}};
-}
-
 json phases_json(const PhaseBreakdown& p) {
   json steps = json::array();
   for (const auto& s : p.steps)
@@ -118,7 +106,7 @@ json temporal_json(const TemporalAnalysis& t) {
     overlap.push_back({{"rank", o.rank}, {"comm_ns", o.comm_ns}, {"compute_ns", o.compute_ns},
                        {"overlap_ns", o.overlap_ns}, {"overlap_ratio", opt(o.overlap_ratio)},
                        {"exposed_comm_ns", o.exposed_comm_ns}});
-  return {{"source", detail::timeline_source_name(t.source)}, {"note", t.note}, {"breakdown", breakdown},
+  return {{"source", to_string(t.source)}, {"note", t.note}, {"breakdown", breakdown},
           {"overlap", overlap}};
 }
 
@@ -155,8 +143,7 @@ json run_json(const RunReport& report) {
   json config = json::object(), layout = json::object();
   for (const auto& [key, value] : a.data.config) config[key] = value;
   for (const auto& [key, value] : detail::layout_entries(a.data)) layout[key] = value;
-  json findings = json::array();
-  for (const auto& f : report.findings) findings.push_back(finding_json(f));
+  const json findings = findings_json(report.findings);
   return {{"run", {{"id", run.id},
                    {"name", run.name},
                    {"status", run.status},

@@ -43,7 +43,7 @@ std::string findings_md(const std::vector<Finding>& findings) {
   std::string out;
   for (std::size_t i = 0; i < findings.size(); ++i) {
     const auto& f = findings[i];
-    out += fmt::format("{}. **[{}] {}** (`{}`, impact {}", i + 1, detail::severity_name(f.severity), md_text(f.title),
+    out += fmt::format("{}. **[{}] {}** (`{}`, impact {}", i + 1, to_string(f.severity), md_text(f.title),
                        md_text(f.rule), detail::format_percent(f.impact));
     if (f.rank) out += fmt::format(", rank {}", *f.rank);
     if (f.step) out += fmt::format(", step {}", *f.step);

@@ -192,7 +192,7 @@ ReportTable temporal_table(const TemporalAnalysis& temporal) {
   for (const auto& b : temporal.breakdown)
     add(t, {std::to_string(b.rank), ms(b.window_ns), ms(b.idle_ns), ms(b.compute_ns), ms(b.non_compute_ns),
             format_percent(b.idle_share), format_percent(b.compute_share), format_percent(b.non_compute_share)});
-  t.note = fmt::format("Source: {}. {}", timeline_source_name(temporal.source), temporal.note);
+  t.note = fmt::format("Source: {}. {}", to_string(temporal.source), temporal.note);
   return t;
 }
 
@@ -205,7 +205,7 @@ ReportTable overlap_table(const TemporalAnalysis& temporal) {
             o.overlap_ratio ? format_percent(*o.overlap_ratio) : "-", ms(o.exposed_comm_ns)});
   t.note = fmt::format("Source: {}. Overlap ratio = overlap ÷ communication (HTA): the share of communication "
                        "hidden under compute.",
-                       timeline_source_name(temporal.source));
+                       to_string(temporal.source));
   return t;
 }
 

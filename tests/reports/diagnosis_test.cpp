@@ -101,8 +101,8 @@ TEST(DiagnosisRules, RolloutDominatesFiresAboveSixtyPercent) {
   EXPECT_EQ(f->severity, Severity::kCritical);  // 0.64 of the step > 0.30
   EXPECT_DOUBLE_EQ(f->impact, 0.64);
   EXPECT_CONTAINS(f->title, "64.0 %");
-  EXPECT_CONTAINS(f->evidence, "6.40 s of the 10.00 s mean step over steps 2–5");
-  EXPECT_CONTAINS(f->evidence, "largest at step 3: 7.00 s of 10.00 s (70.0 %)");
+  EXPECT_CONTAINS(f->evidence, "6.4 s of the 10 s mean step over steps 2–5");
+  EXPECT_CONTAINS(f->evidence, "largest at step 3: 7 s of 10 s (70.0 %)");
   EXPECT_EQ(f->step, 3);
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.rollout.tensor_model_parallel_size=2"));
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.rollout.gpu_memory_utilization=0.5"));
@@ -134,7 +134,7 @@ TEST(DiagnosisRules, DecodeMemoryBoundFiresOnFewSequences) {
   EXPECT_CONTAINS(f->title, "32 sequences per generation for 35.0 % of the step");
   EXPECT_CONTAINS(f->evidence, "= data.train_batch_size 8 × actor_rollout_ref.rollout.n 4");
   EXPECT_CONTAINS(f->evidence, "2 rollout replica(s) of tp 2: 16.0 per decode batch");
-  EXPECT_CONTAINS(f->evidence, "3.50 s of the 10.00 s mean step");
+  EXPECT_CONTAINS(f->evidence, "3.5 s of the 10 s mean step");
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.rollout.n=4"));
   EXPECT_TRUE(names_key(*f, "data.train_batch_size=8"));
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.rollout.tensor_model_parallel_size=2"));
@@ -171,7 +171,7 @@ RunAnalysis slow_switch(double train_to_rollout_s, double over_bound) {
   a.switches.directions = {d};
   a.switches.bandwidth_gbps = 0.27;
   a.switches.bandwidth_source = "run's own all_reduce";
-  a.switches.headline = "the switch moved 51 MiB in 1.20 s; the wire needs 200 ms; 83 % of it is packing and waiting";
+  a.switches.headline = "the switch moved 51 MiB in 1.2 s; the wire needs 200 ms; 83 % of it is packing and waiting";
   a.switches.events = {{2, "train_to_rollout", 1.1, 0, 51 * kMiB, 102 * kMiB, std::nullopt},
                        {3, "train_to_rollout", 1.5, 2, 51 * kMiB, 102 * kMiB, std::nullopt},
                        {3, "rollout_to_train", 0.5, 1, 0, 0, std::nullopt}};
@@ -185,13 +185,13 @@ TEST(DiagnosisRules, SwitchSlowFiresOnItsShareOfTheStep) {
   EXPECT_EQ(f->severity, Severity::kWarning);  // 0.17 <= 0.30
   EXPECT_NEAR(f->impact, 0.17, 1e-12);
   EXPECT_CONTAINS(f->title, "17.0 % of the step");
-  EXPECT_CONTAINS(f->evidence, "the switch moved 51 MiB in 1.20 s; the wire needs 200 ms");
-  EXPECT_CONTAINS(f->evidence, "both directions: 1.70 s of the 10.00 s mean step");
-  EXPECT_CONTAINS(f->evidence, "train_to_rollout: median 1.20 s over 4 switch(es) (max 1.50 s), 51.0 MiB");
+  EXPECT_CONTAINS(f->evidence, "the switch moved 51 MiB in 1.2 s; the wire needs 200 ms");
+  EXPECT_CONTAINS(f->evidence, "both directions: 1.7 s of the 10 s mean step");
+  EXPECT_CONTAINS(f->evidence, "train_to_rollout: median 1.2 s over 4 switch(es) (max 1.5 s), 51.0 MiB");
   EXPECT_CONTAINS(f->evidence, "wire bound 200 ms (6.0× it)");
   EXPECT_CONTAINS(f->evidence, "components: gather 500 ms, pack 300 ms, unaccounted 400 ms");
   EXPECT_CONTAINS(f->evidence, "bandwidth 0.27 GB/s from run's own all_reduce");
-  EXPECT_CONTAINS(f->evidence, "slowest: step 3 train_to_rollout 1.50 s on rank 2");
+  EXPECT_CONTAINS(f->evidence, "slowest: step 3 train_to_rollout 1.5 s on rank 2");
   EXPECT_EQ(f->step, 3);
   EXPECT_EQ(f->rank, 2);
   EXPECT_TRUE(names_key(*f, "hybridscope.reshard.mode=naive"));
@@ -248,8 +248,8 @@ TEST(DiagnosisRules, CommExposedNamesTheRankAndItsExposedTime) {
   EXPECT_NEAR(f->impact, 0.16, 1e-12);
   EXPECT_EQ(f->rank, 1);
   EXPECT_CONTAINS(f->title, "16.0 % of rank 1's time");
-  EXPECT_CONTAINS(f->evidence, "rank 1 over steps 2–5: communication 2.00 s of its 10.00 s window (20.0 %)");
-  EXPECT_CONTAINS(f->evidence, "overlap ratio 0.20, so 1.60 s exposed (16.0 % of the window)");
+  EXPECT_CONTAINS(f->evidence, "rank 1 over steps 2–5: communication 2 s of its 10 s window (20.0 %)");
+  EXPECT_CONTAINS(f->evidence, "overlap ratio 0.20, so 1.6 s exposed (16.0 % of the window)");
   EXPECT_CONTAINS(f->evidence, "host ranges");
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.ppo_mini_batch_size=16"));
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=1"));
@@ -285,7 +285,7 @@ TEST(DiagnosisRules, FragmentationFiresBelowPointEight) {
   EXPECT_CONTAINS(f->title, "allocated/reserved fell to 0.62");
   EXPECT_CONTAINS(f->evidence, "allocated/reserved as low as 0.62 (below 0.80), worst on rank 1 in gen (0.62)");
   EXPECT_CONTAINS(f->evidence, "split fragmentation up to 0.21");
-  EXPECT_CONTAINS(f->evidence, "peak reserved 8.00 GiB against peak allocated 6.00 GiB");
+  EXPECT_CONTAINS(f->evidence, "peak reserved 8.0 GiB against peak allocated 6.0 GiB");
   EXPECT_EQ(f->rank, 1);
   EXPECT_CONTAINS(f->suggestion, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.rollout.free_cache_engine=true"));
@@ -336,8 +336,8 @@ TEST(DiagnosisRules, MemoryOverParamsQuotesThePeakRankAndPhase) {
   EXPECT_EQ(f->rank, 3);
   EXPECT_EQ(f->step, 4);
   EXPECT_CONTAINS(f->title, "1.50× the model's parameter bytes");
-  EXPECT_CONTAINS(f->evidence, "peak allocated 3.00 GiB on rank 3 at step 4: 1.50× the actor's 2.00 GiB of parameters");
-  EXPECT_CONTAINS(f->evidence, "its highest phase is update_actor (3.00 GiB)");
+  EXPECT_CONTAINS(f->evidence, "peak allocated 3.0 GiB on rank 3 at step 4: 1.50× the actor's 2.0 GiB of parameters");
+  EXPECT_CONTAINS(f->evidence, "its highest phase is update_actor (3.0 GiB)");
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.fsdp_config.param_offload=false"));
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.fsdp_config.optimizer_offload=false"));
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.model.enable_gradient_checkpointing=true"));
@@ -412,8 +412,8 @@ TEST(DiagnosisRules, StragglerNamesTheRankItsStepsAndTheWidestPhase) {
   EXPECT_EQ(f->rank, 3);
   EXPECT_CONTAINS(f->title, "rank 3 is a straggler: 25.0 % longer steps");
   EXPECT_CONTAINS(f->evidence, "rank 3 was the slowest in 3 of 4 measured steps (steps 2–5)");
-  EXPECT_CONTAINS(f->evidence, "its mean step is 2.00 s longer than the median rank's (25.0 %)");
-  EXPECT_CONTAINS(f->evidence, "widest phase update_actor: 4.00 s on rank 3 against 2.00 s on rank 0 (median 2.20 s, spread 0.91)");
+  EXPECT_CONTAINS(f->evidence, "its mean step is 2 s longer than the median rank's (25.0 %)");
+  EXPECT_CONTAINS(f->evidence, "widest phase update_actor: 4 s on rank 3 against 2 s on rank 0 (median 2.2 s, spread 0.91)");
   EXPECT_CONTAINS(f->evidence, "HTA: rank 3's last collective starts latest most often (std 12.5 ms");
   EXPECT_CONTAINS(f->suggestion, "Check rank 3's host and device");
   EXPECT_TRUE(names_key(*f, "trainer.balance_batch=false"));
@@ -436,7 +436,7 @@ TEST(DiagnosisRules, LowMfuIsInformational) {
   EXPECT_DOUBLE_EQ(f->impact, 0.3);  // update_actor's share of the step
   EXPECT_CONTAINS(f->title, "8.0 % of peak FLOP/s (MFU 0.080)");
   EXPECT_CONTAINS(f->evidence, "perf/mfu/actor 0.080 mean over steps 2–5 (below 0.25)");
-  EXPECT_CONTAINS(f->evidence, "update_actor: 3.00 s of the 10.00 s mean step");
+  EXPECT_CONTAINS(f->evidence, "update_actor: 3 s of the 10 s mean step");
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2"));
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.use_dynamic_bsz=false"));
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.model.enable_gradient_checkpointing=true"));
@@ -599,7 +599,7 @@ TEST(Diagnose, CleanRunHasNoFindings) {
   const RunAnalysis a = clean_run();
   EXPECT_TRUE(diagnose(a).empty());
   const std::string text = format_findings(a, {});
-  EXPECT_CONTAINS(text, "run 7 \"fixture\" — world size 4, mean step 10.00 s over steps 2–5 (4 measured)");
+  EXPECT_CONTAINS(text, "run 7 \"fixture\" — world size 4, mean step 10 s over steps 2–5 (4 measured)");
   EXPECT_CONTAINS(text, "no findings: none of the 11 rules crossed its threshold");
 }
 
