@@ -20,6 +20,7 @@
 #include "matrix_command.h"
 #include "hybridscope/probes/merge.h"
 #include "reshard_plan_command.h"
+#include "report_command.h"
 #include "switch_bench_command.h"
 #include "hybridscope/probes/recorder.h"
 #include "launch_command.h"
@@ -133,6 +134,12 @@ int main(int argc, char** argv) {
   hs::cli::CompareArgs compare_args;
   auto* compare_cmd = hs::cli::add_compare_command(app, compare_args);
 
+  // diagnose, report
+  hs::cli::DiagnoseArgs diagnose_args;
+  auto* diagnose_cmd = hs::cli::add_diagnose_command(app, diagnose_args);
+  hs::cli::ReportArgs report_args;
+  auto* report_cmd = hs::cli::add_report_command(app, report_args);
+
   // `launch [options] -- command...`: what follows `--` belongs to the ranks, untouched by parsing.
   int parse_argc = argc;
   if (argc > 1 && std::string(argv[1]) == "launch") {
@@ -158,6 +165,8 @@ int main(int argc, char** argv) {
     }
     if (summary_cmd->parsed()) return hs::cli::run_summary(summary_args);
     if (compare_cmd->parsed()) return hs::cli::run_compare(compare_args);
+    if (diagnose_cmd->parsed()) return hs::cli::run_diagnose(diagnose_args);
+    if (report_cmd->parsed()) return hs::cli::run_report(report_args);
     if (merge->parsed()) {
       const auto report = hs::probes::merge_rank_files(merge_db);
       for (const auto& line : report.messages) fmt::print("{}\n", line);

@@ -39,7 +39,12 @@ void add_analysis_options(CLI::App* cmd, AnalysisArgs& args) {
 
 // The runs to analyse, each with the warm-up that applies to it.
 struct Selection {
-  std::vector<std::pair<std::int64_t, int>> runs;  // (run id, warm-up steps)
+  struct Run {
+    std::int64_t id = 0;
+    int warmup_steps = 1;
+    std::string label;  // the matrix cell it measured; empty for a plain run
+  };
+  std::vector<Run> runs;
   std::optional<reports::MatrixSummary> matrix;
 };
 
@@ -55,20 +60,20 @@ Selection select_runs(const reports::RunDatabase& db, const AnalysisArgs& args) 
   if (!args.run_ids.empty()) {
     for (const auto id : args.run_ids) {
       db.run(id);  // throws naming the runs present
-      out.runs.emplace_back(id, warmup);
+      out.runs.push_back({id, warmup, ""});
     }
     return out;
   }
   if (out.matrix) {
     // One run per cell: the last completed repetition (the matrix's own order of cells).
     for (const auto& cell : out.matrix->cells)
-      for (auto it = cell.runs.rbegin(); it != cell.runs.rend(); ++it) {
-        out.runs.emplace_back(it->run_id, warmup);
-        break;
-      }
+      if (!cell.runs.empty())
+        out.runs.push_back({cell.runs.back().run_id, warmup,
+                            fmt::format("cell {} ({} ranks), last of {} completed", cell.cell.name, cell.cell.ranks,
+                                        cell.runs.size())});
     if (!out.runs.empty()) return out;
   }
-  out.runs.emplace_back(db.last_run().id, warmup);
+  out.runs.push_back({db.last_run().id, warmup, ""});
   return out;
 }
 
@@ -83,14 +88,15 @@ std::vector<reports::RunReport> analyse(const reports::RunDatabase& db, const Se
                                         const std::vector<reports::LinkMeasurement>& links, bool progress) {
   std::vector<reports::RunReport> out;
   std::size_t i = 0;
-  for (const auto& [run_id, warmup] : selection.runs) {
+  for (const auto& run : selection.runs) {
     if (progress && selection.runs.size() > 1)
-      fmt::print(stderr, "analysing run {} ({}/{})\n", run_id, ++i, selection.runs.size());
+      fmt::print(stderr, "analysing run {} ({}/{})\n", run.id, ++i, selection.runs.size());
     reports::AnalysisOptions options;
-    options.warmup_steps = warmup;
+    options.warmup_steps = run.warmup_steps;
     options.links = links;
     reports::RunReport r;
-    r.analysis = reports::analyze_run(reports::load_run(db, run_id), options);
+    r.label = run.label;
+    r.analysis = reports::analyze_run(reports::load_run(db, run.id), options);
     r.findings = reports::diagnose(r.analysis);
     out.push_back(std::move(r));
   }
@@ -140,9 +146,11 @@ int run_diagnose(const DiagnoseArgs& args) {
   const auto threshold = args.fail_on == "critical" ? reports::Severity::kCritical : reports::Severity::kWarning;
   for (const auto& r : runs) {
     if (args.json)
-      json.push_back({{"run_id", r.analysis.data.run.id}, {"findings", reports::findings_json(r.findings)}});
+      json.push_back({{"run_id", r.analysis.data.run.id},
+                      {"label", r.label},
+                      {"findings", reports::findings_json(r.findings)}});
     else
-      fmt::print("{}\n", reports::format_findings(r.analysis, r.findings));
+      fmt::print("{}{}\n", r.label.empty() ? "" : "=== " + r.label + " ===\n", reports::format_findings(r.analysis, r.findings));
     for (const auto& f : r.findings)
       if (!args.fail_on.empty() && f.severity >= threshold) failed = true;
   }

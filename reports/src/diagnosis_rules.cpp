@@ -502,7 +502,8 @@ std::optional<Finding> kv_pressure(const RunAnalysis& a, const DiagnosisThreshol
 
 // ---------------------------------------------------------------------------------------------
 // 11. phase-trending-up: a series whose whole 95 % slope interval is above zero and whose slope
-// exceeds thresholds.trend_share of its mean per step. Impact: the growth from the first to the
+// exceeds thresholds.trend_share of its mean per step, over at least trend_min_points steps (on the
+// demo matrix's 3 measured steps, one slow step under load read as a 36 %/step "trend"). Impact: the growth from the first to the
 // last measured step as a share of the mean step (time series only).
 bool is_step_series(const std::string& series) {
   return series == "step" || (series.size() >= 5 && series.compare(series.size() - 5, 5, "/step") == 0);
@@ -515,7 +516,8 @@ std::string format_value(double value, const std::string& unit) {
 std::optional<Finding> phase_trending_up(const RunAnalysis& a, const DiagnosisThresholds& t) {
   std::vector<const LinearTrend*> rising;
   for (const LinearTrend& trend : a.trends)
-    if (trend.increasing && trend.relative_slope > t.trend_share) rising.push_back(&trend);
+    if (trend.increasing && trend.relative_slope > t.trend_share && trend.n >= t.trend_min_points)
+      rising.push_back(&trend);
   if (rising.empty()) return std::nullopt;
   // The step itself grows whenever a phase does: blame a phase first, then the fastest growth.
   std::stable_sort(rising.begin(), rising.end(), [](const LinearTrend* x, const LinearTrend* y) {

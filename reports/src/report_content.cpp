@@ -43,6 +43,19 @@ std::string markdown_cell(const std::string& text) {
 
 std::string run_label(const RunSummary& run) { return fmt::format("run {} '{}'", run.id, run.name); }
 
+std::string run_title(const RunReport& run) {
+  const std::string label = run_label(run.analysis.data.run);
+  return run.label.empty() ? label : run.label + " — " + label;
+}
+
+std::string ms_cell(double seconds) {
+  if (std::isnan(seconds)) return "n/a";
+  const double ms = seconds * 1e3;
+  if (std::fabs(ms) >= 100.0) return fmt::format("{:.0f}", ms);
+  if (std::fabs(ms) >= 1.0) return fmt::format("{:.1f}", ms);
+  return fmt::format("{:.3f}", ms);
+}
+
 std::string iso_utc(std::int64_t unix_ns) {
   if (unix_ns == 0) return "";
   const std::time_t seconds = static_cast<std::time_t>(unix_ns / 1000000000);

@@ -32,6 +32,10 @@ std::string markdown_cell(const std::string& text);
 
 /// "run 7 'name'" — the label a report gives a run.
 std::string run_label(const RunSummary& run);
+/// A run's heading: its label (the matrix cell) before run_label(), when it has one.
+std::string run_title(const RunReport& run);
+/// Seconds shown as milliseconds in a table column headed "(ms)": "1502", "19.9", "0.014".
+std::string ms_cell(double seconds);
 /// UNIX-epoch ns as ISO 8601 UTC, "2025-06-01T12:00:00Z"; "" for 0 (unknown).
 std::string iso_utc(std::int64_t unix_ns);
 /// The layout and algorithm keys a summary lists, with the run's values, for the keys the run

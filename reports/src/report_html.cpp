@@ -128,7 +128,7 @@ std::string findings_html(const std::vector<Finding>& findings) {
 std::string run_html(const RunReport& run, std::size_t index) {
   const auto& a = run.analysis;
   std::string out = fmt::format(R"(<section class="run" id="run-{}"><h2>{}</h2>)", index,
-                                html_escape(detail::run_label(a.data.run)));
+                                html_escape(detail::run_title(run)));
   out += table_html(detail::run_summary_table(run), true);
 
   out += "<h3>Findings</h3>" + findings_html(run.findings);
@@ -237,7 +237,7 @@ std::string report_html(const Report& report) {
   out += "<nav><ul>";
   for (std::size_t i = 0; i < report.runs.size(); ++i)
     out += fmt::format(R"(<li><a href="#run-{}">{}</a> — {} finding(s)</li>)", i,
-                       html_escape(detail::run_label(report.runs[i].analysis.data.run)), report.runs[i].findings.size());
+                       html_escape(detail::run_title(report.runs[i])), report.runs[i].findings.size());
   if (report.comparison) out += R"(<li><a href="#comparison">Comparison</a></li>)";
   if (report.matrix) out += R"(<li><a href="#matrix">Matrix</a></li>)";
   out += "</ul></nav>";

@@ -144,7 +144,8 @@ json run_json(const RunReport& report) {
   for (const auto& [key, value] : a.data.config) config[key] = value;
   for (const auto& [key, value] : detail::layout_entries(a.data)) layout[key] = value;
   const json findings = findings_json(report.findings);
-  return {{"run", {{"id", run.id},
+  return {{"label", report.label},
+          {"run", {{"id", run.id},
                    {"name", run.name},
                    {"status", run.status},
                    {"status_message", run.status_message},

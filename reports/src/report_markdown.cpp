@@ -61,7 +61,7 @@ std::string findings_md(const std::vector<Finding>& findings) {
 
 std::string run_md(const RunReport& run) {
   const auto& a = run.analysis;
-  std::string out = "## " + md_text(detail::run_label(a.data.run)) + "\n\n";
+  std::string out = "## " + md_text(detail::run_title(run)) + "\n\n";
   out += table_md(detail::run_summary_table(run));
   out += "### Findings\n\n" + findings_md(run.findings);
   out += "### Per step\n\n";

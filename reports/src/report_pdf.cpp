@@ -6,6 +6,7 @@
 // timeout. Which binary: $HS_CHROMIUM, else chromium, chromium-browser, google-chrome or
 // google-chrome-stable on PATH.
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -89,9 +90,12 @@ class TempDir {
                                            fs::temp_directory_path().string(), std::strerror(errno)));
     path_ = pattern;
   }
+  // Removed with nftw, deepest first, not std::filesystem::remove_all: in a process that also
+  // loads the PyPI wheel's libtorch.so (the hybridscope command), the dynamic linker binds
+  // remove_all to libtorch's own copy, which crashes (tests/remove_tree.h).
   ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
+    ::nftw(path_.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return std::remove(p); }, 16,
+           FTW_DEPTH | FTW_PHYS);
   }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;

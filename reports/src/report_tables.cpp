@@ -71,9 +71,9 @@ ReportTable per_step_table(const RunAnalysis& a) {
   for (const auto& [step, v] : throughput) steps.insert(step);
   for (const auto& [step, v] : reward) steps.insert(step);
   ReportTable t;
-  t.headers = {"step", "step (s)", "slowest rank"};
-  for (const auto& phase : a.phases.phases) t.headers.push_back(phase + " (s)");
-  for (const char* h : {"other (s)", "tokens/s", "critic/score/mean"}) t.headers.push_back(h);
+  t.headers = {"step", "step (ms)", "slowest rank"};
+  for (const auto& phase : a.phases.phases) t.headers.push_back(phase + " (ms)");
+  for (const char* h : {"other (ms)", "tokens/s", "critic/score/mean"}) t.headers.push_back(h);
   t.numeric.assign(t.headers.size(), true);
   for (const auto step : steps) {
     TableRow row;
@@ -82,13 +82,13 @@ ReportTable per_step_table(const RunAnalysis& a) {
     const auto s = std::find_if(a.phases.steps.begin(), a.phases.steps.end(),
                                 [&](const StepPhases& x) { return x.step == step; });
     const bool has = s != a.phases.steps.end();
-    row.cells.push_back(has ? format_number(s->step_s) : "-");
+    row.cells.push_back(has ? ms_cell(s->step_s) : "-");
     row.cells.push_back(has ? std::to_string(s->slowest_rank) : "-");
     for (const auto& phase : a.phases.phases) {
       const auto it = has ? s->phase_s.find(phase) : std::map<std::string, double>::const_iterator{};
-      row.cells.push_back(has && it != s->phase_s.end() ? format_number(it->second) : "-");
+      row.cells.push_back(has && it != s->phase_s.end() ? ms_cell(it->second) : "-");
     }
-    row.cells.push_back(has ? format_number(s->other_s) : "-");
+    row.cells.push_back(has ? ms_cell(s->other_s) : "-");
     const auto x = tokens_per_s.find(step);
     row.cells.push_back(x == tokens_per_s.end() ? "-" : format_number(x->second));
     const auto r = score.find(step);
@@ -101,13 +101,13 @@ ReportTable per_step_table(const RunAnalysis& a) {
 
 ReportTable phase_table(const PhaseBreakdown& phases) {
   ReportTable t;
-  t.headers = {"phase", "mean (s)", "share of step"};
+  t.headers = {"phase", "mean (ms)", "share of step"};
   t.numeric = {false, true, true};
   for (const auto& phase : phases.phases) {
     const auto mean = phases.mean_phase_s.find(phase);
     if (mean == phases.mean_phase_s.end()) continue;
     const auto share = phases.share.find(phase);
-    add(t, {phase, format_number(mean->second), share == phases.share.end() ? "-" : format_percent(share->second)});
+    add(t, {phase, ms_cell(mean->second), share == phases.share.end() ? "-" : format_percent(share->second)});
   }
   // "other": the slowest rank's step outside its phases, averaged like the phases.
   double other = 0.0;
@@ -119,10 +119,10 @@ ReportTable phase_table(const PhaseBreakdown& phases) {
     }
   if (n) {
     other /= static_cast<double>(n);
-    add(t, {"other", format_number(other),
+    add(t, {"other", ms_cell(other),
             phases.mean_step_s > 0 ? format_percent(other / phases.mean_step_s) : "-"});
   }
-  add(t, {"step", format_number(phases.mean_step_s), phases.mean_step_s > 0 ? format_percent(1.0) : "-"});
+  add(t, {"step", ms_cell(phases.mean_step_s), phases.mean_step_s > 0 ? format_percent(1.0) : "-"});
   t.note = fmt::format("From {}: each phase's slowest rank, the step's slowest rank; means over {} measured step(s).",
                        phases.source.empty() ? "no records" : phases.source, phases.measured.size());
   return t;
@@ -192,7 +192,7 @@ ReportTable temporal_table(const TemporalAnalysis& temporal) {
   for (const auto& b : temporal.breakdown)
     add(t, {std::to_string(b.rank), ms(b.window_ns), ms(b.idle_ns), ms(b.compute_ns), ms(b.non_compute_ns),
             format_percent(b.idle_share), format_percent(b.compute_share), format_percent(b.non_compute_share)});
-  t.note = fmt::format("Source: {}. {}", to_string(temporal.source), temporal.note);
+  t.note = "Source: " + temporal.note;
   return t;
 }
 
@@ -211,11 +211,11 @@ ReportTable overlap_table(const TemporalAnalysis& temporal) {
 
 ReportTable straggler_table(const StragglerAnalysis& s) {
   ReportTable t;
-  t.headers = {"phase", "fastest rank", "min (s)", "median (s)", "max (s)", "slowest rank", "spread"};
+  t.headers = {"phase", "fastest rank", "min (ms)", "median (ms)", "max (ms)", "slowest rank", "spread"};
   t.numeric = {false, true, true, true, true, true, true};
   for (const auto& p : s.phases)
-    add(t, {p.phase, std::to_string(p.fastest_rank), format_number(p.min_s), format_number(p.median_s),
-            format_number(p.max_s), std::to_string(p.slowest_rank), format_percent(p.spread)});
+    add(t, {p.phase, std::to_string(p.fastest_rank), ms_cell(p.min_s), ms_cell(p.median_s),
+            ms_cell(p.max_s), std::to_string(p.slowest_rank), format_percent(p.spread)});
   t.note = "Over the ranks' mean times per measured step; spread = (max − min) ÷ median.";
   return t;
 }
@@ -255,13 +255,13 @@ ReportTable trend_table(const std::vector<LinearTrend>& trends) {
 
 ReportTable comparison_table(const RunComparison& c) {
   ReportTable t;
-  t.headers = {"phase", "old median (s)", "new median (s)", "change", "p-value (U test)", "n old / new", "verdict"};
+  t.headers = {"phase", "old median (ms)", "new median (ms)", "change", "p-value (U test)", "n old / new", "verdict"};
   t.numeric = {false, true, true, true, true, true, false};
   for (const auto& d : c.phases) {
     std::string verdict = d.significant ? (d.change > 0 ? "significantly slower" : "significantly faster")
                                         : "not significant";
     if (!d.test.reliable) verdict += fmt::format(" (fewer than {} samples: unreliable)", kMinReliableRepetitions);
-    add(t, {d.phase, format_number(d.old_values.median), format_number(d.new_values.median),
+    add(t, {d.phase, ms_cell(d.old_values.median), ms_cell(d.new_values.median),
             std::isnan(d.change) ? "n/a" : fmt::format("{:+.1f} %", 100.0 * d.change), format_number(d.test.p_value),
             fmt::format("{} / {}", d.old_values.n, d.new_values.n), verdict},
         d.significant);

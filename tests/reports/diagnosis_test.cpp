@@ -554,6 +554,15 @@ TEST(DiagnosisRules, PhaseTrendingUpOnMemoryAndGeneration) {
   EXPECT_TRUE(names_key(*g, "data.max_response_length=512"));
 }
 
+TEST(DiagnosisRules, PhaseTrendingUpSilentOnThreePoints) {
+  RunAnalysis a = clean_run();
+  a.trends = {trend("timing_s/update_actor", "s", 0.5, 0.1, 2.0, 1.5, 2.5)};  // 25 %/step, CI above 0...
+  a.trends[0].n = 3;                                                           // ...but three steps only
+  EXPECT_FALSE(check("phase-trending-up", a));
+  a.trends[0].n = 4;
+  EXPECT_TRUE(check("phase-trending-up", a));
+}
+
 TEST(DiagnosisRules, PhaseTrendingUpSilentAtTwoPercentOrWithoutASignificantSlope) {
   RunAnalysis a = clean_run();
   a.trends = {trend("timing_s/gen", "s", 0.02, 0.01, 1.0, 0.97, 1.03),   // exactly 2 %/step

@@ -201,7 +201,7 @@ TEST(ReportHtml, FindingsComeRightAfterTheSummaryWithTheirNumbers) {
   EXPECT_NE(html.find("<td>actor_rollout_ref.rollout.tensor_model_parallel_size</td><td>2</td>"), std::string::npos);
   // Switch: 0.372 / 0.06 = 6.2× its bound; gen share 2.58 / 4.3 = 60 %.
   EXPECT_NE(html.find("6.2×"), std::string::npos);
-  EXPECT_NE(html.find("<td>gen</td><td class=\"num\">2.58</td><td class=\"num\">60.0 %</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td>gen</td><td class=\"num\">2580</td><td class=\"num\">60.0 %</td>"), std::string::npos);
   EXPECT_NE(html.find(report.runs[0].analysis.switches.headline), std::string::npos);
   // Order: summary, then findings, then the charts.
   const auto summary = html.find("<td>run id</td>");
@@ -289,9 +289,9 @@ TEST(ReportMarkdown, SameTablesWithCellsEscaped) {
   EXPECT_NE(md.find("Rank 1 is the straggler &lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
   EXPECT_EQ(lower(md).find("<script"), std::string::npos);
   EXPECT_NE(md.find("| mean step | 4.3 s |"), std::string::npos);
-  EXPECT_NE(md.find("| gen | 2.58 | 60.0 % |"), std::string::npos);
+  EXPECT_NE(md.find("| gen | 2580 | 60.0 % |"), std::string::npos);
   // Per-step numbers stand in for the charts: step 2 = 8000 / 4 = 2000 tokens/s, reward 0.2.
-  EXPECT_NE(md.find("| 2 | 4 | 1 | 0.372 | 2.4 | 0.4 | 0.8 | 0.028 | 2000 | 0.2 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 2 | 4000 | 1 | 372 | 2400 | 400 | 800 | 28.0 | 2000 | 0.2 |"), std::string::npos) << md;
   // The config value: `|` escaped, newline as <br>, specials as entities; the table stays one row.
   EXPECT_NE(md.find("&lt;script&gt;alert(1)&lt;/script&gt; say \"hi\", it's<br>ok \\| yes"), std::string::npos);
   std::istringstream lines(md);

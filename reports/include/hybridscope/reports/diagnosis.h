@@ -46,6 +46,7 @@ struct DiagnosisThresholds {
   double small_rollout_batch = 64;      // sequences per generation below which decode is memory-bound
   double kv_occupancy = 0.95;           // peak KV-pool occupancy
   double trend_share = 0.02;            // growth per step (relative slope) worth reporting
+  std::size_t trend_min_points = 4;     // fewer measured steps are too few to call a trend
   double memory_bound_gen_share = 0.30; // generation share above which a memory-bound decode matters
   double critical_share = 0.30;         // a finding whose impact exceeds this share of the step is critical
 };

@@ -19,6 +19,7 @@
 namespace hs::reports {
 
 struct RunReport {
+  std::string label;  // where the run comes from, e.g. "cell world=2, hybridscope.reshard.mode=hybrid, repetition 5"; may be empty
   RunAnalysis analysis;
   std::vector<Finding> findings;
 };
