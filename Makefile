@@ -11,6 +11,7 @@ CMAKE_FLAGS ?=
 HYBRIDSCOPE := $(BUILD_DIR)/cli/hybridscope
 DEMO_DB ?= out/bench.sqlite
 DEMO_MATRIX ?= bench/matrices/demo-cpu.yaml
+DEMO_REPORT ?= out/report
 LEARN_DB ?= out/demo.sqlite
 STANDALONE_DIR ?= build/standalone
 
@@ -50,6 +51,9 @@ test-standalone:
 
 demo: build
 	$(HYBRIDSCOPE) bench $(DEMO_MATRIX) --db $(DEMO_DB) --json out/bench-summary.json --csv out/bench-summary.csv
+	$(HYBRIDSCOPE) report $(DEMO_DB) -o $(DEMO_REPORT).html
+	$(HYBRIDSCOPE) report $(DEMO_DB) -o $(DEMO_REPORT).pdf
+	@echo "open $(DEMO_REPORT).html (or .pdf); the findings alone: $(HYBRIDSCOPE) diagnose $(DEMO_DB)"
 
 demo-learn: build
 	$(HYBRIDSCOPE) train --config configs/demo_grpo.yaml --db $(LEARN_DB) trainer.resume_mode=disable
