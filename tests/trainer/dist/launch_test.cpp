@@ -85,6 +85,7 @@ TEST(Launch, FourRanksCompleteAndMergeIntoOneRun) {
   fs::create_directories(dir);
   std::vector<std::string> argv = {kBinary, "launch", "-n", "4", "--log-dir", dir + "/logs", "--"};
   for (auto& a : tiny_grpo(dir, 2)) argv.push_back(a);
+  argv.push_back("trainer.balance_batch=true");  // the balanced dp shares of global_seqlen/*
   const pid_t launcher = hs::test::spawn(argv, {}, dir + "/out.txt", dir + "/err.txt");
   const int status = hs::test::wait_for(launcher, std::chrono::seconds(300));
   ASSERT_TRUE(hs::test::exited_ok(status)) << read_all(dir + "/err.txt");
@@ -109,6 +110,35 @@ TEST(Launch, FourRanksCompleteAndMergeIntoOneRun) {
                                  "g.value = 'dp' AND c.bytes > 1000 GROUP BY c.rank ORDER BY c.rank"),
             (std::vector<std::string>{"0|2", "1|2", "2|2", "3|2"}));
   for (int r = 1; r < 4; ++r) EXPECT_FALSE(fs::exists(db + ".rank" + std::to_string(r))) << "merged files are deleted";
+  // The tiny model (C = 32, F = 64, 1 layer, 2 heads of 16, 1 KV head, V = 98), float32: embedding
+  // and LM head 98·32 = 3136 each, q, o 1024, k, v 512, gate, up, down 2048, three norms 96 ->
+  // 15584 parameters = 62336 bytes. fsdp over dp 4 keeps ceil(rows/4) rows of each on rank 0, the
+  // largest share: 25·32 = 800 (embedding, LM head), 8·32 = 256 (q, o), 4·32 = 128 (k, v), 16·32 =
+  // 512 (gate, up), 8·64 = 512 (down), 8 per norm -> 3928 parameters = 15712 bytes (> 62336 / 4:
+  // 98 rows do not split evenly in 4).
+  const std::string metric =
+      "SELECT DISTINCT m.value FROM step_metrics m JOIN strings n ON n.id = m.name_id WHERE n.value = '{}'";
+  EXPECT_EQ(hs::test::query_rows(db, fmt::format(fmt::runtime(metric), "perf/actor_param_bytes")),
+            (std::vector<std::string>{"62336.0"}));
+  EXPECT_EQ(hs::test::query_rows(db, fmt::format(fmt::runtime(metric), "perf/actor_param_bytes_per_rank")),
+            (std::vector<std::string>{"15712.0"}));
+  // global_seqlen/* over the 4 dp ranks' shares (trainer.balance_batch: balanced prompt groups):
+  // every step's shares add up to the step's tokens (perf/total_num_tokens, summed from each rank's
+  // own batch), and min <= mean <= max for the contiguous and the balanced shares alike.
+  for (int step = 1; step <= 2; ++step) {
+    const auto value = [&](const std::string& name) {
+      return std::stod(hs::test::query_row(
+          db, fmt::format("SELECT m.value FROM step_metrics m JOIN strings n ON n.id = m.name_id WHERE n.value = "
+                          "'{}' AND m.step = {}",
+                          name, step)));
+    };
+    EXPECT_DOUBLE_EQ(4 * value("global_seqlen/mean"), value("perf/total_num_tokens")) << "step " << step;
+    EXPECT_DOUBLE_EQ(value("global_seqlen/minmax_diff"), value("global_seqlen/max") - value("global_seqlen/min"));
+    EXPECT_LE(value("global_seqlen/min"), value("global_seqlen/mean"));
+    EXPECT_LE(value("global_seqlen/mean"), value("global_seqlen/max"));
+    EXPECT_LE(value("global_seqlen/balanced_min"), value("global_seqlen/mean"));
+    EXPECT_LE(value("global_seqlen/mean"), value("global_seqlen/balanced_max"));
+  }
 }
 
 // The 3D-HybridEngine in the trainer: the actor trains tensor-parallel (tp 2 x dp 2, megatron) and generates
@@ -144,6 +174,32 @@ TEST(Launch, TensorParallelActorReshardsIntoTheRolloutLayout) {
   EXPECT_EQ(hs::test::query_row(db, "SELECT COUNT(*) FROM comm_ops c JOIN strings g ON g.id = c.group_id JOIN strings "
                                     "o ON o.id = c.op_id WHERE g.value = 'world' AND o.value = 'all_gather'"),
             "0");
+  // global_seqlen/* over the 2 dp shares, each rank having got back only its own share's responses:
+  // the shares' lengths are completed over the world, so the shares add up to the step's tokens
+  // and, without balance_batch, the ranks train on the contiguous shares (balanced_* = min, max).
+  for (int step = 1; step <= 2; ++step) {
+    const auto value = [&](const std::string& name) {
+      return std::stod(hs::test::query_row(
+          db, fmt::format("SELECT m.value FROM step_metrics m JOIN strings n ON n.id = m.name_id WHERE n.value = "
+                          "'{}' AND m.step = {}",
+                          name, step)));
+    };
+    EXPECT_DOUBLE_EQ(2 * value("global_seqlen/mean"), value("perf/total_num_tokens")) << "step " << step;
+    EXPECT_DOUBLE_EQ(value("global_seqlen/balanced_min"), value("global_seqlen/min"));
+    EXPECT_DOUBLE_EQ(value("global_seqlen/balanced_max"), value("global_seqlen/max"));
+    EXPECT_DOUBLE_EQ(value("global_seqlen/minmax_diff"), value("global_seqlen/max") - value("global_seqlen/min"));
+  }
+  // tp 2 (megatron, replicated over dp), 2 KV heads of 16: k and v are 2·16·32 = 1024 each, so the
+  // model holds 16608 parameters = 66432 bytes. The embedding and the three norms stay whole (3232
+  // parameters = 12928 bytes), the rest (tp_split_float32_bytes() = 53504) is halved: 12928 + 26752
+  // = 39680 bytes on every rank.
+  ASSERT_EQ(tp_split_float32_bytes(), 53504);
+  const std::string metric =
+      "SELECT DISTINCT m.value FROM step_metrics m JOIN strings n ON n.id = m.name_id WHERE n.value = '{}'";
+  EXPECT_EQ(hs::test::query_rows(db, fmt::format(fmt::runtime(metric), "perf/actor_param_bytes")),
+            (std::vector<std::string>{"66432.0"}));
+  EXPECT_EQ(hs::test::query_rows(db, fmt::format(fmt::runtime(metric), "perf/actor_param_bytes_per_rank")),
+            (std::vector<std::string>{"39680.0"}));
   // The tp groups' all-reduces ran in training (forward and backward of the row-parallel layers).
   EXPECT_EQ(hs::test::query_row(db, "SELECT COUNT(DISTINCT c.rank) FROM comm_ops c JOIN strings g ON g.id = c.group_id "
                                     "WHERE g.value = 'tp'"),

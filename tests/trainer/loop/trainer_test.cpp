@@ -163,6 +163,18 @@ TEST(Trainer, RecordsEveryPhaseAndDerivesTimingFromRanges) {
   EXPECT_EQ(scalar(db, "SELECT MAX(blocks_used) FROM kv_pool_samples k JOIN strings s ON s.id = k.phase_id "
                        "WHERE s.value = 'switch/rollout_to_train'"), 0.0);
   EXPECT_TRUE(m.count("perf/max_memory_allocated_gb"));
+  // The actor's float32 parameters (tiny_config: C = 32, F = 64, 1 layer, 4 heads of 8, 2 KV heads,
+  // the char tokenizer's V = 98, untied): embedding and LM head V·C = 3136 each, q and o C·C = 1024
+  // each, k and v 2·8·C = 512 each, gate, up and down F·C = 2048 each, three norms of C = 96 ->
+  // 15584 parameters x 4 bytes = 62336; one rank holds all of them.
+  EXPECT_DOUBLE_EQ(m.at("perf/actor_param_bytes"), 62336);
+  EXPECT_DOUBLE_EQ(m.at("perf/actor_param_bytes_per_rank"), 62336);
+  // One dp rank: its share is the whole step (verl's log_seqlen_unbalance with one partition).
+  EXPECT_DOUBLE_EQ(m.at("global_seqlen/mean"), m.at("perf/total_num_tokens"));
+  for (const char* name : {"global_seqlen/min", "global_seqlen/max", "global_seqlen/balanced_min",
+                           "global_seqlen/balanced_max"})
+    EXPECT_DOUBLE_EQ(m.at(name), m.at("perf/total_num_tokens")) << name;
+  EXPECT_DOUBLE_EQ(m.at("global_seqlen/minmax_diff"), 0);
   // the warm-up saved a HuggingFace-layout base policy
   EXPECT_TRUE(fs::exists(dir + "/ckpt/base/model.safetensors"));
   EXPECT_TRUE(fs::exists(dir + "/ckpt/base/config.json"));

@@ -1,12 +1,18 @@
 // metrics_test.cpp — verl's per-step metric definitions: timing per token by section, the FLOPs
-// estimate, the data metrics over valid tokens only.
+// estimate, the data metrics over valid tokens only, global_seqlen/* over the dp shares, and the
+// actor's parameter bytes (whole and per rank) in each training layout.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <map>
+#include <stdexcept>
 
 #include "hybridscope/trainer/data/batch.h"
+#include "hybridscope/trainer/hybrid/layout.h"
+#include "hybridscope/trainer/hybrid/reshard_executor.h"
+#include "hybridscope/trainer/model/model.h"
 #include "hybridscope/trainer/rl/metrics.h"
+#include "hybridscope/trainer/rl/ppo_workers.h"
 
 using namespace hs::trainer;
 
@@ -64,4 +70,108 @@ TEST(Metrics, DataMetricsCountValidTokensOnly) {
   EXPECT_DOUBLE_EQ(m.at("prompt_length/clip_ratio"), 0.5);
   EXPECT_FALSE(m.count("critic/values/mean"));
   EXPECT_EQ(sequence_lengths(b), (std::vector<std::int64_t>{5, 5}));
+}
+
+// A step of 4 prompts x n = 2 on dp = 2, lengths chosen by hand. Prompt lengths 3, 5, 2, 4;
+// response lengths (through EOS) {4, 6}, {8, 9}, {1, 2}, {3, 5}; so the sequences (prompt-major)
+// hold 7 9 | 13 14 | 3 4 | 7 9 tokens and the prompt groups 16, 27, 7, 16.
+//   contiguous shares: rank 0 = 7+9+13+14 = 43, rank 1 = 3+4+7+9 = 23; mean = 66 / 2 = 33.
+//   trainer.balance_batch: balanced_equal_partitions(16, 27, 7, 16) puts 27 on rank 0, 16 and 16 on
+//   rank 1 (then full), 7 on rank 0: prompts {1, 2} = 13+14+3+4 = 34 and {0, 3} = 7+9+7+9 = 32.
+// verl's own log_seqlen_unbalance (verl/utils/seqlen_balancing.py, re-implemented line by line in
+// python3 from volcengine/verl b178a3c) on seqlen_list [7, 9, 13, 14, 3, 4, 7, 9] gives
+//   partitions [[2,3,4,5],[0,1,6,7]]: min 23, max 43, minmax_diff 20, balanced_min 32,
+//                                     balanced_max 34, mean 33.0
+//   partitions [[0,1,2,3],[4,5,6,7]]: min 23, max 43, minmax_diff 20, balanced_min 23,
+//                                     balanced_max 43, mean 33.0
+//   partitions [[0..7]] (dp 1):       min 66, max 66, minmax_diff 0, balanced_min 66,
+//                                     balanced_max 66, mean 66.0
+TEST(Metrics, GlobalSeqlenFollowsVerlOverTheDpShares) {
+  const std::vector<std::int64_t> seqlens = {7, 9, 13, 14, 3, 4, 7, 9};
+  const auto prompts = balanced_equal_partitions({16, 27, 7, 16}, 2);
+  ASSERT_EQ(prompts, (std::vector<std::vector<std::size_t>>{{1, 2}, {0, 3}}));
+  std::vector<std::vector<std::size_t>> balanced(2);  // prompt i's samples are sequences 2i, 2i + 1
+  for (std::size_t d = 0; d < 2; ++d)
+    for (const auto i : prompts[d]) balanced[d].insert(balanced[d].end(), {2 * i, 2 * i + 1});
+
+  auto m = as_map(seqlen_balance_metrics(seqlens, balanced));
+  EXPECT_EQ(m.size(), 6u);
+  EXPECT_DOUBLE_EQ(m.at("global_seqlen/min"), 23);
+  EXPECT_DOUBLE_EQ(m.at("global_seqlen/max"), 43);
+  EXPECT_DOUBLE_EQ(m.at("global_seqlen/minmax_diff"), 20);
+  EXPECT_DOUBLE_EQ(m.at("global_seqlen/balanced_min"), 32);
+  EXPECT_DOUBLE_EQ(m.at("global_seqlen/balanced_max"), 34);
+  EXPECT_DOUBLE_EQ(m.at("global_seqlen/mean"), 33);
+
+  // Without balance_batch the ranks train on the contiguous shares: balanced_* are min/max.
+  m = as_map(seqlen_balance_metrics(seqlens, {{0, 1, 2, 3}, {4, 5, 6, 7}}));
+  EXPECT_DOUBLE_EQ(m.at("global_seqlen/balanced_min"), 23);
+  EXPECT_DOUBLE_EQ(m.at("global_seqlen/balanced_max"), 43);
+  EXPECT_DOUBLE_EQ(m.at("global_seqlen/minmax_diff"), 20);
+
+  m = as_map(seqlen_balance_metrics(seqlens, {{0, 1, 2, 3, 4, 5, 6, 7}}));
+  EXPECT_DOUBLE_EQ(m.at("global_seqlen/min"), 66);
+  EXPECT_DOUBLE_EQ(m.at("global_seqlen/max"), 66);
+  EXPECT_DOUBLE_EQ(m.at("global_seqlen/minmax_diff"), 0);
+  EXPECT_DOUBLE_EQ(m.at("global_seqlen/balanced_max"), 66);
+  EXPECT_DOUBLE_EQ(m.at("global_seqlen/mean"), 66);
+
+  // The mean is Σ / dp, not rounded: 4 shares of 7+9 | 13+14 | 3+4 | 7+9 = 66 -> 16.5.
+  m = as_map(seqlen_balance_metrics(seqlens, {{0, 1}, {2, 3}, {4, 5}, {6, 7}}));
+  EXPECT_DOUBLE_EQ(m.at("global_seqlen/mean"), 16.5);
+  EXPECT_DOUBLE_EQ(m.at("global_seqlen/min"), 7);
+  EXPECT_DOUBLE_EQ(m.at("global_seqlen/max"), 27);
+
+  EXPECT_THROW(seqlen_balance_metrics(seqlens, {}), std::invalid_argument);
+  EXPECT_THROW(seqlen_balance_metrics(seqlens, {{0, 1, 2}, {3, 4, 5}, {6, 7}}), std::invalid_argument);
+}
+
+// The demo matrix's model (bench/matrices/demo-cpu.yaml): hidden C = 512, ffn F = 1536, L = 4
+// layers, 8 heads of D = 64, 4 KV heads, the char tokenizer's V = 98 ids, untied LM head, float32.
+//   per layer: q, o C·C = 262144 each; k, v 4·64·C = 131072 each; gate, up, down F·C = 786432
+//              each; two norms C = 512 each -> 3146752
+//   whole: embedding V·C = 50176 + 4 layers 12587008 + final norm 512 + LM head 50176
+//          = 12687872 parameters = 50751488 bytes.
+// Per rank in each training layout (LayoutSet::rank_bytes' boxes):
+//   fsdp dp 2: every dim 0 is even (98, 512, 256, 1536) -> half of each: 25375744 bytes;
+//   megatron tp 2: the embedding and the 9 norms replicated (50176 + 4608 = 54784), the rest
+//              (12633088) halved -> 54784 + 6316544 = 6371328 parameters = 25485312 bytes;
+//   megatron pp 2: stage 0 = embedding + layers 0-1 = 6343680, stage 1 = layers 2-3 + final norm
+//              + LM head = 6344192 -> the larger, 25376768 bytes.
+TEST(Metrics, ActorParamBytesAreTheWholeModelAndTheLargestRanksShare) {
+  ModelShape shape;
+  shape.vocab_size = 98;
+  shape.hidden_size = 512;
+  shape.intermediate_size = 1536;
+  shape.num_hidden_layers = 4;
+  shape.num_attention_heads = 8;
+  shape.num_key_value_heads = 4;
+  const Transformer model(shape, HeadKind::kLm);  // the parameters the trainer's actor holds
+  const auto specs = parameter_specs(*model);
+  std::int64_t numel = 0;
+  for (const auto& p : model->parameters()) numel += p.numel();
+  ASSERT_EQ(numel, 12687872);
+
+  auto m = as_map(actor_param_metrics(training_layout(specs, {1, 1, 1}, DpSharding::kReplicated)));
+  EXPECT_EQ(m.size(), 2u);
+  EXPECT_DOUBLE_EQ(m.at("perf/actor_param_bytes"), 50751488);
+  EXPECT_DOUBLE_EQ(m.at("perf/actor_param_bytes_per_rank"), 50751488);
+
+  m = as_map(actor_param_metrics(training_layout(specs, {1, 1, 2}, DpSharding::kSharded)));
+  EXPECT_DOUBLE_EQ(m.at("perf/actor_param_bytes"), 50751488);
+  EXPECT_DOUBLE_EQ(m.at("perf/actor_param_bytes_per_rank"), 50751488 / 2);
+  // Megatron keeps the parameters whole on every dp rank.
+  m = as_map(actor_param_metrics(training_layout(specs, {1, 1, 2}, DpSharding::kReplicated)));
+  EXPECT_DOUBLE_EQ(m.at("perf/actor_param_bytes_per_rank"), 50751488);
+  m = as_map(actor_param_metrics(training_layout(specs, {1, 2, 1}, DpSharding::kReplicated)));
+  EXPECT_DOUBLE_EQ(m.at("perf/actor_param_bytes_per_rank"), 25485312);
+  m = as_map(actor_param_metrics(training_layout(specs, {2, 1, 1}, DpSharding::kReplicated)));
+  EXPECT_DOUBLE_EQ(m.at("perf/actor_param_bytes"), 50751488);
+  EXPECT_DOUBLE_EQ(m.at("perf/actor_param_bytes_per_rank"), 25376768);
+
+  // The training dtype's element size: bfloat16 parameters are half the bytes.
+  Transformer half(shape, HeadKind::kLm);
+  half->to(torch::kBFloat16);
+  m = as_map(actor_param_metrics(training_layout(parameter_specs(*half), {1, 1, 1}, DpSharding::kReplicated)));
+  EXPECT_DOUBLE_EQ(m.at("perf/actor_param_bytes"), 50751488 / 2);
 }

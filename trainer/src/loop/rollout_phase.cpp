@@ -57,7 +57,7 @@ std::vector<std::vector<std::int32_t>> RolloutPhase::generate_all(const std::vec
     for (std::size_t t = 0; t < tokens.size(); ++t) tokens[t] = a[row][static_cast<std::int64_t>(t) + 1];
     return tokens;
   };
-  if (topology_.micro_dp_group && !cfg_.trainer.balance_batch) {
+  if (gathers_share_only()) {
     // HybridFlow: gathered inside the micro-DP group, whose replicas generated this rank's training
     // share, in order; the other prompts' responses stay empty (training_prompts does not take them).
     const auto gathered = topology_.micro_dp_group->all_gather(packed).contiguous();  // (group * rows, width)
@@ -90,22 +90,20 @@ std::vector<std::vector<std::int32_t>> RolloutPhase::generate_all(const std::vec
   return all;
 }
 
-std::vector<std::size_t> RolloutPhase::training_prompts(const std::vector<const Example*>& examples,
-                                                        const std::vector<std::vector<std::int32_t>>& responses,
-                                                        int n) const {
-  const MeshShape& mesh = topology_.mesh;
-  if (mesh.world() == 1) {
-    std::vector<std::size_t> all(examples.size());
-    for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
-    return all;
-  }
-  const auto parts = static_cast<std::size_t>(mesh.dp);
-  const std::size_t share = examples.size() / parts;
-  const auto dp_rank = static_cast<std::size_t>(topology_.dp_rank());
-  std::vector<std::size_t> mine;
+bool RolloutPhase::gathers_share_only() const {
+  return topology_.mesh.world() > 1 && topology_.micro_dp_group && !cfg_.trainer.balance_batch;
+}
+
+std::vector<std::vector<std::size_t>> RolloutPhase::dp_partitions(const std::vector<const Example*>& examples,
+                                                                  const std::vector<std::vector<std::int32_t>>& responses,
+                                                                  int n) const {
+  const auto parts = static_cast<std::size_t>(topology_.mesh.dp);
   if (!cfg_.trainer.balance_batch || parts == 1) {
-    for (std::size_t i = share * dp_rank; i < share * (dp_rank + 1); ++i) mine.push_back(i);
-    return mine;
+    const std::size_t share = examples.size() / parts;
+    std::vector<std::vector<std::size_t>> out(parts);
+    for (std::size_t d = 0; d < parts; ++d)
+      for (std::size_t i = share * d; i < share * (d + 1); ++i) out[d].push_back(i);
+    return out;
   }
   // Balanced partition of whole prompt groups (verl's balance_batch keeps equal sequence counts
   // per dp rank and balances their token totals). Every rank computes the same partition from the
@@ -115,7 +113,46 @@ std::vector<std::size_t> RolloutPhase::training_prompts(const std::vector<const 
     for (int j = 0; j < n; ++j)
       tokens[i] += static_cast<std::int64_t>(examples[i]->prompt_ids.size() +
                                              responses[i * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)].size());
-  return balanced_equal_partitions(tokens, mesh.dp)[dp_rank];
+  return balanced_equal_partitions(tokens, topology_.mesh.dp);
+}
+
+std::vector<std::size_t> RolloutPhase::training_prompts(const std::vector<const Example*>& examples,
+                                                        const std::vector<std::vector<std::int32_t>>& responses,
+                                                        int n) const {
+  return dp_partitions(examples, responses, n)[static_cast<std::size_t>(topology_.dp_rank())];
+}
+
+Metrics RolloutPhase::seqlen_balance(const std::vector<const Example*>& examples,
+                                     const std::vector<std::vector<std::int32_t>>& responses, int n) const {
+  const auto prompts = dp_partitions(examples, responses, n);
+  const auto per_prompt = static_cast<std::size_t>(n);
+  const int eos = tokenizer_.eos_token_id();
+  // Prompt + response tokens through the first EOS: what make_rollout_batch's attention_mask covers.
+  auto seqlen = [&](std::size_t i, std::size_t j) {
+    const auto& response = responses[i * per_prompt + j];
+    const auto end = std::find(response.begin(), response.end(), eos);
+    const auto masked = static_cast<std::int64_t>(end - response.begin()) + (end == response.end() ? 0 : 1);
+    return static_cast<std::int64_t>(examples[i]->prompt_ids.size()) + masked;
+  };
+  std::vector<std::int64_t> seqlens(examples.size() * per_prompt, 0);
+  std::vector<std::vector<std::size_t>> sequences(prompts.size());
+  const bool share_only = gathers_share_only();
+  const auto own = static_cast<std::size_t>(topology_.dp_rank());
+  for (std::size_t d = 0; d < prompts.size(); ++d) {
+    for (const std::size_t i : prompts[d]) {
+      for (std::size_t j = 0; j < per_prompt; ++j) {
+        sequences[d].push_back(i * per_prompt + j);
+        if (!share_only || d == own) seqlens[i * per_prompt + j] = seqlen(i, j);
+      }
+    }
+  }
+  if (share_only) {
+    // Each rank knows its own dp share; the ranks of one dp share agree, the rest hold zeros.
+    auto lengths = torch::from_blob(seqlens.data(), {static_cast<std::int64_t>(seqlens.size())}, torch::kInt64).clone();
+    topology_.parallel.world->all_reduce(lengths, ReduceOp::kMax);
+    std::copy_n(lengths.data_ptr<std::int64_t>(), seqlens.size(), seqlens.begin());
+  }
+  return seqlen_balance_metrics(seqlens, sequences);
 }
 
 RolloutBatch RolloutPhase::make_batch(const std::vector<const Example*>& examples,

@@ -108,6 +108,7 @@ struct PPOTrainer::State {
   std::unique_ptr<RolloutPhase> rollout;
   std::string checkpoint_root;
   double peak_flops = 0;
+  Metrics actor_param_bytes;  // perf/actor_param_bytes{,_per_rank}: fixed by the training layout
   bool stepping = false;  // PPOTrainer::train_step() began the run; ~PPOTrainer ends it
 
   /// What fit() does before the first step: resume or warm up, set up the reference policy and
@@ -204,6 +205,7 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
   if (cfg.algorithm.use_kl_in_reward) s.kl_ctrl = make_kl_controller(cfg.algorithm.kl_ctrl);
   s.actor = std::make_unique<HybridActor>(cfg, s.topology, full, *s.tokenizer, s.total_steps, s.recording->probes());
   s.rollout = std::make_unique<RolloutPhase>(cfg, s.topology, *s.actor, *s.tokenizer, reward_model, *s.recording);
+  s.actor_param_bytes = actor_param_metrics(s.actor->training_layout);
   s.checkpoint_root = cfg.trainer.default_local_dir;
   if (probe) install_cpu_memory_tracker();
   s.apply_compute_options();
@@ -236,6 +238,7 @@ Metrics PPOTrainer::State::step() {
     for (const auto index : indices) examples.push_back(&train_data[index]);
     const int n = arr.rollout.n;
     std::vector<std::size_t> mine;
+    std::vector<std::vector<std::int32_t>> responses;
     {
       HS_PROBE_RANGE(timings, "switch/train_to_rollout", kSwitch);
       hybrid_switch.to_rollout(step);
@@ -243,12 +246,14 @@ Metrics PPOTrainer::State::step() {
     sample("switch/train_to_rollout");
     {
       HS_PROBE_RANGE(timings, "gen", kPhase);
-      const auto responses = rollout->generate_all(examples, arr.rollout.sampling(), [&](int replica_index) {
+      responses = rollout->generate_all(examples, arr.rollout.sampling(), [&](int replica_index) {
         return rank_stream_seed(cfg.hybridscope.seed, step, kRolloutStream, replica_index);
       });
       mine = rollout->training_prompts(examples, responses, n);
       batch = rollout->make_batch(examples, mine, responses, n);
     }
+    const Metrics balance = rollout->seqlen_balance(examples, responses, n);  // outside 'gen': may all_reduce
+    metrics.insert(metrics.end(), balance.begin(), balance.end());
     if (cfg.algorithm.adv_estimator == AdvEstimator::kRemax) {
       HS_PROBE_RANGE(timings, "gen_max", kPhase);
       SamplingParams greedy = arr.rollout.sampling();
@@ -356,6 +361,7 @@ void PPOTrainer::State::add_perf_metrics(const RolloutBatch& batch, Metrics& met
   if (critic && critic_seconds > 0)
     metrics.emplace_back("perf/mfu/critic", estimate_flops(critic->model()->shape(), lengths) * cfg.critic.ppo_epochs /
                                                 critic_seconds / (peak_flops * world));
+  metrics.insert(metrics.end(), actor_param_bytes.begin(), actor_param_bytes.end());
   metrics.emplace_back("perf/cpu_memory_used_gb", cpu_memory_used_gb());
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   if (topology.device.is_cuda()) {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <torch/torch.h>
@@ -125,6 +126,40 @@ double cpu_memory_used_gb() {
 std::vector<std::int64_t> sequence_lengths(const RolloutBatch& batch) {
   const auto lengths = batch.attention_mask.sum(-1).to(torch::kInt64).contiguous();
   return std::vector<std::int64_t>(lengths.data_ptr<std::int64_t>(), lengths.data_ptr<std::int64_t>() + lengths.numel());
+}
+
+Metrics seqlen_balance_metrics(const std::vector<std::int64_t>& seqlens,
+                               const std::vector<std::vector<std::size_t>>& partitions) {
+  const std::size_t k = partitions.size();
+  if (k == 0 || seqlens.size() % k != 0)
+    throw std::invalid_argument(fmt::format("seqlen_balance_metrics: {} sequences cannot be split into {} equal dp shares",
+                                            seqlens.size(), k));
+  auto extremes = [](const std::vector<std::int64_t>& totals) { return std::minmax_element(totals.begin(), totals.end()); };
+  // The contiguous shares (verl: seqlen_list[offset : offset + batch_size], batch_size = len / k).
+  const std::size_t share = seqlens.size() / k;
+  std::vector<std::int64_t> contiguous(k, 0), balanced(k, 0);
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < seqlens.size(); ++i) {
+    contiguous[share == 0 ? 0 : i / share] += seqlens[i];
+    total += seqlens[i];
+  }
+  for (std::size_t r = 0; r < k; ++r)
+    for (const std::size_t i : partitions[r]) balanced[r] += seqlens.at(i);
+  const auto [lo, hi] = extremes(contiguous);
+  const auto [balanced_lo, balanced_hi] = extremes(balanced);
+  return {{"global_seqlen/min", static_cast<double>(*lo)},
+          {"global_seqlen/max", static_cast<double>(*hi)},
+          {"global_seqlen/minmax_diff", static_cast<double>(*hi - *lo)},
+          {"global_seqlen/balanced_min", static_cast<double>(*balanced_lo)},
+          {"global_seqlen/balanced_max", static_cast<double>(*balanced_hi)},
+          {"global_seqlen/mean", static_cast<double>(total) / static_cast<double>(k)}};
+}
+
+Metrics actor_param_metrics(const LayoutSet& training) {
+  std::int64_t per_rank = 0;
+  for (int r = 0; r < training.world(); ++r) per_rank = std::max(per_rank, training.rank_bytes(r));
+  return {{"perf/actor_param_bytes", static_cast<double>(training.model_bytes())},
+          {"perf/actor_param_bytes_per_rank", static_cast<double>(per_rank)}};
 }
 
 Combine combine_of(const std::string& name) {

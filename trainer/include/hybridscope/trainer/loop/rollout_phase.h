@@ -19,6 +19,7 @@
 #include "hybridscope/trainer/config/config.h"
 #include "hybridscope/trainer/data/dataset.h"
 #include "hybridscope/trainer/model/model.h"
+#include "hybridscope/trainer/rl/metrics.h"
 
 namespace hs::trainer {
 
@@ -45,6 +46,13 @@ class RolloutPhase {
   /// dp ranks (whole GRPO groups move, so group statistics stay on one rank).
   std::vector<std::size_t> training_prompts(const std::vector<const Example*>& examples,
                                             const std::vector<std::vector<std::int32_t>>& responses, int n) const;
+  /// verl's global_seqlen/* (seqlen_balance_metrics, metrics.h) of the step: every sequence's
+  /// prompt + response tokens through EOS (the attention_mask sums) over the dp ranks' shares as
+  /// training_prompts makes them. The same values on every rank: when generate_all gathered only
+  /// inside the micro-DP group, the other dp ranks' lengths come from one all_reduce (max) of
+  /// (prompts x n) int64 over the actor's world; otherwise no communication.
+  Metrics seqlen_balance(const std::vector<const Example*>& examples,
+                         const std::vector<std::vector<std::int32_t>>& responses, int n) const;
   /// The batch of `prompts` (indices into `examples`) with their n responses each.
   RolloutBatch make_batch(const std::vector<const Example*>& examples, const std::vector<std::size_t>& prompts,
                           const std::vector<std::vector<std::int32_t>>& responses, int n) const;
@@ -57,6 +65,13 @@ class RolloutPhase {
   Transformer& reward_model() { return reward_model_; }
 
  private:
+  /// generate_all brings back only this rank's training share (HybridFlow's micro-DP gather).
+  bool gathers_share_only() const;
+  /// The prompts each dp rank trains on (training_prompts of every dp rank).
+  std::vector<std::vector<std::size_t>> dp_partitions(const std::vector<const Example*>& examples,
+                                                      const std::vector<std::vector<std::int32_t>>& responses,
+                                                      int n) const;
+
   const Config& cfg_;
   const Topology& topology_;
   HybridActor& actor_;

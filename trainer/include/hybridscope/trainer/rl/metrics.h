@@ -1,5 +1,6 @@
-// metrics.h — verl's per-step metrics (verl/trainer/ppo/metric_utils.py, verl/utils/flops_counter.py):
-// data metrics (critic/*, response_length/*, prompt_length/*), timing_per_token_ms/*, perf/*.
+// metrics.h — verl's per-step metrics (verl/trainer/ppo/metric_utils.py, verl/utils/flops_counter.py,
+// verl/utils/seqlen_balancing.py): data metrics (critic/*, response_length/*, prompt_length/*),
+// timing_per_token_ms/*, perf/*, global_seqlen/*.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include "hybridscope/trainer/data/batch.h"
 #include "hybridscope/trainer/config/config.h"
 #include "hybridscope/trainer/dist/parallel.h"
+#include "hybridscope/trainer/hybrid/layout.h"
 
 namespace hs::trainer {
 
@@ -40,6 +42,24 @@ double cpu_memory_used_gb();
 
 /// Per-sequence total length (prompt + response real tokens).
 std::vector<std::int64_t> sequence_lengths(const RolloutBatch& batch);
+
+/// verl's global_seqlen/* (log_seqlen_unbalance, verl/utils/seqlen_balancing.py, as ray_trainer's
+/// _balance_batch calls it) for one step. `seqlens`: every sequence of the step's batch, prompt +
+/// response tokens (the attention_mask sums), in batch order (prompt-major); `partitions`: the
+/// sequences (indices into seqlens) each of the dp ranks trains on. Token totals per dp rank:
+///   global_seqlen/{min, max}: of the contiguous split into partitions.size() equal shares (the
+///     shares without balancing); minmax_diff = max - min; mean = Σ seqlens / dp;
+///   global_seqlen/{balanced_min, balanced_max}: of `partitions`.
+/// Throws std::invalid_argument when there is no partition or their count does not divide the
+/// sequences (the trainer's shares are equal: data.train_batch_size % dp == 0).
+Metrics seqlen_balance_metrics(const std::vector<std::int64_t>& seqlens,
+                               const std::vector<std::vector<std::size_t>>& partitions);
+
+/// perf/actor_param_bytes: Σ over the actor's parameters of numel x element size (the whole,
+/// unsharded model in the dtype it trains in; LayoutSet::model_bytes), and
+/// perf/actor_param_bytes_per_rank: the most bytes any rank of `training` holds (its tp/pp/fsdp
+/// boxes; LayoutSet::rank_bytes). Bytes. The same on every rank (computed from the layout alone).
+Metrics actor_param_metrics(const LayoutSet& training);
 
 /// How a metric combines over ranks (docs/metrics.md): per-rank shares of the step's tokens,
 /// throughput and MFU add up; phase times and peaks take the slowest rank; otherwise verl's rule —
