@@ -474,28 +474,28 @@ std::optional<Finding> low_mfu(const RunAnalysis& a, const DiagnosisThresholds& 
 }
 
 // ---------------------------------------------------------------------------------------------
-// 10. kv-pressure: the paged KV pool ran full or preempted sequences. A full pool without
-// preemption costs nothing yet (impact 0); preemption puts the generation's share at stake.
+// 10. kv-pressure: the paged KV pool ran full. hybridscope's engine never preempts: it admits a
+// wave of sequences only when their worst case fits the pool (trainer rollout.cpp), so a full pool
+// means generation ran in more, smaller waves than max_num_seqs allows, and the generation's share
+// of the step is at stake. (A prompt that cannot fit even alone fails the step: KvPoolExhausted.)
 std::optional<Finding> kv_pressure(const RunAnalysis& a, const DiagnosisThresholds& t) {
   const MemoryAnalysis& m = a.memory;
-  const bool full = m.kv_peak_occupancy && *m.kv_peak_occupancy > t.kv_occupancy;
-  if (!full && m.kv_preemptions <= 0) return std::nullopt;
-  const double impact = m.kv_preemptions > 0 ? phase_share(a.phases, kGen) : 0.0;
+  if (!m.kv_peak_occupancy || !(*m.kv_peak_occupancy > t.kv_occupancy)) return std::nullopt;
+  const double impact = phase_share(a.phases, kGen);
   Finding f = start_finding("kv-pressure", severity_for(impact, t), impact);
-  f.title = m.kv_preemptions > 0 ? fmt::format("the KV pool preempted {} sequence(s)", m.kv_preemptions)
-                                 : fmt::format("the KV pool ran {} full", format_percent(*m.kv_peak_occupancy));
-  f.evidence = fmt::format("peak {} of {} KV blocks in use", m.kv_peak_blocks_used, m.kv_num_blocks);
-  if (m.kv_peak_occupancy)
-    f.evidence += fmt::format(" ({}, threshold {})", format_percent(*m.kv_peak_occupancy), format_percent(t.kv_occupancy));
-  f.evidence += fmt::format("; {} preemption(s) over {}", m.kv_preemptions, format_steps(a.measured));
+  f.title = fmt::format("the KV pool ran {} full: generation admits sequences in smaller waves",
+                        format_percent(*m.kv_peak_occupancy));
+  f.evidence = fmt::format("peak {} of {} KV blocks in use ({}, threshold {}) over {}", m.kv_peak_blocks_used,
+                           m.kv_num_blocks, format_percent(*m.kv_peak_occupancy), format_percent(t.kv_occupancy),
+                           format_steps(a.measured));
   f.evidence += fmt::format("; gen: {} ({})", of_the_step(a, phase_mean_s(a.phases, kGen)),
                             format_percent(phase_share(a.phases, kGen)));
   const auto& d = a.data;
   f.suggestion = fmt::format(
-      "A full pool admits no new sequence and preempts running ones, whose prefill is then recomputed: give "
-      "it more blocks with {} or, when the pool is sized from memory, {}; or admit fewer sequences at once "
-      "with {}; a larger {} splits the weights and leaves each device more room for KV blocks.",
-      key_now(d, kKvNumBlocks), key_now(d, kGpuMemoryUtilization), key_now(d, kMaxNumSeqs), key_now(d, kRolloutTp));
+      "A full pool admits a new wave of sequences only when blocks free up, so generation decodes fewer "
+      "sequences at once than {} allows: give the pool more blocks with {} or, when it is sized from memory, "
+      "{}; a larger {} splits the weights and leaves each device more room for KV blocks.",
+      key_now(d, kMaxNumSeqs), key_now(d, kKvNumBlocks), key_now(d, kGpuMemoryUtilization), key_now(d, kRolloutTp));
   name_keys(f, d, {kKvNumBlocks, kGpuMemoryUtilization, kMaxNumSeqs, kRolloutTp});
   return f;
 }
@@ -588,7 +588,7 @@ const std::vector<DiagnosisRule>& diagnosis_rules() {
       {"dp-imbalance", "data-parallel token imbalance (global_seqlen) above dp_token_imbalance (10 %)", dp_imbalance},
       {"straggler", "a rank's mean step above the median rank's by more than straggler_share (10 %)", straggler},
       {"low-mfu", "perf/mfu/actor below low_mfu (0.25)", low_mfu},
-      {"kv-pressure", "KV pool peak occupancy above kv_occupancy (95 %), or preemptions", kv_pressure},
+      {"kv-pressure", "KV pool peak occupancy above kv_occupancy (95 %)", kv_pressure},
       {"phase-trending-up", "a phase, switch or memory series growing by more than trend_share (2 %) per step, CI above 0",
        phase_trending_up},
   };

@@ -108,8 +108,6 @@ MemoryAnalysis memory_analysis(const RunData& data, const std::vector<std::int64
   }
   if (out.kv_num_blocks > 0)
     out.kv_peak_occupancy = static_cast<double>(out.kv_peak_blocks_used) / static_cast<double>(out.kv_num_blocks);
-  for (const auto& [step, count] : data.metric_series("rollout/kv_preemptions"))
-    if (steps.count(step)) out.kv_preemptions += static_cast<std::int64_t>(count);
   return out;
 }
 

@@ -170,7 +170,6 @@ void run_rows(CsvWriter& w, const RunReport& report) {
   w.value("kv_num_blocks", static_cast<double>(m.kv_num_blocks), "blocks");
   w.value("kv_peak_blocks_used", static_cast<double>(m.kv_peak_blocks_used), "blocks");
   w.optional("kv_peak_occupancy", m.kv_peak_occupancy, "fraction");
-  w.value("kv_preemptions", static_cast<double>(m.kv_preemptions), "count");
   w.section = "memory_phase";
   for (const auto& p : m.phases) {
     w.row(p.rank, {}, p.phase + "/peak_allocated_bytes", number(static_cast<double>(p.peak_allocated_bytes)), "bytes");

@@ -91,8 +91,7 @@ json memory_json(const MemoryAnalysis& m, const RunData& data) {
           {"peak_over_params", opt(m.peak_over_params)},
           {"kv_num_blocks", m.kv_num_blocks},
           {"kv_peak_blocks_used", m.kv_peak_blocks_used},
-          {"kv_peak_occupancy", opt(m.kv_peak_occupancy)},
-          {"kv_preemptions", m.kv_preemptions}};
+          {"kv_peak_occupancy", opt(m.kv_peak_occupancy)}};
 }
 
 json temporal_json(const TemporalAnalysis& t) {

@@ -170,7 +170,6 @@ ReportTable memory_table(const MemoryAnalysis& m) {
     add(t, {"KV pool blocks", fmt::format("{} used of {} at peak", m.kv_peak_blocks_used, m.kv_num_blocks)});
     if (m.kv_peak_occupancy) add(t, {"KV pool peak occupancy", format_percent(*m.kv_peak_occupancy)});
   }
-  add(t, {"KV preemptions", std::to_string(m.kv_preemptions)});
   return t;
 }
 

@@ -460,38 +460,30 @@ TEST(DiagnosisRules, LowMfuSilentAtTheThresholdOrWhenNotRecorded) {
 }
 
 // ---------------------------------------------------------------------------------------------
-RunAnalysis kv_pool(std::int64_t used, std::int64_t preemptions) {
+RunAnalysis kv_pool(std::int64_t used) {
   RunAnalysis a = clean_run();
   set_phase(a, "gen", 5.0);
   a.memory.kv_num_blocks = 1000;
   a.memory.kv_peak_blocks_used = used;
   a.memory.kv_peak_occupancy = static_cast<double>(used) / 1000.0;
-  a.memory.kv_preemptions = preemptions;
   return a;
 }
 
-TEST(DiagnosisRules, KvPressureWarnsOnAFullPoolAndIsCriticalOnPreemption) {
-  const auto full = check("kv-pressure", kv_pool(970, 0));
+TEST(DiagnosisRules, KvPressureFiresOnAFullPoolWithGenerationAtStake) {
+  const auto full = check("kv-pressure", kv_pool(970));
   ASSERT_TRUE(full);
-  EXPECT_EQ(full->severity, Severity::kWarning);
-  EXPECT_DOUBLE_EQ(full->impact, 0.0);
+  EXPECT_EQ(full->severity, Severity::kCritical);  // generation, 50 % of the step, at stake
+  EXPECT_DOUBLE_EQ(full->impact, 0.5);
   EXPECT_CONTAINS(full->title, "ran 97.0 % full");
-  EXPECT_CONTAINS(full->evidence, "peak 970 of 1000 KV blocks in use (97.0 %, threshold 95.0 %)");
+  EXPECT_CONTAINS(full->evidence, "peak 970 of 1000 KV blocks in use (97.0 %, threshold 95.0 %) over steps 2–5");
   EXPECT_TRUE(names_key(*full, "hybridscope.kv_num_blocks=-1"));
   EXPECT_TRUE(names_key(*full, "actor_rollout_ref.rollout.gpu_memory_utilization=0.5"));
   EXPECT_TRUE(names_key(*full, "actor_rollout_ref.rollout.max_num_seqs=64"));
   EXPECT_TRUE(names_key(*full, "actor_rollout_ref.rollout.tensor_model_parallel_size=2"));
-
-  const auto preempted = check("kv-pressure", kv_pool(900, 5));
-  ASSERT_TRUE(preempted);
-  EXPECT_EQ(preempted->severity, Severity::kCritical);  // generation, 50 % of the step, at stake
-  EXPECT_DOUBLE_EQ(preempted->impact, 0.5);
-  EXPECT_CONTAINS(preempted->title, "preempted 5 sequence(s)");
-  EXPECT_CONTAINS(preempted->evidence, "5 preemption(s) over steps 2–5");
 }
 
-TEST(DiagnosisRules, KvPressureSilentAtNinetyFivePercentWithoutPreemption) {
-  EXPECT_FALSE(check("kv-pressure", kv_pool(950, 0)));
+TEST(DiagnosisRules, KvPressureSilentAtNinetyFivePercent) {
+  EXPECT_FALSE(check("kv-pressure", kv_pool(950)));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -672,7 +664,7 @@ std::string read_source(const std::string& relative) {
 std::vector<Finding> every_fixture_finding() {
   std::vector<RunAnalysis> fixtures = {rollout_heavy(6.4), small_decode("8", 3.5), slow_switch(1.2, 6.0),
                                        exposed_comm(2'000'000'000, 400'000'000), fragmented(0.62, 1, 1),
-                                       big_peak(3 * kGiB), imbalanced(0.25), with_straggler(0.25), kv_pool(970, 3)};
+                                       big_peak(3 * kGiB), imbalanced(0.25), with_straggler(0.25), kv_pool(970)};
   RunAnalysis mfu = clean_run();
   mfu.mfu = 0.01;
   fixtures.push_back(mfu);

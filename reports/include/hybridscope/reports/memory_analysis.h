@@ -42,7 +42,6 @@ struct MemoryAnalysis {
   std::int64_t kv_num_blocks = 0;
   std::int64_t kv_peak_blocks_used = 0;
   std::optional<double> kv_peak_occupancy;  // peak used / blocks
-  std::int64_t kv_preemptions = 0;          // `rollout/kv_preemptions` summed, when recorded
 };
 
 MemoryAnalysis memory_analysis(const RunData& data, const std::vector<std::int64_t>& measured);
