@@ -285,8 +285,19 @@ ReportTable matrix_table(const MatrixSummary& m) {
   for (const auto& axis : m.axes)
     if (axis.rank_axis) rank_axes.push_back(axis.name);
   ReportTable t;
-  t.headers = {"cell", "name", "ranks", "runs"};
-  t.numeric = {false, false, true, true};
+  // One short column per axis (its level) instead of the cell's full name, which made the table
+  // too wide for a page; the axes' full names are in the line above the table.
+  t.headers = {"cell"};
+  t.numeric = {false};
+  for (const auto& axis : m.axes) {
+    const auto dot = axis.name.rfind('.');
+    t.headers.push_back(dot == std::string::npos ? axis.name : axis.name.substr(dot + 1));
+    t.numeric.push_back(false);
+  }
+  for (const char* h : {"ranks", "runs"}) {
+    t.headers.push_back(h);
+    t.numeric.push_back(true);
+  }
   for (const auto& key : columns) {
     const auto info = metric_info(key);
     t.headers.push_back(info.unit == "fraction" ? info.label + (info.label.back() == '%' ? "" : " %") : info.label);
@@ -300,9 +311,10 @@ ReportTable matrix_table(const MatrixSummary& m) {
   }
   for (const auto& c : m.cells) {
     TableRow row;
-    row.cells = {fmt::format("{}{}", c.cell.cell_index + 1, c.cell.baseline ? "*" : ""), c.cell.name,
-                 std::to_string(c.cell.ranks),
-                 c.failed ? fmt::format("{} ({} failed)", c.completed, c.failed) : std::to_string(c.completed)};
+    row.cells = {fmt::format("{}{}", c.cell.cell_index + 1, c.cell.baseline ? "*" : "")};
+    for (std::size_t i = 0; i < m.axes.size(); ++i) row.cells.push_back(i < c.cell.levels.size() ? c.cell.levels[i] : "");
+    row.cells.push_back(std::to_string(c.cell.ranks));
+    row.cells.push_back(c.failed ? fmt::format("{} ({} failed)", c.completed, c.failed) : std::to_string(c.completed));
     for (const auto& key : columns) {
       const auto it = c.metrics.find(key);
       if (!c.cell.invalid_reason.empty()) {
