@@ -83,7 +83,12 @@ TEST_F(ReportCliTest, DiagnoseNamesGenerationFirstOnARolloutBoundRun) {
   ASSERT_EQ(json.size(), 1u);
   const auto& findings = json[0]["findings"];
   ASSERT_FALSE(findings.empty());
-  EXPECT_EQ(findings[0]["rule"], "rollout-dominates") << findings.dump(2);
+  // Generation is named first: as "rollout-dominates" when its share passes 60 % (64 % measured on an
+  // idle machine), or as "decode-memory-bound", which fires from 30 % with few sequences (the share
+  // was 53 % with another test running beside it under ctest -j2). Both quote generation's share.
+  const std::string first = findings[0]["rule"];
+  EXPECT_TRUE(first == "rollout-dominates" || first == "decode-memory-bound") << findings.dump(2);
+  EXPECT_EQ(findings[0]["severity"], "critical") << findings.dump(2);
   bool memory_bound = false;
   for (const auto& f : findings) memory_bound |= f["rule"] == "decode-memory-bound";
   EXPECT_TRUE(memory_bound) << "2 sequences per step is a memory-bound decode: " << findings.dump(2);
