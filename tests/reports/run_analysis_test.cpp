@@ -216,3 +216,12 @@ TEST(RunCompare, PhaseDeltasWithTheUTestAndTheConfigDiff) {
   EXPECT_EQ(c.config_diff[1].key, "new.key");
   EXPECT_FALSE(c.config_diff[1].old_value);
 }
+
+TEST(SwitchAnalysis, APointToPointSendIsNoBandwidthMeasurement) {
+  auto data = fixture_run("switch_send");
+  // A 4 MiB send "in" 0.1 ms (Gloo returns once it is posted) would claim 42 GB/s.
+  data.comm_ops.push_back({0, 2, "send", "reshard", 2, 4 << 20, "float32", 3 * hs::reports::testing::kFixtureStepStride, 3 * hs::reports::testing::kFixtureStepStride + 100'000, 41.9, 41.9});
+  const auto s = switch_analysis(data, {2, 3, 4});
+  ASSERT_TRUE(s.bandwidth_gbps);
+  EXPECT_NEAR(*s.bandwidth_gbps, 0.8388608, 1e-9) << "the all_reduce, not the send: " << s.bandwidth_source;
+}

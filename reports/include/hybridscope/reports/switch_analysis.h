@@ -7,7 +7,8 @@
 // The bandwidth comes, in this order, from the communication micro-benchmarks (hs_comm_bench's
 // JSON, docs/benchmarks.md) at the run's world size — the highest bus bandwidth any collective
 // reached there, so that the bound is a true lower bound — or from the run's own collectives (the
-// highest busbw of a collective of at least 1 MiB), and is named in `bandwidth_source`.
+// highest busbw of an all-reduce, all-gather, reduce-scatter or broadcast of at least 1 MiB; sends
+// are timed while posted, not while delivered), and is named in `bandwidth_source`.
 #pragma once
 
 #include <cstdint>
