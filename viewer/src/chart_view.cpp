@@ -58,7 +58,7 @@ void ShareBarChart::set_shares(const QString& title, const QStringList& labels, 
   series->append(set);
   series->setLabelsVisible(true);
   series->setLabelsFormat(QStringLiteral("@value %"));
-  series->setLabelsPrecision(3);
+  series->setLabelsPrecision(2);  // significant digits: 61 %, 2.7 %, 0.12 %
   series->setLabelsPosition(QAbstractBarSeries::LabelsOutsideEnd);
   chart->addSeries(series);
   auto* y = new QBarCategoryAxis;
@@ -68,6 +68,8 @@ void ShareBarChart::set_shares(const QString& title, const QStringList& labels, 
   auto* x = new QValueAxis;
   x->setRange(0.0, std::min(100.0, std::max(10.0, top * 1.2)));
   x->setLabelFormat(QStringLiteral("%.0f %%"));
+  x->setTickCount(5);
+  x->applyNiceNumbers();  // ticks at 0, 20, 40 % rather than 0, 18, 37 %
   chart->addAxis(x, Qt::AlignBottom);
   series->attachAxis(x);
 }

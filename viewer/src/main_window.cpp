@@ -1,6 +1,8 @@
 // main_window.cpp — MainWindow: widgets, menus and the hand-off between DatabaseLoader and models.
 #include "hybridscope/viewer/main_window.h"
 
+#include <algorithm>
+
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
@@ -9,6 +11,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QGroupBox>
+#include <QHBoxLayout>
 #include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QLabel>
@@ -16,6 +19,7 @@
 #include <QMenuBar>
 #include <QMimeData>
 #include <QProgressBar>
+#include <QScrollBar>
 #include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
@@ -143,16 +147,20 @@ void MainWindow::build_central() {
   run_header_ = new QLabel(tr("Open a database (File → Open, or drop a .sqlite file here) and select a run."), summary);
   run_header_->setWordWrap(true);
   run_header_->setTextFormat(Qt::RichText);
-  auto* phases = new QSplitter(Qt::Horizontal, summary);
+  // The phase table keeps the width of its contents; the chart takes the rest.
+  auto* phases = new QWidget(summary);
+  auto* phases_layout = new QHBoxLayout(phases);
+  phases_layout->setContentsMargins(0, 0, 0, 0);
   phase_table_ = new QTableWidget(0, 3, phases);
   phase_table_->setHorizontalHeaderLabels({tr("Phase"), tr("Mean s"), tr("Share")});
   phase_table_->verticalHeader()->hide();
   phase_table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  phase_table_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+  phase_table_->setSelectionMode(QAbstractItemView::NoSelection);
+  phase_table_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   phase_table_->verticalHeader()->setDefaultSectionSize(phase_table_->fontMetrics().height() + 6);
   phase_chart_ = new ShareBarChart(phases);
-  phases->setStretchFactor(0, 2);
-  phases->setStretchFactor(1, 3);
+  phases_layout->addWidget(phase_table_, 0);
+  phases_layout->addWidget(phase_chart_, 1);
   summary_layout->addWidget(run_header_);
   summary_layout->addWidget(phases, 1);
 
@@ -164,12 +172,12 @@ void MainWindow::build_central() {
   findings_view_->horizontalHeader()->setStretchLastSection(true);
   suggestion_ = new QLabel(diagnosis);
   suggestion_->setWordWrap(true);
+  suggestion_->setTextFormat(Qt::RichText);
+  suggestion_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
   suggestion_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   connect(findings_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
           [this](const QModelIndex& current) {
-            const reports::Finding* f = findings_model_->finding(current.row());
-            suggestion_->setText(f ? tr("<b>Suggestion</b> (%1): %2").arg(qs(f->rule), qs(f->suggestion).toHtmlEscaped())
-                                   : QString());
+            show_finding_details(findings_model_->finding(current.row()));
           });
   diagnosis_layout->addWidget(findings_view_, 1);
   diagnosis_layout->addWidget(suggestion_);
@@ -178,8 +186,7 @@ void MainWindow::build_central() {
 
   splitter_->addWidget(left);
   splitter_->addWidget(right);
-  splitter_->setStretchFactor(0, 3);
-  splitter_->setStretchFactor(1, 2);
+  splitter_->setSizes({820, 620});
   setCentralWidget(splitter_);
 }
 
@@ -294,11 +301,32 @@ void MainWindow::show_diagnosis(const RunDiagnosis& d) {
     ++row;
   }
   phase_table_->resizeColumnsToContents();
+  int table_width = 2 * phase_table_->frameWidth() + phase_table_->verticalScrollBar()->sizeHint().width();
+  for (int c = 0; c < phase_table_->columnCount(); ++c) table_width += phase_table_->columnWidth(c);
+  phase_table_->setFixedWidth(table_width);
   phase_chart_->set_shares(tr("Share of the step"), labels, shares);
   findings_model_->set_findings(d.findings);
   findings_view_->resizeColumnsToContents();
+  // Long titles and evidence are read in full below the table: keep every column in view.
+  const int column_limit = findings_view_->viewport()->width() / 3;
+  for (int c = 0; c < FindingsModel::kColumnCount; ++c)
+    findings_view_->setColumnWidth(c, std::min(findings_view_->columnWidth(c), std::max(column_limit, 80)));
   if (!d.findings.empty()) findings_view_->selectRow(0);
   else suggestion_->setText(tr("No findings: no rule's condition holds for this run."));
+}
+
+void MainWindow::show_finding_details(const reports::Finding* f) {
+  if (!f) {
+    suggestion_->clear();
+    return;
+  }
+  QStringList keys;
+  for (const auto& k : f->config_keys) keys << QStringLiteral("<code>%1</code>").arg(qs(k).toHtmlEscaped());
+  QString text = tr("<b>%1</b> <small>(%2)</small><br><b>Evidence:</b> %3<br><b>Suggestion:</b> %4")
+                     .arg(qs(f->title).toHtmlEscaped(), qs(f->rule), qs(f->evidence).toHtmlEscaped(),
+                          qs(f->suggestion).toHtmlEscaped());
+  if (!keys.isEmpty()) text += tr("<br><b>Config keys:</b> %1").arg(keys.join(QStringLiteral(", ")));
+  suggestion_->setText(text);
 }
 
 void MainWindow::show_error(const QString& message) {

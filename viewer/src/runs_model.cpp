@@ -118,8 +118,8 @@ QVariant RunsModel::headerData(int section, Qt::Orientation orientation, int rol
   if (orientation != Qt::Horizontal || section < 0 || section >= kColumnCount) return {};
   if (role == Qt::DisplayRole) {
     static const char* const kHeadings[kColumnCount] = {
-        "Id", "Name", "Matrix cell", "Status", "Started", "Ranks", "Training", "Rollout tp",
-        "Algorithm", "Steps", "Step s", "Tokens/s", "Database"};
+        "Id", "Name", "Matrix cell", "Status", "Ranks", "Step s", "Tokens/s", "Steps", "Training",
+        "Rollout tp", "Algorithm", "Started", "Database"};
     return QString::fromLatin1(kHeadings[section]);
   }
   if (role == Qt::ToolTipRole) {
@@ -128,14 +128,14 @@ QVariant RunsModel::headerData(int section, Qt::Orientation orientation, int rol
         "the run's name (trainer.experiment_name)",
         "matrix / cell levels #repetition, for a run of a benchmark matrix",
         "running | completed | failed | killed",
-        "when the run started (local time)",
         "world size: ranks the run used",
+        "mean timing_s/step over the measured steps (warm-up left out), seconds",
+        "Σ perf/total_num_tokens / Σ timing_s/step over the measured steps",
+        "steps that recorded timing_s/step",
         "actor_rollout_ref.actor.strategy (megatron: with its tp and pp)",
         "actor_rollout_ref.rollout.tensor_model_parallel_size",
         "algorithm.adv_estimator",
-        "steps that recorded timing_s/step",
-        "mean timing_s/step over the measured steps (warm-up left out), seconds",
-        "Σ perf/total_num_tokens / Σ timing_s/step over the measured steps",
+        "when the run started (local time)",
         "the database file the run is in"};
     return QString::fromUtf8(kTips[section]);
   }

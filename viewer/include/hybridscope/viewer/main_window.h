@@ -70,6 +70,7 @@ class MainWindow : public QMainWindow {
   void on_selection_changed();
   void on_diagnosis_ready(std::uint64_t request, const std::shared_ptr<const RunDiagnosis>& diagnosis);
   void show_diagnosis(const RunDiagnosis& diagnosis);
+  void show_finding_details(const reports::Finding* finding);
   void show_error(const QString& message);
   void update_status();
   void remember_recent(const QString& path);

@@ -18,8 +18,9 @@ class RunsModel : public QAbstractTableModel {
 
  public:
   enum Column {
-    kRunId, kName, kCell, kStatus, kStarted, kWorldSize, kTraining, kRolloutTp, kAlgorithm, kSteps,
-    kStepSeconds, kTokensPerSecond, kDatabase, kColumnCount
+    // Throughput right after the run's identity, so that it is in view without scrolling.
+    kRunId, kName, kCell, kStatus, kWorldSize, kStepSeconds, kTokensPerSecond, kSteps, kTraining,
+    kRolloutTp, kAlgorithm, kStarted, kDatabase, kColumnCount
   };
   /// The raw value of a cell (numbers as doubles, times as ns) for sorting.
   static constexpr int kSortRole = Qt::UserRole + 1;
