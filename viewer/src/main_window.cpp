@@ -108,6 +108,11 @@ void MainWindow::build_menus() {
   recent_menu_ = file->addMenu(tr("Open &Recent"));
   rebuild_recent_menu();
   file->addSeparator();
+  QAction* find = file->addAction(tr("&Filter runs"), this, [this] {
+    filter_->setFocus();
+    filter_->selectAll();
+  });
+  find->setShortcut(QKeySequence::Find);
   QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
   quit->setShortcut(QKeySequence::Quit);
 }
@@ -125,7 +130,9 @@ void MainWindow::build_central() {
   connect(filter_, &QLineEdit::textChanged, runs_proxy_, &QSortFilterProxyModel::setFilterFixedString);
   error_banner_ = new QLabel(left);
   error_banner_->setWordWrap(true);
-  error_banner_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  error_banner_->setTextFormat(Qt::RichText);
+  error_banner_->setTextInteractionFlags(Qt::TextSelectableByMouse | Qt::LinksAccessibleByMouse);
+  connect(error_banner_, &QLabel::linkActivated, this, [this] { error_banner_->hide(); });
   error_banner_->setStyleSheet(QStringLiteral(
       "QLabel { background: #fdecea; color: #8a1c1c; border: 1px solid #e0a0a0; padding: 4px; }"));
   error_banner_->hide();
@@ -331,7 +338,9 @@ void MainWindow::show_finding_details(const reports::Finding* f) {
 
 void MainWindow::show_error(const QString& message) {
   errors_ << message;
-  error_banner_->setText(errors_.join(QLatin1Char('\n')));
+  QStringList lines;
+  for (const QString& e : errors_) lines << e.toHtmlEscaped();
+  error_banner_->setText(lines.join(QStringLiteral("<br>")) + tr(" &nbsp;<a href=\"#dismiss\">dismiss</a>"));
   error_banner_->show();
   statusBar()->showMessage(message, 10000);
 }
