@@ -54,6 +54,8 @@ demo: build
 	$(HYBRIDSCOPE) report $(DEMO_DB) -o $(DEMO_REPORT).html
 	$(HYBRIDSCOPE) report $(DEMO_DB) -o $(DEMO_REPORT).pdf
 	@echo "open $(DEMO_REPORT).html (or .pdf); the findings alone: $(HYBRIDSCOPE) diagnose $(DEMO_DB)"
+	@if [ -x $(BUILD_DIR)/viewer/hybridscope-viewer ]; then echo "in the viewer: $(BUILD_DIR)/viewer/hybridscope-viewer $(DEMO_DB)"; \
+	 else echo "in the viewer (needs Qt 6, docs/viewer.md): $(BUILD_DIR)/viewer/hybridscope-viewer $(DEMO_DB)"; fi
 
 demo-learn: build
 	$(HYBRIDSCOPE) train --config configs/demo_grpo.yaml --db $(LEARN_DB) trainer.resume_mode=disable

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what hybridscope needs to build and test, and nothing more:
 #   - Debian packages (compiler toolchain, yaml-cpp, nlohmann-json, CLI11, spdlog/fmt, SQLite,
-#     GoogleTest, Google Benchmark, ccache; Chromium and poppler-utils for the PDF report);
+#     GoogleTest, Google Benchmark, ccache; Chromium and poppler-utils for the PDF report;
+#     Qt 6 base/charts/svg and Xvfb for the viewer);
 #   - LibTorch from the PyTorch wheel on PyPI, into a virtual environment outside the build tree
 #     ($HS_DEPS_DIR, default ~/.local/share/hybridscope) so that every clone finds it again.
 # Idempotent: when everything is present it only checks and exits in about a second.
@@ -24,6 +25,9 @@ debian_packages=(
   libgloo-dev  # headers c10d's ProcessGroupGloo.hpp includes (the PyPI wheel ships none)
   chromium       # `hybridscope report -f pdf` prints the HTML report with headless Chromium
   poppler-utils  # pdftotext / pdftoppm: the PDF report's test reads its text back
+  qt6-base-dev qt6-charts-dev qt6-svg-dev  # the viewer (Qt 6.4: Widgets, Concurrent, Test, Charts, Svg)
+  libqt6opengl6-dev  # Qt6Charts's CMake package needs Qt6OpenGL, which qt6-charts-dev does not pull in
+  xvfb xauth     # the viewer's screenshots under a virtual X server (xvfb-run)
 )
 
 install_debian() {

@@ -1,0 +1,58 @@
+// main.cpp — hybridscope-viewer [FILES...] [--run ID] [--screenshot FILE]: wires the window.
+// --screenshot waits until the files are loaded and the selected run is analysed, saves the
+// window as an image (PNG by the file's suffix) and quits: how docs/viewer.md's pictures are made.
+#include <cstdio>
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QPixmap>
+#include <QTimer>
+
+#include "hybridscope/viewer/main_window.h"
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName(QStringLiteral("hybridscope"));
+  QApplication::setApplicationName(QStringLiteral("viewer"));
+  QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+
+  QCommandLineParser parser;
+  parser.setApplicationDescription(QStringLiteral("hybridscope's viewer: runs, matrices and their diagnosis"));
+  parser.addHelpOption();
+  parser.addVersionOption();
+  parser.addPositionalArgument(QStringLiteral("files"), QStringLiteral("run or matrix databases (.sqlite) to open"),
+                               QStringLiteral("[FILES...]"));
+  const QCommandLineOption run_option(QStringLiteral("run"), QStringLiteral("select the run with this id"),
+                                      QStringLiteral("ID"));
+  const QCommandLineOption screenshot_option(
+      QStringLiteral("screenshot"), QStringLiteral("once loaded and analysed, save the window to FILE and quit"),
+      QStringLiteral("FILE"));
+  parser.addOption(run_option);
+  parser.addOption(screenshot_option);
+  parser.process(app);
+
+  hs::viewer::MainWindow window;
+  window.show();
+  bool run_selected = !parser.isSet(run_option);
+  QObject::connect(&window, &hs::viewer::MainWindow::became_idle, &window, [&] {
+    if (!run_selected) {
+      run_selected = true;
+      if (window.select_run(parser.value(run_option).toLongLong())) return;  // idle again once analysed
+      std::fprintf(stderr, "hybridscope-viewer: no run %s in the files opened\n", qPrintable(parser.value(run_option)));
+    }
+    if (!parser.isSet(screenshot_option)) return;
+    QTimer::singleShot(300, &window, [&] {  // let the last layout pass and paint happen
+      const QString file = parser.value(screenshot_option);
+      if (!window.grab().save(file)) {
+        std::fprintf(stderr, "hybridscope-viewer: could not write %s\n", qPrintable(file));
+        QApplication::exit(1);
+        return;
+      }
+      QApplication::quit();
+    });
+  });
+  window.open_files(parser.positionalArguments());
+  if (parser.isSet(screenshot_option) && parser.positionalArguments().isEmpty())
+    QTimer::singleShot(300, &window, [&] { emit window.became_idle(); });
+  return QApplication::exec();
+}

@@ -1,0 +1,46 @@
+// database_loader.h — runs load_database() and diagnose_run() on Qt's global thread pool
+// (QtConcurrent::run) and hands their plain structs to the GUI thread: QFutureWatcher delivers
+// `finished` through the GUI thread's event loop (a queued signal), where this class re-emits the
+// result. The GUI thread never opens a database itself, so a slow or huge file never freezes it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include <QObject>
+#include <QString>
+#include <QStringList>
+
+#include "hybridscope/viewer/loaded_database.h"
+
+namespace hs::viewer {
+
+class DatabaseLoader : public QObject {
+  Q_OBJECT
+
+ public:
+  explicit DatabaseLoader(QObject* parent = nullptr);
+
+  /// Starts loading every path (in parallel); each emits database_loaded once, good or bad.
+  void load(const QStringList& paths);
+  /// Starts analysing one run; emits diagnosis_ready with a sequence number that says which
+  /// request it answers (the GUI ignores answers to requests it has since replaced).
+  std::uint64_t diagnose(const QString& path, std::int64_t run_id, int warmup_steps);
+
+  /// Files whose loading has not finished yet.
+  int pending() const { return pending_; }
+
+ signals:
+  void database_loaded(std::shared_ptr<const hs::viewer::LoadedDatabase> database);
+  /// `done` of `total` files of the current batch are loaded (a batch ends when pending() is 0).
+  void progress(int done, int total);
+  void all_loaded();
+  void diagnosis_ready(std::uint64_t request, std::shared_ptr<const hs::viewer::RunDiagnosis> diagnosis);
+
+ private:
+  int pending_ = 0;
+  int batch_total_ = 0;
+  std::uint64_t next_request_ = 0;
+};
+
+}  // namespace hs::viewer

@@ -1,0 +1,73 @@
+// loaded_database.h — what the viewer knows about an opened database, as plain value structs
+// (hotspot's pattern): load_database() and diagnose_run() run on a worker thread, read the file
+// through hs::reports only, and return structs that the Qt models on the GUI thread adapt.
+// Nothing here includes Qt or keeps an SQLite handle alive, and neither function throws: a bad
+// file comes back as a struct whose `error` says what was wrong and what to do.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hybridscope/reports/bench_summary.h"
+#include "hybridscope/reports/diagnosis.h"
+#include "hybridscope/reports/run_database.h"
+
+namespace hs::viewer {
+
+/// One run as the runs browser lists it: the `runs` row, its layouts from the resolved config,
+/// and two cheap throughput numbers from `step_metrics` alone (no ranges, no collectives).
+struct RunEntry {
+  reports::RunSummary run;
+  std::string matrix_cell;   // "demo-cpu / world=2, mode=hybrid #3" for a matrix run; empty otherwise
+  int warmup_steps = 1;      // the matrix's warm-up for a matrix run, else AnalysisOptions' default
+  std::string training;      // "fsdp", "megatron tp2 pp1", ... (actor_rollout_ref.actor.*)
+  std::optional<int> rollout_tp;  // actor_rollout_ref.rollout.tensor_model_parallel_size
+  std::string algorithm;     // algorithm.adv_estimator (grpo, gae, ...)
+  int steps = 0;             // steps that recorded timing_s/step
+  // Over the steps after `warmup_steps`, as bench_summary.h defines them:
+  std::optional<double> mean_step_s;   // mean of timing_s/step (s)
+  std::optional<double> tokens_per_s;  // Σ perf/total_num_tokens / Σ timing_s/step (tokens/s)
+};
+
+/// An opened database (a run file or a matrix file).
+struct LoadedDatabase {
+  std::string path;
+  int schema_version = 0;
+  std::vector<RunEntry> runs;                      // by run id
+  std::vector<reports::MatrixSummary> matrices;    // by matrix id; empty for a file of plain runs
+  std::vector<std::string> warnings;               // parts that could not be read (e.g. one matrix)
+  std::string error;                               // empty: loaded; else why nothing was
+
+  bool ok() const { return error.empty(); }
+};
+
+/// Opens `path` read-only and reads its runs and matrices. Never throws: a missing, corrupt,
+/// foreign or newer-schema file gives a LoadedDatabase with `error` set (RunDatabaseError's text).
+LoadedDatabase load_database(const std::string& path);
+
+/// The run page's numbers for one run: where its step time goes and what the rules found.
+struct RunDiagnosis {
+  std::string path;
+  std::int64_t run_id = 0;
+  std::string run_name;
+  std::string breakdown_source;       // "ranges" | "step_metrics" (phase_breakdown.h)
+  std::vector<std::string> phases;    // verl's order
+  std::map<std::string, double> mean_phase_s;  // s, over the measured steps
+  std::map<std::string, double> share;         // mean_phase_s / mean_step_s
+  double mean_step_s = 0.0;
+  std::size_t measured_steps = 0;
+  std::optional<double> tokens_per_s;
+  std::optional<double> mfu;
+  std::vector<reports::Finding> findings;  // critical first (diagnose())
+  std::string error;                       // empty: analysed
+
+  bool ok() const { return error.empty(); }
+};
+
+/// load_run + analyze_run (warm-up `warmup_steps`) + diagnose for one run of `path`. Never throws.
+RunDiagnosis diagnose_run(const std::string& path, std::int64_t run_id, int warmup_steps);
+
+}  // namespace hs::viewer

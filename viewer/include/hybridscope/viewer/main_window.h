@@ -1,0 +1,105 @@
+// main_window.h — the viewer's window: the runs browser on the left (every run of every opened
+// database, sortable, filterable, multi-select), the selected run on the right (where its step
+// time goes, and the Diagnosis panel with the reports library's findings). Files come from the
+// command line, File→Open, drag and drop and the recent files; all reading happens on worker
+// threads (DatabaseLoader), and a bad file becomes a message in the window, never a crash.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include <QMainWindow>
+#include <QStringList>
+
+#include "hybridscope/viewer/loaded_database.h"
+
+class QLabel;
+class QLineEdit;
+class QMenu;
+class QProgressBar;
+class QSortFilterProxyModel;
+class QSplitter;
+class QTableView;
+class QTableWidget;
+
+namespace hs::viewer {
+
+class DatabaseLoader;
+class FindingsModel;
+class RunsModel;
+class ShareBarChart;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  /// Loads the files off the GUI thread; each good one adds its runs, each bad one a message.
+  void open_files(const QStringList& paths);
+  /// Selects the run with this id (in the first database that has it); false if none has.
+  bool select_run(std::int64_t run_id);
+
+  /// True while a file is loading or the selected run is being analysed.
+  bool busy() const;
+  /// The messages of the files that could not be opened, oldest first.
+  const QStringList& errors() const { return errors_; }
+
+  RunsModel* runs_model() const { return runs_model_; }
+  QSortFilterProxyModel* runs_proxy() const { return runs_proxy_; }
+  FindingsModel* findings_model() const { return findings_model_; }
+  QTableView* runs_view() const { return runs_view_; }
+  /// The analysis shown on the right; nullptr before the first one arrives.
+  const RunDiagnosis* shown_diagnosis() const { return shown_.get(); }
+
+ signals:
+  /// Nothing is loading or being analysed any more (after open_files or a new selection).
+  void became_idle();
+
+ protected:
+  void dragEnterEvent(class QDragEnterEvent* event) override;
+  void dropEvent(class QDropEvent* event) override;
+  void closeEvent(class QCloseEvent* event) override;
+
+ private:
+  void build_menus();
+  void build_central();
+  void on_database_loaded(const std::shared_ptr<const LoadedDatabase>& database);
+  void on_all_loaded();
+  void on_selection_changed();
+  void on_diagnosis_ready(std::uint64_t request, const std::shared_ptr<const RunDiagnosis>& diagnosis);
+  void show_diagnosis(const RunDiagnosis& diagnosis);
+  void show_finding_details(const reports::Finding* finding);
+  void show_error(const QString& message);
+  void update_status();
+  void remember_recent(const QString& path);
+  void rebuild_recent_menu();
+  void maybe_idle();
+
+  DatabaseLoader* loader_ = nullptr;
+  RunsModel* runs_model_ = nullptr;
+  QSortFilterProxyModel* runs_proxy_ = nullptr;
+  FindingsModel* findings_model_ = nullptr;
+
+  QSplitter* splitter_ = nullptr;
+  QLineEdit* filter_ = nullptr;
+  QLabel* error_banner_ = nullptr;
+  QTableView* runs_view_ = nullptr;
+  QLabel* run_header_ = nullptr;
+  QTableWidget* phase_table_ = nullptr;
+  ShareBarChart* phase_chart_ = nullptr;
+  QTableView* findings_view_ = nullptr;
+  QLabel* suggestion_ = nullptr;
+  QLabel* status_label_ = nullptr;
+  QProgressBar* progress_ = nullptr;
+  QMenu* recent_menu_ = nullptr;
+
+  QStringList errors_;
+  std::uint64_t wanted_request_ = 0;  // the diagnosis request the right side waits for (0: none)
+  QString wanted_path_;
+  std::int64_t wanted_run_ = -1;
+  std::shared_ptr<const RunDiagnosis> shown_;
+};
+
+}  // namespace hs::viewer

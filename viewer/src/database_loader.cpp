@@ -1,0 +1,45 @@
+// database_loader.cpp — QtConcurrent jobs for loading and analysis, answered on the GUI thread.
+#include "hybridscope/viewer/database_loader.h"
+
+#include <QFutureWatcher>
+#include <QtConcurrent/QtConcurrent>
+
+namespace hs::viewer {
+
+DatabaseLoader::DatabaseLoader(QObject* parent) : QObject(parent) {}
+
+void DatabaseLoader::load(const QStringList& paths) {
+  if (paths.isEmpty()) return;
+  if (pending_ == 0) batch_total_ = 0;
+  pending_ += static_cast<int>(paths.size());
+  batch_total_ += static_cast<int>(paths.size());
+  emit progress(batch_total_ - pending_, batch_total_);
+  for (const QString& path : paths) {
+    auto* watcher = new QFutureWatcher<LoadedDatabase>(this);
+    connect(watcher, &QFutureWatcher<LoadedDatabase>::finished, this, [this, watcher] {
+      auto database = std::make_shared<const LoadedDatabase>(watcher->result());
+      watcher->deleteLater();
+      --pending_;
+      emit database_loaded(database);
+      emit progress(batch_total_ - pending_, batch_total_);
+      if (pending_ == 0) emit all_loaded();
+    });
+    const std::string file = path.toStdString();
+    watcher->setFuture(QtConcurrent::run([file] { return load_database(file); }));
+  }
+}
+
+std::uint64_t DatabaseLoader::diagnose(const QString& path, std::int64_t run_id, int warmup_steps) {
+  const std::uint64_t request = ++next_request_;
+  auto* watcher = new QFutureWatcher<RunDiagnosis>(this);
+  connect(watcher, &QFutureWatcher<RunDiagnosis>::finished, this, [this, watcher, request] {
+    auto diagnosis = std::make_shared<const RunDiagnosis>(watcher->result());
+    watcher->deleteLater();
+    emit diagnosis_ready(request, diagnosis);
+  });
+  const std::string file = path.toStdString();
+  watcher->setFuture(QtConcurrent::run([file, run_id, warmup_steps] { return diagnose_run(file, run_id, warmup_steps); }));
+  return request;
+}
+
+}  // namespace hs::viewer

@@ -1,0 +1,159 @@
+// loaded_database.cpp — the worker-thread side of the viewer: reads a database into plain structs.
+#include "hybridscope/viewer/loaded_database.h"
+
+#include <exception>
+#include <set>
+
+#include "hybridscope/reports/run_analysis.h"
+#include "hybridscope/reports/run_data.h"
+
+namespace hs::viewer {
+namespace {
+
+std::optional<int> to_int(const std::optional<std::string>& text) {
+  if (!text) return std::nullopt;
+  try {
+    std::size_t used = 0;
+    const int v = std::stoi(*text, &used);
+    return used == text->size() ? std::optional<int>(v) : std::nullopt;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// "fsdp", "fsdp2", or "megatron tp2 pp1": the actor's training layout as verl configures it.
+std::string training_layout(const reports::RunDatabase& db, std::int64_t run_id) {
+  const auto strategy = db.config_value(run_id, "actor_rollout_ref.actor.strategy");
+  if (!strategy) return {};
+  if (*strategy != "megatron") return *strategy;
+  std::string out = *strategy;
+  if (const auto tp = to_int(db.config_value(run_id, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size")))
+    out += " tp" + std::to_string(*tp);
+  if (const auto pp = to_int(db.config_value(run_id, "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size")))
+    out += " pp" + std::to_string(*pp);
+  return out;
+}
+
+// Steps, mean step time and tokens/s from `step_metrics` only, with bench_summary.h's definitions
+// (run_metrics() would also read every collective and switch of the run: too slow for a browser
+// over files with millions of records).
+void fill_step_numbers(const reports::RunDatabase& db, RunEntry& entry) {
+  std::set<std::int64_t> steps;
+  double step_total = 0.0, tokens_total = 0.0;
+  std::size_t measured = 0;
+  bool has_tokens = false;
+  for (const auto& m : db.step_metrics(entry.run.id)) {
+    if (m.name == "timing_s/step") {
+      steps.insert(m.step);
+      if (m.step > entry.warmup_steps) {
+        step_total += m.value;
+        ++measured;
+      }
+    } else if (m.name == "perf/total_num_tokens" && m.step > entry.warmup_steps) {
+      tokens_total += m.value;
+      has_tokens = true;
+    }
+  }
+  entry.steps = static_cast<int>(steps.size());
+  if (measured == 0) return;
+  entry.mean_step_s = step_total / static_cast<double>(measured);
+  if (has_tokens && step_total > 0) entry.tokens_per_s = tokens_total / step_total;
+}
+
+// "world=2, mode=hybrid": each axis by the last part of its name, so that a cell reads in a column.
+std::string cell_label(const reports::MatrixSummary& m, const reports::MatrixCellRow& cell) {
+  std::string out;
+  for (std::size_t i = 0; i < cell.levels.size(); ++i) {
+    std::string axis = i < m.axes.size() ? m.axes[i].name : "axis" + std::to_string(i);
+    if (const auto dot = axis.rfind('.'); dot != std::string::npos) axis = axis.substr(dot + 1);
+    if (!out.empty()) out += ", ";
+    out += axis + "=" + cell.levels[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+LoadedDatabase load_database(const std::string& path) {
+  LoadedDatabase out;
+  out.path = path;
+  try {
+    reports::RunDatabase db(path);
+    out.schema_version = db.schema_version();
+
+    // Matrices first: they say which runs are repetitions of which cell, and their warm-up.
+    struct CellOfRun {
+      std::string label;
+      int warmup = 1;
+    };
+    std::map<std::int64_t, CellOfRun> cell_of_run;
+    for (const auto& matrix : db.matrices()) {
+      try {
+        out.matrices.push_back(reports::summarize_matrix(db, matrix.id));
+        const auto& summary = out.matrices.back();
+        std::map<std::int64_t, const reports::MatrixCellRow*> cells;
+        for (const auto& c : summary.cells) cells[c.cell.id] = &c.cell;
+        for (const auto& r : db.matrix_runs(matrix.id)) {
+          if (!r.run_id || !cells.count(r.cell_id)) continue;
+          cell_of_run[*r.run_id] = {matrix.name + " / " + cell_label(summary, *cells[r.cell_id]) + " #" +
+                                        std::to_string(r.repetition),
+                                    matrix.warmup_steps};
+        }
+      } catch (const std::exception& e) {
+        out.warnings.push_back("matrix " + std::to_string(matrix.id) + " (" + matrix.name + "): " + e.what());
+      }
+    }
+
+    for (const auto& run : db.runs()) {
+      RunEntry entry;
+      entry.run = run;
+      if (const auto it = cell_of_run.find(run.id); it != cell_of_run.end()) {
+        entry.matrix_cell = it->second.label;
+        entry.warmup_steps = it->second.warmup;
+      }
+      try {
+        entry.training = training_layout(db, run.id);
+        entry.rollout_tp = to_int(db.config_value(run.id, "actor_rollout_ref.rollout.tensor_model_parallel_size"));
+        entry.algorithm = db.config_value(run.id, "algorithm.adv_estimator").value_or("");
+        fill_step_numbers(db, entry);
+      } catch (const std::exception& e) {
+        out.warnings.push_back("run " + std::to_string(run.id) + ": " + e.what());
+      }
+      out.runs.push_back(std::move(entry));
+    }
+  } catch (const std::exception& e) {
+    out.runs.clear();
+    out.matrices.clear();
+    out.error = e.what();
+    if (out.error.empty()) out.error = path + ": could not be read";
+  }
+  return out;
+}
+
+RunDiagnosis diagnose_run(const std::string& path, std::int64_t run_id, int warmup_steps) {
+  RunDiagnosis out;
+  out.path = path;
+  out.run_id = run_id;
+  try {
+    reports::RunDatabase db(path);
+    reports::AnalysisOptions options;
+    options.warmup_steps = warmup_steps;
+    const reports::RunAnalysis analysis = reports::analyze_run(reports::load_run(db, run_id), options);
+    out.run_name = analysis.data.run.name;
+    out.breakdown_source = analysis.phases.source;
+    out.phases = analysis.phases.phases;
+    out.mean_phase_s = analysis.phases.mean_phase_s;
+    out.share = analysis.phases.share;
+    out.mean_step_s = analysis.phases.mean_step_s;
+    out.measured_steps = analysis.measured.size();
+    out.tokens_per_s = analysis.tokens_per_s;
+    out.mfu = analysis.mfu;
+    out.findings = reports::diagnose(analysis);
+  } catch (const std::exception& e) {
+    out.error = e.what();
+    if (out.error.empty()) out.error = path + ": run " + std::to_string(run_id) + " could not be analysed";
+  }
+  return out;
+}
+
+}  // namespace hs::viewer

@@ -1,0 +1,408 @@
+// main_window.cpp — MainWindow: widgets, menus and the hand-off between DatabaseLoader and models.
+#include "hybridscope/viewer/main_window.h"
+
+#include <algorithm>
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QItemSelectionModel>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenuBar>
+#include <QMimeData>
+#include <QProgressBar>
+#include <QScrollBar>
+#include <QSettings>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTableView>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+#include "chart_view.h"
+#include "hybridscope/viewer/database_loader.h"
+#include "hybridscope/viewer/findings_model.h"
+#include "hybridscope/viewer/runs_model.h"
+
+namespace hs::viewer {
+namespace {
+
+constexpr int kMaxRecentFiles = 8;
+const char* const kRecentKey = "recent_files";
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+bool is_database_file(const QString& path) {
+  const QString suffix = QFileInfo(path).suffix().toLower();
+  return suffix == QLatin1String("sqlite") || suffix == QLatin1String("db") || suffix == QLatin1String("sqlite3");
+}
+
+QTableView* make_table(QWidget* parent) {
+  auto* view = new QTableView(parent);
+  view->setSelectionBehavior(QAbstractItemView::SelectRows);
+  view->setAlternatingRowColors(true);
+  view->verticalHeader()->hide();
+  view->verticalHeader()->setDefaultSectionSize(view->fontMetrics().height() + 6);
+  view->horizontalHeader()->setHighlightSections(false);
+  view->setWordWrap(false);
+  return view;
+}
+
+}  // namespace
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+  setWindowTitle(QStringLiteral("hybridscope viewer"));
+  setAcceptDrops(true);
+  loader_ = new DatabaseLoader(this);
+  runs_model_ = new RunsModel(this);
+  runs_proxy_ = make_runs_proxy(runs_model_, this);
+  findings_model_ = new FindingsModel(this);
+
+  build_menus();
+  build_central();
+
+  status_label_ = new QLabel(this);
+  progress_ = new QProgressBar(this);
+  progress_->setMaximumWidth(220);
+  progress_->setFormat(QStringLiteral("loading %v/%m"));
+  progress_->hide();
+  statusBar()->addWidget(status_label_, 1);
+  statusBar()->addPermanentWidget(progress_);
+  update_status();
+
+  connect(loader_, &DatabaseLoader::database_loaded, this, &MainWindow::on_database_loaded);
+  connect(loader_, &DatabaseLoader::all_loaded, this, &MainWindow::on_all_loaded);
+  connect(loader_, &DatabaseLoader::progress, this, [this](int done, int total) {
+    progress_->setRange(0, total);
+    progress_->setValue(done);
+    progress_->setVisible(done < total);
+  });
+  connect(loader_, &DatabaseLoader::diagnosis_ready, this, &MainWindow::on_diagnosis_ready);
+
+  QSettings settings;
+  resize(1440, 860);
+  restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+  splitter_->restoreState(settings.value(QStringLiteral("window/splitter")).toByteArray());
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::build_menus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  QAction* open = file->addAction(tr("&Open…"), this, [this] {
+    const QStringList paths = QFileDialog::getOpenFileNames(
+        this, tr("Open run or matrix databases"), QString(),
+        tr("hybridscope databases (*.sqlite *.sqlite3 *.db);;All files (*)"));
+    open_files(paths);
+  });
+  open->setShortcut(QKeySequence::Open);
+  recent_menu_ = file->addMenu(tr("Open &Recent"));
+  rebuild_recent_menu();
+  file->addSeparator();
+  QAction* find = file->addAction(tr("&Filter runs"), this, [this] {
+    filter_->setFocus();
+    filter_->selectAll();
+  });
+  find->setShortcut(QKeySequence::Find);
+  QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+  quit->setShortcut(QKeySequence::Quit);
+}
+
+void MainWindow::build_central() {
+  splitter_ = new QSplitter(Qt::Horizontal, this);
+
+  // Left: the runs browser.
+  auto* left = new QWidget(splitter_);
+  auto* left_layout = new QVBoxLayout(left);
+  left_layout->setContentsMargins(6, 6, 3, 6);
+  filter_ = new QLineEdit(left);
+  filter_->setPlaceholderText(tr("Filter runs: name, cell, status, layout, algorithm, file…"));
+  filter_->setClearButtonEnabled(true);
+  connect(filter_, &QLineEdit::textChanged, runs_proxy_, &QSortFilterProxyModel::setFilterFixedString);
+  error_banner_ = new QLabel(left);
+  error_banner_->setWordWrap(true);
+  error_banner_->setTextFormat(Qt::RichText);
+  error_banner_->setTextInteractionFlags(Qt::TextSelectableByMouse | Qt::LinksAccessibleByMouse);
+  connect(error_banner_, &QLabel::linkActivated, this, [this] { error_banner_->hide(); });
+  error_banner_->setStyleSheet(QStringLiteral(
+      "QLabel { background: #fdecea; color: #8a1c1c; border: 1px solid #e0a0a0; padding: 4px; }"));
+  error_banner_->hide();
+  runs_view_ = make_table(left);
+  runs_view_->setModel(runs_proxy_);
+  runs_view_->setSelectionMode(QAbstractItemView::ExtendedSelection);
+  runs_view_->setSortingEnabled(true);
+  runs_view_->sortByColumn(RunsModel::kRunId, Qt::AscendingOrder);
+  connect(runs_view_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &MainWindow::on_selection_changed);
+  connect(runs_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &MainWindow::on_selection_changed);
+  left_layout->addWidget(filter_);
+  left_layout->addWidget(error_banner_);
+  left_layout->addWidget(runs_view_, 1);
+
+  // Right: the selected run.
+  auto* right = new QSplitter(Qt::Vertical, splitter_);
+  auto* summary = new QGroupBox(tr("Run"), right);
+  auto* summary_layout = new QVBoxLayout(summary);
+  run_header_ = new QLabel(tr("Open a database (File → Open, or drop a .sqlite file here) and select a run."), summary);
+  run_header_->setWordWrap(true);
+  run_header_->setTextFormat(Qt::RichText);
+  // The phase table keeps the width of its contents; the chart takes the rest.
+  auto* phases = new QWidget(summary);
+  auto* phases_layout = new QHBoxLayout(phases);
+  phases_layout->setContentsMargins(0, 0, 0, 0);
+  phase_table_ = new QTableWidget(0, 3, phases);
+  phase_table_->setHorizontalHeaderLabels({tr("Phase"), tr("Mean s"), tr("Share")});
+  phase_table_->verticalHeader()->hide();
+  phase_table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  phase_table_->setSelectionMode(QAbstractItemView::NoSelection);
+  phase_table_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  phase_table_->verticalHeader()->setDefaultSectionSize(phase_table_->fontMetrics().height() + 6);
+  phase_chart_ = new ShareBarChart(phases);
+  phases_layout->addWidget(phase_table_, 0);
+  phases_layout->addWidget(phase_chart_, 1);
+  summary_layout->addWidget(run_header_);
+  summary_layout->addWidget(phases, 1);
+
+  auto* diagnosis = new QGroupBox(tr("Diagnosis"), right);
+  auto* diagnosis_layout = new QVBoxLayout(diagnosis);
+  findings_view_ = make_table(diagnosis);
+  findings_view_->setModel(findings_model_);
+  findings_view_->setSelectionMode(QAbstractItemView::SingleSelection);
+  findings_view_->horizontalHeader()->setStretchLastSection(true);
+  suggestion_ = new QLabel(diagnosis);
+  suggestion_->setWordWrap(true);
+  suggestion_->setTextFormat(Qt::RichText);
+  suggestion_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+  suggestion_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  connect(findings_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          [this](const QModelIndex& current) {
+            show_finding_details(findings_model_->finding(current.row()));
+          });
+  diagnosis_layout->addWidget(findings_view_, 1);
+  diagnosis_layout->addWidget(suggestion_);
+  right->setStretchFactor(0, 1);
+  right->setStretchFactor(1, 1);
+
+  splitter_->addWidget(left);
+  splitter_->addWidget(right);
+  splitter_->setSizes({820, 620});
+  setCentralWidget(splitter_);
+}
+
+void MainWindow::open_files(const QStringList& paths) {
+  QStringList files;
+  for (const QString& p : paths)
+    if (!p.isEmpty()) files << QFileInfo(p).absoluteFilePath();
+  if (files.isEmpty()) return;
+  status_label_->setText(tr("Loading %n file(s)…", nullptr, static_cast<int>(files.size())));
+  loader_->load(files);
+}
+
+void MainWindow::on_database_loaded(const std::shared_ptr<const LoadedDatabase>& database) {
+  const QString path = qs(database->path);
+  if (!database->ok()) {
+    show_error(tr("Could not open %1: %2").arg(QFileInfo(path).fileName(), qs(database->error)));
+    return;
+  }
+  for (const auto& w : database->warnings) show_error(tr("%1: %2").arg(QFileInfo(path).fileName(), qs(w)));
+  runs_model_->add_database(database);
+  runs_view_->resizeColumnsToContents();
+  remember_recent(path);
+  update_status();
+}
+
+void MainWindow::on_all_loaded() {
+  update_status();
+  if (!runs_view_->selectionModel()->hasSelection() && runs_proxy_->rowCount() > 0) runs_view_->selectRow(0);
+  maybe_idle();
+}
+
+bool MainWindow::select_run(std::int64_t run_id) {
+  for (int row = 0; row < runs_proxy_->rowCount(); ++row) {
+    const QModelIndex source = runs_proxy_->mapToSource(runs_proxy_->index(row, 0));
+    const RunEntry* e = runs_model_->entry(source.row());
+    if (e && e->run.id == run_id) {
+      runs_view_->selectRow(row);
+      runs_view_->scrollTo(runs_proxy_->index(row, 0));
+      return true;
+    }
+  }
+  return false;
+}
+
+void MainWindow::on_selection_changed() {
+  const QModelIndexList rows = runs_view_->selectionModel()->selectedRows();
+  QModelIndex current = runs_view_->selectionModel()->currentIndex();
+  if (!rows.isEmpty() && !runs_view_->selectionModel()->isRowSelected(current.row(), current.parent())) current = rows.front();
+  if (!current.isValid()) return;
+  const int source_row = runs_proxy_->mapToSource(current).row();
+  const RunEntry* e = runs_model_->entry(source_row);
+  const LoadedDatabase* db = runs_model_->database_of(source_row);
+  if (!e || !db) return;
+  if (qs(db->path) == wanted_path_ && e->run.id == wanted_run_) return;  // already shown or on its way
+  wanted_path_ = qs(db->path);
+  wanted_run_ = e->run.id;
+  run_header_->setText(tr("<b>%1</b> (run %2 of %3): analysing…")
+                           .arg(qs(e->run.name).toHtmlEscaped())
+                           .arg(e->run.id)
+                           .arg(QFileInfo(wanted_path_).fileName().toHtmlEscaped()));
+  wanted_request_ = loader_->diagnose(wanted_path_, e->run.id, e->warmup_steps);
+  update_status();
+}
+
+void MainWindow::on_diagnosis_ready(std::uint64_t request, const std::shared_ptr<const RunDiagnosis>& diagnosis) {
+  if (request != wanted_request_) return;  // an answer to a selection since replaced
+  wanted_request_ = 0;
+  shown_ = diagnosis;
+  show_diagnosis(*diagnosis);
+  update_status();
+  maybe_idle();
+}
+
+void MainWindow::show_diagnosis(const RunDiagnosis& d) {
+  const QString file = QFileInfo(qs(d.path)).fileName().toHtmlEscaped();
+  if (!d.ok()) {
+    run_header_->setText(tr("<b>Run %1 of %2 could not be analysed:</b> %3").arg(d.run_id).arg(file, qs(d.error).toHtmlEscaped()));
+    phase_table_->setRowCount(0);
+    phase_chart_->clear();
+    findings_model_->set_findings({});
+    return;
+  }
+  QString header = tr("<b>%1</b> — run %2 of %3<br>mean step %4 s over %5 measured step(s)")
+                       .arg(qs(d.run_name).toHtmlEscaped())
+                       .arg(d.run_id)
+                       .arg(file)
+                       .arg(d.mean_step_s, 0, 'f', 3)
+                       .arg(d.measured_steps);
+  if (d.tokens_per_s) header += tr(", %1 tokens/s").arg(*d.tokens_per_s, 0, 'f', 0);
+  if (d.mfu) header += tr(", MFU %1 %").arg(100.0 * *d.mfu, 0, 'f', 1);
+  header += tr("<br><small>phases from %1</small>").arg(qs(d.breakdown_source));
+  run_header_->setText(header);
+
+  QStringList labels;
+  QList<double> shares;
+  phase_table_->setRowCount(static_cast<int>(d.phases.size()));
+  int row = 0;
+  for (const auto& phase : d.phases) {
+    const auto s = d.share.find(phase);
+    const auto t = d.mean_phase_s.find(phase);
+    const double share = s == d.share.end() ? 0.0 : s->second;
+    auto* name = new QTableWidgetItem(qs(phase));
+    auto* seconds = new QTableWidgetItem(QString::number(t == d.mean_phase_s.end() ? 0.0 : t->second, 'f', 3));
+    auto* percent = new QTableWidgetItem(QString::number(100.0 * share, 'f', 1) + QStringLiteral(" %"));
+    seconds->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    percent->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    phase_table_->setItem(row, 0, name);
+    phase_table_->setItem(row, 1, seconds);
+    phase_table_->setItem(row, 2, percent);
+    labels << qs(phase);
+    shares << share;
+    ++row;
+  }
+  phase_table_->resizeColumnsToContents();
+  int table_width = 2 * phase_table_->frameWidth() + phase_table_->verticalScrollBar()->sizeHint().width();
+  for (int c = 0; c < phase_table_->columnCount(); ++c) table_width += phase_table_->columnWidth(c);
+  phase_table_->setFixedWidth(table_width);
+  phase_chart_->set_shares(tr("Share of the step"), labels, shares);
+  findings_model_->set_findings(d.findings);
+  findings_view_->resizeColumnsToContents();
+  // Long titles and evidence are read in full below the table: keep every column in view.
+  const int column_limit = findings_view_->viewport()->width() / 3;
+  for (int c = 0; c < FindingsModel::kColumnCount; ++c)
+    findings_view_->setColumnWidth(c, std::min(findings_view_->columnWidth(c), std::max(column_limit, 80)));
+  if (!d.findings.empty()) findings_view_->selectRow(0);
+  else suggestion_->setText(tr("No findings: no rule's condition holds for this run."));
+}
+
+void MainWindow::show_finding_details(const reports::Finding* f) {
+  if (!f) {
+    suggestion_->clear();
+    return;
+  }
+  QStringList keys;
+  for (const auto& k : f->config_keys) keys << QStringLiteral("<code>%1</code>").arg(qs(k).toHtmlEscaped());
+  QString text = tr("<b>%1</b> <small>(%2)</small><br><b>Evidence:</b> %3<br><b>Suggestion:</b> %4")
+                     .arg(qs(f->title).toHtmlEscaped(), qs(f->rule), qs(f->evidence).toHtmlEscaped(),
+                          qs(f->suggestion).toHtmlEscaped());
+  if (!keys.isEmpty()) text += tr("<br><b>Config keys:</b> %1").arg(keys.join(QStringLiteral(", ")));
+  suggestion_->setText(text);
+}
+
+void MainWindow::show_error(const QString& message) {
+  errors_ << message;
+  QStringList lines;
+  for (const QString& e : errors_) lines << e.toHtmlEscaped();
+  error_banner_->setText(lines.join(QStringLiteral("<br>")) + tr(" &nbsp;<a href=\"#dismiss\">dismiss</a>"));
+  error_banner_->show();
+  statusBar()->showMessage(message, 10000);
+}
+
+void MainWindow::update_status() {
+  int runs = 0, matrices = 0;
+  for (const auto& db : runs_model_->databases()) {
+    runs += static_cast<int>(db->runs.size());
+    matrices += static_cast<int>(db->matrices.size());
+  }
+  QString text = tr("%1 database(s), %2 run(s), %3 matrix(es)").arg(runs_model_->database_count()).arg(runs).arg(matrices);
+  const int selected = runs_view_->selectionModel()->selectedRows().size();
+  if (selected > 1) text += tr(" — %1 runs selected (the right side shows the current one)").arg(selected);
+  if (loader_->pending() > 0) text += tr(" — loading…");
+  if (wanted_request_ != 0) text += tr(" — analysing run %1…").arg(wanted_run_);
+  status_label_->setText(text);
+}
+
+void MainWindow::maybe_idle() {
+  if (!busy()) emit became_idle();
+}
+
+bool MainWindow::busy() const { return loader_->pending() > 0 || wanted_request_ != 0; }
+
+void MainWindow::remember_recent(const QString& path) {
+  QSettings settings;
+  QStringList recent = settings.value(QLatin1String(kRecentKey)).toStringList();
+  recent.removeAll(path);
+  recent.prepend(path);
+  while (recent.size() > kMaxRecentFiles) recent.removeLast();
+  settings.setValue(QLatin1String(kRecentKey), recent);
+  rebuild_recent_menu();
+}
+
+void MainWindow::rebuild_recent_menu() {
+  recent_menu_->clear();
+  const QStringList recent = QSettings().value(QLatin1String(kRecentKey)).toStringList();
+  for (const QString& path : recent) recent_menu_->addAction(path, this, [this, path] { open_files({path}); });
+  recent_menu_->setEnabled(!recent.isEmpty());
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+  for (const QUrl& url : event->mimeData()->urls())
+    if (url.isLocalFile() && is_database_file(url.toLocalFile())) {
+      event->acceptProposedAction();
+      return;
+    }
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+  QStringList paths;
+  for (const QUrl& url : event->mimeData()->urls())
+    if (url.isLocalFile() && is_database_file(url.toLocalFile())) paths << url.toLocalFile();
+  open_files(paths);
+  event->acceptProposedAction();
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  QSettings settings;
+  settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
+  settings.setValue(QStringLiteral("window/splitter"), splitter_->saveState());
+  QMainWindow::closeEvent(event);
+}
+
+}  // namespace hs::viewer
