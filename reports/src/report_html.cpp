@@ -38,7 +38,8 @@ th { background: var(--band); }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.num { white-space: nowrap; }
 .scroll { max-height: 360px; overflow-y: auto; }
-table.wide th { overflow-wrap: anywhere; }
+table.wide th { white-space: normal; }  /* headers break at spaces and at the <wbr> after / and _ */
+table.wide td { white-space: nowrap; }
 p.caption { font-weight: 600; margin: 12px 0 0; }
 tr.highlight td { background: #fff1e5; font-weight: 600; }
 table.kv td:first-child { color: var(--muted); }
@@ -69,20 +70,32 @@ footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
   h2, h3, p.headline { break-after: avoid; page-break-after: avoid; }
   .table-wrap, .scroll { overflow: visible; max-height: none; }
   table { font-size: 10px; }
-  table.wide th, table.wide td { overflow-wrap: anywhere; }  /* shrink to the page, not run off it */
+  table.wide { font-size: 8px; }  /* the step and matrix tables fit the page width */
+  table.wide th, table.wide td { padding: 2px 4px; }
   a { color: inherit; text-decoration: none; }
 }
 )css";
 
+// A column heading, escaped, that may break after '/' and '_' ("switch/<wbr>train_<wbr>to_<wbr>rollout")
+// rather than between any two letters.
+std::string header_html(const std::string& text) {
+  std::string out;
+  for (const char ch : html_escape(text)) {
+    out += ch;
+    if (ch == '/' || ch == '_') out += "<wbr>";
+  }
+  return out;
+}
+
 std::string table_html(const detail::ReportTable& t, bool key_value = false) {
   if (t.rows.empty()) return "";
-  // More than 8 columns (steps × phases, matrix cells): allowed to break inside words when printed.
+  // More than 8 columns (steps × phases, matrix cells): smaller when printed, cells kept whole.
   const char* css = key_value ? R"( class="kv")" : t.headers.size() > 8 ? R"( class="wide")" : "";
   std::string out = fmt::format(R"(<div class="table-wrap"><table{}>)", css);
   out += "<thead><tr>";
   for (std::size_t c = 0; c < t.headers.size(); ++c)
     out += fmt::format("<th{}>{}</th>", c < t.numeric.size() && t.numeric[c] ? R"( class="num")" : "",
-                       html_escape(t.headers[c]));
+                       header_html(t.headers[c]));
   out += "</tr></thead><tbody>";
   for (const auto& row : t.rows) {
     out += row.highlight ? R"(<tr class="highlight">)" : "<tr>";
