@@ -30,7 +30,7 @@ p.meta, p.note, .empty { color: var(--muted); }
 p.note { font-size: 12px; margin: 4px 0 12px; }
 nav ul { margin: 4px 0; padding-left: 20px; }
 code { font: 12px/1.3 "DejaVu Sans Mono", Menlo, Consolas, monospace; background: var(--band); padding: 1px 4px;
-       border-radius: 3px; white-space: pre-wrap; word-break: break-all; }
+       border-radius: 3px; white-space: pre-wrap; overflow-wrap: anywhere; }
 .table-wrap { overflow-x: auto; }
 table { border-collapse: collapse; margin: 8px 0; font-size: 13px; }
 th, td { border: 1px solid var(--rule); padding: 3px 8px; text-align: left; vertical-align: top; white-space: pre-wrap; }
