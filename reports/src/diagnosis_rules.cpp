@@ -460,10 +460,15 @@ std::optional<Finding> low_mfu(const RunAnalysis& a, const DiagnosisThresholds& 
   const auto& d = a.data;
   f.suggestion = fmt::format(
       "Give each forward more tokens: a larger {}, or {} with {} at least 2× (max_prompt_length + "
-      "max_response_length) as verl's tuning guide advises; set {} to false when memory allows, since "
-      "recomputed activations are work MFU does not count.",
-      key_now(d, kMicroBatch), key_now(d, kDynamicBsz), key_now(d, kMaxTokenLen), key_now(d, kGradientCheckpointing));
-  name_keys(f, d, {kMicroBatch, kDynamicBsz, kMaxTokenLen, kGradientCheckpointing});
+      "max_response_length) as verl's tuning guide advises.",
+      key_now(d, kMicroBatch), key_now(d, kDynamicBsz), key_now(d, kMaxTokenLen));
+  name_keys(f, d, {kMicroBatch, kDynamicBsz, kMaxTokenLen});
+  // Only a run that recomputes activations can stop doing so.
+  if (d.config_value(kGradientCheckpointing) == "true") {
+    f.suggestion += fmt::format(" Set {} to false when memory allows: recomputed activations are work MFU does not count.",
+                                key_now(d, kGradientCheckpointing));
+    name_keys(f, d, {kGradientCheckpointing});
+  }
   // On CUDA the peak is the device's dense bf16 rate (docs/metrics.md): fp32 cannot reach it.
   if (d.config_value(kDevice) == "cuda" && d.config_value(kPrecision) != "bf16") {
     f.suggestion += fmt::format(" On CUDA the peak is the bf16 tensor-core rate: {} set to bf16 can reach it.",

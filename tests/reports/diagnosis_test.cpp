@@ -450,6 +450,14 @@ TEST(DiagnosisRules, LowMfuIsInformational) {
   ASSERT_TRUE(cpu);
   EXPECT_FALSE(names_key(*cpu, "hybridscope.precision=fp32"));
   EXPECT_EQ(cpu->suggestion.find("hybridscope.precision"), std::string::npos);
+
+  // Without gradient checkpointing there is nothing to turn off.
+  for (auto& [key, value] : a.data.config)
+    if (key == "actor_rollout_ref.model.enable_gradient_checkpointing") value = "false";
+  const auto plain = check("low-mfu", a);
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(names_key(*plain, "actor_rollout_ref.model.enable_gradient_checkpointing=false"));
+  EXPECT_EQ(plain->suggestion.find("enable_gradient_checkpointing"), std::string::npos) << plain->suggestion;
 }
 
 TEST(DiagnosisRules, LowMfuSilentAtTheThresholdOrWhenNotRecorded) {
