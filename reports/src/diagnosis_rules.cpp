@@ -276,11 +276,20 @@ std::optional<Finding> comm_exposed(const RunAnalysis& a, const DiagnosisThresho
   f.suggestion = fmt::format(
       "The trainer's collectives run on the training thread with no per-layer prefetch (the fsdp strategy "
       "gathers the whole model once per mini-batch and reduce-scatters its gradients), so their time adds "
-      "to the step: a larger {} means fewer gathers per step (and fewer optimizer updates); a smaller {} "
-      "removes the per-layer tensor-parallel all-reduces; a larger {} sends the same bytes in fewer, larger "
-      "messages; {} chooses between sharded (fsdp) and replicated (megatron) parameters.",
-      key_now(d, kMiniBatch), key_now(d, kActorTp), key_now(d, kMicroBatch), key_now(d, kActorStrategy));
-  name_keys(f, d, {kMiniBatch, kActorTp, kMicroBatch, kActorStrategy});
+      "to the step: a larger {} means fewer gathers per step (and fewer optimizer updates); ",
+      key_now(d, kMiniBatch));
+  // A smaller actor tp only helps when there is one to shrink.
+  const bool tp_can_shrink = d.config_number(kActorTp).value_or(1.0) > 1.0;
+  if (tp_can_shrink)
+    f.suggestion += fmt::format("a smaller {} removes the per-layer tensor-parallel all-reduces; ", key_now(d, kActorTp));
+  f.suggestion += fmt::format(
+      "a larger {} sends the same bytes in fewer, larger messages; {} chooses between sharded (fsdp) and "
+      "replicated (megatron) parameters.",
+      key_now(d, kMicroBatch), key_now(d, kActorStrategy));
+  if (tp_can_shrink)
+    name_keys(f, d, {kMiniBatch, kActorTp, kMicroBatch, kActorStrategy});
+  else
+    name_keys(f, d, {kMiniBatch, kMicroBatch, kActorStrategy});
   return f;
 }
 

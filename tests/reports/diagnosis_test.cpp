@@ -252,9 +252,19 @@ TEST(DiagnosisRules, CommExposedNamesTheRankAndItsExposedTime) {
   EXPECT_CONTAINS(f->evidence, "overlap ratio 0.20, so 1.6 s exposed (16.0 % of the window)");
   EXPECT_CONTAINS(f->evidence, "host ranges");
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.ppo_mini_batch_size=16"));
-  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=1"));
+  // Actor tp is 1 here: nothing to shrink, so it is not advised.
+  EXPECT_FALSE(names_key(*f, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=1"));
+  EXPECT_EQ(f->suggestion.find("tensor_model_parallel_size"), std::string::npos) << f->suggestion;
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2"));
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.strategy=fsdp"));
+
+  auto tp2 = exposed_comm(2'000'000'000, 400'000'000);
+  for (auto& [key, value] : tp2.data.config)
+    if (key == "actor_rollout_ref.actor.megatron.tensor_model_parallel_size") value = "2";
+  const auto g = check("comm-exposed", tp2);
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(names_key(*g, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"));
+  EXPECT_CONTAINS(g->suggestion, "a smaller actor_rollout_ref.actor.megatron.tensor_model_parallel_size (now 2)");
 }
 
 TEST(DiagnosisRules, CommExposedSilentWhenSmallOrHidden) {
