@@ -224,12 +224,19 @@ std::optional<Finding> switch_slow(const RunAnalysis& a, const DiagnosisThreshol
           : fmt::format("set {} to hybrid: each rank then receives only its generation shard instead of gathering "
                         "whole tensors (HybridFlow §5, Table 2)",
                         key_now(d, kReshardMode));
-  f.suggestion = fmt::format(
-      "{}; setting {} equal to {} leaves the tensor-parallel split unchanged, so only data-parallel shards move. "
-      "Time far above the wire bound is packing, copying and waiting, not bandwidth: the components above say "
-      "which.",
-      mode_advice, key_now(d, kRolloutTp), key_now(d, kActorTp));
-  name_keys(f, d, {kReshardMode, kRolloutTp, kActorTp});
+  // Equal tp in both layouts moves only data-parallel shards; advise it only when they differ.
+  const bool tp_differs = d.config_number(kRolloutTp).value_or(1.0) != d.config_number(kActorTp).value_or(1.0);
+  f.suggestion = mode_advice;
+  if (tp_differs)
+    f.suggestion += fmt::format("; setting {} equal to {} leaves the tensor-parallel split unchanged, so only "
+                                "data-parallel shards move",
+                                key_now(d, kRolloutTp), key_now(d, kActorTp));
+  f.suggestion += ". Time far above the wire bound is packing, copying and waiting, not bandwidth: the components "
+                  "above say which.";
+  if (tp_differs)
+    name_keys(f, d, {kReshardMode, kRolloutTp, kActorTp});
+  else
+    name_keys(f, d, {kReshardMode});
   return f;
 }
 

@@ -198,6 +198,15 @@ TEST(DiagnosisRules, SwitchSlowFiresOnItsShareOfTheStep) {
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.rollout.tensor_model_parallel_size=2"));
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=1"));
   EXPECT_CONTAINS(f->suggestion, "set hybridscope.reshard.mode (now naive) to hybrid");
+
+  // Equal tp in both layouts already moves only data-parallel shards: no advice to make them equal.
+  auto same_tp = slow_switch(1.2, 6.0);
+  for (auto& [key, value] : same_tp.data.config)
+    if (key == "actor_rollout_ref.rollout.tensor_model_parallel_size") value = "1";
+  const auto g = check("switch-slow", same_tp);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->suggestion.find("equal to"), std::string::npos) << g->suggestion;
+  EXPECT_FALSE(names_key(*g, "actor_rollout_ref.rollout.tensor_model_parallel_size=1"));
 }
 
 TEST(DiagnosisRules, SwitchSlowFiresFarAboveItsWireBoundEvenWhenShort) {
