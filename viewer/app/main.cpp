@@ -1,4 +1,5 @@
-// main.cpp — hybridscope-viewer [FILES...] [--run ID] [--screenshot FILE]: wires the window.
+// main.cpp — hybridscope-viewer [FILES...] [--run ID] [--select IDS] [--page NAME] [--screenshot FILE]:
+// wires the window.
 // --screenshot waits until the files are loaded and the selected run is analysed, saves the
 // window as an image (PNG by the file's suffix) and quits: how docs/viewer.md's pictures are made.
 #include <cstdio>
@@ -27,12 +28,22 @@ int main(int argc, char** argv) {
   const QCommandLineOption screenshot_option(
       QStringLiteral("screenshot"), QStringLiteral("once loaded and analysed, save the window to FILE and quit"),
       QStringLiteral("FILE"));
+  const QCommandLineOption page_option(
+      QStringLiteral("page"),
+      QStringLiteral("show this page: %1").arg(hs::viewer::MainWindow::page_names().join(QStringLiteral("|"))),
+      QStringLiteral("NAME"));
+  parser.addOption(page_option);
   parser.addOption(run_option);
   parser.addOption(screenshot_option);
   parser.process(app);
 
   hs::viewer::MainWindow window;
   window.show();
+  if (parser.isSet(page_option) && !window.show_page(parser.value(page_option))) {
+    std::fprintf(stderr, "hybridscope-viewer: no page %s (pages: %s)\n", qPrintable(parser.value(page_option)),
+                 qPrintable(hs::viewer::MainWindow::page_names().join(QStringLiteral(", "))));
+    return 2;
+  }
   bool run_selected = !parser.isSet(run_option);
   QObject::connect(&window, &hs::viewer::MainWindow::became_idle, &window, [&] {
     if (!run_selected) {

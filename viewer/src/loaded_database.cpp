@@ -149,6 +149,9 @@ RunDiagnosis diagnose_run(const std::string& path, std::int64_t run_id, int warm
     out.tokens_per_s = analysis.tokens_per_s;
     out.mfu = analysis.mfu;
     out.findings = reports::diagnose(analysis);
+    out.metric_charts = step_metric_charts(analysis.data);
+    out.step_phases = step_phase_bars(analysis.phases);
+    out.rank_phases = rank_phase_bars(analysis.phases);
   } catch (const std::exception& e) {
     out.error = e.what();
     if (out.error.empty()) out.error = path + ": run " + std::to_string(run_id) + " could not be analysed";

@@ -10,6 +10,7 @@
 #include <QDropEvent>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QGridLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -19,11 +20,13 @@
 #include <QMenuBar>
 #include <QMimeData>
 #include <QProgressBar>
+#include <QScrollArea>
 #include <QScrollBar>
 #include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTableWidget>
 #include <QVBoxLayout>
@@ -147,8 +150,9 @@ void MainWindow::build_central() {
   left_layout->addWidget(error_banner_);
   left_layout->addWidget(runs_view_, 1);
 
-  // Right: the selected run.
-  auto* right = new QSplitter(Qt::Vertical, splitter_);
+  // Right: pages about the selected run(s) and matrices.
+  pages_ = new QTabWidget(splitter_);
+  auto* right = new QSplitter(Qt::Vertical, pages_);
   auto* summary = new QGroupBox(tr("Run"), right);
   auto* summary_layout = new QVBoxLayout(summary);
   run_header_ = new QLabel(tr("Open a database (File → Open, or drop a .sqlite file here) and select a run."), summary);
@@ -190,9 +194,32 @@ void MainWindow::build_central() {
   diagnosis_layout->addWidget(suggestion_);
   right->setStretchFactor(0, 1);
   right->setStretchFactor(1, 1);
+  pages_->addTab(right, tr("Overview"));
+
+  // Metrics: a chart per step metric the run recorded, two per row, scrolling.
+  auto* metrics_scroll = new QScrollArea(pages_);
+  metrics_scroll->setWidgetResizable(true);
+  auto* metrics_page = new QWidget(metrics_scroll);
+  auto* metrics_layout = new QVBoxLayout(metrics_page);
+  metrics_note_ = new QLabel(tr("Select a run."), metrics_page);
+  metrics_note_->setWordWrap(true);
+  metrics_layout->addWidget(metrics_note_);
+  metric_grid_ = new QGridLayout;
+  metric_grid_->setColumnStretch(0, 1);  // two equal columns, whatever the charts' size hints
+  metric_grid_->setColumnStretch(1, 1);
+  metrics_layout->addLayout(metric_grid_);
+  metrics_layout->addStretch(1);
+  metrics_scroll->setWidget(metrics_page);
+  pages_->addTab(metrics_scroll, tr("Metrics"));
+
+  // Phases: seconds per phase per step (stacked), and per rank.
+  auto* phases_page = new QSplitter(Qt::Vertical, pages_);
+  step_phase_chart_ = new StackedBarChart(phases_page);
+  rank_phase_chart_ = new StackedBarChart(phases_page);
+  pages_->addTab(phases_page, tr("Phases"));
 
   splitter_->addWidget(left);
-  splitter_->addWidget(right);
+  splitter_->addWidget(pages_);
   splitter_->setSizes({820, 620});
   setCentralWidget(splitter_);
 }
@@ -274,6 +301,7 @@ void MainWindow::show_diagnosis(const RunDiagnosis& d) {
     phase_table_->setRowCount(0);
     phase_chart_->clear();
     findings_model_->set_findings({});
+    show_run_charts(d);
     return;
   }
   QString header = tr("<b>%1</b> — run %2 of %3<br>mean step %4 s over %5 measured step(s)")
@@ -320,6 +348,39 @@ void MainWindow::show_diagnosis(const RunDiagnosis& d) {
     findings_view_->setColumnWidth(c, std::min(findings_view_->columnWidth(c), std::max(column_limit, 80)));
   if (!d.findings.empty()) findings_view_->selectRow(0);
   else suggestion_->setText(tr("No findings: no rule's condition holds for this run."));
+  show_run_charts(d);
+}
+
+void MainWindow::show_run_charts(const RunDiagnosis& d) {
+  while (QLayoutItem* item = metric_grid_->takeAt(0)) {
+    delete item->widget();
+    delete item;
+  }
+  const QString name = QStringLiteral("%1 (run %2)").arg(qs(d.run_name)).arg(d.run_id);
+  if (!d.ok()) metrics_note_->setText(tr("Run %1 could not be analysed.").arg(d.run_id));
+  else if (d.metric_charts.empty()) metrics_note_->setText(tr("%1 recorded none of the charted step metrics.").arg(name));
+  else metrics_note_->setText(tr("%1: step metrics, every step (warm-up included). Hover a line for its values.").arg(name));
+  int i = 0;
+  for (const auto& chart : d.metric_charts) {
+    auto* view = new LineChart;
+    view->set_data(chart);
+    metric_grid_->addWidget(view, i / 2, i % 2);
+    ++i;
+  }
+  step_phase_chart_->set_data(d.step_phases);
+  rank_phase_chart_->set_data(d.rank_phases);
+}
+
+QStringList MainWindow::page_names() {
+  return {QStringLiteral("overview"), QStringLiteral("metrics"), QStringLiteral("phases"), QStringLiteral("compare"),
+          QStringLiteral("scaling")};
+}
+
+bool MainWindow::show_page(const QString& name) {
+  const auto index = page_names().indexOf(name.toLower());
+  if (index < 0 || index >= pages_->count()) return false;
+  pages_->setCurrentIndex(static_cast<int>(index));
+  return true;
 }
 
 void MainWindow::show_finding_details(const reports::Finding* f) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "hybridscope/reports/bench_summary.h"
+#include "hybridscope/viewer/chart_data.h"
 #include "hybridscope/reports/diagnosis.h"
 #include "hybridscope/reports/run_database.h"
 
@@ -62,7 +63,11 @@ struct RunDiagnosis {
   std::optional<double> tokens_per_s;
   std::optional<double> mfu;
   std::vector<reports::Finding> findings;  // critical first (diagnose())
-  std::string error;                       // empty: analysed
+  // The run page's charts, built on the worker thread too (chart_data.h):
+  std::vector<LineChartData> metric_charts;  // Metrics tab: one per charted step metric recorded
+  StackedBarData step_phases;                // Phases tab: seconds per phase, per step
+  StackedBarData rank_phases;                // Phases tab: mean seconds per phase, per rank
+  std::string error;                         // empty: analysed
 
   bool ok() const { return error.empty(); }
 };

@@ -21,13 +21,17 @@ class QSortFilterProxyModel;
 class QSplitter;
 class QTableView;
 class QTableWidget;
+class QTabWidget;
+class QGridLayout;
 
 namespace hs::viewer {
 
 class DatabaseLoader;
 class FindingsModel;
+class LineChart;
 class RunsModel;
 class ShareBarChart;
+class StackedBarChart;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -40,6 +44,12 @@ class MainWindow : public QMainWindow {
   void open_files(const QStringList& paths);
   /// Selects the run with this id (in the first database that has it); false if none has.
   bool select_run(std::int64_t run_id);
+
+  /// Shows a page of the right side: "overview", "metrics", "phases", "compare" or "scaling";
+  /// false for another name.
+  bool show_page(const QString& name);
+  /// The pages' names, in tab order.
+  static QStringList page_names();
 
   /// True while a file is loading or the selected run is being analysed.
   bool busy() const;
@@ -70,6 +80,7 @@ class MainWindow : public QMainWindow {
   void on_selection_changed();
   void on_diagnosis_ready(std::uint64_t request, const std::shared_ptr<const RunDiagnosis>& diagnosis);
   void show_diagnosis(const RunDiagnosis& diagnosis);
+  void show_run_charts(const RunDiagnosis& diagnosis);
   void show_finding_details(const reports::Finding* finding);
   void show_error(const QString& message);
   void update_status();
@@ -83,6 +94,11 @@ class MainWindow : public QMainWindow {
   FindingsModel* findings_model_ = nullptr;
 
   QSplitter* splitter_ = nullptr;
+  QTabWidget* pages_ = nullptr;
+  QGridLayout* metric_grid_ = nullptr;     // Metrics page: a LineChart per charted metric
+  QLabel* metrics_note_ = nullptr;
+  StackedBarChart* step_phase_chart_ = nullptr;
+  StackedBarChart* rank_phase_chart_ = nullptr;
   QLineEdit* filter_ = nullptr;
   QLabel* error_banner_ = nullptr;
   QTableView* runs_view_ = nullptr;
