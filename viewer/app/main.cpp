@@ -33,6 +33,10 @@ int main(int argc, char** argv) {
       QStringLiteral("show this page: %1").arg(hs::viewer::MainWindow::page_names().join(QStringLiteral("|"))),
       QStringLiteral("NAME"));
   parser.addOption(page_option);
+  const QCommandLineOption select_option(
+      QStringLiteral("select"), QStringLiteral("select these runs (comma-separated ids, the first is the baseline of Compare)"),
+      QStringLiteral("IDS"));
+  parser.addOption(select_option);
   parser.addOption(run_option);
   parser.addOption(screenshot_option);
   parser.process(app);
@@ -44,12 +48,19 @@ int main(int argc, char** argv) {
                  qPrintable(hs::viewer::MainWindow::page_names().join(QStringLiteral(", "))));
     return 2;
   }
-  bool run_selected = !parser.isSet(run_option);
+  QList<std::int64_t> wanted_runs;
+  if (parser.isSet(run_option)) wanted_runs << parser.value(run_option).toLongLong();
+  for (const QString& id : parser.value(select_option).split(QLatin1Char(','), Qt::SkipEmptyParts))
+    wanted_runs << id.trimmed().toLongLong();
+  bool run_selected = wanted_runs.isEmpty();
   QObject::connect(&window, &hs::viewer::MainWindow::became_idle, &window, [&] {
     if (!run_selected) {
       run_selected = true;
-      if (window.select_run(parser.value(run_option).toLongLong())) return;  // idle again once analysed
-      std::fprintf(stderr, "hybridscope-viewer: no run %s in the files opened\n", qPrintable(parser.value(run_option)));
+      if (window.select_runs(wanted_runs)) {
+        if (window.busy()) return;  // idle again once analysed
+      } else {
+        std::fprintf(stderr, "hybridscope-viewer: not every run of --run/--select is in the files opened\n");
+      }
     }
     if (!parser.isSet(screenshot_option)) return;
     QTimer::singleShot(300, &window, [&] {  // let the last layout pass and paint happen
