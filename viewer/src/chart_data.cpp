@@ -45,7 +45,8 @@ std::vector<LineChartData> step_metric_charts(const reports::RunData& data) {
     LineChartData chart;
     chart.title = title;
     chart.x_label = "step";
-    chart.y_label = metric;
+    // The title names the metric; the axis says only a unit (a long name was cut off beside the axis).
+    chart.y_label = metric == kTokensPerSecond ? "tokens/s" : metric == "timing_s/step" ? "s" : "";
     chart.series.push_back(std::move(series));
     out.push_back(std::move(chart));
   }
