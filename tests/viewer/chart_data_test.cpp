@@ -5,6 +5,8 @@
 
 #include "hybridscope/reports/run_analysis.h"
 #include "hybridscope/viewer/chart_data.h"
+#include "hybridscope/viewer/loaded_database.h"
+#include "matrix_db.h"
 #include "viewer_fixtures.h"
 
 namespace hs::viewer {
@@ -100,6 +102,35 @@ TEST(ChartData, ScalingChartsOneLinePerOtherLevelWithTheIdeal) {
   ASSERT_EQ(thr.series.size(), 2u);
   EXPECT_EQ(thr.series[0].points, (P{{1, 600}, {2, 720}, {4, 500}}));
   EXPECT_EQ(thr.series[1].points, (P{{1, 650}, {2, 760}}));
+}
+
+TEST(ChartData, LoadDatabaseBuildsTheScalingChartsOfARealMatrix) {
+  const std::string path = hs::test::temp_db("viewer", "chart_matrix.sqlite");
+  // One measured step per cell (after a 10 s warm-up step), 1000 tokens each.
+  hs::test::write_matrix_db(path, "m", {{"world", true, "strong", "1"}, {"mode", false, "", ""}},
+                            {{{"1", "naive"}, {"n=1"}, 1, {8.0}, 1000},
+                             {{"1", "hybrid"}, {"h=1"}, 1, {8.0}, 1000},
+                             {{"2", "naive"}, {"n=2"}, 2, {5.0}, 1000},
+                             {{"2", "hybrid"}, {"h=2"}, 2, {4.0}, 1000}});
+  const LoadedDatabase db = load_database(path);
+  ASSERT_TRUE(db.ok()) << db.error;
+  ASSERT_EQ(db.scaling_charts.size(), 2u);
+  const auto& eff = db.scaling_charts[0];
+  EXPECT_EQ(eff.title, "m: Efficiency (strong) vs ranks along world");
+  ASSERT_EQ(eff.series.size(), 3u);
+  // Strong efficiency t0·n0/(n·t) against each mode's 1-rank cell: naive 8/(2·5) = 80 %,
+  // hybrid 8/(2·4) = 100 %.
+  EXPECT_EQ(eff.series[0].name, "mode=naive");
+  ASSERT_EQ(eff.series[0].points.size(), 2u);
+  EXPECT_NEAR(eff.series[0].points[0].second, 100.0, 1e-9);
+  EXPECT_NEAR(eff.series[0].points[1].second, 80.0, 1e-9);
+  EXPECT_NEAR(eff.series[1].points[1].second, 100.0, 1e-9);
+  // Throughput: 1000 tokens / 8, 5 and 4 s.
+  const auto& thr = db.scaling_charts[1];
+  ASSERT_EQ(thr.series.size(), 2u);
+  EXPECT_NEAR(thr.series[0].points[0].second, 125.0, 1e-9);
+  EXPECT_NEAR(thr.series[0].points[1].second, 200.0, 1e-9);
+  EXPECT_NEAR(thr.series[1].points[1].second, 250.0, 1e-9);
 }
 
 TEST(ChartData, NoRankAxisNoScalingChart) {

@@ -150,6 +150,11 @@ TEST(MainWindow, TwoSelectedRunsAreComparedOffTheGuiThread) {
   window.open_files({QString::fromStdString(files.old_path), QString::fromStdString(files.new_path)});
   ASSERT_TRUE(QTest::qWaitFor([&] { return idle && window.runs_model()->rowCount() == 2; }, 30000));
   EXPECT_EQ(window.compare_model()->rowCount(), 0);  // one run selected: nothing to compare
+  // The first run's page data came with its analysis: tokens/s and step time charts, 4 steps of phases.
+  ASSERT_NE(window.shown_diagnosis(), nullptr);
+  EXPECT_EQ(window.shown_diagnosis()->metric_charts.size(), 2u);
+  EXPECT_EQ(window.shown_diagnosis()->step_phases.categories.size(), 4u);
+  EXPECT_EQ(window.shown_diagnosis()->rank_phases.categories.size(), 2u);
   idle = false;
   window.runs_view()->selectAll();
   ASSERT_TRUE(QTest::qWaitFor([&] { return idle && window.compare_model()->rowCount() > 0; }, 30000));
