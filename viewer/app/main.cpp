@@ -1,4 +1,5 @@
-// main.cpp — hybridscope-viewer [FILES...] [--run ID] [--screenshot FILE]: wires the window.
+// main.cpp — hybridscope-viewer [FILES...] [--run ID] [--select IDS] [--page NAME] [--screenshot FILE]:
+// wires the window.
 // --screenshot waits until the files are loaded and the selected run is analysed, saves the
 // window as an image (PNG by the file's suffix) and quits: how docs/viewer.md's pictures are made.
 #include <cstdio>
@@ -27,18 +28,39 @@ int main(int argc, char** argv) {
   const QCommandLineOption screenshot_option(
       QStringLiteral("screenshot"), QStringLiteral("once loaded and analysed, save the window to FILE and quit"),
       QStringLiteral("FILE"));
+  const QCommandLineOption page_option(
+      QStringLiteral("page"),
+      QStringLiteral("show this page: %1").arg(hs::viewer::MainWindow::page_names().join(QStringLiteral("|"))),
+      QStringLiteral("NAME"));
+  parser.addOption(page_option);
+  const QCommandLineOption select_option(
+      QStringLiteral("select"), QStringLiteral("select these runs (comma-separated ids, the first is the baseline of Compare)"),
+      QStringLiteral("IDS"));
+  parser.addOption(select_option);
   parser.addOption(run_option);
   parser.addOption(screenshot_option);
   parser.process(app);
 
   hs::viewer::MainWindow window;
   window.show();
-  bool run_selected = !parser.isSet(run_option);
+  if (parser.isSet(page_option) && !window.show_page(parser.value(page_option))) {
+    std::fprintf(stderr, "hybridscope-viewer: no page %s (pages: %s)\n", qPrintable(parser.value(page_option)),
+                 qPrintable(hs::viewer::MainWindow::page_names().join(QStringLiteral(", "))));
+    return 2;
+  }
+  QList<std::int64_t> wanted_runs;
+  if (parser.isSet(run_option)) wanted_runs << parser.value(run_option).toLongLong();
+  for (const QString& id : parser.value(select_option).split(QLatin1Char(','), Qt::SkipEmptyParts))
+    wanted_runs << id.trimmed().toLongLong();
+  bool run_selected = wanted_runs.isEmpty();
   QObject::connect(&window, &hs::viewer::MainWindow::became_idle, &window, [&] {
     if (!run_selected) {
       run_selected = true;
-      if (window.select_run(parser.value(run_option).toLongLong())) return;  // idle again once analysed
-      std::fprintf(stderr, "hybridscope-viewer: no run %s in the files opened\n", qPrintable(parser.value(run_option)));
+      if (window.select_runs(wanted_runs)) {
+        if (window.busy()) return;  // idle again once analysed
+      } else {
+        std::fprintf(stderr, "hybridscope-viewer: not every run of --run/--select is in the files opened\n");
+      }
     }
     if (!parser.isSet(screenshot_option)) return;
     QTimer::singleShot(300, &window, [&] {  // let the last layout pass and paint happen

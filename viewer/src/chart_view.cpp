@@ -1,9 +1,15 @@
-// chart_view.cpp — Qt Charts behind ShareBarChart (the viewer's only Qt Charts file).
+// chart_view.cpp — Qt Charts behind ShareBarChart, LineChart and StackedBarChart (the viewer's
+// only Qt Charts file).
 #include "chart_view.h"
 
 #include <algorithm>
+#include <cmath>
 
+#include <QCursor>
+#include <QToolTip>
 #include <QVBoxLayout>
+#include <QtCharts/QLineSeries>
+#include <QtCharts/QStackedBarSeries>
 #include <QtCharts/QBarCategoryAxis>
 #include <QtCharts/QBarSet>
 #include <QtCharts/QChart>
@@ -72,6 +78,162 @@ void ShareBarChart::set_shares(const QString& title, const QStringList& labels, 
   x->applyNiceNumbers();  // ticks at 0, 20, 40 % rather than 0, 18, 37 %
   chart->addAxis(x, Qt::AlignBottom);
   series->attachAxis(x);
+}
+
+namespace {
+
+QChartView* make_view(QWidget* parent) {
+  auto* view = new QChartView(new QChart, parent);
+  view->setRenderHint(QPainter::Antialiasing);
+  view->chart()->setMargins(QMargins(4, 4, 4, 4));
+  auto* layout = new QVBoxLayout(parent);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(view);
+  return view;
+}
+
+void clear_chart(QChart* chart) {
+  chart->removeAllSeries();
+  for (QAbstractAxis* axis : chart->axes()) {
+    chart->removeAxis(axis);
+    delete axis;
+  }
+  chart->setTitle({});
+}
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+// Matplotlib's tab10: ten colours told apart by most readers (Qt Charts' default theme has
+// pale neighbours, which made update_actor and "other" the same colour in a stacked bar).
+QColor series_colour(std::size_t i) {
+  static const char* const kColours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                         "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+  return QColor(kColours[i % 10]);
+}
+
+}  // namespace
+
+struct LineChart::Impl {
+  QChartView* view = nullptr;
+};
+
+LineChart::LineChart(QWidget* parent) : QWidget(parent), impl_(new Impl) {
+  impl_->view = make_view(this);
+  setMinimumHeight(220);
+}
+
+LineChart::~LineChart() { delete impl_; }
+
+void LineChart::set_data(const LineChartData& data) {
+  QChart* chart = impl_->view->chart();
+  clear_chart(chart);
+  chart->setTitle(qs(data.title));
+  auto* x = new QValueAxis;
+  auto* y = new QValueAxis;
+  x->setTitleText(qs(data.x_label));
+  y->setTitleText(qs(data.y_label));
+  double x_min = 0, x_max = 1, y_min = 0, y_max = 1;
+  bool first = true;
+  for (const auto& s : data.series) {
+    auto* series = new QLineSeries;
+    series->setName(qs(s.name));
+    for (const auto& [px, py] : s.points) {
+      series->append(px, py);
+      x_min = first ? px : std::min(x_min, px);
+      x_max = first ? px : std::max(x_max, px);
+      y_min = first ? py : std::min(y_min, py);
+      y_max = first ? py : std::max(y_max, py);
+      first = false;
+    }
+    if (s.dashed) {
+      QPen pen = series->pen();
+      pen.setStyle(Qt::DashLine);
+      pen.setColor(palette().color(QPalette::Mid));
+      series->setPen(pen);
+    } else {
+      QPen pen = series->pen();
+      pen.setColor(series_colour(static_cast<std::size_t>(chart->series().size())));
+      pen.setWidthF(2.0);
+      series->setPen(pen);
+      series->setPointsVisible(true);
+    }
+    chart->addSeries(series);
+    const QString x_label = qs(data.x_label), name = qs(s.name);
+    connect(series, &QLineSeries::hovered, this, [this, x_label, name](const QPointF& point, bool state) {
+      if (!state) return;
+      hover_text_ = QStringLiteral("%1 %2: %3").arg(x_label).arg(point.x(), 0, 'g', 6).arg(point.y(), 0, 'g', 6);
+      QToolTip::showText(QCursor::pos(), name + QStringLiteral("\n") + hover_text_, this);
+    });
+  }
+  // Some room around the data, and y from 0 where the data are all positive and near it.
+  // A flat line (a reward of 0 every step) gets a range of its own size, or ±1 around 0.
+  const double pad = y_max > y_min ? 0.08 * (y_max - y_min) : (y_max != 0 ? 0.1 * std::abs(y_max) : 1.0);
+  y_min = (y_min >= 0 && y_min < 0.5 * y_max) ? 0.0 : y_min - pad;
+  x->setRange(x_min, x_max > x_min ? x_max : x_min + 1);
+  y->setRange(y_min, y_max + pad);
+  if (x_max - x_min <= 12 && x_max - x_min >= 1) {  // integer steps or ranks: a tick on each
+    x->setTickType(QValueAxis::TicksDynamic);
+    x->setTickAnchor(x_min);
+    x->setTickInterval(x_max - x_min > 6 ? 2.0 : 1.0);
+    x->setLabelFormat(QStringLiteral("%.0f"));
+  }
+  y->applyNiceNumbers();
+  chart->addAxis(x, Qt::AlignBottom);
+  chart->addAxis(y, Qt::AlignLeft);
+  for (QAbstractSeries* s : chart->series()) {
+    s->attachAxis(x);
+    s->attachAxis(y);
+  }
+  chart->legend()->setVisible(data.series.size() > 1);
+  chart->legend()->setAlignment(Qt::AlignBottom);
+}
+
+struct StackedBarChart::Impl {
+  QChartView* view = nullptr;
+};
+
+StackedBarChart::StackedBarChart(QWidget* parent) : QWidget(parent), impl_(new Impl) {
+  impl_->view = make_view(this);
+  setMinimumHeight(240);
+}
+
+StackedBarChart::~StackedBarChart() { delete impl_; }
+
+void StackedBarChart::set_data(const StackedBarData& data) {
+  QChart* chart = impl_->view->chart();
+  clear_chart(chart);
+  chart->setTitle(qs(data.title));
+  auto* series = new QStackedBarSeries;
+  std::vector<double> totals(data.categories.size(), 0.0);
+  for (const auto& s : data.sets) {
+    auto* set = new QBarSet(qs(s.name));
+    set->setColor(s.name == "other" ? QColor("#c7c7c7") : series_colour(static_cast<std::size_t>(series->count())));
+    set->setBorderColor(set->color());
+    for (std::size_t i = 0; i < data.categories.size(); ++i) {
+      const double v = i < s.values.size() ? s.values[i] : 0.0;
+      *set << v;
+      totals[i] += v;
+    }
+    series->append(set);
+  }
+  connect(series, &QStackedBarSeries::hovered, this, [this](bool state, int index, QBarSet* set) {
+    if (!state || !set) return;
+    QToolTip::showText(QCursor::pos(), QStringLiteral("%1: %2 s").arg(set->label()).arg(set->at(index), 0, 'f', 4), this);
+  });
+  chart->addSeries(series);
+  auto* x = new QBarCategoryAxis;
+  for (const auto& c : data.categories) x->append(qs(c));
+  chart->addAxis(x, Qt::AlignBottom);
+  series->attachAxis(x);
+  auto* y = new QValueAxis;
+  y->setTitleText(qs(data.y_label));
+  const double top = totals.empty() ? 1.0 : *std::max_element(totals.begin(), totals.end());
+  y->setRange(0.0, top > 0 ? top * 1.05 : 1.0);
+  y->applyNiceNumbers();
+  chart->addAxis(y, Qt::AlignLeft);
+  series->attachAxis(y);
+  chart->legend()->setVisible(true);
+  chart->legend()->setAlignment(Qt::AlignRight);
 }
 
 }  // namespace hs::viewer

@@ -42,4 +42,16 @@ std::uint64_t DatabaseLoader::diagnose(const QString& path, std::int64_t run_id,
   return request;
 }
 
+std::uint64_t DatabaseLoader::compare(std::vector<RunRef> runs) {
+  const std::uint64_t request = ++next_request_;
+  auto* watcher = new QFutureWatcher<RunsComparison>(this);
+  connect(watcher, &QFutureWatcher<RunsComparison>::finished, this, [this, watcher, request] {
+    auto comparison = std::make_shared<const RunsComparison>(watcher->result());
+    watcher->deleteLater();
+    emit comparison_ready(request, comparison);
+  });
+  watcher->setFuture(QtConcurrent::run([runs = std::move(runs)] { return compare_selected_runs(runs); }));
+  return request;
+}
+
 }  // namespace hs::viewer

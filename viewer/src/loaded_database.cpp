@@ -1,7 +1,9 @@
 // loaded_database.cpp — the worker-thread side of the viewer: reads a database into plain structs.
 #include "hybridscope/viewer/loaded_database.h"
 
+#include <algorithm>
 #include <exception>
+#include <stdexcept>
 #include <set>
 
 #include "hybridscope/reports/run_analysis.h"
@@ -91,6 +93,10 @@ LoadedDatabase load_database(const std::string& path) {
       try {
         out.matrices.push_back(reports::summarize_matrix(db, matrix.id));
         const auto& summary = out.matrices.back();
+        for (auto chart : viewer::scaling_charts(summary)) {
+          chart.title = matrix.name + ": " + chart.title;
+          out.scaling_charts.push_back(std::move(chart));
+        }
         std::map<std::int64_t, const reports::MatrixCellRow*> cells;
         for (const auto& c : summary.cells) cells[c.cell.id] = &c.cell;
         for (const auto& r : db.matrix_runs(matrix.id)) {
@@ -124,6 +130,7 @@ LoadedDatabase load_database(const std::string& path) {
   } catch (const std::exception& e) {
     out.runs.clear();
     out.matrices.clear();
+    out.scaling_charts.clear();
     out.error = e.what();
     if (out.error.empty()) out.error = path + ": could not be read";
   }
@@ -149,9 +156,36 @@ RunDiagnosis diagnose_run(const std::string& path, std::int64_t run_id, int warm
     out.tokens_per_s = analysis.tokens_per_s;
     out.mfu = analysis.mfu;
     out.findings = reports::diagnose(analysis);
+    out.metric_charts = step_metric_charts(analysis.data);
+    out.step_phases = step_phase_bars(analysis.phases);
+    out.rank_phases = rank_phase_bars(analysis.phases);
   } catch (const std::exception& e) {
     out.error = e.what();
     if (out.error.empty()) out.error = path + ": run " + std::to_string(run_id) + " could not be analysed";
+  }
+  return out;
+}
+
+RunsComparison compare_selected_runs(const std::vector<RunRef>& runs) {
+  RunsComparison out;
+  try {
+    if (runs.size() < 2) throw std::invalid_argument("compare needs two runs or more (select several rows)");
+    std::vector<reports::RunData> data;
+    for (const auto& r : runs) {
+      reports::RunDatabase db(r.path);
+      data.push_back(reports::load_run(db, r.run_id));
+      const auto slash = r.path.find_last_of('/');
+      if (!r.label.empty()) out.labels.push_back(r.label);
+      else out.labels.push_back("run " + std::to_string(r.run_id) + " '" + data.back().run.name + "' (" +
+                           (slash == std::string::npos ? r.path : r.path.substr(slash + 1)) + ")");
+    }
+    for (std::size_t i = 1; i < runs.size(); ++i)
+      out.against.push_back(
+          reports::compare_runs(data[0], data[i], std::max(runs[0].warmup_steps, runs[i].warmup_steps)));
+  } catch (const std::exception& e) {
+    out.against.clear();
+    out.error = e.what();
+    if (out.error.empty()) out.error = "the runs could not be compared";
   }
   return out;
 }

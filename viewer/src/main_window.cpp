@@ -10,6 +10,7 @@
 #include <QDropEvent>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QGridLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -19,16 +20,19 @@
 #include <QMenuBar>
 #include <QMimeData>
 #include <QProgressBar>
+#include <QScrollArea>
 #include <QScrollBar>
 #include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
 #include "chart_view.h"
+#include "hybridscope/viewer/compare_model.h"
 #include "hybridscope/viewer/database_loader.h"
 #include "hybridscope/viewer/findings_model.h"
 #include "hybridscope/viewer/runs_model.h"
@@ -66,6 +70,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   runs_model_ = new RunsModel(this);
   runs_proxy_ = make_runs_proxy(runs_model_, this);
   findings_model_ = new FindingsModel(this);
+  compare_model_ = new CompareModel(this);
+  config_diff_model_ = new ConfigDiffModel(this);
 
   build_menus();
   build_central();
@@ -87,6 +93,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     progress_->setVisible(done < total);
   });
   connect(loader_, &DatabaseLoader::diagnosis_ready, this, &MainWindow::on_diagnosis_ready);
+  connect(loader_, &DatabaseLoader::comparison_ready, this, &MainWindow::on_comparison_ready);
 
   QSettings settings;
   resize(1440, 860);
@@ -147,8 +154,9 @@ void MainWindow::build_central() {
   left_layout->addWidget(error_banner_);
   left_layout->addWidget(runs_view_, 1);
 
-  // Right: the selected run.
-  auto* right = new QSplitter(Qt::Vertical, splitter_);
+  // Right: pages about the selected run(s) and matrices.
+  pages_ = new QTabWidget(splitter_);
+  auto* right = new QSplitter(Qt::Vertical, pages_);
   auto* summary = new QGroupBox(tr("Run"), right);
   auto* summary_layout = new QVBoxLayout(summary);
   run_header_ = new QLabel(tr("Open a database (File → Open, or drop a .sqlite file here) and select a run."), summary);
@@ -190,9 +198,66 @@ void MainWindow::build_central() {
   diagnosis_layout->addWidget(suggestion_);
   right->setStretchFactor(0, 1);
   right->setStretchFactor(1, 1);
+  pages_->addTab(right, tr("Overview"));
+
+  // Metrics: a chart per step metric the run recorded, two per row, scrolling.
+  auto* metrics_scroll = new QScrollArea(pages_);
+  metrics_scroll->setWidgetResizable(true);
+  auto* metrics_page = new QWidget(metrics_scroll);
+  auto* metrics_layout = new QVBoxLayout(metrics_page);
+  metrics_note_ = new QLabel(tr("Select a run."), metrics_page);
+  metrics_note_->setWordWrap(true);
+  metrics_layout->addWidget(metrics_note_);
+  metric_grid_ = new QGridLayout;
+  metric_grid_->setColumnStretch(0, 1);  // two equal columns, whatever the charts' size hints
+  metric_grid_->setColumnStretch(1, 1);
+  metrics_layout->addLayout(metric_grid_);
+  metrics_layout->addStretch(1);
+  metrics_scroll->setWidget(metrics_page);
+  pages_->addTab(metrics_scroll, tr("Metrics"));
+
+  // Phases: seconds per phase per step (stacked), and per rank.
+  auto* phases_page = new QSplitter(Qt::Vertical, pages_);
+  step_phase_chart_ = new StackedBarChart(phases_page);
+  rank_phase_chart_ = new StackedBarChart(phases_page);
+  pages_->addTab(phases_page, tr("Phases"));
+
+  // Compare: the selected runs against the first, phase by phase, and their config diff.
+  auto* compare_page = new QSplitter(Qt::Vertical, pages_);
+  auto* compare_top = new QWidget(compare_page);
+  auto* compare_layout = new QVBoxLayout(compare_top);
+  compare_layout->setContentsMargins(6, 6, 6, 0);
+  compare_note_ = new QLabel(tr("Select two runs or more (Ctrl+click) to compare them against the first."), compare_top);
+  compare_note_->setWordWrap(true);
+  compare_note_->setTextFormat(Qt::RichText);
+  compare_view_ = make_table(compare_top);
+  compare_view_->setModel(compare_model_);
+  compare_layout->addWidget(compare_note_);
+  compare_layout->addWidget(compare_view_, 1);
+  config_diff_view_ = make_table(compare_page);
+  config_diff_view_->setModel(config_diff_model_);
+  config_diff_view_->horizontalHeader()->setStretchLastSection(true);
+  compare_page->setStretchFactor(0, 3);
+  compare_page->setStretchFactor(1, 1);
+  pages_->addTab(compare_page, tr("Compare"));
+
+  // Scaling: efficiency and throughput against ranks for every matrix loaded.
+  auto* scaling_scroll = new QScrollArea(pages_);
+  scaling_scroll->setWidgetResizable(true);
+  auto* scaling_page = new QWidget(scaling_scroll);
+  auto* scaling_layout = new QVBoxLayout(scaling_page);
+  scaling_note_ = new QLabel(tr("Open a matrix database to see its scaling."), scaling_page);
+  scaling_note_->setWordWrap(true);
+  scaling_layout->addWidget(scaling_note_);
+  scaling_grid_ = new QGridLayout;
+  scaling_grid_->setColumnStretch(0, 1);
+  scaling_layout->addLayout(scaling_grid_);
+  scaling_layout->addStretch(1);
+  scaling_scroll->setWidget(scaling_page);
+  pages_->addTab(scaling_scroll, tr("Scaling"));
 
   splitter_->addWidget(left);
-  splitter_->addWidget(right);
+  splitter_->addWidget(pages_);
   splitter_->setSizes({820, 620});
   setCentralWidget(splitter_);
 }
@@ -215,6 +280,7 @@ void MainWindow::on_database_loaded(const std::shared_ptr<const LoadedDatabase>&
   for (const auto& w : database->warnings) show_error(tr("%1: %2").arg(QFileInfo(path).fileName(), qs(w)));
   runs_model_->add_database(database);
   runs_view_->resizeColumnsToContents();
+  rebuild_scaling_page();
   remember_recent(path);
   update_status();
 }
@@ -225,17 +291,28 @@ void MainWindow::on_all_loaded() {
   maybe_idle();
 }
 
-bool MainWindow::select_run(std::int64_t run_id) {
-  for (int row = 0; row < runs_proxy_->rowCount(); ++row) {
-    const QModelIndex source = runs_proxy_->mapToSource(runs_proxy_->index(row, 0));
-    const RunEntry* e = runs_model_->entry(source.row());
-    if (e && e->run.id == run_id) {
-      runs_view_->selectRow(row);
-      runs_view_->scrollTo(runs_proxy_->index(row, 0));
-      return true;
+bool MainWindow::select_run(std::int64_t run_id) { return select_runs({run_id}); }
+
+bool MainWindow::select_runs(const QList<std::int64_t>& run_ids) {
+  QList<int> rows;
+  for (const std::int64_t id : run_ids) {
+    int found = -1;
+    for (int row = 0; row < runs_proxy_->rowCount() && found < 0; ++row) {
+      const RunEntry* e = runs_model_->entry(runs_proxy_->mapToSource(runs_proxy_->index(row, 0)).row());
+      if (e && e->run.id == id) found = row;
     }
+    if (found < 0) return false;
+    rows << found;
   }
-  return false;
+  if (rows.isEmpty()) return false;
+  QItemSelection selection;
+  for (const int row : rows)
+    selection.select(runs_proxy_->index(row, 0), runs_proxy_->index(row, runs_proxy_->columnCount() - 1));
+  runs_view_->selectionModel()->setCurrentIndex(runs_proxy_->index(rows.front(), 0), QItemSelectionModel::NoUpdate);
+  runs_view_->selectionModel()->select(selection, QItemSelectionModel::ClearAndSelect);
+  runs_view_->scrollTo(runs_proxy_->index(rows.front(), 0));
+  on_selection_changed();
+  return true;
 }
 
 void MainWindow::on_selection_changed() {
@@ -243,6 +320,7 @@ void MainWindow::on_selection_changed() {
   QModelIndex current = runs_view_->selectionModel()->currentIndex();
   if (!rows.isEmpty() && !runs_view_->selectionModel()->isRowSelected(current.row(), current.parent())) current = rows.front();
   if (!current.isValid()) return;
+  request_comparison();
   const int source_row = runs_proxy_->mapToSource(current).row();
   const RunEntry* e = runs_model_->entry(source_row);
   const LoadedDatabase* db = runs_model_->database_of(source_row);
@@ -274,6 +352,7 @@ void MainWindow::show_diagnosis(const RunDiagnosis& d) {
     phase_table_->setRowCount(0);
     phase_chart_->clear();
     findings_model_->set_findings({});
+    show_run_charts(d);
     return;
   }
   QString header = tr("<b>%1</b> — run %2 of %3<br>mean step %4 s over %5 measured step(s)")
@@ -320,6 +399,39 @@ void MainWindow::show_diagnosis(const RunDiagnosis& d) {
     findings_view_->setColumnWidth(c, std::min(findings_view_->columnWidth(c), std::max(column_limit, 80)));
   if (!d.findings.empty()) findings_view_->selectRow(0);
   else suggestion_->setText(tr("No findings: no rule's condition holds for this run."));
+  show_run_charts(d);
+}
+
+void MainWindow::show_run_charts(const RunDiagnosis& d) {
+  while (QLayoutItem* item = metric_grid_->takeAt(0)) {
+    delete item->widget();
+    delete item;
+  }
+  const QString name = QStringLiteral("%1 (run %2)").arg(qs(d.run_name)).arg(d.run_id);
+  if (!d.ok()) metrics_note_->setText(tr("Run %1 could not be analysed.").arg(d.run_id));
+  else if (d.metric_charts.empty()) metrics_note_->setText(tr("%1 recorded none of the charted step metrics.").arg(name));
+  else metrics_note_->setText(tr("%1: step metrics, every step (warm-up included). Hover a line for its values.").arg(name));
+  int i = 0;
+  for (const auto& chart : d.metric_charts) {
+    auto* view = new LineChart;
+    view->set_data(chart);
+    metric_grid_->addWidget(view, i / 2, i % 2);
+    ++i;
+  }
+  step_phase_chart_->set_data(d.step_phases);
+  rank_phase_chart_->set_data(d.rank_phases);
+}
+
+QStringList MainWindow::page_names() {
+  return {QStringLiteral("overview"), QStringLiteral("metrics"), QStringLiteral("phases"), QStringLiteral("compare"),
+          QStringLiteral("scaling")};
+}
+
+bool MainWindow::show_page(const QString& name) {
+  const auto index = page_names().indexOf(name.toLower());
+  if (index < 0 || index >= pages_->count()) return false;
+  pages_->setCurrentIndex(static_cast<int>(index));
+  return true;
 }
 
 void MainWindow::show_finding_details(const reports::Finding* f) {
@@ -353,7 +465,7 @@ void MainWindow::update_status() {
   }
   QString text = tr("%1 database(s), %2 run(s), %3 matrix(es)").arg(runs_model_->database_count()).arg(runs).arg(matrices);
   const int selected = runs_view_->selectionModel()->selectedRows().size();
-  if (selected > 1) text += tr(" — %1 runs selected (the right side shows the current one)").arg(selected);
+  if (selected > 1) text += tr(" — %1 runs selected (Compare shows them against the first)").arg(selected);
   if (loader_->pending() > 0) text += tr(" — loading…");
   if (wanted_request_ != 0) text += tr(" — analysing run %1…").arg(wanted_run_);
   status_label_->setText(text);
@@ -363,7 +475,82 @@ void MainWindow::maybe_idle() {
   if (!busy()) emit became_idle();
 }
 
-bool MainWindow::busy() const { return loader_->pending() > 0 || wanted_request_ != 0; }
+bool MainWindow::busy() const { return loader_->pending() > 0 || wanted_request_ != 0 || wanted_comparison_ != 0; }
+
+void MainWindow::request_comparison() {
+  QModelIndexList rows = runs_view_->selectionModel()->selectedRows();
+  std::sort(rows.begin(), rows.end(), [](const QModelIndex& a, const QModelIndex& b) { return a.row() < b.row(); });
+  std::vector<RunRef> runs;
+  QString key;
+  for (const QModelIndex& index : rows) {
+    const int source_row = runs_proxy_->mapToSource(index).row();
+    const RunEntry* e = runs_model_->entry(source_row);
+    const LoadedDatabase* db = runs_model_->database_of(source_row);
+    if (!e || !db) continue;
+    // "run 4: world=2, mode=hybrid #1" for a matrix run (the cell says what differs), else its name.
+    const auto slash = e->matrix_cell.find(" / ");
+    const std::string what = e->matrix_cell.empty() ? e->run.name
+                             : slash == std::string::npos ? e->matrix_cell : e->matrix_cell.substr(slash + 3);
+    runs.push_back({db->path, e->run.id, e->warmup_steps, "run " + std::to_string(e->run.id) + ": " + what});
+    key += qs(db->path) + QLatin1Char('#') + QString::number(e->run.id) + QLatin1Char(';');
+  }
+  if (key == compared_key_) return;  // already shown or on its way
+  compared_key_ = key;
+  if (runs.size() < 2) {
+    wanted_comparison_ = 0;
+    compare_model_->set_comparison(nullptr);
+    config_diff_model_->set_comparison(nullptr);
+    compare_note_->setText(tr("Select two runs or more (Ctrl+click) to compare them against the first."));
+    pages_->setTabText(3, tr("Compare"));
+    return;
+  }
+  compare_note_->setText(tr("Comparing %1 runs…").arg(runs.size()));
+  wanted_comparison_ = loader_->compare(std::move(runs));
+}
+
+void MainWindow::on_comparison_ready(std::uint64_t request, const std::shared_ptr<const RunsComparison>& c) {
+  if (request != wanted_comparison_) return;  // an answer to a selection since replaced
+  wanted_comparison_ = 0;
+  if (!c->ok()) {
+    compare_note_->setText(tr("<b>The runs could not be compared:</b> %1").arg(qs(c->error).toHtmlEscaped()));
+    compare_model_->set_comparison(nullptr);
+    config_diff_model_->set_comparison(nullptr);
+  } else {
+    compare_note_->setText(
+        tr("Against the baseline <b>%1</b>: medians over the measured steps, change of the medians, two-sided "
+           "Mann–Whitney U test (p &lt; %2 marked *, <span style=\"color:#9c1c1c\">slower</span> / "
+           "<span style=\"color:#1b6e20\">faster</span>). Below: config keys that differ.")
+            .arg(qs(c->labels.front()).toHtmlEscaped())
+            .arg(reports::kAlpha));
+    compare_model_->set_comparison(c);
+    config_diff_model_->set_comparison(c);
+    compare_view_->resizeColumnsToContents();
+    config_diff_view_->resizeColumnsToContents();
+    pages_->setTabText(3, tr("Compare (%1)").arg(c->labels.size()));
+  }
+  update_status();
+  maybe_idle();
+}
+
+void MainWindow::rebuild_scaling_page() {
+  while (QLayoutItem* item = scaling_grid_->takeAt(0)) {
+    delete item->widget();
+    delete item;
+  }
+  int i = 0;
+  for (const auto& db : runs_model_->databases())
+    for (const auto& chart : db->scaling_charts) {
+      auto* view = new LineChart;
+      view->setMinimumHeight(300);
+      view->set_data(chart);
+      scaling_grid_->addWidget(view, i, 0);
+      ++i;
+    }
+  scaling_note_->setText(i == 0 ? tr("Open a matrix database with a rank axis to see its scaling.")
+                                : tr("Scaling against each matrix's reference cell (bench_summary.h): efficiency "
+                                     "in the time form, the dashed line is ideal; throughput is the cell's median "
+                                     "tokens/s."));
+}
 
 void MainWindow::remember_recent(const QString& path) {
   QSettings settings;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include <QObject>
 #include <QString>
@@ -27,6 +28,9 @@ class DatabaseLoader : public QObject {
   /// request it answers (the GUI ignores answers to requests it has since replaced).
   std::uint64_t diagnose(const QString& path, std::int64_t run_id, int warmup_steps);
 
+  /// Starts comparing runs (compare_selected_runs); emits comparison_ready with its sequence number.
+  std::uint64_t compare(std::vector<RunRef> runs);
+
   /// Files whose loading has not finished yet.
   int pending() const { return pending_; }
 
@@ -36,6 +40,7 @@ class DatabaseLoader : public QObject {
   void progress(int done, int total);
   void all_loaded();
   void diagnosis_ready(std::uint64_t request, std::shared_ptr<const hs::viewer::RunDiagnosis> diagnosis);
+  void comparison_ready(std::uint64_t request, std::shared_ptr<const hs::viewer::RunsComparison> comparison);
 
  private:
   int pending_ = 0;

@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "hybridscope/reports/bench_summary.h"
+#include "hybridscope/viewer/chart_data.h"
 #include "hybridscope/reports/diagnosis.h"
+#include "hybridscope/reports/run_compare.h"
 #include "hybridscope/reports/run_database.h"
 
 namespace hs::viewer {
@@ -38,6 +40,7 @@ struct LoadedDatabase {
   int schema_version = 0;
   std::vector<RunEntry> runs;                      // by run id
   std::vector<reports::MatrixSummary> matrices;    // by matrix id; empty for a file of plain runs
+  std::vector<LineChartData> scaling_charts;       // the Scaling page's, every matrix (chart_data.h), titled with its name
   std::vector<std::string> warnings;               // parts that could not be read (e.g. one matrix)
   std::string error;                               // empty: loaded; else why nothing was
 
@@ -62,12 +65,37 @@ struct RunDiagnosis {
   std::optional<double> tokens_per_s;
   std::optional<double> mfu;
   std::vector<reports::Finding> findings;  // critical first (diagnose())
-  std::string error;                       // empty: analysed
+  // The run page's charts, built on the worker thread too (chart_data.h):
+  std::vector<LineChartData> metric_charts;  // Metrics tab: one per charted step metric recorded
+  StackedBarData step_phases;                // Phases tab: seconds per phase, per step
+  StackedBarData rank_phases;                // Phases tab: mean seconds per phase, per rank
+  std::string error;                         // empty: analysed
 
   bool ok() const { return error.empty(); }
 };
 
 /// load_run + analyze_run (warm-up `warmup_steps`) + diagnose for one run of `path`. Never throws.
 RunDiagnosis diagnose_run(const std::string& path, std::int64_t run_id, int warmup_steps);
+
+/// A run to compare: where it is and how many warm-up steps to leave out.
+struct RunRef {
+  std::string path;
+  std::int64_t run_id = 0;
+  int warmup_steps = 1;
+  std::string label;  // how the Compare page names it; empty: "run 7 'name' (file)"
+};
+
+/// The Compare page's numbers: every run after the first against the first (the baseline).
+struct RunsComparison {
+  std::vector<std::string> labels;                 // one per run, baseline first ("run 7 'name' (file)")
+  std::vector<reports::RunComparison> against;     // against[i]: the baseline (old) vs run i + 1 (new)
+  std::string error;                               // empty: compared
+
+  bool ok() const { return error.empty(); }
+};
+
+/// load_run for each run and compare_runs(baseline, run, max of the two warm-ups) for each run
+/// after the first. Never throws: a run that cannot be read sets `error`.
+RunsComparison compare_selected_runs(const std::vector<RunRef>& runs);
 
 }  // namespace hs::viewer

@@ -21,13 +21,19 @@ class QSortFilterProxyModel;
 class QSplitter;
 class QTableView;
 class QTableWidget;
+class QTabWidget;
+class QGridLayout;
 
 namespace hs::viewer {
 
+class CompareModel;
+class ConfigDiffModel;
 class DatabaseLoader;
 class FindingsModel;
+class LineChart;
 class RunsModel;
 class ShareBarChart;
+class StackedBarChart;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -40,6 +46,15 @@ class MainWindow : public QMainWindow {
   void open_files(const QStringList& paths);
   /// Selects the run with this id (in the first database that has it); false if none has.
   bool select_run(std::int64_t run_id);
+  /// Selects these runs (the first becomes current); 2 or more are compared on the Compare page,
+  /// against the one highest in the table. False if any id is not found.
+  bool select_runs(const QList<std::int64_t>& run_ids);
+
+  /// Shows a page of the right side: "overview", "metrics", "phases", "compare" or "scaling";
+  /// false for another name.
+  bool show_page(const QString& name);
+  /// The pages' names, in tab order.
+  static QStringList page_names();
 
   /// True while a file is loading or the selected run is being analysed.
   bool busy() const;
@@ -49,6 +64,8 @@ class MainWindow : public QMainWindow {
   RunsModel* runs_model() const { return runs_model_; }
   QSortFilterProxyModel* runs_proxy() const { return runs_proxy_; }
   FindingsModel* findings_model() const { return findings_model_; }
+  CompareModel* compare_model() const { return compare_model_; }
+  ConfigDiffModel* config_diff_model() const { return config_diff_model_; }
   QTableView* runs_view() const { return runs_view_; }
   /// The analysis shown on the right; nullptr before the first one arrives.
   const RunDiagnosis* shown_diagnosis() const { return shown_.get(); }
@@ -70,6 +87,10 @@ class MainWindow : public QMainWindow {
   void on_selection_changed();
   void on_diagnosis_ready(std::uint64_t request, const std::shared_ptr<const RunDiagnosis>& diagnosis);
   void show_diagnosis(const RunDiagnosis& diagnosis);
+  void show_run_charts(const RunDiagnosis& diagnosis);
+  void request_comparison();
+  void on_comparison_ready(std::uint64_t request, const std::shared_ptr<const RunsComparison>& comparison);
+  void rebuild_scaling_page();
   void show_finding_details(const reports::Finding* finding);
   void show_error(const QString& message);
   void update_status();
@@ -81,8 +102,20 @@ class MainWindow : public QMainWindow {
   RunsModel* runs_model_ = nullptr;
   QSortFilterProxyModel* runs_proxy_ = nullptr;
   FindingsModel* findings_model_ = nullptr;
+  CompareModel* compare_model_ = nullptr;
+  ConfigDiffModel* config_diff_model_ = nullptr;
 
   QSplitter* splitter_ = nullptr;
+  QTabWidget* pages_ = nullptr;
+  QGridLayout* metric_grid_ = nullptr;     // Metrics page: a LineChart per charted metric
+  QLabel* metrics_note_ = nullptr;
+  StackedBarChart* step_phase_chart_ = nullptr;
+  StackedBarChart* rank_phase_chart_ = nullptr;
+  QLabel* compare_note_ = nullptr;
+  QTableView* compare_view_ = nullptr;
+  QTableView* config_diff_view_ = nullptr;
+  QGridLayout* scaling_grid_ = nullptr;    // Scaling page: LineCharts of every loaded matrix
+  QLabel* scaling_note_ = nullptr;
   QLineEdit* filter_ = nullptr;
   QLabel* error_banner_ = nullptr;
   QTableView* runs_view_ = nullptr;
@@ -100,6 +133,8 @@ class MainWindow : public QMainWindow {
   QString wanted_path_;
   std::int64_t wanted_run_ = -1;
   std::shared_ptr<const RunDiagnosis> shown_;
+  std::uint64_t wanted_comparison_ = 0;  // the comparison request the Compare page waits for (0: none)
+  QString compared_key_;                 // what the Compare page shows or waits for ("path#id;...")
 };
 
 }  // namespace hs::viewer

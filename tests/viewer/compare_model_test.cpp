@@ -1,0 +1,167 @@
+// compare_model_test.cpp — the Compare page: compare_selected_runs on two fixture runs whose
+// rank 1 update_actor grows by 10 and 25 ms per step (reports/analysis_fixture.h), CompareModel
+// and ConfigDiffModel under QAbstractItemModelTester, their cells against hand-computed deltas,
+// the colours of significant changes, and the window comparing two selected runs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+
+#include <QAbstractItemModelTester>
+#include <QBrush>
+#include <QItemSelectionModel>
+#include <QTableView>
+#include <QTest>
+
+#include "hybridscope/viewer/compare_model.h"
+#include "hybridscope/viewer/main_window.h"
+#include "hybridscope/viewer/runs_model.h"
+#include "viewer_fixtures.h"
+
+namespace hs::viewer {
+namespace {
+
+constexpr auto kFatal = QAbstractItemModelTester::FailureReportingMode::Fatal;
+
+struct TwoRuns {
+  std::string old_path, new_path;
+};
+
+TwoRuns write_two_runs(const std::string& prefix) {
+  TwoRuns out;
+  out.old_path = hs::test::temp_db("viewer", prefix + "_old.sqlite");
+  out.new_path = hs::test::temp_db("viewer", prefix + "_new.sqlite");
+  reports::testing::FixtureOptions old_options;
+  old_options.name = "old";
+  reports::testing::write_two_rank_run(out.old_path, old_options);
+  reports::testing::FixtureOptions new_options;
+  new_options.name = "new";
+  new_options.update_extra_ms_per_step = 25.0;
+  new_options.config = {{"data.train_batch_size", "16"}, {"actor_rollout_ref.rollout.n", "4"}};
+  reports::testing::write_two_rank_run(out.new_path, new_options);
+  return out;
+}
+
+int row_of(const CompareModel& m, const QString& phase) {
+  for (int r = 0; r < m.rowCount(); ++r)
+    if (m.index(r, CompareModel::kPhase).data().toString() == phase) return r;
+  return -1;
+}
+
+TEST(CompareModel, PhaseDeltasAndConfigDiffOfTwoFixtureRuns) {
+  const TwoRuns files = write_two_runs("compare_model");
+  const auto comparison = std::make_shared<const RunsComparison>(
+      compare_selected_runs({{files.old_path, 1, 1, ""}, {files.new_path, 1, 1, "the new one"}}));
+  ASSERT_TRUE(comparison->ok()) << comparison->error;
+  ASSERT_EQ(comparison->labels.size(), 2u);
+  EXPECT_EQ(comparison->labels[0], "run 1 'old' (compare_model_old.sqlite)");
+  EXPECT_EQ(comparison->labels[1], "the new one");
+
+  CompareModel model;
+  QAbstractItemModelTester tester(&model, kFatal);
+  EXPECT_EQ(model.rowCount(), 0);
+  model.set_comparison(comparison);
+  ASSERT_EQ(model.rowCount(), static_cast<int>(comparison->against.at(0).phases.size()));
+  EXPECT_EQ(model.columnCount(), CompareModel::kColumnCount);
+  EXPECT_EQ(model.index(0, CompareModel::kPhase).data().toString(), "step");
+  EXPECT_EQ(model.index(0, CompareModel::kRun).data().toString(), "the new one");
+
+  // update_actor (rank 1, the slowest): old 70, 80, 90 ms (median 80), new 100, 125, 150 ms
+  // (median 125) over steps 2..4: +45 ms, +56.25 %; every new sample above every old one, 3 v 3:
+  // exact two-sided p = 2 / C(6,3) = 0.1, not significant at 0.05, so not coloured.
+  const int update = row_of(model, "update_actor");
+  ASSERT_GE(update, 0);
+  EXPECT_EQ(model.index(update, CompareModel::kBaselineMedian).data().toString(), "0.0800");
+  EXPECT_EQ(model.index(update, CompareModel::kMedian).data().toString(), "0.1250");
+  EXPECT_EQ(model.index(update, CompareModel::kDelta).data().toString(), "+0.0450");
+  EXPECT_EQ(model.index(update, CompareModel::kChange).data().toString(), "+56.25 %");
+  EXPECT_EQ(model.index(update, CompareModel::kPValue).data().toString(), "0.1");
+  EXPECT_EQ(model.index(update, CompareModel::kSamples).data().toString(), "3 / 3");
+  EXPECT_NEAR(model.index(update, CompareModel::kChange).data(CompareModel::kSortRole).toDouble(), 0.5625, 1e-12);
+  EXPECT_FALSE(model.index(update, CompareModel::kChange).data(Qt::ForegroundRole).isValid());
+  // The step: 185 + 10·k ms -> 205, 215, 225 (median 215); 185 + 25·k -> 235, 260, 285 (260):
+  // +45/215 = +20.93 %.
+  EXPECT_EQ(model.index(0, CompareModel::kChange).data().toString(), "+20.93 %");
+  // gen lasts 100 ms on both sides.
+  EXPECT_EQ(model.index(row_of(model, "gen"), CompareModel::kChange).data().toString(), "+0.00 %");
+
+  ConfigDiffModel diff;
+  QAbstractItemModelTester diff_tester(&diff, kFatal);
+  diff.set_comparison(comparison);
+  ASSERT_EQ(diff.rowCount(), 1);
+  EXPECT_EQ(diff.index(0, ConfigDiffModel::kKey).data().toString(), "data.train_batch_size");
+  EXPECT_EQ(diff.index(0, ConfigDiffModel::kBaselineValue).data().toString(), "8");
+  EXPECT_EQ(diff.index(0, ConfigDiffModel::kValue).data().toString(), "16");
+
+  model.set_comparison(nullptr);
+  diff.set_comparison(nullptr);
+  EXPECT_EQ(model.rowCount(), 0);
+  EXPECT_EQ(diff.rowCount(), 0);
+}
+
+TEST(CompareModel, SignificantChangesAreRedWhenSlowerAndGreenWhenFaster) {
+  auto c = std::make_shared<RunsComparison>();
+  c->labels = {"base", "other"};
+  reports::RunComparison rc;
+  reports::PhaseDelta slower, faster, noise;
+  slower.phase = "gen";
+  slower.change = 0.5;
+  slower.significant = true;
+  faster.phase = "update_actor";
+  faster.change = -0.25;
+  faster.significant = true;
+  noise.phase = "adv";
+  noise.change = 0.5;
+  rc.phases = {slower, faster, noise};
+  rc.config_diff = {{"only.new", std::nullopt, std::string("1")}};
+  c->against.push_back(rc);
+  CompareModel model;
+  QAbstractItemModelTester tester(&model, kFatal);
+  model.set_comparison(c);
+  const auto colour = [&](int row) {
+    return model.index(row, CompareModel::kChange).data(Qt::ForegroundRole).value<QBrush>().color();
+  };
+  EXPECT_GT(colour(0).red(), colour(0).green());
+  EXPECT_GT(colour(1).green(), colour(1).red());
+  EXPECT_FALSE(model.index(2, CompareModel::kChange).data(Qt::ForegroundRole).isValid());
+  EXPECT_TRUE(model.index(0, CompareModel::kPValue).data().toString().endsWith(" *"));
+  EXPECT_EQ(model.index(1, CompareModel::kChange).data().toString(), "-25.00 %");
+
+  ConfigDiffModel diff;
+  QAbstractItemModelTester diff_tester(&diff, kFatal);
+  diff.set_comparison(c);
+  EXPECT_EQ(diff.index(0, ConfigDiffModel::kBaselineValue).data().toString(), "(absent)");
+}
+
+TEST(CompareModel, BadInputIsAnErrorNotACrash) {
+  EXPECT_FALSE(compare_selected_runs({}).ok());
+  const std::string text = testing::write_text_db("compare_text.sqlite");
+  const std::string good = testing::write_run_db("compare_good.sqlite", "alpha", false);
+  const auto c = compare_selected_runs({{good, 1, 1, ""}, {text, 1, 1, ""}});
+  EXPECT_FALSE(c.ok());
+  EXPECT_TRUE(c.against.empty());
+}
+
+TEST(MainWindow, TwoSelectedRunsAreComparedOffTheGuiThread) {
+  const TwoRuns files = write_two_runs("compare_window");
+  MainWindow window;
+  bool idle = false;
+  QObject::connect(&window, &MainWindow::became_idle, [&] { idle = true; });
+  window.open_files({QString::fromStdString(files.old_path), QString::fromStdString(files.new_path)});
+  ASSERT_TRUE(QTest::qWaitFor([&] { return idle && window.runs_model()->rowCount() == 2; }, 30000));
+  EXPECT_EQ(window.compare_model()->rowCount(), 0);  // one run selected: nothing to compare
+  // The first run's page data came with its analysis: tokens/s and step time charts, 4 steps of phases.
+  ASSERT_NE(window.shown_diagnosis(), nullptr);
+  EXPECT_EQ(window.shown_diagnosis()->metric_charts.size(), 2u);
+  EXPECT_EQ(window.shown_diagnosis()->step_phases.categories.size(), 4u);
+  EXPECT_EQ(window.shown_diagnosis()->rank_phases.categories.size(), 2u);
+  idle = false;
+  window.runs_view()->selectAll();
+  ASSERT_TRUE(QTest::qWaitFor([&] { return idle && window.compare_model()->rowCount() > 0; }, 30000));
+  EXPECT_EQ(window.config_diff_model()->rowCount(), 1);
+  EXPECT_TRUE(window.show_page(QStringLiteral("compare")));
+  EXPECT_FALSE(window.show_page(QStringLiteral("timeline")));
+}
+
+}  // namespace
+}  // namespace hs::viewer
