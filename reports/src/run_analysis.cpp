@@ -12,7 +12,7 @@ RunAnalysis analyze_run(RunData data, const AnalysisOptions& options) {
   a.switches = switch_analysis(a.data, a.measured, options.links);
   a.memory = memory_analysis(a.data, a.measured);
   a.stragglers = straggler_analysis(a.data, a.phases);
-  a.trends = run_trends(a.data, a.measured);
+  a.trends = run_trends(a.data, a.phases);
 
   double tokens = 0.0, seconds = 0.0, mfu = 0.0, length = 0.0;
   int mfu_n = 0, length_n = 0;

@@ -170,52 +170,23 @@ LinearTrend fit_trend(const std::string& series, const std::string& unit,
   return t;
 }
 
-std::vector<LinearTrend> run_trends(const RunData& data, const std::vector<std::int64_t>& measured) {
-  const std::set<std::int64_t> steps(measured.begin(), measured.end());
+std::vector<LinearTrend> run_trends(const RunData& data, const PhaseBreakdown& breakdown) {
+  const std::set<std::int64_t> steps(breakdown.measured.begin(), breakdown.measured.end());
   std::vector<LinearTrend> trends;
 
-  // Per (step, rank): the step range and each phase summed over its ranges; then the slowest rank
-  // per step, as the trainer reduces `timing_s/*` (phase_breakdown.h).
-  std::map<std::pair<std::int64_t, int>, double> rank_step_s;
-  std::map<std::string, std::map<std::pair<std::int64_t, int>, double>> rank_phase_s;
-  std::map<std::string, std::int64_t> phase_first_start;  // phases in the order a step runs them
-  for (const RangeRow& r : data.ranges) {
-    if (steps.count(r.step) == 0) continue;
-    const double seconds = static_cast<double>(r.end_ns - r.start_ns) / kNsPerSecond;
-    if (r.category == "step") {
-      rank_step_s[{r.step, r.rank}] += seconds;
-    } else if (r.category == "phase") {
-      rank_phase_s[r.name][{r.step, r.rank}] += seconds;
-      const auto [it, inserted] = phase_first_start.emplace(r.name, r.start_ns);
-      if (!inserted) it->second = std::min(it->second, r.start_ns);
-    }
+  // The step and each phase as phase_breakdown() aggregates them (the slowest rank per step, or the
+  // trainer's timing_s/* metrics with probes off). The switch phases come from the switch records below.
+  Series step_s;
+  std::map<std::string, Series> phase_s;
+  for (const StepPhases& s : breakdown.steps) {
+    if (steps.count(s.step) == 0) continue;
+    step_s[s.step] = s.step_s;
+    for (const auto& [name, seconds] : s.phase_s) phase_s[name][s.step] = seconds;
   }
-  const auto slowest_rank_series = [](const std::map<std::pair<std::int64_t, int>, double>& per_rank) {
-    Series series;
-    for (const auto& [key, seconds] : per_rank) put_max(series, key.first, seconds);
-    return series;
-  };
-  if (!data.ranges.empty()) {
-    if (!rank_step_s.empty()) trends.push_back(fit_trend("timing_s/step", "s", points_of(slowest_rank_series(rank_step_s))));
-    std::vector<std::pair<std::int64_t, std::string>> phase_order;
-    for (const auto& [name, start] : phase_first_start) phase_order.emplace_back(start, name);
-    std::sort(phase_order.begin(), phase_order.end());
-    for (const auto& [start, name] : phase_order) {
-      trends.push_back(fit_trend("timing_s/" + name, "s", points_of(slowest_rank_series(rank_phase_s.at(name)))));
-    }
-  } else {
-    // Probes off: the trainer's reduced `timing_s/*` step metrics are all there is.
-    std::map<std::string, Series> timing;
-    for (const StepMetric& m : data.metrics) {
-      if (m.name.rfind("timing_s/", 0) == 0 && steps.count(m.step) != 0) timing[m.name][m.step] = m.value;
-    }
-    if (const auto step = timing.find("timing_s/step"); step != timing.end()) {
-      trends.push_back(fit_trend(step->first, "s", points_of(step->second)));
-    }
-    for (const auto& [name, series] : timing) {
-      if (name != "timing_s/step") trends.push_back(fit_trend(name, "s", points_of(series)));
-    }
-  }
+  if (!step_s.empty()) trends.push_back(fit_trend("timing_s/step", "s", points_of(step_s)));
+  for (const std::string& name : breakdown.phases)
+    if (name.rfind("switch/", 0) != 0 && phase_s.count(name))
+      trends.push_back(fit_trend("timing_s/" + name, "s", points_of(phase_s.at(name))));
 
   // Each switch direction: the slowest rank's switch per step (NeMo-RL's "slowest receiver").
   std::map<std::string, Series> switches;

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "hybridscope/reports/phase_breakdown.h"
 #include "hybridscope/reports/run_data.h"
 
 namespace hs::reports {
@@ -36,8 +37,10 @@ double student_t_quantile(double p, double df);
 LinearTrend fit_trend(const std::string& series, const std::string& unit,
                       const std::vector<std::pair<double, double>>& points);
 
-/// Trends over the `measured` steps: the step time, every phase of the breakdown, each switch
-/// direction (slowest rank per switch), and the peak allocated memory per step over all ranks.
-std::vector<LinearTrend> run_trends(const RunData& data, const std::vector<std::int64_t>& measured);
+/// Trends over the breakdown's measured steps: the step time and every phase of `breakdown` (its
+/// slowest rank per step, as phase_breakdown() aggregates them; the switch phases excepted), each
+/// switch direction from the switch records (slowest rank per switch), and the peak allocated
+/// memory per step over all ranks.
+std::vector<LinearTrend> run_trends(const RunData& data, const PhaseBreakdown& breakdown);
 
 }  // namespace hs::reports
