@@ -20,7 +20,7 @@ ChartSeries step_series(const std::string& name, const std::vector<std::pair<std
 }  // namespace
 
 std::optional<LineChart> throughput_chart(const RunAnalysis& analysis) {
-  const auto values = throughput_per_step(analysis.data);
+  const auto values = analysis.data.tokens_per_s_series();
   if (values.empty()) return std::nullopt;
   LineChart chart;
   chart.title = "Throughput per step";

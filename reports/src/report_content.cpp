@@ -87,18 +87,6 @@ std::vector<std::pair<std::string, std::string>> layout_entries(const RunData& d
 }
 
 
-std::vector<std::pair<std::int64_t, double>> throughput_per_step(const RunData& data) {
-  const auto tokens = data.metric_series("perf/total_num_tokens");
-  const auto seconds = data.metric_series("timing_s/step");
-  std::map<std::int64_t, double> step_s(seconds.begin(), seconds.end());
-  std::vector<std::pair<std::int64_t, double>> out;
-  for (const auto& [step, n] : tokens) {
-    const auto it = step_s.find(step);
-    if (it != step_s.end() && it->second > 0.0) out.emplace_back(step, n / it->second);
-  }
-  return out;
-}
-
 std::vector<std::pair<std::int64_t, double>> reward_per_step(const RunData& data) {
   return data.metric_series("critic/score/mean");
 }

@@ -42,9 +42,6 @@ std::string iso_utc(std::int64_t unix_ns);
 /// has (actor strategy, megatron tp/pp, FSDP offload, rollout tp and n, adv_estimator, batch).
 std::vector<std::pair<std::string, std::string>> layout_entries(const RunData& data);
 
-/// Tokens per second of each step: perf/total_num_tokens / timing_s/step (steps with both and a
-/// positive step time).
-std::vector<std::pair<std::int64_t, double>> throughput_per_step(const RunData& data);
 /// critic/score/mean per step (the reward curve).
 std::vector<std::pair<std::int64_t, double>> reward_per_step(const RunData& data);
 

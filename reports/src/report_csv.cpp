@@ -102,7 +102,7 @@ void run_rows(CsvWriter& w, const RunReport& report) {
   w.section = "step_metric";
   for (const auto& m : a.data.metrics) w.row({}, m.step, m.name, number(m.value), metric_unit(m.name));
   w.section = "throughput";
-  for (const auto& [step, v] : detail::throughput_per_step(a.data)) w.row({}, step, "tokens_per_s", number(v), "tokens/s");
+  for (const auto& [step, v] : a.data.tokens_per_s_series()) w.row({}, step, "tokens_per_s", number(v), "tokens/s");
 
   w.section = "phase_rank";
   for (const auto& r : a.phases.per_rank) {

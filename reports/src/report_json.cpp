@@ -166,7 +166,7 @@ json run_json(const RunReport& report) {
                        {"response_length", opt(a.response_length)},
                        {"rollout_batch", opt(a.rollout_batch)}}},
           {"findings", findings},
-          {"throughput", step_pairs(detail::throughput_per_step(a.data), "tokens_per_s")},
+          {"throughput", step_pairs(a.data.tokens_per_s_series(), "tokens_per_s")},
           {"reward", step_pairs(detail::reward_per_step(a.data), "critic/score/mean")},
           {"phases", phases_json(a.phases)},
           {"switches", switches_json(a.switches)},

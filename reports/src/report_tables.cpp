@@ -62,7 +62,7 @@ ReportTable run_summary_table(const RunReport& report) {
 }
 
 ReportTable per_step_table(const RunAnalysis& a) {
-  const auto throughput = throughput_per_step(a.data);
+  const auto throughput = a.data.tokens_per_s_series();
   const auto reward = reward_per_step(a.data);
   const std::map<std::int64_t, double> tokens_per_s(throughput.begin(), throughput.end());
   const std::map<std::int64_t, double> score(reward.begin(), reward.end());

@@ -24,6 +24,15 @@ std::vector<std::pair<std::int64_t, double>> RunData::metric_series(const std::s
   return out;
 }
 
+std::vector<std::pair<std::int64_t, double>> RunData::tokens_per_s_series() const {
+  std::vector<std::pair<std::int64_t, double>> out;
+  for (const auto& [step, tokens] : metric_series("perf/total_num_tokens")) {
+    const auto seconds = metric(step, "timing_s/step");
+    if (seconds && *seconds > 0.0) out.emplace_back(step, tokens / *seconds);
+  }
+  return out;
+}
+
 std::optional<std::string> RunData::config_value(const std::string& key) const {
   const auto it = std::lower_bound(config.begin(), config.end(), key,
                                    [](const auto& entry, const std::string& k) { return entry.first < k; });

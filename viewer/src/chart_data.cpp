@@ -34,10 +34,7 @@ std::vector<LineChartData> step_metric_charts(const reports::RunData& data) {
     LineSeries series;
     series.name = metric;
     if (metric == kTokensPerSecond) {
-      for (const auto& [step, tokens] : data.metric_series("perf/total_num_tokens")) {
-        const auto seconds = data.metric(step, "timing_s/step");
-        if (seconds && *seconds > 0) series.points.emplace_back(static_cast<double>(step), tokens / *seconds);
-      }
+      for (const auto& [step, value] : data.tokens_per_s_series()) series.points.emplace_back(static_cast<double>(step), value);
     } else {
       for (const auto& [step, value] : data.metric_series(metric)) series.points.emplace_back(static_cast<double>(step), value);
     }

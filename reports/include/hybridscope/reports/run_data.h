@@ -34,6 +34,9 @@ struct RunData {
   std::optional<double> metric(std::int64_t step, const std::string& name) const;
   /// Every recorded (step, value) of a metric, by step.
   std::vector<std::pair<std::int64_t, double>> metric_series(const std::string& name) const;
+  /// Tokens per second of each step: perf/total_num_tokens / timing_s/step (steps with both and a
+  /// positive step time), by step. The one definition the report and the viewer chart.
+  std::vector<std::pair<std::int64_t, double>> tokens_per_s_series() const;
   /// A resolved config value; nullopt when the run's config lacks the key.
   std::optional<std::string> config_value(const std::string& key) const;
   /// The config value as a number; nullopt when absent or not numeric.
