@@ -68,4 +68,21 @@ std::vector<Interval> gaps_within(const Interval& window, std::vector<Interval> 
   return gaps;
 }
 
+std::vector<Interval> subtract_intervals(std::vector<Interval> from, std::vector<Interval> remove) {
+  const std::vector<Interval> keep = merge_intervals(std::move(from));
+  const std::vector<Interval> cut = merge_intervals(std::move(remove));
+  std::vector<Interval> out;
+  std::size_t j = 0;  // the first cut interval that can still reach the current kept one
+  for (const Interval& k : keep) {
+    std::int64_t cursor = k.start_ns;
+    while (j < cut.size() && cut[j].end_ns <= cursor) ++j;
+    for (std::size_t c = j; c < cut.size() && cut[c].start_ns < k.end_ns; ++c) {
+      if (cut[c].start_ns > cursor) out.push_back({cursor, cut[c].start_ns});
+      cursor = std::max(cursor, cut[c].end_ns);
+    }
+    if (cursor < k.end_ns) out.push_back({cursor, k.end_ns});
+  }
+  return out;
+}
+
 }  // namespace hs::reports

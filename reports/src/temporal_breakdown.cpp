@@ -141,6 +141,7 @@ std::map<int, RankTimeline> host_timelines(const RunData& data, const std::set<s
     t->second.comm.push_back({c.start_ns, c.end_ns});
     t->second.all.push_back({c.start_ns, c.end_ns});
   }
+  std::map<int, std::vector<Interval>> main_thread_phases;  // rank -> its phases on the step thread
   for (const RangeRow& r : data.ranges) {
     const auto t = timelines.find(r.rank);
     if (t == timelines.end() || measured.count(r.step) == 0) continue;
@@ -149,13 +150,17 @@ std::map<int, RankTimeline> host_timelines(const RunData& data, const std::set<s
       t->second.all.push_back(i);
     } else if (r.category == "phase") {
       t->second.all.push_back(i);
-      if (r.tid == steps.at(r.rank).main_tid) {
-        const auto uncovered = gaps_within(i, t->second.comm);  // the phase minus its collectives
-        t->second.compute.insert(t->second.compute.end(), uncovered.begin(), uncovered.end());
-      } else {
+      if (r.tid == steps.at(r.rank).main_tid)
+        main_thread_phases[r.rank].push_back(i);
+      else
         t->second.compute.push_back(i);
-      }
     }
+  }
+  // The step thread's phases minus its collectives, in one sweep per rank (not one per phase).
+  for (auto& [rank, phases] : main_thread_phases) {
+    auto& t = timelines.at(rank);
+    const auto uncovered = subtract_intervals(std::move(phases), t.comm);
+    t.compute.insert(t.compute.end(), uncovered.begin(), uncovered.end());
   }
   return timelines;
 }

@@ -114,6 +114,13 @@ TEST(IntervalsTest, AgreesWithBruteForceOnRandomIntervals) {
     for (std::size_t k = 1; k < merged.size(); ++k) {
       EXPECT_LT(merged[k - 1].end_ns, merged[k].start_ns) << "merged intervals must be disjoint and not touch";
     }
+    // a minus b covers exactly the ns in a and not in b.
+    const auto cs = coverage(subtract_intervals(a_in, b_in), kHorizon);
+    for (std::size_t t = 0; t < ca.size(); ++t)
+      EXPECT_EQ(cs[t] != 0, ca[t] && !cb[t]) << "trial " << trial << " t " << t;
+    const Intervals difference = subtract_intervals(a_in, b_in);
+    for (std::size_t k = 1; k < difference.size(); ++k) EXPECT_LE(difference[k - 1].end_ns, difference[k].start_ns);
+
     // Gaps and covered parts partition the window: every ns is in exactly one.
     const Interval window{50, 350};
     const auto cg = coverage(gaps_within(window, a), kHorizon);

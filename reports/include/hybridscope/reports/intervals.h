@@ -24,5 +24,8 @@ std::int64_t union_length(std::vector<Interval> intervals);
 std::int64_t intersection_length(std::vector<Interval> a, std::vector<Interval> b);
 /// The parts of `window` not covered by `covered` (the gaps), sorted.
 std::vector<Interval> gaps_within(const Interval& window, std::vector<Interval> covered);
+/// The union of `from` minus the union of `remove`, as disjoint sorted intervals: one sort of each
+/// and one sweep, O((n + m) log(n + m)) however many intervals `from` holds.
+std::vector<Interval> subtract_intervals(std::vector<Interval> from, std::vector<Interval> remove);
 
 }  // namespace hs::reports
