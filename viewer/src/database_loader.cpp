@@ -29,6 +29,17 @@ void DatabaseLoader::load(const QStringList& paths) {
   }
 }
 
+void DatabaseLoader::reload(const QString& path) {
+  auto* watcher = new QFutureWatcher<LoadedDatabase>(this);
+  connect(watcher, &QFutureWatcher<LoadedDatabase>::finished, this, [this, watcher] {
+    auto database = std::make_shared<const LoadedDatabase>(watcher->result());
+    watcher->deleteLater();
+    emit database_loaded(database);
+  });
+  const std::string file = path.toStdString();
+  watcher->setFuture(QtConcurrent::run([file] { return load_database(file); }));
+}
+
 std::uint64_t DatabaseLoader::diagnose(const QString& path, std::int64_t run_id, int warmup_steps) {
   const std::uint64_t request = ++next_request_;
   auto* watcher = new QFutureWatcher<RunDiagnosis>(this);

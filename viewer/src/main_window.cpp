@@ -2,6 +2,7 @@
 #include "hybridscope/viewer/main_window.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <QAction>
 #include <QApplication>
@@ -32,6 +33,7 @@
 #include <QVBoxLayout>
 
 #include "chart_view.h"
+#include "file_change_watcher.h"
 #include "hybridscope/viewer/compare_model.h"
 #include "hybridscope/viewer/database_loader.h"
 #include "hybridscope/viewer/findings_model.h"
@@ -67,6 +69,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setWindowTitle(QStringLiteral("hybridscope viewer"));
   setAcceptDrops(true);
   loader_ = new DatabaseLoader(this);
+  file_watcher_ = new FileChangeWatcher(this);
+  connect(file_watcher_, &FileChangeWatcher::changed, this, &MainWindow::on_file_changed);
   runs_model_ = new RunsModel(this);
   runs_proxy_ = make_runs_proxy(runs_model_, this);
   findings_model_ = new FindingsModel(this);
@@ -271,17 +275,102 @@ void MainWindow::open_files(const QStringList& paths) {
   loader_->load(files);
 }
 
+void MainWindow::set_live_refresh_interval_ms(int ms) { file_watcher_->set_interval_ms(ms); }
+
+void MainWindow::on_file_changed(const QString& path) {
+  if (reloading_.contains(path)) return;  // the next change is seen after this re-read
+  reloading_.insert(path);
+  loader_->reload(path);
+}
+
+QStringList MainWindow::selected_run_keys() const {
+  QStringList keys;
+  const auto key_of = [this](const QModelIndex& proxy_index) {
+    const int row = runs_proxy_->mapToSource(proxy_index).row();
+    const RunEntry* e = runs_model_->entry(row);
+    const LoadedDatabase* db = runs_model_->database_of(row);
+    return e && db ? qs(db->path) + QLatin1Char('#') + QString::number(e->run.id) : QString();
+  };
+  const QModelIndex current = runs_view_->selectionModel()->currentIndex();
+  if (current.isValid()) keys << key_of(current);
+  for (const QModelIndex& index : runs_view_->selectionModel()->selectedRows())
+    if (const QString key = key_of(index); !key.isEmpty() && !keys.contains(key)) keys << key;
+  return keys;
+}
+
+void MainWindow::select_run_keys(const QStringList& keys) {
+  QItemSelection selection;
+  QModelIndex current;
+  for (int row = 0; row < runs_proxy_->rowCount(); ++row) {
+    const int source_row = runs_proxy_->mapToSource(runs_proxy_->index(row, 0)).row();
+    const RunEntry* e = runs_model_->entry(source_row);
+    const LoadedDatabase* db = runs_model_->database_of(source_row);
+    if (!e || !db) continue;
+    const auto at = keys.indexOf(qs(db->path) + QLatin1Char('#') + QString::number(e->run.id));
+    if (at < 0) continue;
+    selection.select(runs_proxy_->index(row, 0), runs_proxy_->index(row, runs_proxy_->columnCount() - 1));
+    if (at == 0) current = runs_proxy_->index(row, 0);
+  }
+  if (current.isValid()) runs_view_->selectionModel()->setCurrentIndex(current, QItemSelectionModel::NoUpdate);
+  runs_view_->selectionModel()->select(selection, QItemSelectionModel::ClearAndSelect);
+}
+
+// A file a job is writing, re-read: its rows are replaced in place, the selection is kept, and a
+// shown or compared run of it whose steps or status moved on is analysed again.
+void MainWindow::refresh_database(const std::shared_ptr<const LoadedDatabase>& database) {
+  const QString path = qs(database->path);
+  const LoadedDatabase* before = nullptr;
+  for (const auto& db : runs_model_->databases())
+    if (db->path == database->path) before = db.get();
+  const auto moved_on = [&](std::int64_t run_id) {
+    const RunEntry* old_entry = nullptr;
+    const RunEntry* new_entry = nullptr;
+    if (before)
+      for (const auto& r : before->runs) if (r.run.id == run_id) old_entry = &r;
+    for (const auto& r : database->runs) if (r.run.id == run_id) new_entry = &r;
+    return !old_entry || !new_entry || old_entry->steps != new_entry->steps || old_entry->run.status != new_entry->run.status;
+  };
+  const QStringList keys = selected_run_keys();
+  bool compared_moved = false;
+  for (const QString& key : keys) {
+    const auto hash = key.lastIndexOf(QLatin1Char('#'));
+    if (key.left(hash) == path && moved_on(key.mid(hash + 1).toLongLong())) compared_moved = true;
+  }
+  const bool shown_moved = wanted_path_ == path && moved_on(wanted_run_);
+  runs_model_->add_database(database);
+  select_run_keys(keys);
+  rebuild_scaling_page();
+  if (shown_moved) {
+    refreshing_shown_ = true;
+    wanted_path_.clear();
+    wanted_run_ = -1;
+  }
+  if (compared_moved) compared_key_.clear();
+  if (shown_moved || compared_moved) on_selection_changed();
+  update_status();
+}
+
 void MainWindow::on_database_loaded(const std::shared_ptr<const LoadedDatabase>& database) {
   const QString path = qs(database->path);
+  if (reloading_.remove(path)) {
+    // A re-read while the writer commits can fail (a locked or half-checkpointed file): the last
+    // good read stays shown and the next change tries again.
+    if (database->ok()) refresh_database(database);
+    else statusBar()->showMessage(tr("%1 changed but could not be re-read yet: %2").arg(QFileInfo(path).fileName(), qs(database->error)), 5000);
+    return;
+  }
   if (!database->ok()) {
     show_error(tr("Could not open %1: %2").arg(QFileInfo(path).fileName(), qs(database->error)));
     return;
   }
   for (const auto& w : database->warnings) show_error(tr("%1: %2").arg(QFileInfo(path).fileName(), qs(w)));
+  const QStringList keys = selected_run_keys();
   runs_model_->add_database(database);
+  select_run_keys(keys);
   runs_view_->resizeColumnsToContents();
   rebuild_scaling_page();
   remember_recent(path);
+  file_watcher_->watch(path);
   update_status();
 }
 
@@ -328,7 +417,8 @@ void MainWindow::on_selection_changed() {
   if (qs(db->path) == wanted_path_ && e->run.id == wanted_run_) return;  // already shown or on its way
   wanted_path_ = qs(db->path);
   wanted_run_ = e->run.id;
-  run_header_->setText(tr("<b>%1</b> (run %2 of %3): analysing…")
+  if (!std::exchange(refreshing_shown_, false))  // a re-analysis after new steps keeps the page as it is until then
+    run_header_->setText(tr("<b>%1</b> (run %2 of %3): analysing…")
                            .arg(qs(e->run.name).toHtmlEscaped())
                            .arg(e->run.id)
                            .arg(QFileInfo(wanted_path_).fileName().toHtmlEscaped()));

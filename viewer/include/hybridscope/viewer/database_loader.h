@@ -24,6 +24,9 @@ class DatabaseLoader : public QObject {
 
   /// Starts loading every path (in parallel); each emits database_loaded once, good or bad.
   void load(const QStringList& paths);
+  /// Re-reads one already-open file that changed on disk (a job is writing it): like load() but
+  /// outside the batches, so it moves neither pending() nor the progress.
+  void reload(const QString& path);
   /// Starts analysing one run; emits diagnosis_ready with a sequence number that says which
   /// request it answers (the GUI ignores answers to requests it has since replaced).
   std::uint64_t diagnose(const QString& path, std::int64_t run_id, int warmup_steps);

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include <QMainWindow>
+#include <QSet>
 #include <QStringList>
 
 #include "hybridscope/viewer/loaded_database.h"
@@ -29,6 +30,7 @@ namespace hs::viewer {
 class CompareModel;
 class ConfigDiffModel;
 class DatabaseLoader;
+class FileChangeWatcher;
 class FindingsModel;
 class LineChart;
 class RunsModel;
@@ -55,6 +57,10 @@ class MainWindow : public QMainWindow {
   bool show_page(const QString& name);
   /// The pages' names, in tab order.
   static QStringList page_names();
+
+  /// How often the opened files are checked for changes (a running job writing them): each
+  /// change re-reads the file, keeps the selection, and re-analyses a shown run that moved on.
+  void set_live_refresh_interval_ms(int ms);
 
   /// True while a file is loading or the selected run is being analysed.
   bool busy() const;
@@ -83,6 +89,11 @@ class MainWindow : public QMainWindow {
   void build_menus();
   void build_central();
   void on_database_loaded(const std::shared_ptr<const LoadedDatabase>& database);
+  void on_file_changed(const QString& path);
+  void refresh_database(const std::shared_ptr<const LoadedDatabase>& database);
+  /// "path#id" of the selected runs, the current one first.
+  QStringList selected_run_keys() const;
+  void select_run_keys(const QStringList& keys);
   void on_all_loaded();
   void on_selection_changed();
   void on_diagnosis_ready(std::uint64_t request, const std::shared_ptr<const RunDiagnosis>& diagnosis);
@@ -99,6 +110,8 @@ class MainWindow : public QMainWindow {
   void maybe_idle();
 
   DatabaseLoader* loader_ = nullptr;
+  FileChangeWatcher* file_watcher_ = nullptr;
+  QSet<QString> reloading_;  // files changed on disk whose re-read is on its way
   RunsModel* runs_model_ = nullptr;
   QSortFilterProxyModel* runs_proxy_ = nullptr;
   FindingsModel* findings_model_ = nullptr;
@@ -132,6 +145,7 @@ class MainWindow : public QMainWindow {
   std::uint64_t wanted_request_ = 0;  // the diagnosis request the right side waits for (0: none)
   QString wanted_path_;
   std::int64_t wanted_run_ = -1;
+  bool refreshing_shown_ = false;  // the wanted run is re-analysed because its file moved on
   std::shared_ptr<const RunDiagnosis> shown_;
   std::uint64_t wanted_comparison_ = 0;  // the comparison request the Compare page waits for (0: none)
   QString compared_key_;                 // what the Compare page shows or waits for ("path#id;...")
