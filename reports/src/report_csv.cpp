@@ -253,6 +253,14 @@ void comparison_rows(CsvWriter& w, const RunComparison& c) {
     w.text(p + "significant", d.significant ? "true" : "false");
     w.text(p + "reliable", d.test.reliable ? "true" : "false");
   }
+  for (const auto& d : c.metrics) {
+    const std::string p = d.metric + "/";
+    w.value(p + "old_median", d.old_values.median);
+    w.value(p + "new_median", d.new_values.median);
+    w.value(p + "change", d.change, "fraction");
+    w.value(p + "p_value", d.test.p_value);
+    w.text(p + "significant", d.significant ? "true" : "false");
+  }
   w.section = "config_diff";
   for (const auto& d : c.config_diff) {
     if (d.old_value) w.text(d.key + "/old", *d.old_value);

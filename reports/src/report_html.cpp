@@ -199,6 +199,7 @@ std::string comparison_html(const RunComparison& c) {
   out += "<h3>Per-phase change</h3>";
   if (c.phases.empty()) out += empty_note("No phase present on both sides.");
   out += table_html(detail::comparison_table(c));
+  if (!c.metrics.empty()) out += "<h3>Step metrics</h3>" + table_html(detail::metric_comparison_table(c));
   out += "<h3>Config difference</h3>";
   if (c.config_diff.empty()) out += empty_note("The two runs' resolved configs are identical.");
   out += table_html(detail::config_diff_table(c));

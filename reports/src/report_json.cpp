@@ -186,8 +186,19 @@ json run_comparison_json(const RunComparison& c) {
                       {"test", {{"u_old", d.test.u_old}, {"u_new", d.test.u_new}, {"p_value", d.test.p_value},
                                 {"exact", d.test.exact}, {"reliable", d.test.reliable}}},
                       {"significant", d.significant}});
+  json metrics = json::array();
+  for (const auto& d : c.metrics)
+    metrics.push_back({{"metric", d.metric},
+                       {"old", spread_json(d.old_values)},
+                       {"new", spread_json(d.new_values)},
+                       {"change", d.change},
+                       {"better", d.better == Better::kHigher ? "higher" : d.better == Better::kLower ? "lower" : "neither"},
+                       {"test", {{"u_old", d.test.u_old}, {"u_new", d.test.u_new}, {"p_value", d.test.p_value},
+                                 {"exact", d.test.exact}, {"reliable", d.test.reliable}}},
+                       {"significant", d.significant}});
   for (const auto& d : c.config_diff) diff.push_back({{"key", d.key}, {"old", opt(d.old_value)}, {"new", opt(d.new_value)}});
-  return {{"old", c.old_label}, {"new", c.new_label}, {"phases", phases}, {"config_diff", diff}, {"alpha", kAlpha}};
+  return {{"old", c.old_label}, {"new", c.new_label},  {"phases", phases},
+          {"metrics", metrics},  {"config_diff", diff}, {"alpha", kAlpha}};
 }
 
 }  // namespace

@@ -124,6 +124,7 @@ std::string report_markdown(const Report& report) {
     out += "## Comparison\n\nOld: " + md_text(c.old_label) + "  \nNew: " + md_text(c.new_label) + "\n\n";
     out += "### Per-phase change\n\n";
     out += c.phases.empty() ? "No phase present on both sides.\n\n" : table_md(detail::comparison_table(c));
+    if (!c.metrics.empty()) out += "### Step metrics\n\n" + table_md(detail::metric_comparison_table(c));
     out += "### Config difference\n\n";
     out += c.config_diff.empty() ? "The two runs' resolved configs are identical.\n\n" : table_md(detail::config_diff_table(c));
   }

@@ -270,6 +270,28 @@ ReportTable comparison_table(const RunComparison& c) {
   return t;
 }
 
+ReportTable metric_comparison_table(const RunComparison& c) {
+  ReportTable t;
+  t.headers = {"step metric", "old median", "new median", "change", "p-value (U test)", "n old / new", "verdict"};
+  t.numeric = {false, true, true, true, true, true, false};
+  for (const auto& d : c.metrics) {
+    std::string verdict = "not significant";
+    if (d.significant) {
+      const bool up = d.change > 0;
+      verdict = d.better == Better::kNeither ? (up ? "significantly higher" : "significantly lower")
+                : (up == (d.better == Better::kHigher)) ? "significantly better"
+                                                         : "significantly worse";
+    }
+    if (!d.test.reliable) verdict += fmt::format(" (fewer than {} samples: unreliable)", kMinReliableRepetitions);
+    add(t, {d.metric, format_number(d.old_values.median), format_number(d.new_values.median),
+            std::isnan(d.change) ? "n/a" : fmt::format("{:+.1f} %", 100.0 * d.change), format_number(d.test.p_value),
+            fmt::format("{} / {}", d.old_values.n, d.new_values.n), verdict},
+        d.significant);
+  }
+  t.note = "Medians over the measured steps; tokens/s is each step's tokens over its time.";
+  return t;
+}
+
 ReportTable config_diff_table(const RunComparison& c) {
   ReportTable t;
   t.headers = {"key", "old", "new"};

@@ -47,6 +47,8 @@ ReportTable imbalance_table(const StragglerAnalysis& stragglers);
 ReportTable trend_table(const std::vector<LinearTrend>& trends);
 /// Per phase: old and new medians, change, U-test p-value, verdict; significant ones highlighted.
 ReportTable comparison_table(const RunComparison& comparison);
+/// The step metrics (throughput, MFU, reward, ...) of a comparison, judged by which way each is better.
+ReportTable metric_comparison_table(const RunComparison& comparison);
 /// The config keys whose values differ.
 ReportTable config_diff_table(const RunComparison& comparison);
 /// One row per matrix cell: levels, ranks, repetitions, headline medians, scaling per rank axis.

@@ -33,7 +33,26 @@ std::map<std::string, std::vector<double>> samples(const PhaseBreakdown& b) {
   return out;
 }
 
+// One sample per measured step that recorded the metric.
+std::vector<double> metric_samples(const RunData& data, const std::vector<std::int64_t>& measured, const std::string& metric) {
+  const std::set<std::int64_t> steps(measured.begin(), measured.end());
+  std::vector<double> out;
+  const auto series = metric == "tokens/s" ? data.tokens_per_s_series() : data.metric_series(metric);
+  for (const auto& [step, value] : series)
+    if (steps.count(step)) out.push_back(value);
+  return out;
+}
+
 }  // namespace
+
+const std::vector<std::pair<std::string, Better>>& compared_step_metrics() {
+  static const std::vector<std::pair<std::string, Better>> metrics = {
+      {"tokens/s", Better::kHigher},           {"perf/mfu/actor", Better::kHigher},
+      {"critic/score/mean", Better::kHigher},  {"actor/entropy", Better::kNeither},
+      {"actor/ppo_kl", Better::kNeither},      {"response_length/mean", Better::kNeither},
+  };
+  return metrics;
+}
 
 RunComparison compare_runs(const RunData& old_run, const RunData& new_run, int warmup_steps) {
   RunComparison out;
@@ -57,6 +76,20 @@ RunComparison compare_runs(const RunData& old_run, const RunData& new_run, int w
     d.test = mann_whitney_u(o->second, n->second);
     d.significant = d.test.p_value < kAlpha;
     out.phases.push_back(std::move(d));
+  }
+  for (const auto& [metric, better] : compared_step_metrics()) {
+    const auto o = metric_samples(old_run, old_breakdown.measured, metric);
+    const auto n = metric_samples(new_run, new_breakdown.measured, metric);
+    if (o.empty() || n.empty()) continue;
+    MetricDelta d;
+    d.metric = metric;
+    d.old_values = spread(o);
+    d.new_values = spread(n);
+    d.change = relative_change(d.old_values.median, d.new_values.median);
+    d.test = mann_whitney_u(o, n);
+    d.significant = d.test.p_value < kAlpha;
+    d.better = better;
+    out.metrics.push_back(std::move(d));
   }
   std::map<std::string, std::pair<std::optional<std::string>, std::optional<std::string>>> keys;
   for (const auto& [key, value] : old_run.config) keys[key].first = value;

@@ -300,6 +300,10 @@ TEST(ReportMarkdown, SameTablesWithCellsEscaped) {
       EXPECT_EQ(line.back(), '|') << "a table row broken by data: " << line;
     }
   EXPECT_NE(md.find("**timing_s/step**"), std::string::npos) << "the increasing trend is emphasised";
+  // tokens/s went up, and up is better: old median 200, new (1000/4.4 + 1000/4.2)/2 = 232.68 (+16.3 %).
+  EXPECT_NE(md.find("### Step metrics"), std::string::npos);
+  EXPECT_NE(md.find("| **tokens/s** | **200** | **232.7** | **+16.3 %** |"), std::string::npos) << md;
+  EXPECT_NE(md.find("significantly better"), std::string::npos);
   EXPECT_NE(md.find("| world (ref cell 1: world=1,mode=naive) | strong | 4 | 61.1 % | 61.1 % |"), std::string::npos);
 }
 
@@ -382,6 +386,11 @@ TEST(ReportJson, CarriesWhatTheHtmlShowsAndReadsBackIntact) {
   EXPECT_TRUE(c.at("config_diff")[2].at("new").is_null());
   EXPECT_NEAR(c.at("phases")[0].at("change").get<double>(), -0.14, 1e-12);
   EXPECT_TRUE(c.at("phases")[0].at("significant").get<bool>()) << "4 v 4 fully separated: exact p = 2/70 < 0.05";
+  ASSERT_FALSE(c.at("metrics").empty());
+  EXPECT_EQ(c.at("metrics")[0].at("metric"), "tokens/s");
+  EXPECT_EQ(c.at("metrics")[0].at("better"), "higher");
+  EXPECT_EQ(c.at("metrics")[0].at("new").at("n"), 4);
+  EXPECT_TRUE(c.at("metrics")[0].at("significant").get<bool>()) << "4 v 4 fully separated";
   const auto& m = j.at("matrix");
   EXPECT_EQ(m.at("cells").size(), 3u);
   ASSERT_EQ(m.at("scaling_curves").size(), 1u);

@@ -209,6 +209,17 @@ TEST(RunCompare, PhaseDeltasWithTheUTestAndTheConfigDiff) {
   EXPECT_FALSE(update->significant);
   const auto gen = std::find_if(c.phases.begin(), c.phases.end(), [](const PhaseDelta& d) { return d.phase == "gen"; });
   EXPECT_NEAR(gen->change, 0.0, 1e-12);
+  // Step metrics: tokens/s per measured step is 1000 tokens / step time.
+  // old steps 2..4: 205, 215, 225 ms; new: 235, 260, 285 ms. Medians 1000/0.215 and 1000/0.26:
+  // change = 0.215/0.26 − 1 = −0.1730769…; every new sample below every old one: p = 0.1 again.
+  ASSERT_EQ(c.metrics.size(), 2u);  // tokens/s and perf/mfu/actor: the fixture records no reward, KL, ...
+  EXPECT_EQ(c.metrics[0].metric, "tokens/s");
+  EXPECT_EQ(c.metrics[0].better, Better::kHigher);
+  EXPECT_NEAR(c.metrics[0].old_values.median, 1000.0 / 0.215, 1e-9);
+  EXPECT_NEAR(c.metrics[0].change, 0.215 / 0.26 - 1.0, 1e-12);
+  EXPECT_NEAR(c.metrics[0].test.p_value, 0.1, 1e-12);
+  EXPECT_EQ(c.metrics[1].metric, "perf/mfu/actor");
+  EXPECT_NEAR(c.metrics[1].change, 0.0, 1e-12);  // 0.3 on both sides
   ASSERT_EQ(c.config_diff.size(), 2u);
   EXPECT_EQ(c.config_diff[0].key, "data.train_batch_size");
   EXPECT_EQ(c.config_diff[0].old_value, "8");

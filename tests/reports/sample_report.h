@@ -222,6 +222,15 @@ inline Report sample_report() {
   step.test = mann_whitney_u({5.0, 5.1, 4.9, 5.0}, {4.0, 4.2, 4.4, 4.6});
   step.significant = step.test.p_value < kAlpha;
   c.phases.push_back(step);
+  MetricDelta tokens;  // 1000 tokens per step over the step times above
+  tokens.metric = "tokens/s";
+  tokens.better = Better::kHigher;
+  tokens.old_values = spread({200.0, 1000.0 / 5.1, 1000.0 / 4.9, 200.0});
+  tokens.new_values = spread({250.0, 1000.0 / 4.2, 1000.0 / 4.4, 1000.0 / 4.6});
+  tokens.change = relative_change(tokens.old_values.median, tokens.new_values.median);
+  tokens.test = mann_whitney_u({200.0, 1000.0 / 5.1, 1000.0 / 4.9, 200.0}, {250.0, 1000.0 / 4.2, 1000.0 / 4.4, 1000.0 / 4.6});
+  tokens.significant = tokens.test.p_value < kAlpha;
+  c.metrics.push_back(tokens);
   c.config_diff = {{"actor_rollout_ref.rollout.n", std::string("8"), std::string("4")},
                    {"trainer.experiment_name", std::string("baseline"), kHostileValue},
                    {"trainer.old_only", std::string("1"), std::nullopt}};

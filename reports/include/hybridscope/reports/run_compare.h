@@ -21,6 +21,24 @@ struct PhaseDelta {
   bool significant = false;  // p < kAlpha
 };
 
+/// Which way a step metric is better: throughput and MFU up, reward up; entropy, KL and the
+/// response length are neither (a change is shown, not judged).
+enum class Better { kHigher, kLower, kNeither };
+
+/// A step metric compared like a phase: one sample per measured step on each side.
+struct MetricDelta {
+  std::string metric;  // "tokens/s" (RunData::tokens_per_s_series) or a step metric's name
+  Spread old_values, new_values;
+  double change = 0.0;  // (new − old)/|old| of the medians; NaN when old is 0
+  MannWhitney test;
+  bool significant = false;  // p < kAlpha
+  Better better = Better::kNeither;
+};
+
+/// The step metrics compare_runs() compares, in this order, with the way each is better:
+/// tokens/s, perf/mfu/actor, critic/score/mean, actor/entropy, actor/ppo_kl, response_length/mean.
+const std::vector<std::pair<std::string, Better>>& compared_step_metrics();
+
 struct ConfigDifference {
   std::string key;
   std::optional<std::string> old_value, new_value;  // absent: the key is missing on that side
@@ -29,6 +47,7 @@ struct ConfigDifference {
 struct RunComparison {
   std::string old_label, new_label;  // "run 7 'name' (path)"
   std::vector<PhaseDelta> phases;    // "step" first, then verl's order; phases present on both sides
+  std::vector<MetricDelta> metrics;  // compared_step_metrics() that both runs recorded in measured steps
   std::vector<ConfigDifference> config_diff;  // by key
 };
 
