@@ -37,6 +37,44 @@ TEST(ChartData, StepMetricChartsOnlyForRecordedMetrics) {
   EXPECT_NEAR(charts[1].series[0].points[2].second, 0.215, 1e-12);
 }
 
+// A run of `steps` steps recorded as step metrics only: step k lasts 0.1·k s over 100 tokens.
+reports::RunData metric_run(int steps) {
+  reports::RunData data;
+  for (int k = 1; k <= steps; ++k) {
+    data.metrics.push_back({k, "timing_s/step", 0.1 * k});
+    data.metrics.push_back({k, "perf/total_num_tokens", 100.0});
+  }
+  reports::sort_by_start(data);
+  return data;
+}
+
+TEST(ChartData, OverlaidChartsNormaliseUnequalStepCounts) {
+  const auto four = metric_run(4), eight = metric_run(8), other_four = metric_run(4);
+  // Equal step counts: x is the step.
+  auto charts = overlay_metric_charts({&four, &other_four}, {"a", "b"});
+  ASSERT_EQ(charts.size(), 2u);  // tokens/s and step time
+  EXPECT_EQ(charts[0].title, "Throughput (tokens/s)");
+  ASSERT_EQ(charts[0].series.size(), 2u);
+  EXPECT_EQ(charts[0].series[1].name, "b");
+  EXPECT_EQ(charts[0].x_label, "step");
+  EXPECT_DOUBLE_EQ(charts[0].series[0].points[3].first, 4.0);
+  // 4 against 8 steps: x is 100·step/last step, so both runs end at 100 %: the 4-step run's step 2
+  // is at 50 %, the 8-step run's step 2 at 25 %; y is untouched (100 tokens / 0.2 s = 500 tokens/s).
+  charts = overlay_metric_charts({&four, &eight}, {"short", "long"});
+  ASSERT_EQ(charts.size(), 2u);
+  EXPECT_NE(charts[1].x_label.find("progress"), std::string::npos);
+  const auto& shorter = charts[0].series[0].points;
+  const auto& longer = charts[0].series[1].points;
+  ASSERT_EQ(shorter.size(), 4u);
+  ASSERT_EQ(longer.size(), 8u);
+  EXPECT_DOUBLE_EQ(shorter[1].first, 50.0);
+  EXPECT_NEAR(shorter[1].second, 500.0, 1e-9);
+  EXPECT_DOUBLE_EQ(longer[1].first, 25.0);
+  EXPECT_DOUBLE_EQ(shorter.back().first, 100.0);
+  EXPECT_DOUBLE_EQ(longer.back().first, 100.0);
+  EXPECT_NEAR(charts[1].series[1].points[7].second, 0.8, 1e-12);  // step time of step 8
+}
+
 TEST(ChartData, StepPhaseBarsStackEachPhaseAndOther) {
   const auto bars = step_phase_bars(fixture_analysis("chart_steps.sqlite").phases);
   EXPECT_EQ(bars.categories, (std::vector<std::string>{"1", "2", "3", "4"}));

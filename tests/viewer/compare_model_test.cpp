@@ -61,9 +61,22 @@ TEST(CompareModel, PhaseDeltasAndConfigDiffOfTwoFixtureRuns) {
   QAbstractItemModelTester tester(&model, kFatal);
   EXPECT_EQ(model.rowCount(), 0);
   model.set_comparison(comparison);
-  ASSERT_EQ(model.rowCount(), static_cast<int>(comparison->against.at(0).phases.size()));
+  // The step metrics first (tokens/s and MFU: the fixture records no reward, KL, ...), then the phases.
+  ASSERT_EQ(comparison->against.at(0).metrics.size(), 2u);
+  ASSERT_EQ(model.rowCount(), 2 + static_cast<int>(comparison->against.at(0).phases.size()));
   EXPECT_EQ(model.columnCount(), CompareModel::kColumnCount);
-  EXPECT_EQ(model.index(0, CompareModel::kPhase).data().toString(), "step");
+  EXPECT_EQ(model.index(0, CompareModel::kPhase).data().toString(), "tokens/s");
+  EXPECT_EQ(model.index(1, CompareModel::kPhase).data().toString(), "perf/mfu/actor");
+  EXPECT_EQ(model.index(2, CompareModel::kPhase).data().toString(), "step");
+  EXPECT_EQ(model.delta(0), nullptr);
+  ASSERT_NE(model.metric_delta(0), nullptr);
+  // tokens/s: 1000 tokens over 205, 215, 225 ms (median 1000/0.215 = 4651.2) against 235, 260,
+  // 285 ms (median 1000/0.26 = 3846.2): −805.01, 0.215/0.26 − 1 = −17.31 %, p = 0.1 (3 v 3).
+  EXPECT_EQ(model.index(0, CompareModel::kBaselineMedian).data().toString(), "4651.2");
+  EXPECT_EQ(model.index(0, CompareModel::kMedian).data().toString(), "3846.2");
+  EXPECT_EQ(model.index(0, CompareModel::kDelta).data().toString(), "-805.01");
+  EXPECT_EQ(model.index(0, CompareModel::kChange).data().toString(), "-17.31 %");
+  EXPECT_EQ(model.change_of(0), CompareModel::Change::kNone);  // p = 0.1: not significant
   EXPECT_EQ(model.index(0, CompareModel::kRun).data().toString(), "the new one");
 
   // update_actor (rank 1, the slowest): old 70, 80, 90 ms (median 80), new 100, 125, 150 ms
@@ -81,7 +94,7 @@ TEST(CompareModel, PhaseDeltasAndConfigDiffOfTwoFixtureRuns) {
   EXPECT_FALSE(model.index(update, CompareModel::kChange).data(Qt::ForegroundRole).isValid());
   // The step: 185 + 10·k ms -> 205, 215, 225 (median 215); 185 + 25·k -> 235, 260, 285 (260):
   // +45/215 = +20.93 %.
-  EXPECT_EQ(model.index(0, CompareModel::kChange).data().toString(), "+20.93 %");
+  EXPECT_EQ(model.index(row_of(model, "step"), CompareModel::kChange).data().toString(), "+20.93 %");
   // gen lasts 100 ms on both sides.
   EXPECT_EQ(model.index(row_of(model, "gen"), CompareModel::kChange).data().toString(), "+0.00 %");
 
@@ -99,7 +112,7 @@ TEST(CompareModel, PhaseDeltasAndConfigDiffOfTwoFixtureRuns) {
   EXPECT_EQ(diff.rowCount(), 0);
 }
 
-TEST(CompareModel, SignificantChangesAreRedWhenSlowerAndGreenWhenFaster) {
+TEST(CompareModel, SignificantChangesAreColouredByWhichWayIsBetter) {
   auto c = std::make_shared<RunsComparison>();
   c->labels = {"base", "other"};
   reports::RunComparison rc;
@@ -114,6 +127,16 @@ TEST(CompareModel, SignificantChangesAreRedWhenSlowerAndGreenWhenFaster) {
   noise.change = 0.5;
   rc.phases = {slower, faster, noise};
   rc.config_diff = {{"only.new", std::nullopt, std::string("1")}};
+  reports::MetricDelta more_tokens, longer_answers;
+  more_tokens.metric = "tokens/s";
+  more_tokens.change = 0.2;
+  more_tokens.significant = true;
+  more_tokens.better = reports::Better::kHigher;
+  longer_answers.metric = "response_length/mean";
+  longer_answers.change = 0.3;
+  longer_answers.significant = true;
+  longer_answers.better = reports::Better::kNeither;
+  rc.metrics = {more_tokens, longer_answers};
   c->against.push_back(rc);
   CompareModel model;
   QAbstractItemModelTester tester(&model, kFatal);
@@ -121,11 +144,21 @@ TEST(CompareModel, SignificantChangesAreRedWhenSlowerAndGreenWhenFaster) {
   const auto colour = [&](int row) {
     return model.index(row, CompareModel::kChange).data(Qt::ForegroundRole).value<QBrush>().color();
   };
-  EXPECT_GT(colour(0).red(), colour(0).green());
-  EXPECT_GT(colour(1).green(), colour(1).red());
-  EXPECT_FALSE(model.index(2, CompareModel::kChange).data(Qt::ForegroundRole).isValid());
-  EXPECT_TRUE(model.index(0, CompareModel::kPValue).data().toString().endsWith(" *"));
-  EXPECT_EQ(model.index(1, CompareModel::kChange).data().toString(), "-25.00 %");
+  // Rows: tokens/s, response_length/mean, then gen, update_actor, adv.
+  // More tokens/s is better (green) though the number went up; a longer answer is neither (blue).
+  EXPECT_EQ(model.change_of(0), CompareModel::Change::kBetter);
+  EXPECT_GT(colour(0).green(), colour(0).red());
+  EXPECT_EQ(model.change_of(1), CompareModel::Change::kNeutral);
+  EXPECT_GT(colour(1).blue(), colour(1).red());
+  EXPECT_GT(colour(1).blue(), colour(1).green());
+  // A slower phase is worse (red), a faster one better (green), an insignificant one uncoloured.
+  EXPECT_EQ(model.change_of(2), CompareModel::Change::kWorse);
+  EXPECT_GT(colour(2).red(), colour(2).green());
+  EXPECT_EQ(model.change_of(3), CompareModel::Change::kBetter);
+  EXPECT_GT(colour(3).green(), colour(3).red());
+  EXPECT_FALSE(model.index(4, CompareModel::kChange).data(Qt::ForegroundRole).isValid());
+  EXPECT_TRUE(model.index(2, CompareModel::kPValue).data().toString().endsWith(" *"));
+  EXPECT_EQ(model.index(3, CompareModel::kChange).data().toString(), "-25.00 %");
 
   ConfigDiffModel diff;
   QAbstractItemModelTester diff_tester(&diff, kFatal);
@@ -159,6 +192,22 @@ TEST(MainWindow, TwoSelectedRunsAreComparedOffTheGuiThread) {
   window.runs_view()->selectAll();
   ASSERT_TRUE(QTest::qWaitFor([&] { return idle && window.compare_model()->rowCount() > 0; }, 30000));
   EXPECT_EQ(window.config_diff_model()->rowCount(), 1);
+  ASSERT_NE(window.shown_comparison(), nullptr);
+  // The baseline is the run highest in the table (the old one, run 1 of the first file).
+  EXPECT_EQ(window.shown_comparison()->labels.front(), "run 1: old");
+  // Both runs' tokens/s and step time overlaid, one line per run (4 steps each: x is the step).
+  ASSERT_EQ(window.shown_comparison()->overlay_charts.size(), 2u);
+  EXPECT_EQ(window.shown_comparison()->overlay_charts[0].series.size(), 2u);
+  EXPECT_EQ(window.shown_comparison()->overlay_charts[0].x_label, "step");
+
+  // Choosing the other run as the baseline flips the comparison: tokens/s now went up by
+  // 0.26/0.215 − 1 = +20.93 % (the inverse of −17.31 %).
+  idle = false;
+  ASSERT_TRUE(window.set_baseline(1));
+  ASSERT_TRUE(QTest::qWaitFor([&] { return idle && window.shown_comparison()->labels.front() == "run 1: new"; }, 30000));
+  ASSERT_NE(window.compare_model()->metric_delta(0), nullptr);
+  EXPECT_EQ(window.compare_model()->index(0, CompareModel::kChange).data().toString(), "+20.93 %");
+  EXPECT_FALSE(window.set_baseline(2));  // two runs selected: no third
   EXPECT_TRUE(window.show_page(QStringLiteral("compare")));
   EXPECT_FALSE(window.show_page(QStringLiteral("timeline")));
 }

@@ -2,6 +2,7 @@
 #include "hybridscope/viewer/chart_data.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 namespace hs::viewer {
@@ -46,6 +47,37 @@ std::vector<LineChartData> step_metric_charts(const reports::RunData& data) {
     chart.y_label = metric == kTokensPerSecond ? "tokens/s" : metric == "timing_s/step" ? "s" : "";
     chart.series.push_back(std::move(series));
     out.push_back(std::move(chart));
+  }
+  return out;
+}
+
+std::vector<LineChartData> overlay_metric_charts(const std::vector<const reports::RunData*>& runs,
+                                                 const std::vector<std::string>& labels) {
+  std::vector<std::int64_t> last_step;
+  std::vector<std::vector<LineChartData>> per_run;
+  for (const auto* run : runs) {
+    const auto steps = run->steps();
+    last_step.push_back(steps.empty() ? 0 : steps.back());
+    per_run.push_back(step_metric_charts(*run));
+  }
+  const bool normalise = std::adjacent_find(last_step.begin(), last_step.end(), std::not_equal_to<>()) != last_step.end();
+  std::vector<LineChartData> out;
+  for (const auto& [title, metric] : charted_step_metrics()) {
+    LineChartData chart;
+    chart.title = title;
+    chart.x_label = normalise ? "progress % (step / the run's last step)" : "step";
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+      for (auto& single : per_run[r]) {
+        if (single.title != title) continue;
+        chart.y_label = single.y_label;
+        LineSeries series = std::move(single.series.front());
+        series.name = r < labels.size() ? labels[r] : series.name;
+        if (normalise && last_step[r] > 0)
+          for (auto& [x, y] : series.points) x = 100.0 * x / static_cast<double>(last_step[r]);
+        chart.series.push_back(std::move(series));
+      }
+    }
+    if (!chart.series.empty()) out.push_back(std::move(chart));
   }
   return out;
 }

@@ -182,8 +182,12 @@ RunsComparison compare_selected_runs(const std::vector<RunRef>& runs) {
     for (std::size_t i = 1; i < runs.size(); ++i)
       out.against.push_back(
           reports::compare_runs(data[0], data[i], std::max(runs[0].warmup_steps, runs[i].warmup_steps)));
+    std::vector<const reports::RunData*> pointers;
+    for (const auto& d : data) pointers.push_back(&d);
+    out.overlay_charts = overlay_metric_charts(pointers, out.labels);
   } catch (const std::exception& e) {
     out.against.clear();
+    out.overlay_charts.clear();
     out.error = e.what();
     if (out.error.empty()) out.error = "the runs could not be compared";
   }

@@ -7,6 +7,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QComboBox>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFileDialog>
@@ -234,14 +235,42 @@ void MainWindow::build_central() {
   compare_note_ = new QLabel(tr("Select two runs or more (Ctrl+click) to compare them against the first."), compare_top);
   compare_note_->setWordWrap(true);
   compare_note_->setTextFormat(Qt::RichText);
+  auto* baseline_row = new QHBoxLayout;
+  baseline_row->addWidget(new QLabel(tr("Baseline:"), compare_top));
+  baseline_box_ = new QComboBox(compare_top);
+  baseline_box_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  baseline_box_->setToolTip(tr("The run every other selected run is compared against"));
+  baseline_box_->setEnabled(false);
+  connect(baseline_box_, &QComboBox::activated, this, [this](int index) { set_baseline(index); });
+  baseline_row->addWidget(baseline_box_);
+  baseline_row->addStretch(1);
   compare_view_ = make_table(compare_top);
   compare_view_->setModel(compare_model_);
   compare_layout->addWidget(compare_note_);
+  compare_layout->addLayout(baseline_row);
   compare_layout->addWidget(compare_view_, 1);
-  config_diff_view_ = make_table(compare_page);
+  // Below: the runs' step metrics overlaid, and the config keys that differ.
+  compare_tabs_ = new QTabWidget(compare_page);
+  auto* overlay_scroll = new QScrollArea(compare_tabs_);
+  overlay_scroll->setWidgetResizable(true);
+  auto* overlay_page = new QWidget(overlay_scroll);
+  overlay_grid_ = new QGridLayout(overlay_page);
+  overlay_grid_->setColumnStretch(0, 1);
+  overlay_grid_->setColumnStretch(1, 1);
+  overlay_scroll->setWidget(overlay_page);
+  compare_tabs_->addTab(overlay_scroll, tr("Overlaid metrics"));
+  auto* diff_page = new QWidget(compare_tabs_);
+  auto* diff_layout = new QVBoxLayout(diff_page);
+  diff_layout->setContentsMargins(0, 4, 0, 0);
+  config_diff_note_ = new QLabel(diff_page);
+  config_diff_note_->setWordWrap(true);
+  config_diff_view_ = make_table(diff_page);
   config_diff_view_->setModel(config_diff_model_);
   config_diff_view_->horizontalHeader()->setStretchLastSection(true);
-  compare_page->setStretchFactor(0, 3);
+  diff_layout->addWidget(config_diff_note_);
+  diff_layout->addWidget(config_diff_view_, 1);
+  compare_tabs_->addTab(diff_page, tr("Config diff"));
+  compare_page->setStretchFactor(0, 1);
   compare_page->setStretchFactor(1, 1);
   pages_->addTab(compare_page, tr("Compare"));
 
@@ -394,6 +423,9 @@ bool MainWindow::select_runs(const QList<std::int64_t>& run_ids) {
     rows << found;
   }
   if (rows.isEmpty()) return false;
+  const int first_source = runs_proxy_->mapToSource(runs_proxy_->index(rows.front(), 0)).row();
+  baseline_key_ = qs(runs_model_->database_of(first_source)->path) + QLatin1Char('#') +
+                  QString::number(runs_model_->entry(first_source)->run.id);
   QItemSelection selection;
   for (const int row : rows)
     selection.select(runs_proxy_->index(row, 0), runs_proxy_->index(row, runs_proxy_->columnCount() - 1));
@@ -571,7 +603,7 @@ void MainWindow::request_comparison() {
   QModelIndexList rows = runs_view_->selectionModel()->selectedRows();
   std::sort(rows.begin(), rows.end(), [](const QModelIndex& a, const QModelIndex& b) { return a.row() < b.row(); });
   std::vector<RunRef> runs;
-  QString key;
+  QStringList run_keys;
   for (const QModelIndex& index : rows) {
     const int source_row = runs_proxy_->mapToSource(index).row();
     const RunEntry* e = runs_model_->entry(source_row);
@@ -582,15 +614,27 @@ void MainWindow::request_comparison() {
     const std::string what = e->matrix_cell.empty() ? e->run.name
                              : slash == std::string::npos ? e->matrix_cell : e->matrix_cell.substr(slash + 3);
     runs.push_back({db->path, e->run.id, e->warmup_steps, "run " + std::to_string(e->run.id) + ": " + what});
-    key += qs(db->path) + QLatin1Char('#') + QString::number(e->run.id) + QLatin1Char(';');
+    run_keys << qs(db->path) + QLatin1Char('#') + QString::number(e->run.id);
   }
+  // The baseline: the one chosen (while it stays selected), else the one highest in the table.
+  if (const auto at = run_keys.indexOf(baseline_key_); at > 0) {
+    std::rotate(runs.begin(), runs.begin() + at, runs.begin() + at + 1);
+    run_keys.move(at, 0);
+  }
+  baseline_box_->clear();
+  for (std::size_t i = 0; i < runs.size(); ++i) baseline_box_->addItem(qs(runs[i].label), run_keys.at(static_cast<int>(i)));
+  baseline_box_->setEnabled(runs.size() >= 2);
+  const QString key = run_keys.join(QLatin1Char(';'));
   if (key == compared_key_) return;  // already shown or on its way
   compared_key_ = key;
   if (runs.size() < 2) {
     wanted_comparison_ = 0;
     compare_model_->set_comparison(nullptr);
     config_diff_model_->set_comparison(nullptr);
+    show_overlay_charts(nullptr);
+    shown_comparison_.reset();
     compare_note_->setText(tr("Select two runs or more (Ctrl+click) to compare them against the first."));
+    config_diff_note_->clear();
     pages_->setTabText(3, tr("Compare"));
     return;
   }
@@ -601,25 +645,57 @@ void MainWindow::request_comparison() {
 void MainWindow::on_comparison_ready(std::uint64_t request, const std::shared_ptr<const RunsComparison>& c) {
   if (request != wanted_comparison_) return;  // an answer to a selection since replaced
   wanted_comparison_ = 0;
+  shown_comparison_ = c->ok() ? c : nullptr;
   if (!c->ok()) {
     compare_note_->setText(tr("<b>The runs could not be compared:</b> %1").arg(qs(c->error).toHtmlEscaped()));
     compare_model_->set_comparison(nullptr);
     config_diff_model_->set_comparison(nullptr);
+    show_overlay_charts(nullptr);
+    config_diff_note_->clear();
   } else {
     compare_note_->setText(
-        tr("Against the baseline <b>%1</b>: medians over the measured steps, change of the medians, two-sided "
-           "Mann–Whitney U test (p &lt; %2 marked *, <span style=\"color:#9c1c1c\">slower</span> / "
-           "<span style=\"color:#1b6e20\">faster</span>). Below: config keys that differ.")
-            .arg(qs(c->labels.front()).toHtmlEscaped())
+        tr("Against the baseline: step metrics, then phases (s); medians over the measured steps, change of the "
+           "medians, two-sided Mann–Whitney U test (p &lt; %1 marked *, <span style=\"color:#9c1c1c\">worse</span> / "
+           "<span style=\"color:#1b6e20\">better</span> / <span style=\"color:#1f4e8c\">changed</span>). "
+           "Below: the step metrics overlaid and the config keys that differ.")
             .arg(reports::kAlpha));
     compare_model_->set_comparison(c);
     config_diff_model_->set_comparison(c);
     compare_view_->resizeColumnsToContents();
     config_diff_view_->resizeColumnsToContents();
+    show_overlay_charts(c.get());
+    const int differing = config_diff_model_->rowCount();
+    config_diff_view_->setVisible(differing > 0);
+    config_diff_note_->setText(differing == 0 ? tr("No config key differs: the runs' resolved configs are identical.")
+                                              : tr("%n config value(s) differ from the baseline's.", nullptr, differing));
+    compare_tabs_->setTabText(1, tr("Config diff (%1)").arg(differing));
     pages_->setTabText(3, tr("Compare (%1)").arg(c->labels.size()));
   }
   update_status();
   maybe_idle();
+}
+
+bool MainWindow::set_baseline(int index) {
+  if (index < 0 || index >= baseline_box_->count() || baseline_box_->count() < 2) return false;
+  baseline_key_ = baseline_box_->itemData(index).toString();
+  request_comparison();
+  return true;
+}
+
+void MainWindow::show_overlay_charts(const RunsComparison* c) {
+  while (QLayoutItem* item = overlay_grid_->takeAt(0)) {
+    delete item->widget();
+    delete item;
+  }
+  if (!c) return;
+  int i = 0;
+  for (const auto& chart : c->overlay_charts) {
+    auto* view = new LineChart;
+    view->setMinimumHeight(260);
+    view->set_data(chart);
+    overlay_grid_->addWidget(view, i / 2, i % 2);
+    ++i;
+  }
 }
 
 void MainWindow::rebuild_scaling_page() {

@@ -51,6 +51,13 @@ const std::vector<std::pair<std::string, std::string>>& charted_step_metrics();
 /// (warm-up too: the chart is where one sees it). Metrics the run lacks get no chart.
 std::vector<LineChartData> step_metric_charts(const reports::RunData& data);
 
+/// The Compare page's overlaid charts: one chart per charted step metric that any of `runs`
+/// recorded, one line per run named by `labels` (same order). When the runs recorded different
+/// numbers of steps, x is each run's progress, 100 · step / (its last step), so that runs of
+/// unequal length span the same axis ("progress %"); with equal step counts x is the step.
+std::vector<LineChartData> overlay_metric_charts(const std::vector<const reports::RunData*>& runs,
+                                                 const std::vector<std::string>& labels);
+
 /// Per step (category "1", "2", ...): seconds of each phase (the slowest rank's, StepPhases.phase_s)
 /// stacked in verl's order, then "other" (StepPhases.other_s).
 StackedBarData step_phase_bars(const reports::PhaseBreakdown& phases);

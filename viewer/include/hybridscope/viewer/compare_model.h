@@ -1,6 +1,7 @@
 // compare_model.h — the Compare page's two tables over a RunsComparison (loaded_database.h),
-// thin adapters that compute nothing: CompareModel, one row per (run, phase) with the medians of
-// the baseline and the run, the change and the Mann–Whitney p-value from reports::compare_runs;
+// thin adapters that compute nothing: CompareModel, one row per (run, step metric) and per (run,
+// phase) with the medians of the baseline and the run, the change and the Mann–Whitney p-value
+// from reports::compare_runs (each run's step metrics first: tokens/s, MFU, reward, ...);
 // ConfigDiffModel, one row per (run, config key) whose value differs from the baseline's.
 #pragma once
 
@@ -25,20 +26,30 @@ class CompareModel : public QAbstractTableModel {
   explicit CompareModel(QObject* parent = nullptr);
 
   void set_comparison(std::shared_ptr<const RunsComparison> comparison);
-  /// The phase delta of a row; nullptr for an invalid row.
+  /// The phase delta of a row; nullptr for an invalid row or a step metric's row.
   const reports::PhaseDelta* delta(int row) const;
+  /// The step metric delta of a row; nullptr for an invalid row or a phase's row.
+  const reports::MetricDelta* metric_delta(int row) const;
+
+  /// How a row's change reads: not significant (kNone), better, worse, or significant but neither
+  /// (entropy, KL, response length). A phase is a time, so lower is better; a step metric says
+  /// which way it is better (reports::compared_step_metrics).
+  enum class Change { kNone, kBetter, kWorse, kNeutral };
+  Change change_of(int row) const;
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
-  /// Display text; ForegroundRole/BackgroundRole colour a significant change (p < reports::kAlpha):
-  /// red where the phase got slower (worse: every compared value is a time), green where faster.
+  /// Display text (seconds for phases, the metric's own unit for step metrics);
+  /// ForegroundRole/BackgroundRole colour a significant change (p < reports::kAlpha) by change_of():
+  /// red worse, green better, blue neither.
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
  private:
   struct Row {
     std::size_t run = 0;    // index into comparison_->against
-    std::size_t phase = 0;  // index into its phases
+    std::size_t index = 0;  // index into its metrics (metric) or its phases
+    bool metric = false;
   };
   std::shared_ptr<const RunsComparison> comparison_;
   std::vector<Row> rows_;

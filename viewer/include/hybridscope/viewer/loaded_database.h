@@ -89,6 +89,7 @@ struct RunRef {
 struct RunsComparison {
   std::vector<std::string> labels;                 // one per run, baseline first ("run 7 'name' (file)")
   std::vector<reports::RunComparison> against;     // against[i]: the baseline (old) vs run i + 1 (new)
+  std::vector<LineChartData> overlay_charts;       // every run's step metrics overlaid (overlay_metric_charts)
   std::string error;                               // empty: compared
 
   bool ok() const { return error.empty(); }

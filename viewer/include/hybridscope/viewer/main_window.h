@@ -24,6 +24,7 @@ class QTableView;
 class QTableWidget;
 class QTabWidget;
 class QGridLayout;
+class QComboBox;
 
 namespace hs::viewer {
 
@@ -49,7 +50,7 @@ class MainWindow : public QMainWindow {
   /// Selects the run with this id (in the first database that has it); false if none has.
   bool select_run(std::int64_t run_id);
   /// Selects these runs (the first becomes current); 2 or more are compared on the Compare page,
-  /// against the one highest in the table. False if any id is not found.
+  /// against the first (the baseline; the page's Baseline box changes it). False if any id is not found.
   bool select_runs(const QList<std::int64_t>& run_ids);
 
   /// Shows a page of the right side: "overview", "metrics", "phases", "compare" or "scaling";
@@ -73,6 +74,11 @@ class MainWindow : public QMainWindow {
   CompareModel* compare_model() const { return compare_model_; }
   ConfigDiffModel* config_diff_model() const { return config_diff_model_; }
   QTableView* runs_view() const { return runs_view_; }
+  /// Makes the `index`-th compared run (in the Baseline box's order) the baseline and compares
+  /// again; false when there is no such run.
+  bool set_baseline(int index);
+  /// The comparison the Compare page shows; nullptr when fewer than two runs are selected.
+  const RunsComparison* shown_comparison() const { return shown_comparison_.get(); }
   /// The analysis shown on the right; nullptr before the first one arrives.
   const RunDiagnosis* shown_diagnosis() const { return shown_.get(); }
 
@@ -102,6 +108,7 @@ class MainWindow : public QMainWindow {
   void request_comparison();
   void on_comparison_ready(std::uint64_t request, const std::shared_ptr<const RunsComparison>& comparison);
   void rebuild_scaling_page();
+  void show_overlay_charts(const RunsComparison* comparison);
   void show_finding_details(const reports::Finding* finding);
   void show_error(const QString& message);
   void update_status();
@@ -127,6 +134,10 @@ class MainWindow : public QMainWindow {
   QLabel* compare_note_ = nullptr;
   QTableView* compare_view_ = nullptr;
   QTableView* config_diff_view_ = nullptr;
+  QLabel* config_diff_note_ = nullptr;     // "no config key differs" instead of an empty table
+  QComboBox* baseline_box_ = nullptr;
+  QTabWidget* compare_tabs_ = nullptr;     // Overlaid metrics | Config diff
+  QGridLayout* overlay_grid_ = nullptr;
   QGridLayout* scaling_grid_ = nullptr;    // Scaling page: LineCharts of every loaded matrix
   QLabel* scaling_note_ = nullptr;
   QLineEdit* filter_ = nullptr;
@@ -148,7 +159,9 @@ class MainWindow : public QMainWindow {
   bool refreshing_shown_ = false;  // the wanted run is re-analysed because its file moved on
   std::shared_ptr<const RunDiagnosis> shown_;
   std::uint64_t wanted_comparison_ = 0;  // the comparison request the Compare page waits for (0: none)
-  QString compared_key_;                 // what the Compare page shows or waits for ("path#id;...")
+  QString compared_key_;                 // what the Compare page shows or waits for ("path#id;...", baseline first)
+  std::shared_ptr<const RunsComparison> shown_comparison_;
+  QString baseline_key_;                 // the run chosen as the baseline ("path#id"); empty: the top one
 };
 
 }  // namespace hs::viewer
