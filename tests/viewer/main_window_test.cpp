@@ -3,8 +3,11 @@
 // and its findings reach the Diagnosis panel.
 #include <gtest/gtest.h>
 
+#include <QApplication>
+#include <QPalette>
 #include <QSettings>
 #include <QSortFilterProxyModel>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTest>
 
@@ -116,6 +119,41 @@ TEST(MainWindow, TheFilterNarrowsTheRunsBrowser) {
   window.runs_proxy()->setFilterFixedString(QStringLiteral("fsdp"));
   ASSERT_EQ(window.runs_proxy()->rowCount(), 1);
   EXPECT_EQ(window.runs_proxy()->index(0, RunsModel::kName).data().toString(), "beta");
+}
+
+}  // namespace
+}  // namespace hs::viewer
+
+namespace hs::viewer {
+namespace {
+
+TEST(MainWindow, NextFindingWrapsAroundAndThemesSwitchThePalette) {
+  MainWindow window;
+  EXPECT_FALSE(window.step_finding(1));  // nothing loaded: no findings
+  bool idle = false;
+  QObject::connect(&window, &MainWindow::became_idle, [&] { idle = true; });
+  window.open_files({q(testing::write_run_db("findings_walk.sqlite", "walk", false))});
+  ASSERT_TRUE(QTest::qWaitFor([&] { return idle && window.shown_diagnosis(); }, kWaitMs));
+  const int count = window.findings_model()->rowCount();
+  ASSERT_GE(count, 1) << "the fixture's straggler at least";
+  EXPECT_EQ(window.current_finding(), 0);  // the first is selected when the run is shown
+  window.show_page(QStringLiteral("metrics"));
+  ASSERT_TRUE(window.step_finding(1));
+  EXPECT_EQ(window.current_finding(), 1 % count);
+  EXPECT_EQ(window.findChild<QTabWidget*>()->currentIndex(), 0) << "F8 shows the Overview with the Diagnosis panel";
+  ASSERT_TRUE(window.step_finding(-2));  // wraps below the first to the end
+  EXPECT_EQ(window.current_finding(), ((1 - 2) % count + count) % count);
+  ASSERT_TRUE(window.step_finding(count));  // a whole turn comes back
+  EXPECT_EQ(window.current_finding(), ((1 - 2) % count + count) % count);
+
+  EXPECT_FALSE(window.set_theme(QStringLiteral("sepia")));
+  ASSERT_TRUE(window.set_theme(QStringLiteral("dark")));
+  EXPECT_LT(QApplication::palette().color(QPalette::Window).lightness(), 100);
+  EXPECT_EQ(QSettings().value(QStringLiteral("view/theme")).toString(), QStringLiteral("dark"));
+  ASSERT_TRUE(window.set_theme(QStringLiteral("light")));
+  EXPECT_GT(QApplication::palette().color(QPalette::Window).lightness(), 150);
+  ASSERT_TRUE(window.set_theme(QStringLiteral("system")));
+  EXPECT_EQ(QSettings().value(QStringLiteral("view/theme")).toString(), QStringLiteral("system"));
 }
 
 }  // namespace

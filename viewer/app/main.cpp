@@ -1,4 +1,4 @@
-// main.cpp — hybridscope-viewer [FILES...] [--run ID] [--select IDS] [--page NAME] [--screenshot FILE]:
+// main.cpp — hybridscope-viewer [FILES...] [--run ID] [--select IDS] [--page NAME] [--theme NAME] [--screenshot FILE]:
 // wires the window.
 // --screenshot waits until the files are loaded and the selected run is analysed, saves the
 // window as an image (PNG by the file's suffix) and quits: how docs/viewer.md's pictures are made.
@@ -37,11 +37,18 @@ int main(int argc, char** argv) {
       QStringLiteral("select"), QStringLiteral("select these runs (comma-separated ids, the first is the baseline of Compare)"),
       QStringLiteral("IDS"));
   parser.addOption(select_option);
+  const QCommandLineOption theme_option(
+      QStringLiteral("theme"), QStringLiteral("system|light|dark (View → Theme; remembered)"), QStringLiteral("NAME"));
+  parser.addOption(theme_option);
   parser.addOption(run_option);
   parser.addOption(screenshot_option);
   parser.process(app);
 
   hs::viewer::MainWindow window;
+  if (parser.isSet(theme_option) && !window.set_theme(parser.value(theme_option))) {
+    std::fprintf(stderr, "hybridscope-viewer: no theme %s (themes: system, light, dark)\n", qPrintable(parser.value(theme_option)));
+    return 2;
+  }
   window.show();
   if (parser.isSet(page_option) && !window.show_page(parser.value(page_option))) {
     std::fprintf(stderr, "hybridscope-viewer: no page %s (pages: %s)\n", qPrintable(parser.value(page_option)),

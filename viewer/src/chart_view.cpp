@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include <QApplication>
 #include <QCursor>
 #include <QToolTip>
 #include <QVBoxLayout>
@@ -18,6 +19,32 @@
 #include <QtCharts/QValueAxis>
 
 namespace hs::viewer {
+namespace {
+
+// The chart's own colours from a palette: Qt Charts' light theme draws dark text on white
+// whatever the application's palette, which left a white box on the dark palette.
+void style_chart(QChart* chart, const QPalette& palette) {
+  const QColor text = palette.color(QPalette::WindowText);
+  const QColor grid = palette.color(QPalette::Mid);
+  chart->setBackgroundBrush(palette.brush(QPalette::Base));
+  chart->setTitleBrush(text);
+  chart->legend()->setLabelColor(text);
+  for (QAbstractAxis* axis : chart->axes()) {
+    axis->setLabelsColor(text);
+    axis->setTitleBrush(text);
+    axis->setGridLineColor(grid);
+    axis->setLinePenColor(grid);
+  }
+}
+
+}  // namespace
+
+void restyle_charts(QWidget* root, const QPalette& palette) {
+  for (QChartView* view : root->findChildren<QChartView*>()) {
+    view->setBackgroundBrush(palette.brush(QPalette::Window));
+    style_chart(view->chart(), palette);
+  }
+}
 
 struct ShareBarChart::Impl {
   QChartView* view = nullptr;
@@ -59,7 +86,7 @@ void ShareBarChart::set_shares(const QString& title, const QStringList& labels, 
     *set << percent;
     top = std::max(top, percent);
   }
-  set->setLabelColor(palette().color(QPalette::WindowText));
+  set->setLabelColor(QApplication::palette().color(QPalette::WindowText));
   auto* series = new QHorizontalBarSeries;
   series->append(set);
   series->setLabelsVisible(true);
@@ -78,6 +105,7 @@ void ShareBarChart::set_shares(const QString& title, const QStringList& labels, 
   x->applyNiceNumbers();  // ticks at 0, 20, 40 % rather than 0, 18, 37 %
   chart->addAxis(x, Qt::AlignBottom);
   series->attachAxis(x);
+  style_chart(chart, QApplication::palette());
 }
 
 namespace {
@@ -186,6 +214,7 @@ void LineChart::set_data(const LineChartData& data) {
   }
   chart->legend()->setVisible(data.series.size() > 1);
   chart->legend()->setAlignment(Qt::AlignBottom);
+  style_chart(chart, QApplication::palette());
 }
 
 struct StackedBarChart::Impl {
@@ -234,6 +263,7 @@ void StackedBarChart::set_data(const StackedBarData& data) {
   series->attachAxis(y);
   chart->legend()->setVisible(true);
   chart->legend()->setAlignment(Qt::AlignRight);
+  style_chart(chart, QApplication::palette());
 }
 
 }  // namespace hs::viewer

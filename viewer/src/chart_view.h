@@ -12,6 +12,11 @@
 
 namespace hs::viewer {
 
+/// Re-colours every chart under `root` (background, titles, axes, legends; series keep their
+/// colours) for `palette`: called when the light/dark palette changes. New charts take the
+/// application's palette when they are made.
+void restyle_charts(QWidget* root, const QPalette& palette);
+
 /// A horizontal bar chart of shares (0..1, drawn as %), one bar per label, top to bottom.
 class ShareBarChart : public QWidget {
   Q_OBJECT

@@ -5,6 +5,8 @@
 #include <utility>
 
 #include <QAction>
+#include <QActionGroup>
+#include <QMessageBox>
 #include <QApplication>
 #include <QCloseEvent>
 #include <QComboBox>
@@ -35,6 +37,7 @@
 
 #include "chart_view.h"
 #include "file_change_watcher.h"
+#include "theme.h"
 #include "hybridscope/viewer/compare_model.h"
 #include "hybridscope/viewer/database_loader.h"
 #include "hybridscope/viewer/findings_model.h"
@@ -78,8 +81,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   compare_model_ = new CompareModel(this);
   config_diff_model_ = new ConfigDiffModel(this);
 
+  {
+    bool known = false;
+    const Theme theme = parse_theme(QSettings().value(QStringLiteral("view/theme")).toString(), &known);
+    apply_theme(known ? theme : Theme::kSystem);
+  }
   build_menus();
   build_central();
+  build_view_menu();
 
   status_label_ = new QLabel(this);
   progress_ = new QProgressBar(this);
@@ -104,6 +113,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   resize(1440, 860);
   restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
   splitter_->restoreState(settings.value(QStringLiteral("window/splitter")).toByteArray());
+  const int page = settings.value(QStringLiteral("window/page"), 0).toInt();
+  if (page >= 0 && page < pages_->count()) pages_->setCurrentIndex(page);
 }
 
 MainWindow::~MainWindow() = default;
@@ -256,7 +267,6 @@ void MainWindow::build_central() {
   auto* overlay_page = new QWidget(overlay_scroll);
   overlay_grid_ = new QGridLayout(overlay_page);
   overlay_grid_->setColumnStretch(0, 1);
-  overlay_grid_->setColumnStretch(1, 1);
   overlay_scroll->setWidget(overlay_page);
   compare_tabs_->addTab(overlay_scroll, tr("Overlaid metrics"));
   auto* diff_page = new QWidget(compare_tabs_);
@@ -655,12 +665,14 @@ void MainWindow::on_comparison_ready(std::uint64_t request, const std::shared_pt
   } else {
     compare_note_->setText(
         tr("Against the baseline: step metrics, then phases (s); medians over the measured steps, change of the "
-           "medians, two-sided Mann–Whitney U test (p &lt; %1 marked *, <span style=\"color:#9c1c1c\">worse</span> / "
-           "<span style=\"color:#1b6e20\">better</span> / <span style=\"color:#1f4e8c\">changed</span>). "
+           "medians, two-sided Mann–Whitney U test (p &lt; %1 marked *, <span style=\"color:#d0443e\">worse</span> / "
+           "<span style=\"color:#3a9a44\">better</span> / <span style=\"color:#3b7dd8\">changed</span>). "
            "Below: the step metrics overlaid and the config keys that differ.")
             .arg(reports::kAlpha));
     compare_model_->set_comparison(c);
     config_diff_model_->set_comparison(c);
+    // Against one run the Run column says the same on every row: the Baseline box names both.
+    compare_view_->setColumnHidden(CompareModel::kRun, c->against.size() == 1);
     compare_view_->resizeColumnsToContents();
     config_diff_view_->resizeColumnsToContents();
     show_overlay_charts(c.get());
@@ -693,7 +705,7 @@ void MainWindow::show_overlay_charts(const RunsComparison* c) {
     auto* view = new LineChart;
     view->setMinimumHeight(260);
     view->set_data(chart);
-    overlay_grid_->addWidget(view, i / 2, i % 2);
+    overlay_grid_->addWidget(view, i, 0);  // full width: the legend names whole runs
     ++i;
   }
 }
@@ -751,10 +763,93 @@ void MainWindow::dropEvent(QDropEvent* event) {
   event->acceptProposedAction();
 }
 
+void MainWindow::changeEvent(QEvent* event) {
+  // A new palette (View → Theme, or the platform's) reaches the widgets, but Qt Charts paints
+  // its own colours: re-colour the charts.
+  if (event->type() == QEvent::PaletteChange) restyle_charts(this, palette());
+  QMainWindow::changeEvent(event);
+}
+
+void MainWindow::build_view_menu() {
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  // Ctrl+1.. for the pages, in tab order, whatever pages the window has.
+  for (int i = 0; i < pages_->count() && i < 9; ++i) {
+    QAction* page = view->addAction(pages_->tabText(i), this, [this, i] { pages_->setCurrentIndex(i); });
+    page->setShortcut(QKeySequence(Qt::CTRL | static_cast<Qt::Key>(Qt::Key_1 + i)));
+  }
+  view->addSeparator();
+  QAction* next = view->addAction(tr("&Next finding"), this, [this] { step_finding(1); });
+  next->setShortcut(QKeySequence(Qt::Key_F8));
+  QAction* previous = view->addAction(tr("&Previous finding"), this, [this] { step_finding(-1); });
+  previous->setShortcut(QKeySequence(Qt::SHIFT | Qt::Key_F8));
+  QAction* reload = view->addAction(tr("&Reload files"), this, [this] {
+    QStringList paths;
+    for (const auto& db : runs_model_->databases()) paths << qs(db->path);
+    open_files(paths);
+  });
+  reload->setShortcut(QKeySequence::Refresh);
+  view->addSeparator();
+  QMenu* theme_menu = view->addMenu(tr("&Theme"));
+  auto* group = new QActionGroup(theme_menu);
+  const QString current = QSettings().value(QStringLiteral("view/theme"), QStringLiteral("system")).toString();
+  for (const QString& name : theme_names()) {
+    QAction* a = theme_menu->addAction(name == QLatin1String("system") ? tr("Follow the &system")
+                                       : name == QLatin1String("light") ? tr("&Light")
+                                                                        : tr("&Dark"),
+                                       this, [this, name] { set_theme(name); });
+    a->setCheckable(true);
+    a->setChecked(name == current);
+    a->setData(name);
+    group->addAction(a);
+  }
+
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&Keyboard shortcuts"), this, [this] {
+    QStringList lines;
+    for (QMenu* menu : menuBar()->findChildren<QMenu*>())
+      for (QAction* a : menu->actions())
+        if (!a->shortcut().isEmpty())
+          lines << QStringLiteral("<tr><td><b>%1</b></td><td>%2</td></tr>")
+                       .arg(a->shortcut().toString(QKeySequence::NativeText).toHtmlEscaped(),
+                            a->text().remove(QLatin1Char('&')).toHtmlEscaped());
+    lines.removeDuplicates();
+    QMessageBox::information(this, tr("Keyboard shortcuts"), QStringLiteral("<table cellspacing=6>%1</table>").arg(lines.join(QString())));
+  })->setShortcut(QKeySequence::HelpContents);
+}
+
+bool MainWindow::set_theme(const QString& name) {
+  bool known = false;
+  const Theme theme = parse_theme(name, &known);
+  if (!known) return false;
+  apply_theme(theme);
+  QSettings().setValue(QStringLiteral("view/theme"), theme_name(theme));
+  for (QAction* a : menuBar()->findChildren<QAction*>())
+    if (a->isCheckable() && theme_names().contains(a->data().toString())) a->setChecked(a->data().toString() == theme_name(theme));
+  restyle_charts(this, QApplication::palette());
+  return true;
+}
+
+int MainWindow::current_finding() const {
+  const QModelIndex current = findings_view_->selectionModel()->currentIndex();
+  return current.isValid() ? current.row() : -1;
+}
+
+bool MainWindow::step_finding(int by) {
+  const int count = findings_model_->rowCount();
+  if (count == 0) return false;
+  const int from = current_finding();
+  const int row = from < 0 ? (by >= 0 ? 0 : count - 1) : ((from + by) % count + count) % count;
+  show_page(QStringLiteral("overview"));
+  findings_view_->selectRow(row);
+  findings_view_->setFocus();
+  return true;
+}
+
 void MainWindow::closeEvent(QCloseEvent* event) {
   QSettings settings;
   settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
   settings.setValue(QStringLiteral("window/splitter"), splitter_->saveState());
+  settings.setValue(QStringLiteral("window/page"), pages_->currentIndex());
   QMainWindow::closeEvent(event);
 }
 

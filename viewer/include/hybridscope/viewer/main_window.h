@@ -53,6 +53,16 @@ class MainWindow : public QMainWindow {
   /// against the first (the baseline; the page's Baseline box changes it). False if any id is not found.
   bool select_runs(const QList<std::int64_t>& run_ids);
 
+  /// Moves the Diagnosis panel's selection `by` findings (F8 next, Shift+F8 previous, wrapping
+  /// around) and shows the Overview page; false when the shown run has no findings.
+  bool step_finding(int by);
+  /// The row of the selected finding; -1 when none.
+  int current_finding() const;
+
+  /// "system" (the platform's palette), "light" or "dark": applied to the whole application and
+  /// remembered (QSettings "view/theme"); false for another name.
+  bool set_theme(const QString& name);
+
   /// Shows a page of the right side: "overview", "metrics", "phases", "compare" or "scaling";
   /// false for another name.
   bool show_page(const QString& name);
@@ -90,10 +100,12 @@ class MainWindow : public QMainWindow {
   void dragEnterEvent(class QDragEnterEvent* event) override;
   void dropEvent(class QDropEvent* event) override;
   void closeEvent(class QCloseEvent* event) override;
+  void changeEvent(class QEvent* event) override;
 
  private:
   void build_menus();
   void build_central();
+  void build_view_menu();
   void on_database_loaded(const std::shared_ptr<const LoadedDatabase>& database);
   void on_file_changed(const QString& path);
   void refresh_database(const std::shared_ptr<const LoadedDatabase>& database);
