@@ -93,7 +93,8 @@ nlohmann::json findings_json(const std::vector<Finding>& findings) {
                    {"config_keys", f.config_keys},
                    {"impact", f.impact},
                    {"rank", f.rank ? nlohmann::json(*f.rank) : nlohmann::json(nullptr)},
-                   {"step", f.step ? nlohmann::json(*f.step) : nlohmann::json(nullptr)}});
+                   {"step", f.step ? nlohmann::json(*f.step) : nlohmann::json(nullptr)},
+                   {"range", f.range.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.range)}});
   }
   return out;
 }

@@ -95,6 +95,7 @@ std::optional<Finding> rollout_dominates(const RunAnalysis& a, const DiagnosisTh
   const double share = phase_share(a.phases, kGen);
   if (!(share > t.rollout_share)) return std::nullopt;
   Finding f = start_finding("rollout-dominates", severity_for(share, t), share);
+  f.range = kGen;
   f.title = fmt::format("generation takes {} of the step", format_percent(share));
   f.evidence = fmt::format("gen: {} ({}, each phase its slowest rank's)", of_the_step(a, phase_mean_s(a.phases, kGen)),
                            format_percent(share));
@@ -147,6 +148,7 @@ std::optional<Finding> decode_memory_bound(const RunAnalysis& a, const Diagnosis
   const std::optional<double> batch = a.rollout_batch ? a.rollout_batch : from_config;
   if (!batch || !(*batch < t.small_rollout_batch)) return std::nullopt;
   Finding f = start_finding("decode-memory-bound", severity_for(share, t), share);
+  f.range = kGen;
   f.title = fmt::format("decode is memory-bound: {:.0f} sequences per generation for {} of the step", *batch,
                         format_percent(share));
   f.evidence = fmt::format("{:.0f} sequences per generation (below {:.0f})", *batch, t.small_rollout_batch);
@@ -211,6 +213,7 @@ std::optional<Finding> switch_slow(const RunAnalysis& a, const DiagnosisThreshol
   if (slowest != nullptr) {
     f.step = slowest->step;
     f.rank = slowest->slowest_rank;
+    f.range = "switch/" + slowest->direction;
     parts.push_back(fmt::format("slowest: step {} {} {} on rank {}", slowest->step, slowest->direction,
                                 format_seconds(slowest->seconds), slowest->slowest_rank));
   }
@@ -328,6 +331,7 @@ std::optional<Finding> fragmentation(const RunAnalysis& a, const DiagnosisThresh
         worst = &p;
     if (worst != nullptr) {
       f.rank = worst->rank;
+      f.range = worst->phase;
       text += fmt::format(", worst on rank {} in {} ({:.2f})", worst->rank, worst->phase, *worst->min_allocated_over_reserved);
     }
     if (!low_ratio) text = fmt::format("allocated/reserved at least {:.2f}", *m.min_allocated_over_reserved);
@@ -369,8 +373,10 @@ std::optional<Finding> memory_over_params(const RunAnalysis& a, const DiagnosisT
   const MemoryPhasePeak* top = nullptr;  // the phase where the peak rank peaks
   for (const MemoryPhasePeak& p : m.phases)
     if (p.rank == m.peak_rank && (top == nullptr || p.peak_allocated_bytes > top->peak_allocated_bytes)) top = &p;
-  if (top != nullptr)
+  if (top != nullptr) {
+    f.range = top->phase;
     f.evidence += fmt::format("; its highest phase is {} ({})", top->phase, format_bytes(top->peak_allocated_bytes));
+  }
   const auto& d = a.data;
   f.suggestion = fmt::format(
       "Training holds gradients and AdamW's two moments beside the parameters, and every activation of a "
@@ -444,6 +450,7 @@ std::optional<Finding> straggler(const RunAnalysis& a, const DiagnosisThresholds
   const PhaseSpread* widest = nullptr;
   for (const PhaseSpread& p : s.phases)
     if (p.phase != "step" && (widest == nullptr || p.spread > widest->spread)) widest = &p;
+  if (widest != nullptr) f.range = widest->phase;
   if (widest != nullptr)
     f.evidence += fmt::format("; widest phase {}: {} on rank {} against {} on rank {} (median {}, spread {:.2f})",
                               widest->phase, format_seconds(widest->max_s), widest->slowest_rank,
@@ -469,6 +476,7 @@ std::optional<Finding> low_mfu(const RunAnalysis& a, const DiagnosisThresholds& 
   if (!a.mfu || !(*a.mfu < t.low_mfu)) return std::nullopt;
   const double update_share = phase_share(a.phases, "update_actor");
   Finding f = start_finding("low-mfu", Severity::kInfo, update_share);
+  f.range = "update_actor";
   f.title = fmt::format("the actor update reaches {:.1f} % of peak FLOP/s (MFU {:.3f})", *a.mfu * 100.0, *a.mfu);
   f.evidence = fmt::format("perf/mfu/actor {:.3f} mean over {} (below {:.2f}); update_actor: {} ({})", *a.mfu,
                            format_steps(a.measured), t.low_mfu, of_the_step(a, phase_mean_s(a.phases, "update_actor")),
@@ -504,6 +512,7 @@ std::optional<Finding> kv_pressure(const RunAnalysis& a, const DiagnosisThreshol
   if (!m.kv_peak_occupancy || !(*m.kv_peak_occupancy > t.kv_occupancy)) return std::nullopt;
   const double impact = phase_share(a.phases, kGen);
   Finding f = start_finding("kv-pressure", severity_for(impact, t), impact);
+  f.range = kGen;
   f.title = fmt::format("the KV pool ran {} full: generation admits sequences in smaller waves",
                         format_percent(*m.kv_peak_occupancy));
   f.evidence = fmt::format("peak {} of {} KV blocks in use ({}, threshold {}) over {}", m.kv_peak_blocks_used,
@@ -550,6 +559,9 @@ std::optional<Finding> phase_trending_up(const RunAnalysis& a, const DiagnosisTh
   const double impact = top.unit == "s" && a.phases.mean_step_s > 0.0 ? growth / a.phases.mean_step_s : 0.0;
   Finding f = start_finding("phase-trending-up", severity_for(impact, t), impact);
   if (!a.measured.empty()) f.step = *std::max_element(a.measured.begin(), a.measured.end());
+  // "timing_s/gen" is the range "gen", "switch/train_to_rollout" is itself; the step and memory are no range.
+  if (top.series.rfind("timing_s/", 0) == 0 && top.series != "timing_s/step") f.range = top.series.substr(9);
+  else if (top.series.rfind("switch/", 0) == 0) f.range = top.series;
   f.title = fmt::format("{} grows {} per step", top.series, format_percent(top.relative_slope));
   for (std::size_t i = 0; i < rising.size(); ++i) {
     const LinearTrend& r = *rising[i];

@@ -104,6 +104,7 @@ TEST(DiagnosisRules, RolloutDominatesFiresAboveSixtyPercent) {
   EXPECT_CONTAINS(f->evidence, "6.4 s of the 10 s mean step over steps 2–5");
   EXPECT_CONTAINS(f->evidence, "largest at step 3: 7 s of 10 s (70.0 %)");
   EXPECT_EQ(f->step, 3);
+  EXPECT_EQ(f->range, "gen");
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.rollout.tensor_model_parallel_size=2"));
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.rollout.gpu_memory_utilization=0.5"));
   EXPECT_TRUE(names_key(*f, "data.max_response_length=512"));
@@ -194,6 +195,7 @@ TEST(DiagnosisRules, SwitchSlowFiresOnItsShareOfTheStep) {
   EXPECT_CONTAINS(f->evidence, "slowest: step 3 train_to_rollout 1.5 s on rank 2");
   EXPECT_EQ(f->step, 3);
   EXPECT_EQ(f->rank, 2);
+  EXPECT_EQ(f->range, "switch/train_to_rollout");
   EXPECT_TRUE(names_key(*f, "hybridscope.reshard.mode=naive"));
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.rollout.tensor_model_parallel_size=2"));
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=1"));
@@ -667,6 +669,7 @@ TEST(Diagnose, FindingsJsonCarriesEveryField) {
     EXPECT_DOUBLE_EQ(j.at("impact").get<double>(), f.impact);
     if (f.rank) EXPECT_EQ(j.at("rank").get<int>(), *f.rank); else EXPECT_TRUE(j.at("rank").is_null());
     if (f.step) EXPECT_EQ(j.at("step").get<std::int64_t>(), *f.step); else EXPECT_TRUE(j.at("step").is_null());
+    if (!f.range.empty()) EXPECT_EQ(j.at("range"), f.range); else EXPECT_TRUE(j.at("range").is_null());
   }
   EXPECT_EQ(parsed[2].at("rank"), 3);  // the straggler
   EXPECT_TRUE(parsed[0].at("step").is_null());

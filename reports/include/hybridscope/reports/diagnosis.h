@@ -29,6 +29,10 @@ struct Finding {
   double impact = 0.0;  // share of the step at stake (0..1): orders findings of equal severity
   std::optional<int> rank;
   std::optional<std::int64_t> step;
+  /// The range (a phase or switch name of the `ranges` table: "gen", "switch/train_to_rollout",
+  /// "update_actor") the finding is about, where it is about one; empty: the whole step. With
+  /// `rank` and `step`, where the viewer's timeline jumps.
+  std::string range;
 };
 
 /// Thresholds of the rules (defaults from the issue and verl practice; docs/diagnosis.md).
