@@ -7,9 +7,13 @@
 
 #include <QAbstractItemModelTester>
 #include <QSortFilterProxyModel>
+#include <QTest>
 
 #include "hybridscope/viewer/findings_model.h"
+#include "hybridscope/viewer/main_window.h"
+#include "hybridscope/viewer/matrices_model.h"
 #include "hybridscope/viewer/runs_model.h"
+#include "matrix_db.h"
 #include "viewer_fixtures.h"
 
 namespace hs::viewer {
@@ -147,6 +151,42 @@ TEST(FindingsModel, OneRowPerFindingUnderTheTester) {
   EXPECT_EQ(cell(model, 0, FindingsModel::kTitle).toStdString(), d.findings.front().title);
   model.set_findings({});
   EXPECT_EQ(model.rowCount(), 0);
+}
+
+}  // namespace
+}  // namespace hs::viewer
+
+namespace hs::viewer {
+namespace {
+
+TEST(MatricesModel, ListsTheMatricesAndSelectingOneNarrowsTheRuns) {
+  const std::string matrix_path = hs::test::temp_db("viewer", "matrices_list.sqlite");
+  hs::test::write_matrix_db(matrix_path, "scale", {{"world", true, "strong", "1"}, {"mode", false, "", ""}},
+                            {{{"1", "naive"}, {"n=1"}, 1, {8.0, 8.2}, 1000},
+                             {{"2", "naive"}, {"n=2"}, 2, {5.0, 5.1}, 1000}});
+  const std::string run_path = testing::write_run_db("matrices_plain.sqlite", "plain", false);
+
+  MainWindow window;
+  QAbstractItemModelTester tester(window.matrices_model(), QAbstractItemModelTester::FailureReportingMode::Fatal);
+  bool idle = false;
+  QObject::connect(&window, &MainWindow::became_idle, [&] { idle = true; });
+  window.open_files({QString::fromStdString(matrix_path), QString::fromStdString(run_path)});
+  ASSERT_TRUE(QTest::qWaitFor([&] { return idle && window.runs_model()->rowCount() == 5; }, 30000));
+  // One matrix (the plain run file has none): 2 cells × 2 repetitions = 4 runs, axes by short name.
+  const MatricesModel& m = *window.matrices_model();
+  ASSERT_EQ(m.rowCount(), 1);
+  EXPECT_EQ(m.index(0, MatricesModel::kName).data().toString(), "scale");
+  EXPECT_EQ(m.index(0, MatricesModel::kCells).data().toInt(), 2);
+  EXPECT_EQ(m.index(0, MatricesModel::kRuns).data().toInt(), 4);
+  EXPECT_EQ(m.index(0, MatricesModel::kAxes).data().toString(), QStringLiteral("world × mode"));
+  EXPECT_EQ(m.index(0, MatricesModel::kDatabase).data().toString(), "matrices_list.sqlite");
+  EXPECT_EQ(m.matrix(1), nullptr);
+
+  EXPECT_FALSE(window.select_matrix(3));
+  ASSERT_TRUE(window.select_matrix(0));
+  EXPECT_EQ(window.runs_proxy()->rowCount(), 4) << "the plain run is filtered out";
+  for (int row = 0; row < window.runs_proxy()->rowCount(); ++row)
+    EXPECT_TRUE(window.runs_proxy()->index(row, RunsModel::kCell).data().toString().startsWith(QStringLiteral("scale / ")));
 }
 
 }  // namespace

@@ -50,6 +50,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   window.show();
+  // A screenshot shows the page asked for, or the Overview: not the page the last session left.
+  if (parser.isSet(screenshot_option) && !parser.isSet(page_option)) window.show_page(QStringLiteral("overview"));
   if (parser.isSet(page_option) && !window.show_page(parser.value(page_option))) {
     std::fprintf(stderr, "hybridscope-viewer: no page %s (pages: %s)\n", qPrintable(parser.value(page_option)),
                  qPrintable(hs::viewer::MainWindow::page_names().join(QStringLiteral(", "))));

@@ -41,6 +41,7 @@
 #include "hybridscope/viewer/compare_model.h"
 #include "hybridscope/viewer/database_loader.h"
 #include "hybridscope/viewer/findings_model.h"
+#include "hybridscope/viewer/matrices_model.h"
 #include "hybridscope/viewer/runs_model.h"
 
 namespace hs::viewer {
@@ -77,6 +78,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(file_watcher_, &FileChangeWatcher::changed, this, &MainWindow::on_file_changed);
   runs_model_ = new RunsModel(this);
   runs_proxy_ = make_runs_proxy(runs_model_, this);
+  matrices_model_ = new MatricesModel(this);
   findings_model_ = new FindingsModel(this);
   compare_model_ = new CompareModel(this);
   config_diff_model_ = new ConfigDiffModel(this);
@@ -166,9 +168,20 @@ void MainWindow::build_central() {
   runs_view_->sortByColumn(RunsModel::kRunId, Qt::AscendingOrder);
   connect(runs_view_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &MainWindow::on_selection_changed);
   connect(runs_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &MainWindow::on_selection_changed);
+  // Below the runs: the benchmark matrices of the loaded files (hidden while there is none).
+  matrices_label_ = new QLabel(tr("Matrices (select one to list its runs and see its scaling):"), left);
+  matrices_view_ = make_table(left);
+  matrices_view_->setModel(matrices_model_);
+  matrices_view_->setSelectionMode(QAbstractItemView::SingleSelection);
+  matrices_view_->horizontalHeader()->setStretchLastSection(true);
+  connect(matrices_view_, &QTableView::clicked, this, [this](const QModelIndex& index) { select_matrix(index.row()); });
+  matrices_label_->hide();
+  matrices_view_->hide();
   left_layout->addWidget(filter_);
   left_layout->addWidget(error_banner_);
   left_layout->addWidget(runs_view_, 1);
+  left_layout->addWidget(matrices_label_);
+  left_layout->addWidget(matrices_view_);
 
   // Right: pages about the selected run(s) and matrices.
   pages_ = new QTabWidget(splitter_);
@@ -378,6 +391,7 @@ void MainWindow::refresh_database(const std::shared_ptr<const LoadedDatabase>& d
   const bool shown_moved = wanted_path_ == path && moved_on(wanted_run_);
   runs_model_->add_database(database);
   select_run_keys(keys);
+  update_matrices();
   rebuild_scaling_page();
   if (shown_moved) {
     refreshing_shown_ = true;
@@ -407,6 +421,7 @@ void MainWindow::on_database_loaded(const std::shared_ptr<const LoadedDatabase>&
   runs_model_->add_database(database);
   select_run_keys(keys);
   runs_view_->resizeColumnsToContents();
+  update_matrices();
   rebuild_scaling_page();
   remember_recent(path);
   file_watcher_->watch(path);
@@ -708,6 +723,28 @@ void MainWindow::show_overlay_charts(const RunsComparison* c) {
     overlay_grid_->addWidget(view, i, 0);  // full width: the legend names whole runs
     ++i;
   }
+}
+
+void MainWindow::update_matrices() {
+  matrices_model_->set_databases(runs_model_->databases());
+  const bool any = matrices_model_->rowCount() > 0;
+  matrices_label_->setVisible(any);
+  matrices_view_->setVisible(any);
+  matrices_view_->resizeColumnsToContents();
+  // As tall as its rows (up to five), not half the window.
+  const int rows = std::min(matrices_model_->rowCount(), 5);
+  matrices_view_->setFixedHeight(matrices_view_->horizontalHeader()->sizeHint().height() +
+                                 rows * matrices_view_->verticalHeader()->defaultSectionSize() +
+                                 2 * matrices_view_->frameWidth() + 2);
+}
+
+bool MainWindow::select_matrix(int row) {
+  const reports::MatrixSummary* m = matrices_model_->matrix(row);
+  if (!m) return false;
+  matrices_view_->selectRow(row);
+  filter_->setText(qs(m->matrix.name) + QStringLiteral(" / "));  // the runs' cell labels start so
+  show_page(QStringLiteral("scaling"));
+  return true;
 }
 
 void MainWindow::rebuild_scaling_page() {

@@ -33,6 +33,7 @@ class ConfigDiffModel;
 class DatabaseLoader;
 class FileChangeWatcher;
 class FindingsModel;
+class MatricesModel;
 class LineChart;
 class RunsModel;
 class ShareBarChart;
@@ -79,6 +80,10 @@ class MainWindow : public QMainWindow {
   const QStringList& errors() const { return errors_; }
 
   RunsModel* runs_model() const { return runs_model_; }
+  MatricesModel* matrices_model() const { return matrices_model_; }
+  /// Opens a matrix of the matrices list: the runs table narrows to its runs (the filter says its
+  /// name) and the Scaling page shows. False for an invalid row.
+  bool select_matrix(int row);
   QSortFilterProxyModel* runs_proxy() const { return runs_proxy_; }
   FindingsModel* findings_model() const { return findings_model_; }
   CompareModel* compare_model() const { return compare_model_; }
@@ -124,6 +129,7 @@ class MainWindow : public QMainWindow {
   void show_finding_details(const reports::Finding* finding);
   void show_error(const QString& message);
   void update_status();
+  void update_matrices();
   void remember_recent(const QString& path);
   void rebuild_recent_menu();
   void maybe_idle();
@@ -132,6 +138,9 @@ class MainWindow : public QMainWindow {
   FileChangeWatcher* file_watcher_ = nullptr;
   QSet<QString> reloading_;  // files changed on disk whose re-read is on its way
   RunsModel* runs_model_ = nullptr;
+  MatricesModel* matrices_model_ = nullptr;
+  QTableView* matrices_view_ = nullptr;
+  QLabel* matrices_label_ = nullptr;
   QSortFilterProxyModel* runs_proxy_ = nullptr;
   FindingsModel* findings_model_ = nullptr;
   CompareModel* compare_model_ = nullptr;
