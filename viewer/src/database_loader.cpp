@@ -40,7 +40,8 @@ void DatabaseLoader::reload(const QString& path) {
   watcher->setFuture(QtConcurrent::run([file] { return load_database(file); }));
 }
 
-std::uint64_t DatabaseLoader::diagnose(const QString& path, std::int64_t run_id, int warmup_steps) {
+std::uint64_t DatabaseLoader::diagnose(const QString& path, std::int64_t run_id, int warmup_steps,
+                                       const QString& comm_bench) {
   const std::uint64_t request = ++next_request_;
   auto* watcher = new QFutureWatcher<RunDiagnosis>(this);
   connect(watcher, &QFutureWatcher<RunDiagnosis>::finished, this, [this, watcher, request] {
@@ -49,7 +50,9 @@ std::uint64_t DatabaseLoader::diagnose(const QString& path, std::int64_t run_id,
     emit diagnosis_ready(request, diagnosis);
   });
   const std::string file = path.toStdString();
-  watcher->setFuture(QtConcurrent::run([file, run_id, warmup_steps] { return diagnose_run(file, run_id, warmup_steps); }));
+  const std::string bench = comm_bench.toStdString();
+  watcher->setFuture(QtConcurrent::run(
+      [file, run_id, warmup_steps, bench] { return diagnose_run(file, run_id, warmup_steps, bench); }));
   return request;
 }
 
@@ -62,6 +65,21 @@ std::uint64_t DatabaseLoader::compare(std::vector<RunRef> runs) {
     emit comparison_ready(request, comparison);
   });
   watcher->setFuture(QtConcurrent::run([runs = std::move(runs)] { return compare_selected_runs(runs); }));
+  return request;
+}
+
+std::uint64_t DatabaseLoader::export_report(std::vector<RunRef> runs, const QString& output_path,
+                                            const QString& comm_bench) {
+  const std::uint64_t request = ++next_request_;
+  auto* watcher = new QFutureWatcher<ReportExport>(this);
+  connect(watcher, &QFutureWatcher<ReportExport>::finished, this, [this, watcher, request] {
+    auto result = std::make_shared<const ReportExport>(watcher->result());
+    watcher->deleteLater();
+    emit report_exported(request, result);
+  });
+  const std::string path = output_path.toStdString(), bench = comm_bench.toStdString();
+  watcher->setFuture(QtConcurrent::run(
+      [runs = std::move(runs), path, bench] { return viewer::export_report(runs, path, bench); }));
   return request;
 }
 

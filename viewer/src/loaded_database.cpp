@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <filesystem>
 #include <stdexcept>
 #include <set>
 
@@ -137,7 +138,18 @@ LoadedDatabase load_database(const std::string& path) {
   return out;
 }
 
-RunDiagnosis diagnose_run(const std::string& path, std::int64_t run_id, int warmup_steps) {
+std::string comm_bench_beside(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::absolute(fs::path(path)).parent_path();
+  for (const fs::path& candidate : {dir / "comm-bench.json", dir / "out" / "comm-bench.json"}) {
+    std::error_code ec;
+    if (fs::is_regular_file(candidate, ec)) return candidate.string();
+  }
+  return {};
+}
+
+RunDiagnosis diagnose_run(const std::string& path, std::int64_t run_id, int warmup_steps,
+                          const std::string& comm_bench) {
   RunDiagnosis out;
   out.path = path;
   out.run_id = run_id;
@@ -145,6 +157,16 @@ RunDiagnosis diagnose_run(const std::string& path, std::int64_t run_id, int warm
     reports::RunDatabase db(path);
     reports::AnalysisOptions options;
     options.warmup_steps = warmup_steps;
+    // A bad micro-benchmark file costs the bound its best bandwidth, not the whole analysis.
+    const std::string bench = comm_bench.empty() ? comm_bench_beside(path) : comm_bench;
+    if (!bench.empty()) {
+      try {
+        options.links = reports::load_comm_bench(bench);
+        out.comm_bench_path = bench;
+      } catch (const std::exception& e) {
+        out.comm_bench_error = e.what();
+      }
+    }
     const reports::RunAnalysis analysis = reports::analyze_run(reports::load_run(db, run_id), options);
     out.run_name = analysis.data.run.name;
     out.breakdown_source = analysis.phases.source;
@@ -159,6 +181,12 @@ RunDiagnosis diagnose_run(const std::string& path, std::int64_t run_id, int warm
     out.metric_charts = step_metric_charts(analysis.data);
     out.step_phases = step_phase_bars(analysis.phases);
     out.rank_phases = rank_phase_bars(analysis.phases);
+    out.memory = analysis.memory;
+    out.memory_charts = memory_charts(analysis.data);
+    out.switches = analysis.switches;
+    out.switch_rows = switch_table(analysis.data, analysis.switches);
+    out.switch_bars = switch_component_bars(out.switch_rows);
+    out.comm_rows = comm_table(analysis.data, analysis.measured);
   } catch (const std::exception& e) {
     out.error = e.what();
     if (out.error.empty()) out.error = path + ": run " + std::to_string(run_id) + " could not be analysed";

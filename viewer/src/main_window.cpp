@@ -22,6 +22,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenuBar>
+#include <QMessageBox>
 #include <QMimeData>
 #include <QProgressBar>
 #include <QScrollArea>
@@ -42,7 +43,9 @@
 #include "hybridscope/viewer/database_loader.h"
 #include "hybridscope/viewer/findings_model.h"
 #include "hybridscope/viewer/matrices_model.h"
+#include "hybridscope/viewer/report_export.h"
 #include "hybridscope/viewer/runs_model.h"
+#include "run_pages.h"
 
 namespace hs::viewer {
 namespace {
@@ -110,6 +113,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   });
   connect(loader_, &DatabaseLoader::diagnosis_ready, this, &MainWindow::on_diagnosis_ready);
   connect(loader_, &DatabaseLoader::comparison_ready, this, &MainWindow::on_comparison_ready);
+  connect(loader_, &DatabaseLoader::report_exported, this, &MainWindow::on_report_exported);
 
   QSettings settings;
   resize(1440, 860);
@@ -132,6 +136,19 @@ void MainWindow::build_menus() {
   open->setShortcut(QKeySequence::Open);
   recent_menu_ = file->addMenu(tr("Open &Recent"));
   rebuild_recent_menu();
+  file->addSeparator();
+  QAction* export_action = file->addAction(tr("&Export report…"), this, [this] {
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export the report of the selected run(s)"), QStringLiteral("report.html"),
+        tr("HTML (*.html);;PDF, needs Chromium (*.pdf);;Markdown (*.md);;CSV (*.csv);;JSON (*.json)"));
+    if (!path.isEmpty()) export_report(path);
+  });
+  export_action->setShortcut(QKeySequence(tr("Ctrl+E")));
+  file->addAction(tr("Use &communication benchmark…"), this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("hs_comm_bench's JSON for the switch's wire bound"),
+                                                      QString(), tr("Google Benchmark JSON (*.json);;All files (*)"));
+    if (!path.isEmpty()) set_comm_bench(path);
+  });
   file->addSeparator();
   QAction* find = file->addAction(tr("&Filter runs"), this, [this] {
     filter_->setFocus();
@@ -251,6 +268,14 @@ void MainWindow::build_central() {
   rank_phase_chart_ = new StackedBarChart(phases_page);
   pages_->addTab(phases_page, tr("Phases"));
 
+  // Memory, Switch and Comm of the selected run (run_pages.h).
+  memory_page_ = new MemoryPage(pages_);
+  pages_->addTab(memory_page_, tr("Memory"));
+  switch_page_ = new SwitchPage(pages_);
+  pages_->addTab(switch_page_, tr("Switch"));
+  comm_page_ = new CommPage(pages_);
+  pages_->addTab(comm_page_, tr("Comm"));
+
   // Compare: the selected runs against the first, phase by phase, and their config diff.
   auto* compare_page = new QSplitter(Qt::Vertical, pages_);
   auto* compare_top = new QWidget(compare_page);
@@ -295,6 +320,7 @@ void MainWindow::build_central() {
   compare_tabs_->addTab(diff_page, tr("Config diff"));
   compare_page->setStretchFactor(0, 1);
   compare_page->setStretchFactor(1, 1);
+  compare_page_ = compare_page;
   pages_->addTab(compare_page, tr("Compare"));
 
   // Scaling: efficiency and throughput against ranks for every matrix loaded.
@@ -479,7 +505,7 @@ void MainWindow::on_selection_changed() {
                            .arg(qs(e->run.name).toHtmlEscaped())
                            .arg(e->run.id)
                            .arg(QFileInfo(wanted_path_).fileName().toHtmlEscaped()));
-  wanted_request_ = loader_->diagnose(wanted_path_, e->run.id, e->warmup_steps);
+  wanted_request_ = loader_->diagnose(wanted_path_, e->run.id, e->warmup_steps, comm_bench_);
   update_status();
 }
 
@@ -567,11 +593,14 @@ void MainWindow::show_run_charts(const RunDiagnosis& d) {
   }
   step_phase_chart_->set_data(d.step_phases);
   rank_phase_chart_->set_data(d.rank_phases);
+  memory_page_->show_diagnosis(d);
+  switch_page_->show_diagnosis(d);
+  comm_page_->show_diagnosis(d);
 }
 
 QStringList MainWindow::page_names() {
-  return {QStringLiteral("overview"), QStringLiteral("metrics"), QStringLiteral("phases"), QStringLiteral("compare"),
-          QStringLiteral("scaling")};
+  return {QStringLiteral("overview"), QStringLiteral("metrics"), QStringLiteral("phases"), QStringLiteral("memory"),
+          QStringLiteral("switch"),   QStringLiteral("comm"),    QStringLiteral("compare"), QStringLiteral("scaling")};
 }
 
 bool MainWindow::show_page(const QString& name) {
@@ -660,7 +689,7 @@ void MainWindow::request_comparison() {
     shown_comparison_.reset();
     compare_note_->setText(tr("Select two runs or more (Ctrl+click) to compare them against the first."));
     config_diff_note_->clear();
-    pages_->setTabText(3, tr("Compare"));
+    pages_->setTabText(pages_->indexOf(compare_page_), tr("Compare"));
     return;
   }
   compare_note_->setText(tr("Comparing %1 runs…").arg(runs.size()));
@@ -696,7 +725,7 @@ void MainWindow::on_comparison_ready(std::uint64_t request, const std::shared_pt
     config_diff_note_->setText(differing == 0 ? tr("No config key differs: the runs' resolved configs are identical.")
                                               : tr("%n config value(s) differ from the baseline's.", nullptr, differing));
     compare_tabs_->setTabText(1, tr("Config diff (%1)").arg(differing));
-    pages_->setTabText(3, tr("Compare (%1)").arg(c->labels.size()));
+    pages_->setTabText(pages_->indexOf(compare_page_), tr("Compare (%1)").arg(c->labels.size()));
   }
   update_status();
   maybe_idle();
@@ -888,6 +917,59 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   settings.setValue(QStringLiteral("window/splitter"), splitter_->saveState());
   settings.setValue(QStringLiteral("window/page"), pages_->currentIndex());
   QMainWindow::closeEvent(event);
+}
+
+SwitchModel* MainWindow::switch_model() const { return switch_page_->model(); }
+
+CommModel* MainWindow::comm_model() const { return comm_page_->model(); }
+
+std::vector<RunRef> MainWindow::selected_run_refs() const {
+  QModelIndexList rows = runs_view_->selectionModel()->selectedRows();
+  std::sort(rows.begin(), rows.end(), [](const QModelIndex& a, const QModelIndex& b) { return a.row() < b.row(); });
+  std::vector<RunRef> runs;
+  for (const QModelIndex& index : rows) {
+    const int source_row = runs_proxy_->mapToSource(index).row();
+    const RunEntry* e = runs_model_->entry(source_row);
+    const LoadedDatabase* db = runs_model_->database_of(source_row);
+    if (e && db) runs.push_back({db->path, e->run.id, e->warmup_steps, e->matrix_cell});
+  }
+  return runs;
+}
+
+void MainWindow::export_report(const QString& path) {
+  std::vector<RunRef> runs = selected_run_refs();
+  const QString what = runs.size() == 1 ? tr("run %1").arg(runs.front().run_id) : tr("%1 runs").arg(runs.size());
+  statusBar()->showMessage(tr("Writing the report of %1 to %2…").arg(what, path));
+  export_request_ = loader_->export_report(std::move(runs), path, comm_bench_);
+}
+
+void MainWindow::on_report_exported(std::uint64_t request, const std::shared_ptr<const ReportExport>& r) {
+  if (request == export_request_) export_request_ = 0;
+  const QString path = qs(r->path);
+  if (!r->ok()) {
+    const QString error = qs(r->error);
+    statusBar()->showMessage(tr("Report not written: %1").arg(error), 10000);
+    auto* box = new QMessageBox(QMessageBox::Warning, tr("Report not written"),
+                                tr("The report was not written to %1:\n%2").arg(path, error), QMessageBox::Ok, this);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->open();  // not exec(): the window keeps running
+    emit report_exported(path, error);
+    return;
+  }
+  statusBar()->showMessage(tr("Report written to %1 (%2, %n run(s), %3 finding(s)%4%5)", nullptr, static_cast<int>(r->runs))
+                               .arg(path, qs(r->format))
+                               .arg(r->findings)
+                               .arg(r->compared ? tr(", compared against the first") : QString(),
+                                    r->matrix ? tr(", matrix summary") : QString()),
+                           15000);
+  emit report_exported(path, QString());
+}
+
+void MainWindow::set_comm_bench(const QString& path) {
+  comm_bench_ = path;
+  wanted_path_.clear();  // analyse the selected run again, with this bandwidth
+  wanted_run_ = -1;
+  on_selection_changed();
 }
 
 }  // namespace hs::viewer

@@ -13,6 +13,7 @@
 #include <QStringList>
 
 #include "hybridscope/viewer/loaded_database.h"
+#include "hybridscope/viewer/report_export.h"
 
 namespace hs::viewer {
 
@@ -28,11 +29,16 @@ class DatabaseLoader : public QObject {
   /// outside the batches, so it moves neither pending() nor the progress.
   void reload(const QString& path);
   /// Starts analysing one run; emits diagnosis_ready with a sequence number that says which
-  /// request it answers (the GUI ignores answers to requests it has since replaced).
-  std::uint64_t diagnose(const QString& path, std::int64_t run_id, int warmup_steps);
+  /// request it answers (the GUI ignores answers to requests it has since replaced). `comm_bench`:
+  /// the micro-benchmark JSON for the switch's wire bound (empty: the one beside the database).
+  std::uint64_t diagnose(const QString& path, std::int64_t run_id, int warmup_steps, const QString& comm_bench = {});
 
   /// Starts comparing runs (compare_selected_runs); emits comparison_ready with its sequence number.
   std::uint64_t compare(std::vector<RunRef> runs);
+
+  /// Starts writing the report of `runs` to `output_path` (export_report, report_export.h); emits
+  /// report_exported with its sequence number.
+  std::uint64_t export_report(std::vector<RunRef> runs, const QString& output_path, const QString& comm_bench = {});
 
   /// Files whose loading has not finished yet.
   int pending() const { return pending_; }
@@ -44,6 +50,7 @@ class DatabaseLoader : public QObject {
   void all_loaded();
   void diagnosis_ready(std::uint64_t request, std::shared_ptr<const hs::viewer::RunDiagnosis> diagnosis);
   void comparison_ready(std::uint64_t request, std::shared_ptr<const hs::viewer::RunsComparison> comparison);
+  void report_exported(std::uint64_t request, std::shared_ptr<const hs::viewer::ReportExport> result);
 
  private:
   int pending_ = 0;

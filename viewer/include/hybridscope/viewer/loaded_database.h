@@ -14,8 +14,10 @@
 #include "hybridscope/reports/bench_summary.h"
 #include "hybridscope/viewer/chart_data.h"
 #include "hybridscope/reports/diagnosis.h"
+#include "hybridscope/reports/memory_analysis.h"
 #include "hybridscope/reports/run_compare.h"
 #include "hybridscope/reports/run_database.h"
+#include "hybridscope/viewer/run_page_data.h"
 
 namespace hs::viewer {
 
@@ -69,13 +71,31 @@ struct RunDiagnosis {
   std::vector<LineChartData> metric_charts;  // Metrics tab: one per charted step metric recorded
   StackedBarData step_phases;                // Phases tab: seconds per phase, per step
   StackedBarData rank_phases;                // Phases tab: mean seconds per phase, per rank
+  // The Memory, Switch and Comm tabs (run_page_data.h), built on the worker thread too:
+  reports::MemoryAnalysis memory;            // Memory tab's summary (memory_analysis.h, measured steps)
+  std::vector<LineChartData> memory_charts;  // Memory tab: over time, a line per rank
+  reports::SwitchAnalysis switches;          // Switch tab's summary per direction and the bandwidth used
+  std::vector<SwitchTableRow> switch_rows;   // Switch tab: one per measured switch
+  std::vector<StackedBarData> switch_bars;   // Switch tab: components per switch, a chart per direction
+  std::string comm_bench_path;               // the micro-benchmark JSON the wire bound used; empty: none
+  std::string comm_bench_error;              // why a comm-bench file found or chosen was not used
+  std::vector<CommTableRow> comm_rows;       // Comm tab: per (op, group), measured steps
   std::string error;                         // empty: analysed
 
   bool ok() const { return error.empty(); }
 };
 
 /// load_run + analyze_run (warm-up `warmup_steps`) + diagnose for one run of `path`. Never throws.
-RunDiagnosis diagnose_run(const std::string& path, std::int64_t run_id, int warmup_steps);
+/// The switch's wire bound uses communication micro-benchmarks (load_comm_bench) from `comm_bench`
+/// when given, else from comm_bench_beside(path) when such a file exists, else the run's own
+/// collectives; a comm-bench file that cannot be read is reported in `comm_bench_error` and left out.
+RunDiagnosis diagnose_run(const std::string& path, std::int64_t run_id, int warmup_steps,
+                          const std::string& comm_bench = {});
+
+/// hs_comm_bench's JSON that belongs with the database at `path`: `comm-bench.json` in the
+/// database's directory (`make demo` writes out/bench.sqlite beside out/comm-bench.json), else in
+/// its `out/` subdirectory; empty when there is neither.
+std::string comm_bench_beside(const std::string& path);
 
 /// A run to compare: where it is and how many warm-up steps to leave out.
 struct RunRef {

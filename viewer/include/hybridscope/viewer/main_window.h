@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include <QMainWindow>
 #include <QSet>
@@ -28,6 +29,8 @@ class QComboBox;
 
 namespace hs::viewer {
 
+class CommModel;
+class CommPage;
 class CompareModel;
 class ConfigDiffModel;
 class DatabaseLoader;
@@ -35,9 +38,13 @@ class FileChangeWatcher;
 class FindingsModel;
 class MatricesModel;
 class LineChart;
+class MemoryPage;
 class RunsModel;
 class ShareBarChart;
 class StackedBarChart;
+class SwitchModel;
+class SwitchPage;
+struct ReportExport;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -64,8 +71,8 @@ class MainWindow : public QMainWindow {
   /// remembered (QSettings "view/theme"); false for another name.
   bool set_theme(const QString& name);
 
-  /// Shows a page of the right side: "overview", "metrics", "phases", "compare" or "scaling";
-  /// false for another name.
+  /// Shows a page of the right side: "overview", "metrics", "phases", "memory", "switch", "comm",
+  /// "compare" or "scaling"; false for another name.
   bool show_page(const QString& name);
   /// The pages' names, in tab order.
   static QStringList page_names();
@@ -96,10 +103,22 @@ class MainWindow : public QMainWindow {
   const RunsComparison* shown_comparison() const { return shown_comparison_.get(); }
   /// The analysis shown on the right; nullptr before the first one arrives.
   const RunDiagnosis* shown_diagnosis() const { return shown_.get(); }
+  SwitchModel* switch_model() const;
+  CommModel* comm_model() const;
+
+  /// Writes the report of the selected runs (report_export.h: one run's report, or several
+  /// compared against the first) to `path`, its format by the suffix, off the GUI thread; emits
+  /// report_exported when done. File → Export report… asks for the path and calls this.
+  void export_report(const QString& path);
+  /// The communication micro-benchmark JSON for the switch's wire bound (File → Use communication
+  /// benchmark…); empty: comm-bench.json beside each database. Re-analyses the selected run.
+  void set_comm_bench(const QString& path);
 
  signals:
   /// Nothing is loading or being analysed any more (after open_files or a new selection).
   void became_idle();
+  /// A report export finished: `error` is empty when `path` was written.
+  void report_exported(const QString& path, const QString& error);
 
  protected:
   void dragEnterEvent(class QDragEnterEvent* event) override;
@@ -133,6 +152,8 @@ class MainWindow : public QMainWindow {
   void remember_recent(const QString& path);
   void rebuild_recent_menu();
   void maybe_idle();
+  std::vector<RunRef> selected_run_refs() const;
+  void on_report_exported(std::uint64_t request, const std::shared_ptr<const ReportExport>& result);
 
   DatabaseLoader* loader_ = nullptr;
   FileChangeWatcher* file_watcher_ = nullptr;
@@ -160,6 +181,10 @@ class MainWindow : public QMainWindow {
   QTabWidget* compare_tabs_ = nullptr;     // Overlaid metrics | Config diff
   QGridLayout* overlay_grid_ = nullptr;
   QGridLayout* scaling_grid_ = nullptr;    // Scaling page: LineCharts of every loaded matrix
+  QWidget* compare_page_ = nullptr;
+  MemoryPage* memory_page_ = nullptr;
+  SwitchPage* switch_page_ = nullptr;
+  CommPage* comm_page_ = nullptr;
   QLabel* scaling_note_ = nullptr;
   QLineEdit* filter_ = nullptr;
   QLabel* error_banner_ = nullptr;
@@ -183,6 +208,8 @@ class MainWindow : public QMainWindow {
   QString compared_key_;                 // what the Compare page shows or waits for ("path#id;...", baseline first)
   std::shared_ptr<const RunsComparison> shown_comparison_;
   QString baseline_key_;                 // the run chosen as the baseline ("path#id"); empty: the top one
+  QString comm_bench_;                   // File → Use communication benchmark…; empty: beside the database
+  std::uint64_t export_request_ = 0;     // the report export under way (0: none)
 };
 
 }  // namespace hs::viewer

@@ -1,0 +1,37 @@
+// unit_format.h — how the run page's tables write bytes, durations and bandwidths (private to the
+// viewer's sources): one place, so that the Memory, Switch and Comm tabs read alike.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include <QString>
+
+namespace hs::viewer {
+
+/// "512 B", "4.0 KiB", "64.0 MiB", "1.50 GiB" (binary units, as the allocator counts).
+inline QString format_bytes(double bytes) {
+  const double a = std::abs(bytes);
+  if (a < 1024.0) return QStringLiteral("%1 B").arg(bytes, 0, 'f', 0);
+  if (a < 1024.0 * 1024.0) return QStringLiteral("%1 KiB").arg(bytes / 1024.0, 0, 'f', 1);
+  if (a < 1024.0 * 1024.0 * 1024.0) return QStringLiteral("%1 MiB").arg(bytes / (1024.0 * 1024.0), 0, 'f', 1);
+  return QStringLiteral("%1 GiB").arg(bytes / (1024.0 * 1024.0 * 1024.0), 0, 'f', 2);
+}
+
+/// Seconds as milliseconds with three significant figures at least: "372 ms", "12.0 ms", "0.0250 ms".
+inline QString format_ms(double seconds) {
+  const double ms = seconds * 1e3;
+  const int decimals = ms >= 100 ? 0 : ms >= 1 ? 1 : ms >= 0.01 ? 3 : 4;
+  return QStringLiteral("%1 ms").arg(ms, 0, 'f', decimals);
+}
+
+/// GB/s (1e9 bytes/s), about three significant figures: "0.839", "1.05", "12.6", "153"; a latency-
+/// bound call of a few bytes in two ("1.5e-06"), and an exact 0 (a barrier) as "0".
+inline QString format_gbps(double gbps) {
+  const double a = std::abs(gbps);
+  if (a == 0.0) return QStringLiteral("0");
+  if (a < 0.001) return QString::number(gbps, 'g', 2);
+  return QString::number(gbps, 'f', a >= 100 ? 0 : a >= 10 ? 1 : a >= 1 ? 2 : 3);
+}
+
+}  // namespace hs::viewer
