@@ -1,12 +1,23 @@
 // chart_view.cpp — Qt Charts behind ShareBarChart, LineChart and StackedBarChart (the viewer's
-// only Qt Charts file).
+// only Qt Charts file), and their export as PNG and SVG.
 #include "chart_view.h"
 
 #include <algorithm>
 #include <cmath>
 
+#include <QAction>
 #include <QApplication>
 #include <QCursor>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMainWindow>
+#include <QMessageBox>
+#include <QPainter>
+#include <QPixmap>
+#include <QRegularExpression>
+#include <QStatusBar>
+#include <QSvgGenerator>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <QtCharts/QLineSeries>
@@ -46,12 +57,83 @@ void restyle_charts(QWidget* root, const QPalette& palette) {
   }
 }
 
+ChartWidget::ChartWidget(QWidget* parent) : QWidget(parent) {
+  setContextMenuPolicy(Qt::ActionsContextMenu);
+  auto* png = new QAction(tr("Save chart as PNG…"), this);
+  connect(png, &QAction::triggered, this, [this] { save_with_dialog(false); });
+  auto* svg = new QAction(tr("Save chart as SVG…"), this);
+  connect(svg, &QAction::triggered, this, [this] { save_with_dialog(true); });
+  addAction(png);
+  addAction(svg);
+}
+
+void ChartWidget::set_view(QGraphicsView* view) {
+  view_ = view;
+  view_->setContextMenuPolicy(Qt::NoContextMenu);  // right clicks reach this widget's menu
+}
+
+QString ChartWidget::title() const {
+  const auto* view = qobject_cast<const QChartView*>(view_);
+  return view && view->chart() ? view->chart()->title() : QString();
+}
+
+bool ChartWidget::save_png(const QString& path, QString* error) {
+  const QPixmap pixmap = grab();
+  if (pixmap.isNull() || !pixmap.save(path, "PNG")) {
+    if (error) *error = tr("could not write %1 (is the directory writable?)").arg(path);
+    return false;
+  }
+  return true;
+}
+
+bool ChartWidget::save_svg(const QString& path, QString* error) {
+  if (!view_) return false;
+  QSvgGenerator generator;
+  generator.setFileName(path);
+  generator.setSize(view_->size());
+  generator.setViewBox(QRect(QPoint(0, 0), view_->size()));
+  generator.setResolution(view_->logicalDpiX());  // the document's size in mm is the size on screen
+  generator.setTitle(title());
+  generator.setDescription(tr("A hybridscope viewer chart"));
+  QPainter painter;
+  if (!painter.begin(&generator)) {
+    if (error) *error = tr("could not write %1 (is the directory writable?)").arg(path);
+    return false;
+  }
+  // QGraphicsView::render draws the scene as the view shows it, through the painter: vector
+  // output, not a screenshot.
+  view_->render(&painter, QRectF(QPointF(0, 0), QSizeF(view_->size())), view_->viewport()->rect());
+  painter.end();
+  if (!QFileInfo(path).isFile() || QFileInfo(path).size() == 0) {
+    if (error) *error = tr("could not write %1 (is the directory writable?)").arg(path);
+    return false;
+  }
+  return true;
+}
+
+void ChartWidget::save_with_dialog(bool svg) {
+  QString name = title().isEmpty() ? QStringLiteral("chart") : title();
+  name.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9_.-]+")), QStringLiteral("-"));
+  const QString suffix = svg ? QStringLiteral(".svg") : QStringLiteral(".png");
+  const QString path = QFileDialog::getSaveFileName(this, svg ? tr("Save chart as SVG") : tr("Save chart as PNG"),
+                                                    name + suffix,
+                                                    svg ? tr("SVG images (*.svg)") : tr("PNG images (*.png)"));
+  if (path.isEmpty()) return;
+  QString error;
+  if (!(svg ? save_svg(path, &error) : save_png(path, &error))) {
+    QMessageBox::warning(this, tr("Chart not saved"), tr("The chart was not saved: %1").arg(error));
+    return;
+  }
+  if (auto* main = qobject_cast<QMainWindow*>(window())) main->statusBar()->showMessage(tr("Saved %1").arg(path), 5000);
+}
+
 struct ShareBarChart::Impl {
   QChartView* view = nullptr;
 };
 
-ShareBarChart::ShareBarChart(QWidget* parent) : QWidget(parent), impl_(new Impl) {
+ShareBarChart::ShareBarChart(QWidget* parent) : ChartWidget(parent), impl_(new Impl) {
   impl_->view = new QChartView(new QChart, this);
+  set_view(impl_->view);
   impl_->view->setRenderHint(QPainter::Antialiasing);
   impl_->view->chart()->legend()->hide();
   impl_->view->chart()->setMargins(QMargins(4, 4, 4, 4));
@@ -131,6 +213,9 @@ void clear_chart(QChart* chart) {
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 
+// A line of more points than this (memory over time) is drawn without point markers.
+constexpr std::size_t kMaxMarkedPoints = 60;
+
 // Matplotlib's tab10: ten colours told apart by most readers (Qt Charts' default theme has
 // pale neighbours, which made update_actor and "other" the same colour in a stacked bar).
 QColor series_colour(std::size_t i) {
@@ -145,8 +230,9 @@ struct LineChart::Impl {
   QChartView* view = nullptr;
 };
 
-LineChart::LineChart(QWidget* parent) : QWidget(parent), impl_(new Impl) {
+LineChart::LineChart(QWidget* parent) : ChartWidget(parent), impl_(new Impl) {
   impl_->view = make_view(this);
+  set_view(impl_->view);
   setMinimumHeight(220);
 }
 
@@ -183,7 +269,7 @@ void LineChart::set_data(const LineChartData& data) {
       pen.setColor(series_colour(static_cast<std::size_t>(chart->series().size())));
       pen.setWidthF(2.0);
       series->setPen(pen);
-      series->setPointsVisible(true);
+      series->setPointsVisible(s.points.size() <= kMaxMarkedPoints);  // markers would hide a long line
     }
     chart->addSeries(series);
     const QString x_label = qs(data.x_label), name = qs(s.name);
@@ -221,8 +307,9 @@ struct StackedBarChart::Impl {
   QChartView* view = nullptr;
 };
 
-StackedBarChart::StackedBarChart(QWidget* parent) : QWidget(parent), impl_(new Impl) {
+StackedBarChart::StackedBarChart(QWidget* parent) : ChartWidget(parent), impl_(new Impl) {
   impl_->view = make_view(this);
+  set_view(impl_->view);
   setMinimumHeight(240);
 }
 
@@ -236,7 +323,8 @@ void StackedBarChart::set_data(const StackedBarData& data) {
   std::vector<double> totals(data.categories.size(), 0.0);
   for (const auto& s : data.sets) {
     auto* set = new QBarSet(qs(s.name));
-    set->setColor(s.name == "other" ? QColor("#c7c7c7") : series_colour(static_cast<std::size_t>(series->count())));
+    const bool rest = s.name == "other" || s.name == "unaccounted";
+    set->setColor(rest ? QColor("#c7c7c7") : series_colour(static_cast<std::size_t>(series->count())));
     set->setBorderColor(set->color());
     for (std::size_t i = 0; i < data.categories.size(); ++i) {
       const double v = i < s.values.size() ? s.values[i] : 0.0;
@@ -245,9 +333,11 @@ void StackedBarChart::set_data(const StackedBarData& data) {
     }
     series->append(set);
   }
-  connect(series, &QStackedBarSeries::hovered, this, [this](bool state, int index, QBarSet* set) {
+  const QString unit = qs(data.y_label);
+  connect(series, &QStackedBarSeries::hovered, this, [this, unit](bool state, int index, QBarSet* set) {
     if (!state || !set) return;
-    QToolTip::showText(QCursor::pos(), QStringLiteral("%1: %2 s").arg(set->label()).arg(set->at(index), 0, 'f', 4), this);
+    QToolTip::showText(QCursor::pos(), QStringLiteral("%1: %2 %3").arg(set->label()).arg(set->at(index), 0, 'g', 4).arg(unit),
+                       this);
   });
   chart->addSeries(series);
   auto* x = new QBarCategoryAxis;
