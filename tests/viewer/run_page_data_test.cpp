@@ -119,6 +119,12 @@ TEST(MemoryCharts, CudaRunFromTheWriterChartsEveryQuantityTheRatiosCountersAndTh
   EXPECT_NEAR(kv->series[0].points[0].first, 1.1, 1e-12);
   EXPECT_NEAR(kv->series[0].points[0].second, 97.0, 1e-12);
   EXPECT_NEAR(kv->series[0].points[1].second, 40.0, 1e-12);
+  // Every chart shares one time axis: from the first memory sample (0) to the last KV sample (2.1 s).
+  for (const auto& c : charts) {
+    ASSERT_TRUE(c.x_range.has_value()) << c.title;
+    EXPECT_NEAR(c.x_range->first, 0.0, 1e-12) << c.title;
+    EXPECT_NEAR(c.x_range->second, 2.1, 1e-12) << c.title;
+  }
 }
 
 TEST(MemoryCharts, DiagnoseRunCarriesTheChartsAndTheMemoryAnalysis) {

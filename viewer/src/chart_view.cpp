@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include <QAction>
 #include <QApplication>
@@ -283,6 +284,7 @@ void LineChart::set_data(const LineChartData& data) {
   // A flat line (a reward of 0 every step) gets a range of its own size, or ±1 around 0.
   const double pad = y_max > y_min ? 0.08 * (y_max - y_min) : (y_max != 0 ? 0.1 * std::abs(y_max) : 1.0);
   y_min = (y_min >= 0 && y_min < 0.5 * y_max) ? 0.0 : y_min - pad;
+  if (data.x_range) std::tie(x_min, x_max) = *data.x_range;
   x->setRange(x_min, x_max > x_min ? x_max : x_min + 1);
   y->setRange(y_min, y_max + pad);
   if (x_max - x_min <= 12 && x_max - x_min >= 1) {  // integer steps or ranks: a tick on each

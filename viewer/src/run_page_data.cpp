@@ -148,6 +148,14 @@ std::vector<LineChartData> memory_charts(const reports::RunData& data, std::size
         if (k.num_blocks <= 0) return std::nullopt;
         return 100.0 * static_cast<double>(k.blocks_used) / static_cast<double>(k.num_blocks);
       });
+
+  // One time axis for every chart, so that a moment reads at the same place in each.
+  std::optional<std::pair<double, double>> range;
+  for (const auto& chart : out)
+    for (const auto& series : chart.series)
+      for (const auto& [x, y] : series.points)
+        range = range ? std::make_pair(std::min(range->first, x), std::max(range->second, x)) : std::make_pair(x, x);
+  for (auto& chart : out) chart.x_range = range;
   return out;
 }
 

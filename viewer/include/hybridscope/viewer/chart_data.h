@@ -4,6 +4,7 @@
 // rendering anything.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +27,8 @@ struct LineChartData {
   std::string title;
   std::string x_label, y_label;
   std::vector<LineSeries> series;
+  /// A fixed x range (min, max): charts read one above the other share it. Absent: the data's own.
+  std::optional<std::pair<double, double>> x_range;
 };
 
 /// One layer of a stacked bar chart: a value per category.

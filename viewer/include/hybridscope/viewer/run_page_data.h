@@ -34,8 +34,8 @@ std::vector<std::pair<double, double>> decimate_min_max(const std::vector<std::p
 /// The Memory tab's charts, over time: x is seconds since the run started (monotonic
 /// runs.start_unix_ns − clock_offset_ns; the earliest sample instead if that comes first), every
 /// sample (warm-up included: allocator growth shows there), one line per rank ("rank 0"), each line
-/// at most `max_points` points (decimate_min_max). Only what some sample recorded gets a chart, in
-/// this order:
+/// at most `max_points` points (decimate_min_max), every chart over the same x_range (the first and
+/// last sample of any chart). Only what some sample recorded gets a chart, in this order:
 ///   "Allocated" (MiB, or GiB above 10 GiB), "Reserved", "Active" — memory_samples' bytes;
 ///   "Reserved slack" (%: 1 − allocated/reserved), "Split fragmentation" (%: inactive_split/reserved),
 ///   "External fragmentation" (%: 1 − largest_free/(reserved − active)) — the recorder's ratios;
