@@ -107,8 +107,9 @@ class MainWindow : public QMainWindow {
   CommModel* comm_model() const;
 
   /// Writes the report of the selected runs (report_export.h: one run's report, or several, the
-  /// Compare page's baseline first and compared with the next) to `path`, its format by the suffix, off the GUI thread; emits
-  /// report_exported when done. File → Export report… asks for the path and calls this.
+  /// Compare page's baseline first and compared with the next) to `path`, its format by the
+  /// suffix, off the GUI thread; emits report_exported when done. File → Export report… asks for
+  /// the path and calls this.
   void export_report(const QString& path);
   /// The communication micro-benchmark JSON for the switch's wire bound (File → Use communication
   /// benchmark…); empty: comm-bench.json beside each database. Re-analyses the selected run.
