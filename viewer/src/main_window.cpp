@@ -117,8 +117,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   resize(1440, 860);
   restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
   splitter_->restoreState(settings.value(QStringLiteral("window/splitter")).toByteArray());
-  const int page = settings.value(QStringLiteral("window/page"), 0).toInt();
-  if (page >= 0 && page < pages_->count()) pages_->setCurrentIndex(page);
+  show_page(settings.value(QStringLiteral("window/page")).toString());  // by name: tabs may be added
 }
 
 MainWindow::~MainWindow() = default;
@@ -913,7 +912,8 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   QSettings settings;
   settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
   settings.setValue(QStringLiteral("window/splitter"), splitter_->saveState());
-  settings.setValue(QStringLiteral("window/page"), pages_->currentIndex());
+  if (pages_->currentIndex() < page_names().size())
+    settings.setValue(QStringLiteral("window/page"), page_names().at(pages_->currentIndex()));
   QMainWindow::closeEvent(event);
 }
 
