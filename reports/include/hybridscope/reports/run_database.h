@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -62,6 +63,19 @@ struct RangeRow {
   std::int64_t end_ns = 0;
 
   bool operator==(const RangeRow& o) const;
+};
+
+/// One row of `ranges` as stored, for readers of millions of rows (the viewer's timeline):
+/// names are indexes into the caller's string table (RunDatabase::scan_ranges), not strings.
+struct RangeScanRow {
+  int rank = 0;
+  int depth = 0;
+  std::int64_t tid = 0;
+  std::int64_t step = 0;
+  std::int64_t start_ns = 0;  // monotonic ns
+  std::int64_t end_ns = 0;
+  std::uint32_t name = 0;      // index into the `names` passed to scan_ranges
+  std::uint32_t category = 0;  // index into the same `names` (step, phase, switch, ...)
 };
 
 /// One row of `step_metrics` with its name resolved (verl's metric names, docs/metrics.md).
@@ -264,6 +278,12 @@ class RunDatabase {
 
   /// Ranges of a run ordered by rank, tid, start_ns, depth (parents before their children).
   std::vector<RangeRow> ranges(std::int64_t run_id) const;
+  /// Every range of a run in storage order (no sort: the caller groups and sorts what it keeps),
+  /// each passed to `visit` with its name and category interned into `names` (appended on first
+  /// sight, one string per distinct name): ranges() without a string per row, for millions of
+  /// rows. Throws kUnknownRun for a run the file lacks.
+  void scan_ranges(std::int64_t run_id, std::vector<std::string>& names,
+                   const std::function<void(const RangeScanRow&)>& visit) const;
   /// Step metrics of a run ordered by step, then name.
   std::vector<StepMetric> step_metrics(std::int64_t run_id) const;
   /// Collectives of a run ordered by rank, start_ns.
