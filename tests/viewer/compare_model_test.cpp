@@ -212,7 +212,7 @@ TEST(MainWindow, TwoSelectedRunsAreComparedOffTheGuiThread) {
             second == "new" ? "+20.93 %" : "-17.31 %");
   EXPECT_FALSE(window.set_baseline(2));  // two runs selected: no third
   EXPECT_TRUE(window.show_page(QStringLiteral("compare")));
-  EXPECT_FALSE(window.show_page(QStringLiteral("timeline")));
+  EXPECT_FALSE(window.show_page(QStringLiteral("no-such-page")));
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// main.cpp — hybridscope-viewer [FILES...] [--run ID] [--select IDS] [--page NAME] [--theme NAME] [--screenshot FILE]:
+// main.cpp — hybridscope-viewer [FILES...] [--run ID] [--select IDS] [--page NAME] [--theme NAME] [--step N] [--screenshot FILE]:
 // wires the window.
 // --screenshot waits until the files are loaded and the selected run is analysed, saves the
 // window as an image (PNG by the file's suffix) and quits: how docs/viewer.md's pictures are made.
@@ -40,6 +40,10 @@ int main(int argc, char** argv) {
   const QCommandLineOption theme_option(
       QStringLiteral("theme"), QStringLiteral("system|light|dark (View → Theme; remembered)"), QStringLiteral("NAME"));
   parser.addOption(theme_option);
+  const QCommandLineOption step_option(
+      QStringLiteral("step"), QStringLiteral("once the run is loaded, show step N on the Timeline page"),
+      QStringLiteral("N"));
+  parser.addOption(step_option);
   parser.addOption(run_option);
   parser.addOption(screenshot_option);
   parser.process(app);
@@ -62,6 +66,7 @@ int main(int argc, char** argv) {
   for (const QString& id : parser.value(select_option).split(QLatin1Char(','), Qt::SkipEmptyParts))
     wanted_runs << id.trimmed().toLongLong();
   bool run_selected = wanted_runs.isEmpty();
+  bool step_shown = !parser.isSet(step_option);
   QObject::connect(&window, &hs::viewer::MainWindow::became_idle, &window, [&] {
     if (!run_selected) {
       run_selected = true;
@@ -70,6 +75,12 @@ int main(int argc, char** argv) {
       } else {
         std::fprintf(stderr, "hybridscope-viewer: not every run of --run/--select is in the files opened\n");
       }
+    }
+    if (!step_shown) {
+      step_shown = true;
+      if (!window.show_timeline_step(parser.value(step_option).toLongLong()))
+        std::fprintf(stderr, "hybridscope-viewer: the run has no step %s\n", qPrintable(parser.value(step_option)));
+      if (window.busy()) return;  // idle again once the timeline is read
     }
     if (!parser.isSet(screenshot_option)) return;
     QTimer::singleShot(300, &window, [&] {  // let the last layout pass and paint happen

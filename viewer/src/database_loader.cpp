@@ -83,4 +83,20 @@ std::uint64_t DatabaseLoader::export_report(std::vector<RunRef> runs, const QStr
   return request;
 }
 
+std::uint64_t DatabaseLoader::load_timeline(const QString& path, std::int64_t run_id) {
+  const std::uint64_t request = ++next_request_;
+  auto* watcher = new QFutureWatcher<std::shared_ptr<const TimelineData>>(this);
+  connect(watcher, &QFutureWatcher<std::shared_ptr<const TimelineData>>::finished, this, [this, watcher, request] {
+    auto timeline = watcher->result();
+    watcher->deleteLater();
+    emit timeline_ready(request, timeline);
+  });
+  // Built inside a shared_ptr on the worker: millions of items are never copied.
+  const std::string file = path.toStdString();
+  watcher->setFuture(QtConcurrent::run([file, run_id] {
+    return std::shared_ptr<const TimelineData>(std::make_shared<TimelineData>(viewer::load_timeline(file, run_id)));
+  }));
+  return request;
+}
+
 }  // namespace hs::viewer

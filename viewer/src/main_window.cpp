@@ -44,6 +44,8 @@
 #include "hybridscope/viewer/matrices_model.h"
 #include "hybridscope/viewer/runs_model.h"
 #include "run_pages.h"
+#include "hybridscope/viewer/timeline_view.h"
+#include "timeline_page.h"
 
 namespace hs::viewer {
 namespace {
@@ -112,6 +114,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(loader_, &DatabaseLoader::diagnosis_ready, this, &MainWindow::on_diagnosis_ready);
   connect(loader_, &DatabaseLoader::comparison_ready, this, &MainWindow::on_comparison_ready);
   connect(loader_, &DatabaseLoader::report_exported, this, &MainWindow::on_report_exported);
+  connect(loader_, &DatabaseLoader::timeline_ready, this, &MainWindow::on_timeline_ready);
 
   QSettings settings;
   resize(1440, 860);
@@ -335,6 +338,11 @@ void MainWindow::build_central() {
   scaling_scroll->setWidget(scaling_page);
   pages_->addTab(scaling_scroll, tr("Scaling"));
 
+  // Timeline: the selected run per rank and thread, read only while the tab is shown.
+  timeline_page_ = new TimelinePage(pages_);
+  pages_->addTab(timeline_page_, tr("Timeline"));
+  connect(pages_, &QTabWidget::currentChanged, this, [this] { request_timeline(); });
+
   splitter_->addWidget(left);
   splitter_->addWidget(pages_);
   splitter_->setSizes({820, 620});
@@ -503,6 +511,7 @@ void MainWindow::on_selection_changed() {
                            .arg(e->run.id)
                            .arg(QFileInfo(wanted_path_).fileName().toHtmlEscaped()));
   wanted_request_ = loader_->diagnose(wanted_path_, e->run.id, e->warmup_steps, comm_bench_);
+  request_timeline();
   update_status();
 }
 
@@ -597,7 +606,8 @@ void MainWindow::show_run_charts(const RunDiagnosis& d) {
 
 QStringList MainWindow::page_names() {
   return {QStringLiteral("overview"), QStringLiteral("metrics"), QStringLiteral("phases"), QStringLiteral("memory"),
-          QStringLiteral("switch"),   QStringLiteral("comm"),    QStringLiteral("compare"), QStringLiteral("scaling")};
+          QStringLiteral("switch"),   QStringLiteral("comm"),    QStringLiteral("compare"), QStringLiteral("scaling"),
+          QStringLiteral("timeline")};
 }
 
 bool MainWindow::show_page(const QString& name) {
@@ -641,6 +651,7 @@ void MainWindow::update_status() {
   if (selected > 1) text += tr(" — %1 runs selected (Compare shows them against the first)").arg(selected);
   if (loader_->pending() > 0) text += tr(" — loading…");
   if (wanted_request_ != 0) text += tr(" — analysing run %1…").arg(wanted_run_);
+  if (wanted_timeline_ != 0) text += tr(" — reading the timeline of run %1…").arg(wanted_run_);
   status_label_->setText(text);
 }
 
@@ -648,7 +659,9 @@ void MainWindow::maybe_idle() {
   if (!busy()) emit became_idle();
 }
 
-bool MainWindow::busy() const { return loader_->pending() > 0 || wanted_request_ != 0 || wanted_comparison_ != 0; }
+bool MainWindow::busy() const {
+  return loader_->pending() > 0 || wanted_request_ != 0 || wanted_comparison_ != 0 || wanted_timeline_ != 0;
+}
 
 void MainWindow::request_comparison() {
   QModelIndexList rows = runs_view_->selectionModel()->selectedRows();
@@ -791,6 +804,39 @@ void MainWindow::rebuild_scaling_page() {
                                 : tr("Scaling against each matrix's reference cell (bench_summary.h): efficiency "
                                      "in the time form, the dashed line is ideal; throughput is the cell's median "
                                      "tokens/s."));
+}
+
+TimelineView* MainWindow::timeline_view() const { return timeline_page_->view(); }
+
+void MainWindow::request_timeline(bool even_if_hidden) {
+  if (!even_if_hidden && pages_->currentWidget() != timeline_page_) return;
+  if (wanted_path_.isEmpty() || wanted_run_ < 0) return;
+  const QString key = wanted_path_ + QLatin1Char('#') + QString::number(wanted_run_);
+  if (key == timeline_key_) return;  // already shown or on its way
+  timeline_key_ = key;
+  timeline_page_->set_loading(tr("Reading the timeline of run %1…").arg(wanted_run_));
+  wanted_timeline_ = loader_->load_timeline(wanted_path_, wanted_run_);
+  update_status();
+}
+
+void MainWindow::on_timeline_ready(std::uint64_t request, const std::shared_ptr<const TimelineData>& timeline) {
+  if (request != wanted_timeline_) return;  // an answer to a selection since replaced
+  wanted_timeline_ = 0;
+  timeline_page_->set_data(timeline);
+  update_status();
+  maybe_idle();
+}
+
+bool MainWindow::show_timeline_range(int rank, std::int64_t t0_ns, std::int64_t t1_ns) {
+  pages_->setCurrentWidget(timeline_page_);
+  request_timeline(true);
+  return timeline_page_->view()->show_range(rank, t0_ns, t1_ns);
+}
+
+bool MainWindow::show_timeline_step(std::int64_t step, int rank) {
+  pages_->setCurrentWidget(timeline_page_);
+  request_timeline(true);
+  return timeline_page_->view()->show_step(step, rank);
 }
 
 void MainWindow::remember_recent(const QString& path) {

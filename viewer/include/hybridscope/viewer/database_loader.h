@@ -14,6 +14,7 @@
 
 #include "hybridscope/viewer/loaded_database.h"
 #include "hybridscope/viewer/report_export.h"
+#include "hybridscope/viewer/timeline_data.h"
 
 namespace hs::viewer {
 
@@ -39,6 +40,8 @@ class DatabaseLoader : public QObject {
   /// Starts writing the report of `runs` to `output_path` (export_report, report_export.h); emits
   /// report_exported with its sequence number.
   std::uint64_t export_report(std::vector<RunRef> runs, const QString& output_path, const QString& comm_bench = {});
+  /// Starts reading one run's timeline (load_timeline); emits timeline_ready with its sequence number.
+  std::uint64_t load_timeline(const QString& path, std::int64_t run_id);
 
   /// Files whose loading has not finished yet.
   int pending() const { return pending_; }
@@ -51,6 +54,7 @@ class DatabaseLoader : public QObject {
   void diagnosis_ready(std::uint64_t request, std::shared_ptr<const hs::viewer::RunDiagnosis> diagnosis);
   void comparison_ready(std::uint64_t request, std::shared_ptr<const hs::viewer::RunsComparison> comparison);
   void report_exported(std::uint64_t request, std::shared_ptr<const hs::viewer::ReportExport> result);
+  void timeline_ready(std::uint64_t request, std::shared_ptr<const hs::viewer::TimelineData> timeline);
 
  private:
   int pending_ = 0;

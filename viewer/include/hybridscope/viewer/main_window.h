@@ -14,6 +14,7 @@
 #include <QStringList>
 
 #include "hybridscope/viewer/loaded_database.h"
+#include "hybridscope/viewer/timeline_data.h"
 
 class QLabel;
 class QLineEdit;
@@ -45,6 +46,8 @@ class StackedBarChart;
 class SwitchModel;
 class SwitchPage;
 struct ReportExport;
+class TimelinePage;
+class TimelineView;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -74,6 +77,14 @@ class MainWindow : public QMainWindow {
   /// Shows a page of the right side: "overview", "metrics", "phases", "memory", "switch", "comm",
   /// "compare" or "scaling"; false for another name.
   bool show_page(const QString& name);
+  /// Shows the Timeline page at [t0_ns, t1_ns) (monotonic ns) of the selected run, with `rank`'s
+  /// tracks at the top (rank < 0: rows unchanged); reads the timeline first if needed (the jump
+  /// happens once it arrives). False when the shown timeline has no track of that rank.
+  bool show_timeline_range(int rank, std::int64_t t0_ns, std::int64_t t1_ns);
+  /// The same over a step's span on `rank` (every rank when rank < 0).
+  bool show_timeline_step(std::int64_t step, int rank = -1);
+  TimelineView* timeline_view() const;
+
   /// The pages' names, in tab order.
   static QStringList page_names();
 
@@ -146,6 +157,8 @@ class MainWindow : public QMainWindow {
   void on_comparison_ready(std::uint64_t request, const std::shared_ptr<const RunsComparison>& comparison);
   void rebuild_scaling_page();
   void show_overlay_charts(const RunsComparison* comparison);
+  void request_timeline(bool even_if_hidden = false);
+  void on_timeline_ready(std::uint64_t request, const std::shared_ptr<const TimelineData>& timeline);
   void show_finding_details(const reports::Finding* finding);
   void show_error(const QString& message);
   void update_status();
@@ -211,6 +224,9 @@ class MainWindow : public QMainWindow {
   QString baseline_key_;                 // the run chosen as the baseline ("path#id"); empty: the top one
   QString comm_bench_;                   // File → Use communication benchmark…; empty: beside the database
   std::uint64_t export_request_ = 0;     // the report export under way (0: none)
+  TimelinePage* timeline_page_ = nullptr;
+  std::uint64_t wanted_timeline_ = 0;    // the timeline request the Timeline page waits for (0: none)
+  QString timeline_key_;                 // the run the Timeline page shows or waits for ("path#id")
 };
 
 }  // namespace hs::viewer

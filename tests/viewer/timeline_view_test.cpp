@@ -1,0 +1,237 @@
+// timeline_view_test.cpp — the timeline read from the two-rank fixture database (tracks, lanes,
+// steps), selection statistics against hand-computed sums, the selection table under
+// QAbstractItemModelTester, the view's jumps and tool tips, and the window's Timeline tab reading
+// the run off the GUI thread only once the tab is shown.
+#include <gtest/gtest.h>
+
+#include <QAbstractItemModelTester>
+#include <QTest>
+
+#include "hybridscope/reports/run_data.h"
+#include "hybridscope/viewer/main_window.h"
+#include "hybridscope/viewer/timeline_stats_model.h"
+#include "hybridscope/viewer/timeline_view.h"
+#include "viewer_fixtures.h"
+
+namespace hs::viewer {
+namespace {
+
+using reports::testing::kMs;
+constexpr int kWaitMs = 30000;
+
+const TimelineTrack* find_track(const TimelineData& d, TrackKind kind, int rank, std::size_t* index = nullptr) {
+  for (std::size_t i = 0; i < d.tracks.size(); ++i)
+    if (d.tracks[i].kind == kind && d.tracks[i].rank == rank) {
+      if (index) *index = i;
+      return &d.tracks[i];
+    }
+  return nullptr;
+}
+
+TEST(TimelineData, FixtureRunGivesThreadCollectiveAndSwitchTracksPerRank) {
+  const std::string path = testing::write_run_db("timeline_tracks.sqlite", "tl", false);
+  const TimelineData d = load_timeline(path, 1);
+  ASSERT_TRUE(d.ok()) << d.error;
+  EXPECT_EQ(d.run_name, "tl");
+  // Per rank: its thread (depth 0 steps, depth 1 phases and switch ranges), its collectives, its
+  // switches (spans, components); the fixture records no memory samples and no GPU activity.
+  ASSERT_EQ(d.tracks.size(), 6u);
+  for (int rank = 0; rank < 2; ++rank) {
+    const TimelineTrack* thread = find_track(d, TrackKind::kThread, rank);
+    ASSERT_NE(thread, nullptr);
+    ASSERT_EQ(thread->lanes.size(), 2u);
+    EXPECT_EQ(thread->lanes[0].items().size(), 4u);   // 4 steps
+    EXPECT_EQ(thread->lanes[1].items().size(), 16u);  // 4 × (2 switches + gen + update_actor)
+    const TimelineTrack* comm = find_track(d, TrackKind::kComm, rank);
+    ASSERT_NE(comm, nullptr);
+    ASSERT_EQ(comm->lanes.size(), 1u);
+    EXPECT_EQ(comm->lanes[0].items().size(), 4u);
+    const TimelineTrack* switches = find_track(d, TrackKind::kSwitches, rank);
+    ASSERT_NE(switches, nullptr);
+    ASSERT_EQ(switches->lanes.size(), 2u);
+    EXPECT_EQ(switches->lanes[0].items().size(), 8u);
+    EXPECT_EQ(switches->lanes[1].items().size(), 16u);  // 2 components each
+    // Components run one after another from the switch's start: reshard_weights [t0, t0+12 ms).
+    const TimelineItem& c = switches->lanes[1].items()[0];
+    EXPECT_EQ(d.names[c.name], "reshard_weights");
+    EXPECT_EQ(c.start_ns, 1000 * kMs);
+    EXPECT_EQ(c.end_ns, 1012 * kMs);
+  }
+  // 2 ranks × (4 + 16 + 4 + 8 + 16) items.
+  EXPECT_EQ(d.item_count, 96u);
+  EXPECT_EQ(d.start_ns, 1000 * kMs);  // step 1 starts at 1 s
+  EXPECT_EQ(d.end_ns, 4225 * kMs);    // step 4 ends on rank 1 at 4 s + 185 + 40 ms
+  // Step 2 on rank 1 lasts 185 + 20 ms; over both ranks it spans the slower one.
+  EXPECT_EQ(d.step_range(2, 1), std::make_pair(2000 * kMs, 2205 * kMs));
+  EXPECT_EQ(d.step_range(2), std::make_pair(2000 * kMs, 2205 * kMs));
+  EXPECT_EQ(d.step_range(2, 0), std::make_pair(2000 * kMs, 2185 * kMs));
+  EXPECT_EQ(d.step_range(9).second, 0);
+
+  // The same tracks from a RunData (the strings path).
+  const TimelineData from_data = build_timeline(reports::load_run(reports::RunDatabase(path), 1));
+  EXPECT_EQ(from_data.tracks.size(), d.tracks.size());
+  EXPECT_EQ(from_data.item_count, d.item_count);
+}
+
+TEST(TimelineData, BadFileGivesAnErrorNotAnException) {
+  const TimelineData d = load_timeline(testing::write_text_db("timeline_bad.sqlite"), 1);
+  EXPECT_FALSE(d.ok());
+  EXPECT_NE(d.error.find("timeline_bad.sqlite"), std::string::npos) << d.error;
+  const TimelineData missing_run = load_timeline(testing::write_run_db("timeline_one.sqlite", "x", false), 42);
+  EXPECT_FALSE(missing_run.ok());
+}
+
+TEST(TimelineSelection, StatisticsOfAWindowOverBothThreadsAndACollectiveTrack) {
+  const std::string path = testing::write_run_db("timeline_select.sqlite", "tl", false);
+  const TimelineData d = load_timeline(path, 1);
+  ASSERT_TRUE(d.ok()) << d.error;
+  std::size_t r0 = 0, r0_comm = 0, r1 = 0;
+  ASSERT_NE(find_track(d, TrackKind::kThread, 0, &r0), nullptr);
+  ASSERT_NE(find_track(d, TrackKind::kComm, 0, &r0_comm), nullptr);
+  ASSERT_NE(find_track(d, TrackKind::kThread, 1, &r1), nullptr);
+  // Window [2100, 2155) ms of step 2 (t0 = 2000 ms). Rank 0: step [2000, 2185), gen [2020, 2120),
+  // switch/rollout_to_train [2120, 2130), update_actor [2130, 2180); rank 1 the same but
+  // update_actor [2130, 2200) and step [2000, 2205); rank 0's all_reduce [2150, 2160).
+  const auto rows = selection_statistics(d, {r0, r0_comm, r1}, 2100 * kMs, 2155 * kMs);
+  ASSERT_EQ(rows.size(), 5u);
+  // By time inside the window: step 2 × 55 = 110 ms, update_actor 2 × 25 (2130..2155) = 50,
+  // gen 2 × 20 (2100..2120) = 40, the switch 2 × 10 = 20, all_reduce 5 (2150..2155).
+  EXPECT_EQ(rows[0].name, "step");
+  EXPECT_EQ(rows[0].count, 2u);
+  EXPECT_EQ(rows[0].covered_ns, 110 * kMs);
+  EXPECT_EQ(rows[0].total_ns, (185 + 205) * kMs);
+  EXPECT_DOUBLE_EQ(rows[0].mean_ns(), 195.0 * kMs);
+  EXPECT_EQ(rows[1].name, "update_actor");
+  EXPECT_EQ(rows[1].covered_ns, 50 * kMs);
+  EXPECT_EQ(rows[1].total_ns, (50 + 70) * kMs);
+  EXPECT_EQ(rows[2].name, "gen");
+  EXPECT_EQ(rows[2].covered_ns, 40 * kMs);
+  EXPECT_EQ(rows[2].total_ns, 200 * kMs);
+  EXPECT_EQ(rows[3].name, "switch/rollout_to_train");
+  EXPECT_EQ(rows[3].covered_ns, 20 * kMs);
+  EXPECT_EQ(rows[4].name, "all_reduce");
+  EXPECT_EQ(rows[4].kind, TimelineKind::kComm);
+  EXPECT_EQ(rows[4].count, 1u);
+  EXPECT_EQ(rows[4].covered_ns, 5 * kMs);
+  EXPECT_EQ(rows[4].total_ns, 10 * kMs);
+  // A window ending where the collective starts leaves it out (half-open).
+  const auto before = selection_statistics(d, {r0_comm}, 2100 * kMs, 2150 * kMs);
+  EXPECT_TRUE(before.empty());
+  EXPECT_TRUE(selection_statistics(d, {r0}, 2155 * kMs, 2100 * kMs).empty());
+
+  // The table over them, under the tester while it changes.
+  SelectionStatsModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  model.set_rows(rows, 55 * kMs);
+  ASSERT_EQ(model.rowCount(), 5);
+  EXPECT_EQ(model.data(model.index(0, SelectionStatsModel::kName)).toString(), "step");
+  EXPECT_EQ(model.data(model.index(0, SelectionStatsModel::kCount)).toString(), "2");
+  EXPECT_EQ(model.data(model.index(0, SelectionStatsModel::kCovered)).toString(), "110.000 (200.0 %)");  // 110 of 55 ms, 2 tracks
+  EXPECT_EQ(model.data(model.index(0, SelectionStatsModel::kMean)).toString(), "195.000");
+  EXPECT_EQ(model.data(model.index(4, SelectionStatsModel::kKind)).toString(), "collective");
+  EXPECT_EQ(model.data(model.index(1, SelectionStatsModel::kTotal), SelectionStatsModel::kSortRole).toLongLong(), 120 * kMs);
+  model.set_rows({}, 0);
+  EXPECT_EQ(model.rowCount(), 0);
+}
+
+TEST(TimelineView, JumpsToAStepAndTellsWhatIsUnderTheCursor) {
+  const std::string path = testing::write_run_db("timeline_view.sqlite", "tl", false);
+  auto data = std::make_shared<const TimelineData>(load_timeline(path, 1));
+  ASSERT_TRUE(data->ok());
+  TimelineView view;
+  view.resize(1200, 600);
+  EXPECT_TRUE(view.show_step(2, 1));  // kept until the data comes
+  view.set_data(data);
+  view.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&view));
+  EXPECT_EQ(view.track_count(), 6);
+  EXPECT_EQ(view.row_count(), 10);  // per rank: 2 thread lanes, 1 collective lane, 2 switch lanes
+  // Step 2 on rank 1, [2000, 2205) ms, with 5 % of it on either side.
+  const auto [t0, t1] = view.visible_range();
+  EXPECT_NEAR(static_cast<double>(t0), 2000e6 - 0.05 * 205e6, 2.0);
+  EXPECT_NEAR(static_cast<double>(t1), 2205e6 + 0.05 * 205e6, 2.0);
+  EXPECT_FALSE(view.show_step(9));
+
+  // Rank 0's gen of step 2, [2020, 2120) ms, on row 1 (its thread's depth-1 lane).
+  ASSERT_TRUE(view.show_step(2, 0));
+  const auto [v0, v1] = view.visible_range();
+  const double width = view.viewport()->width() - TimelineView::kLabelWidth;
+  const double x = TimelineView::kLabelWidth + (2070e6 - static_cast<double>(v0)) / (static_cast<double>(v1 - v0) / width);
+  const int y = TimelineView::kRulerHeight + TimelineView::kLaneHeight + TimelineView::kLaneHeight / 2;
+  const QString tip = view.tool_tip_at(QPoint(static_cast<int>(x), y));
+  EXPECT_TRUE(tip.contains("gen")) << tip.toStdString();
+  EXPECT_TRUE(tip.contains("100.00 ms")) << tip.toStdString();
+  EXPECT_TRUE(tip.contains("phase")) << tip.toStdString();
+  EXPECT_TRUE(view.tool_tip_at(QPoint(5, y)).isEmpty());  // the labels column
+
+  // Painting records a frame time.
+  view.clear_frame_times();
+  view.viewport()->repaint();
+  EXPECT_EQ(view.frame_times().size(), 1u);
+
+  // Selecting rank 0's thread track over the gen: gen and its step, 100 ms each (a tie: by name).
+  bool changed = false;
+  QObject::connect(&view, &TimelineView::selection_changed, [&] { changed = true; });
+  view.select(2020 * kMs, 2120 * kMs, {0});
+  EXPECT_TRUE(changed);
+  ASSERT_FALSE(view.selection().empty());
+  ASSERT_EQ(view.selection().size(), 2u);  // the switches end at 2020 and start at 2120: outside
+  EXPECT_EQ(view.selection()[0].name, "gen");
+  EXPECT_EQ(view.selection()[0].covered_ns, 100 * kMs);
+  EXPECT_EQ(view.selection()[1].name, "step");
+  EXPECT_EQ(view.selection()[1].covered_ns, 100 * kMs);
+}
+
+TEST(TimelineView, ZoomedOutThousandsOfTinyItemsBecomeOneAggregateWithItsCount) {
+  auto data = std::make_shared<TimelineData>();
+  data->names = {"k"};
+  std::vector<TimelineItem> items;
+  for (int i = 0; i < 5000; ++i) items.push_back({i * 10LL, i * 10LL + 2, 0, 0});  // 2 ns every 10 ns
+  TimelineTrack track;
+  track.label = "rank 0 / tid 1";
+  track.lanes.emplace_back(TimelineKind::kRange, 0, std::move(items));
+  data->tracks.push_back(std::move(track));
+  data->start_ns = 0;
+  data->end_ns = 49992;
+  data->item_count = 5000;
+  TimelineView view;
+  view.resize(800, 300);
+  view.set_data(data);
+  view.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&view));
+  // Fitted: ~50 µs over ~600 px, 80+ ns per pixel: every gap (8 ns) is under a pixel, one box.
+  const auto entries = view.row_entries(0);
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].count, 5000u);
+  EXPECT_EQ(entries[0].covered_ns, 10000);  // 5000 × 2 ns
+  const QString tip = view.tool_tip_at(QPoint(TimelineView::kLabelWidth + 100, TimelineView::kRulerHeight + 5));
+  EXPECT_TRUE(tip.contains("5000 items")) << tip.toStdString();
+  // Zoomed in as far as it goes (100 ns across the plot), a 2 ns item is a dozen pixels: singles.
+  view.zoom(1000.0);
+  for (const auto& e : view.row_entries(0)) EXPECT_EQ(e.count, 1u);
+}
+
+TEST(MainWindow, TimelineTabReadsTheSelectedRunOnlyOnceShown) {
+  const std::string path = testing::write_run_db("timeline_window.sqlite", "tl", false);
+  MainWindow window;
+  bool idle = false;
+  QObject::connect(&window, &MainWindow::became_idle, [&] { idle = true; });
+  window.open_files({QString::fromStdString(path)});
+  ASSERT_TRUE(QTest::qWaitFor([&] { return idle && window.shown_diagnosis() != nullptr; }, kWaitMs));
+  EXPECT_EQ(window.timeline_view()->data(), nullptr);  // the Overview is shown: nothing read yet
+  idle = false;
+  ASSERT_TRUE(window.show_page(QStringLiteral("timeline")));
+  EXPECT_TRUE(window.busy());
+  ASSERT_TRUE(QTest::qWaitFor([&] { return idle && window.timeline_view()->data() != nullptr; }, kWaitMs));
+  EXPECT_EQ(window.timeline_view()->track_count(), 6);
+  EXPECT_EQ(window.timeline_view()->data()->item_count, 96u);
+  // A jump (what the diagnosis panel will do): step 3 on rank 1, [3000, 3215) ms.
+  EXPECT_TRUE(window.show_timeline_step(3, 1));
+  const auto [t0, t1] = window.timeline_view()->visible_range();
+  EXPECT_NEAR(static_cast<double>(t0), 3000e6 - 0.05 * 215e6, 2.0);
+  EXPECT_NEAR(static_cast<double>(t1), 3215e6 + 0.05 * 215e6, 2.0);
+  EXPECT_FALSE(window.show_timeline_range(7, 3000 * kMs, 3100 * kMs));  // no rank 7
+}
+
+}  // namespace
+}  // namespace hs::viewer

@@ -1,0 +1,160 @@
+// timeline_view.h — the Timeline tab's drawing surface: a QPainter widget (not Qt Charts) over a
+// TimelineData (timeline_data.h). One row per lane — a thread's ranges by depth, a rank's
+// collectives, switches and their components, GPU streams — and one taller row per memory counter
+// track; track labels on the left, a time ruler on top (seconds from the run's first record).
+// Each paint asks every visible lane for its level-of-detail entries (TimelineLane::query) at the
+// plot's width, so a frame costs O(pixels + wide items in view), whatever the number of records.
+//
+// Controls (docs/viewer.md): Ctrl+wheel or +/- zooms (at the cursor / the centre), drag or ←/→
+// or Shift+wheel pans, wheel or ↑/↓ scrolls the rows, Home shows everything, double-click zooms
+// to an item, Shift+drag selects a time range over the tracks it spans (selection_changed), Esc
+// clears it. Hovering an item or aggregate box shows its details as a tool tip.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include <QAbstractScrollArea>
+#include <QColor>
+#include <QString>
+
+#include "hybridscope/viewer/timeline_data.h"
+
+namespace hs::viewer {
+
+class TimelineView : public QAbstractScrollArea {
+  Q_OBJECT
+
+ public:
+  static constexpr int kLabelWidth = 190;   // px: the track labels' column
+  static constexpr int kRulerHeight = 22;   // px: the time ruler
+  static constexpr int kLaneHeight = 18;    // px per lane
+  static constexpr int kCounterHeight = 46; // px per memory counter track
+  static constexpr int kTrackGap = 5;       // px between tracks
+
+  explicit TimelineView(QWidget* parent = nullptr);
+
+  /// Shows `data` (nullptr: nothing) fitted to the window, or at the jump asked for before it came.
+  void set_data(std::shared_ptr<const TimelineData> data);
+  const TimelineData* data() const { return data_.get(); }
+  /// A text shown instead of the tracks ("loading…", an error); empty: none.
+  void set_message(const QString& message);
+
+  /// Shows [t0_ns, t1_ns) (monotonic ns, as recorded) with a 5 % margin each side and scrolls the
+  /// rows so that `rank`'s first track is at the top (rank < 0: rows unchanged). Before the data
+  /// arrives the jump is kept and made on set_data. False when the rank has no track.
+  bool show_range(int rank, std::int64_t t0_ns, std::int64_t t1_ns);
+  /// show_range over step `step`'s span on `rank` (every rank when rank < 0); false if no span.
+  bool show_step(std::int64_t step, int rank = -1);
+  /// Shows the whole run.
+  void fit_all();
+  /// The window shown, [t0, t1) in monotonic ns.
+  std::pair<std::int64_t, std::int64_t> visible_range() const;
+  /// Zooms by `factor` (> 1 zooms in) keeping the time under plot x `anchor_px` in place
+  /// (anchor_px < 0: the plot's centre).
+  void zoom(double factor, double anchor_px = -1.0);
+  /// Moves the window by `ns` (positive: later).
+  void pan(double ns);
+
+  /// Selects [t0_ns, t1_ns) on these tracks (indexes into data()->tracks) and computes its
+  /// statistics (emits selection_changed); an empty range clears the selection.
+  void select(std::int64_t t0_ns, std::int64_t t1_ns, std::vector<std::size_t> tracks);
+  const std::vector<SelectionRow>& selection() const { return selection_; }
+  std::pair<std::int64_t, std::int64_t> selection_range() const { return {selection_t0_, selection_t1_}; }
+  const std::vector<std::size_t>& selection_tracks() const { return selection_tracks_; }
+
+  /// Rows drawn (lanes plus counter tracks) and tracks.
+  int row_count() const { return static_cast<int>(rows_.size()); }
+  int track_count() const { return data_ ? static_cast<int>(data_->tracks.size()) : 0; }
+  /// The entries the lane of `row` draws in the current window (what a paint asks for).
+  std::vector<LodEntry> row_entries(int row) const;
+  /// The tool tip text at a viewport position; empty over nothing.
+  QString tool_tip_at(const QPoint& pos) const;
+
+  /// Milliseconds each paintEvent took since the last clear (for the benchmark).
+  const std::vector<double>& frame_times() const { return frame_times_; }
+  void clear_frame_times() { frame_times_.clear(); }
+
+ signals:
+  void selection_changed();
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
+  void mousePressEvent(QMouseEvent* event) override;
+  void mouseMoveEvent(QMouseEvent* event) override;
+  void mouseReleaseEvent(QMouseEvent* event) override;
+  void mouseDoubleClickEvent(QMouseEvent* event) override;
+  void wheelEvent(QWheelEvent* event) override;
+  void keyPressEvent(QKeyEvent* event) override;
+  bool viewportEvent(QEvent* event) override;
+  void scrollContentsBy(int dx, int dy) override;
+
+ private:
+  struct Row {
+    std::size_t track = 0;
+    int lane = -1;  // index into the track's lanes; -1: its counters
+    int y = 0;      // top, in content pixels (before vertical scrolling)
+    int height = 0;
+  };
+  struct Hit {
+    int row = -1;
+    LodEntry entry;
+  };
+
+  void layout_rows();
+  void update_scrollbars();
+  void clamp_view();
+  int plot_width() const;
+  double ns_per_px() const;
+  std::int64_t time_at(double x) const;  // monotonic ns under viewport x
+  int row_at(int y) const;               // index into rows_ at viewport y; -1 if none
+  std::optional<Hit> hit_test(const QPoint& pos) const;
+  QColor item_color(const TimelineLane& lane, const TimelineItem& item) const;
+  QString describe(const Row& row, const LodEntry& entry) const;
+  void paint_lane(class QPainter& p, const Row& row, int y, std::int64_t t0, std::int64_t t1);
+  void paint_counters(class QPainter& p, const Row& row, int y, std::int64_t t0, std::int64_t t1);
+  void paint_ruler(class QPainter& p, std::int64_t t0);
+  void paint_labels(class QPainter& p, int first_row, int last_row);
+
+  std::shared_ptr<const TimelineData> data_;
+  QString message_;
+  std::vector<Row> rows_;
+  int content_height_ = 0;
+  std::vector<QColor> name_hue_;  // by names index: a stable colour per name
+  double view_t0_ = 0.0;   // ns from data_->start_ns
+  double view_span_ = 1.0; // ns shown across the plot
+  bool updating_scrollbar_ = false;
+
+  struct Jump {
+    int rank = -1;
+    std::int64_t t0 = 0, t1 = 0;
+  };
+  std::optional<Jump> pending_jump_;
+  std::optional<std::pair<std::int64_t, int>> pending_step_;  // (step, rank)
+
+  enum class Drag { kNone, kPan, kSelect };
+  Drag drag_ = Drag::kNone;
+  QPoint press_pos_;
+  double press_t0_ = 0.0;
+  int press_scroll_ = 0;
+  std::int64_t drag_time_ = 0;  // the selection's anchor time
+  int drag_row_ = -1;
+
+  std::int64_t selection_t0_ = 0, selection_t1_ = 0;
+  std::vector<std::size_t> selection_tracks_;
+  std::vector<SelectionRow> selection_;
+
+  mutable std::vector<LodEntry> scratch_;  // one lane's entries, reused by every paint
+  std::vector<double> frame_times_;
+};
+
+/// "12.3 ms", "4.56 µs", "1.234 s": a duration for people.
+QString format_duration(double ns);
+/// "8.0 MiB": bytes for people.
+QString format_bytes(double bytes);
+
+}  // namespace hs::viewer
