@@ -94,6 +94,7 @@ TimelineView::TimelineView(QWidget* parent) : QAbstractScrollArea(parent) {
 
 void TimelineView::set_data(std::shared_ptr<const TimelineData> data) {
   data_ = std::move(data);
+  frame_times_.clear();
   selection_.clear();
   selection_tracks_.clear();
   selection_t0_ = selection_t1_ = 0;
@@ -421,8 +422,14 @@ void TimelineView::paint_counters(QPainter& p, const Row& row, int y, std::int64
     p.setPen(QPen(color, 1.5));
     p.drawPath(path);
   }
+  // The scale, on a backing so that the line does not run through it.
+  const QString scale_text = tr("max %1").arg(format_bytes(scale));
+  const QRect text_rect(kLabelWidth + 4, y + 1, fontMetrics().horizontalAdvance(scale_text) + 6, fontMetrics().height());
+  QColor backing = palette().color(QPalette::Base);
+  backing.setAlpha(200);
+  p.fillRect(text_rect, backing);
   p.setPen(palette().color(QPalette::PlaceholderText));
-  p.drawText(QRectF(kLabelWidth + 4, y, 300, 14), Qt::AlignLeft | Qt::AlignTop, tr("max %1").arg(format_bytes(scale)));
+  p.drawText(text_rect.adjusted(3, 0, 0, 0), Qt::AlignLeft | Qt::AlignVCenter, scale_text);
 }
 
 void TimelineView::paint_labels(QPainter& p, int first, int last) {
@@ -453,7 +460,7 @@ void TimelineView::paint_ruler(QPainter& p, std::int64_t t0) {
   p.fillRect(QRect(0, 0, area.width(), kRulerHeight), palette().color(QPalette::Window));
   p.setPen(palette().color(QPalette::WindowText));
   const double px = ns_per_px();
-  const double step = nice_step(px * 110.0);  // a tick every ~110 px or more
+  const double step = nice_step(px * 80.0);  // a tick every 80 px or more (at most 2.5 × that)
   const double rel0 = static_cast<double>(t0 - data_->start_ns);
   const double first = std::ceil(rel0 / step) * step;
   p.drawText(QRect(6, 0, kLabelWidth - 10, kRulerHeight), Qt::AlignVCenter | Qt::AlignLeft,

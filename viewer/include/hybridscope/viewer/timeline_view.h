@@ -40,6 +40,7 @@ class TimelineView : public QAbstractScrollArea {
   /// Shows `data` (nullptr: nothing) fitted to the window, or at the jump asked for before it came.
   void set_data(std::shared_ptr<const TimelineData> data);
   const TimelineData* data() const { return data_.get(); }
+  const std::shared_ptr<const TimelineData>& shared_data() const { return data_; }
   /// A text shown instead of the tracks ("loading…", an error); empty: none.
   void set_message(const QString& message);
 
@@ -74,7 +75,7 @@ class TimelineView : public QAbstractScrollArea {
   /// The tool tip text at a viewport position; empty over nothing.
   QString tool_tip_at(const QPoint& pos) const;
 
-  /// Milliseconds each paintEvent took since the last clear (for the benchmark).
+  /// Milliseconds each paintEvent took since the last clear or set_data (for the benchmark).
   const std::vector<double>& frame_times() const { return frame_times_; }
   void clear_frame_times() { frame_times_.clear(); }
 
