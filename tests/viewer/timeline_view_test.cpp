@@ -4,6 +4,8 @@
 // the run off the GUI thread only once the tab is shown.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <QAbstractItemModelTester>
 #include <QTest>
 
@@ -71,6 +73,66 @@ TEST(TimelineData, FixtureRunGivesThreadCollectiveAndSwitchTracksPerRank) {
   const TimelineData from_data = build_timeline(reports::load_run(reports::RunDatabase(path), 1));
   EXPECT_EQ(from_data.tracks.size(), d.tracks.size());
   EXPECT_EQ(from_data.item_count, d.item_count);
+}
+
+TEST(TimelineData, GpuStreamsAndMemoryCountersFromARunData) {
+  // A hand-built CUDA run of one rank: two kernels and a copy on stream 7 (the copy overlaps
+  // sgemm, so it takes a second lane of the stream's track), memory sampled three times.
+  reports::RunData run;
+  run.run.id = 3;
+  run.run.name = "cuda";
+  const auto gpu = [](reports::GpuActivityRow::Kind kind, std::int64_t start, std::int64_t end, const char* name) {
+    reports::GpuActivityRow g;
+    g.kind = kind;
+    g.device = 0;
+    g.stream = 7;
+    g.start_ns = start;
+    g.end_ns = end;
+    g.name = g.short_name = name;
+    g.detail = kind == reports::GpuActivityRow::Kind::kKernel ? "gemm" : "HtoD";
+    g.bytes = kind == reports::GpuActivityRow::Kind::kKernel ? 0 : 4096;
+    return g;
+  };
+  run.gpu = {gpu(reports::GpuActivityRow::Kind::kKernel, 100, 200, "sgemm"),
+             gpu(reports::GpuActivityRow::Kind::kMemcpy, 150, 400, "Memcpy HtoD"),
+             gpu(reports::GpuActivityRow::Kind::kKernel, 300, 350, "softmax")};
+  for (const auto& [ts, allocated, reserved] : {std::tuple{50, 10, 40}, std::tuple{250, 30, 40}, std::tuple{450, 20, 60}}) {
+    reports::MemorySampleRow m;
+    m.device = 0;
+    m.ts_ns = ts;
+    m.allocated_bytes = allocated;
+    m.reserved_bytes = reserved;
+    run.memory.push_back(m);
+  }
+  const TimelineData d = build_timeline(run);
+  ASSERT_EQ(d.tracks.size(), 2u);
+  const TimelineTrack& stream = d.tracks[0];
+  EXPECT_EQ(stream.kind, TrackKind::kGpuStream);
+  EXPECT_EQ(stream.label, "rank 0 GPU 0 stream 7");
+  ASSERT_EQ(stream.lanes.size(), 2u);  // sgemm, softmax | the copy
+  ASSERT_EQ(stream.lanes[1].items().size(), 1u);
+  EXPECT_EQ(item_kind(d, stream.lanes[1], stream.lanes[1].items()[0]), TimelineKind::kMemcpy);
+  EXPECT_EQ(item_kind(d, stream.lanes[0], stream.lanes[0].items()[1]), TimelineKind::kKernel);
+  const TimelineTrack& memory = d.tracks[1];
+  EXPECT_EQ(memory.kind, TrackKind::kMemory);
+  EXPECT_EQ(memory.label, "rank 0 memory (cuda:0)");
+  ASSERT_EQ(memory.counters.size(), 2u);
+  EXPECT_EQ(memory.counters[0].name, "allocated");
+  EXPECT_EQ(memory.counters[0].max_value, 30);
+  EXPECT_EQ(memory.counters[1].max_value, 60);
+  EXPECT_EQ(d.start_ns, 50);  // the first sample
+  EXPECT_EQ(d.end_ns, 450);   // the last sample (after the copy's end at 400)
+  // [120, 320): sgemm 80 of 100 ns, the copy 170 of 250, softmax 20 of 50; by kind and name.
+  const auto rows = selection_statistics(d, {0, 1}, 120, 320);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].name, "Memcpy HtoD");
+  EXPECT_EQ(rows[0].kind, TimelineKind::kMemcpy);
+  EXPECT_EQ(rows[0].covered_ns, 170);
+  EXPECT_EQ(rows[1].name, "sgemm");
+  EXPECT_EQ(rows[1].covered_ns, 80);
+  EXPECT_EQ(rows[2].name, "softmax");
+  EXPECT_EQ(rows[2].covered_ns, 20);
+  EXPECT_EQ(rows[2].total_ns, 50);
 }
 
 TEST(TimelineData, BadFileGivesAnErrorNotAnException) {
