@@ -31,6 +31,7 @@
 #include "hybridscope/probes/rank_files.h"
 #include "hybridscope/probes/recorder.h"
 #include "hybridscope/viewer/main_window.h"
+#include "hybridscope/viewer/runs_model.h"
 #include "hybridscope/viewer/timeline_view.h"
 
 namespace {
@@ -285,14 +286,12 @@ int main(int argc, char** argv) {
   clock.start();
   window.open_files({QString::fromStdString(path)});
   hs::viewer::TimelineView* tl = window.timeline_view();
-  bool listed = false;
-  double listed_ms = 0;
-  const bool painted = wait_for(
-      [&] {
-        if (!listed && window.runs_proxy()->rowCount() > 0) listed = true, listed_ms = static_cast<double>(clock.elapsed());
-        return tl->data() != nullptr && !tl->frame_times().empty();
-      },
-      600000);
+  // The runs list is filled by a model reset on the GUI thread: timed there, not by polling.
+  double listed_ms = -1;
+  QObject::connect(window.runs_model(), &QAbstractItemModel::modelReset, &window, [&] {
+    if (listed_ms < 0 && window.runs_model()->rowCount() > 0) listed_ms = static_cast<double>(clock.elapsed());
+  });
+  const bool painted = wait_for([&] { return tl->data() != nullptr && !tl->frame_times().empty(); }, 600000);
   if (!painted) {
     std::fprintf(stderr, "hs_viewer_timeline_bench: the timeline did not appear within 10 minutes\n");
     return 1;

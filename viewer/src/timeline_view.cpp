@@ -354,8 +354,8 @@ void TimelineView::paint_lane(QPainter& p, const Row& row, int y, std::int64_t t
     if (e.aggregate()) {
       // An aggregate: its first item's colour, washed out and with a darker rim, so that it reads
       // as "many small things" rather than one long one (Tracy draws a zigzag).
-      color = color.lighter(125);
-      color.setAlpha(170);
+      // Opaque (mixed with white by hand): alpha blending costs the raster engine a read per pixel.
+      color = QColor((color.red() + 2 * 255) / 3, (color.green() + 2 * 255) / 3, (color.blue() + 2 * 255) / 3);
       p.fillRect(QRectF(x0, y + 3, w, kLaneHeight - 6), color);
       if (w >= 3) {
         p.setPen(color.darker(160));
@@ -419,7 +419,7 @@ void TimelineView::paint_counters(QPainter& p, const Row& row, int y, std::int64
       fill.setAlpha(90);
       p.fillPath(area, fill);
     }
-    p.setPen(QPen(color, 1.5));
+    p.setPen(QPen(color, 0));  // cosmetic 1 px: a wider pen makes Qt stroke the path's thousands of joins
     p.drawPath(path);
   }
   // The scale, on a backing so that the line does not run through it.
