@@ -7,6 +7,8 @@
 #include <tuple>
 
 #include <QAbstractItemModelTester>
+#include <QApplication>
+#include <QWheelEvent>
 #include <QTest>
 
 #include "hybridscope/reports/run_data.h"
@@ -242,6 +244,65 @@ TEST(TimelineView, JumpsToAStepAndTellsWhatIsUnderTheCursor) {
   EXPECT_EQ(view.selection()[0].covered_ns, 100 * kMs);
   EXPECT_EQ(view.selection()[1].name, "step");
   EXPECT_EQ(view.selection()[1].covered_ns, 100 * kMs);
+}
+
+TEST(TimelineView, MouseAndKeysZoomPanAndSelect) {
+  const std::string path = testing::write_run_db("timeline_input.sqlite", "tl", false);
+  TimelineView view;
+  view.resize(1200, 600);
+  view.set_data(std::make_shared<const TimelineData>(load_timeline(path, 1)));
+  view.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&view));
+  ASSERT_TRUE(view.show_step(2, 0));
+  QWidget* vp = view.viewport();
+  const auto span = [&] { return static_cast<double>(view.visible_range().second - view.visible_range().first); };
+  const double width = vp->width() - TimelineView::kLabelWidth;
+
+  // '+' zooms in 1.5× about the centre, '-' back, Home shows the whole run (1.02 × its 3.225 s).
+  const double before = span();
+  QTest::keyClick(&view, Qt::Key_Plus);
+  EXPECT_NEAR(span(), before / 1.5, 2.0);
+  QTest::keyClick(&view, Qt::Key_Minus);
+  EXPECT_NEAR(span(), before, 2.0);
+  // → pans a tenth of the window later.
+  const auto t0 = view.visible_range().first;
+  QTest::keyClick(&view, Qt::Key_Right);
+  EXPECT_NEAR(static_cast<double>(view.visible_range().first - t0), before / 10, 2.0);
+
+  // Dragging 100 px to the left shows 100 px later.
+  const auto d0 = view.visible_range().first;
+  const int y = TimelineView::kRulerHeight + 5;
+  QTest::mousePress(vp, Qt::LeftButton, Qt::NoModifier, QPoint(600, y));
+  QTest::mouseMove(vp, QPoint(500, y));
+  QTest::mouseRelease(vp, Qt::LeftButton, Qt::NoModifier, QPoint(500, y));
+  EXPECT_NEAR(static_cast<double>(view.visible_range().first - d0), 100 * span() / width, 2.0);
+
+  // Shift+drag from rank 0's thread (row 0) to its collectives (row 2): two tracks selected over
+  // the time between the two x positions.
+  const auto time_at = [&](int x) { return view.visible_range().first + static_cast<std::int64_t>((x - TimelineView::kLabelWidth) * span() / width); };
+  const int y_comm = TimelineView::kRulerHeight + 2 * TimelineView::kLaneHeight + 5;
+  QTest::mousePress(vp, Qt::LeftButton, Qt::ShiftModifier, QPoint(400, y));
+  QTest::mouseMove(vp, QPoint(700, y_comm));
+  QTest::mouseRelease(vp, Qt::LeftButton, Qt::ShiftModifier, QPoint(700, y_comm));
+  const auto [s0, s1] = view.selection_range();
+  EXPECT_NEAR(static_cast<double>(s0), static_cast<double>(time_at(400)), span() / width + 2);
+  EXPECT_NEAR(static_cast<double>(s1), static_cast<double>(time_at(700)), span() / width + 2);
+  EXPECT_EQ(view.selection_tracks(), (std::vector<std::size_t>{0, 1}));
+  EXPECT_FALSE(view.selection().empty());
+  QTest::keyClick(&view, Qt::Key_Escape);
+  EXPECT_TRUE(view.selection().empty());
+
+  // Ctrl+wheel, one notch up, zooms in 1.25× keeping the time under the cursor in place.
+  const double wheel_before = span();
+  const QPointF at(800, y);
+  const auto under = time_at(800);
+  QWheelEvent wheel(at, vp->mapToGlobal(at), QPoint(), QPoint(0, 120), Qt::NoButton, Qt::ControlModifier,
+                    Qt::NoScrollPhase, false);
+  QApplication::sendEvent(vp, &wheel);
+  EXPECT_NEAR(span(), wheel_before / 1.25, 2.0);
+  EXPECT_NEAR(static_cast<double>(time_at(800)), static_cast<double>(under), span() / width + 2);
+  QTest::keyClick(&view, Qt::Key_Home);
+  EXPECT_NEAR(span(), 1.02 * 3225e6, 2.0);
 }
 
 TEST(TimelineView, ZoomedOutThousandsOfTinyItemsBecomeOneAggregateWithItsCount) {

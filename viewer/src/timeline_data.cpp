@@ -3,7 +3,6 @@
 #include "hybridscope/viewer/timeline_data.h"
 
 #include <array>
-#include <cmath>
 #include <exception>
 #include <map>
 #include <tuple>
@@ -157,13 +156,6 @@ std::vector<CounterColumn> decimate(const CounterSeries& series, std::int64_t t0
 
 // ---------------------------------------------------------------------------------------------
 // Building the tracks
-
-std::uint32_t TimelineData::intern(const std::string& text) {
-  for (std::size_t i = 0; i < names.size(); ++i)
-    if (names[i] == text) return static_cast<std::uint32_t>(i);
-  names.push_back(text);
-  return static_cast<std::uint32_t>(names.size() - 1);
-}
 
 std::pair<std::int64_t, std::int64_t> TimelineData::step_range(std::int64_t step, int rank) const {
   std::int64_t lo = 0, hi = 0;

@@ -176,8 +176,6 @@ struct TimelineData {
   std::string error;                     // empty: loaded
 
   bool ok() const { return error.empty(); }
-  /// The index of `text` in names, appending it when new (linear: for building small fixtures).
-  std::uint32_t intern(const std::string& text);
   /// [start, end) of a step over every rank (rank < 0) or one rank; {0, 0} when it has no span.
   std::pair<std::int64_t, std::int64_t> step_range(std::int64_t step, int rank = -1) const;
 };
