@@ -70,6 +70,13 @@ TEST(TimelineData, FixtureRunGivesThreadCollectiveAndSwitchTracksPerRank) {
   EXPECT_EQ(d.step_range(2), std::make_pair(2000 * kMs, 2205 * kMs));
   EXPECT_EQ(d.step_range(2, 0), std::make_pair(2000 * kMs, 2185 * kMs));
   EXPECT_EQ(d.step_range(9).second, 0);
+  // Where a finding points: rank 1's update_actor of step 3 is [3130, 3130 + 50 + 30) ms; over both
+  // ranks it spans the longer one; a name the step lacks gives nothing.
+  EXPECT_EQ(d.named_range(3, 1, "update_actor"), std::make_pair(3130 * kMs, 3210 * kMs));
+  EXPECT_EQ(d.named_range(3, -1, "update_actor"), std::make_pair(3130 * kMs, 3210 * kMs));
+  EXPECT_EQ(d.named_range(3, 0, "update_actor"), std::make_pair(3130 * kMs, 3180 * kMs));
+  EXPECT_EQ(d.named_range(3, 0, "switch/train_to_rollout"), std::make_pair(3000 * kMs, 3020 * kMs));
+  EXPECT_EQ(d.named_range(3, 0, "no-such-phase").second, 0);
 
   // The same tracks from a RunData (the strings path).
   const TimelineData from_data = build_timeline(reports::load_run(reports::RunDatabase(path), 1));
@@ -215,6 +222,11 @@ TEST(TimelineView, JumpsToAStepAndTellsWhatIsUnderTheCursor) {
   EXPECT_NEAR(static_cast<double>(t0), 2000e6 - 0.05 * 205e6, 2.0);
   EXPECT_NEAR(static_cast<double>(t1), 2205e6 + 0.05 * 205e6, 2.0);
   EXPECT_FALSE(view.show_step(9));
+  // A finding's (rank 1, step 3, "gen"): [3020, 3120) ms with 5 % either side.
+  ASSERT_TRUE(view.show_named_range(3, 1, "gen"));
+  EXPECT_NEAR(static_cast<double>(view.visible_range().first), 3020e6 - 5e6, 2.0);
+  EXPECT_NEAR(static_cast<double>(view.visible_range().second), 3120e6 + 5e6, 2.0);
+  EXPECT_FALSE(view.show_named_range(3, 1, "no-such-phase"));
 
   // Rank 0's gen of step 2, [2020, 2120) ms, on row 1 (its thread's depth-1 lane).
   ASSERT_TRUE(view.show_step(2, 0));

@@ -426,6 +426,7 @@ void MainWindow::refresh_database(const std::shared_ptr<const LoadedDatabase>& d
   rebuild_scaling_page();
   if (shown_moved) {
     refreshing_shown_ = true;
+    timeline_key_.clear();  // read again when the Timeline page shows it
     wanted_path_.clear();
     wanted_run_ = -1;
   }
@@ -814,7 +815,10 @@ void MainWindow::request_timeline(bool even_if_hidden) {
   const QString key = wanted_path_ + QLatin1Char('#') + QString::number(wanted_run_);
   if (key == timeline_key_) return;  // already shown or on its way
   timeline_key_ = key;
-  timeline_page_->set_loading(tr("Reading the timeline of run %1…").arg(wanted_run_));
+  // A re-read of the run shown (its file moved on) keeps the old timeline up until the new arrives.
+  const TimelineData* shown = timeline_page_->view()->data();
+  if (!shown || qs(shown->path) + QLatin1Char('#') + QString::number(shown->run_id) != key)
+    timeline_page_->set_loading(tr("Reading the timeline of run %1…").arg(wanted_run_));
   wanted_timeline_ = loader_->load_timeline(wanted_path_, wanted_run_);
   update_status();
 }

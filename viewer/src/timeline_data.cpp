@@ -169,6 +169,27 @@ std::pair<std::int64_t, std::int64_t> TimelineData::step_range(std::int64_t step
   return {lo, hi};
 }
 
+std::pair<std::int64_t, std::int64_t> TimelineData::named_range(std::int64_t step, int rank, const std::string& name) const {
+  const auto [s0, s1] = step_range(step, rank);
+  if (s1 <= s0) return {0, 0};
+  std::vector<bool> wanted(names.size(), false);  // a name can sit at two indexes (two id spaces)
+  for (std::size_t i = 0; i < names.size(); ++i) wanted[i] = names[i] == name;
+  std::int64_t lo = 0, hi = 0;
+  bool any = false;
+  for (const auto& track : tracks) {
+    if (track.kind != TrackKind::kThread || (rank >= 0 && track.rank != rank)) continue;
+    for (const auto& lane : track.lanes)
+      for (std::size_t i = lane.first_ending_after(s0), end = lane.first_starting_at(s1); i < end; ++i) {
+        const TimelineItem& item = lane.items()[i];
+        if (item.name >= wanted.size() || !wanted[item.name]) continue;
+        lo = any ? std::min(lo, item.start_ns) : item.start_ns;
+        hi = any ? std::max(hi, item.end_ns) : item.end_ns;
+        any = true;
+      }
+  }
+  return {lo, hi};
+}
+
 TimelineKind item_kind(const TimelineData& data, const TimelineLane& lane, const TimelineItem& item) {
   if (lane.kind() == TimelineKind::kKernel && item.detail < data.gpu.size()) return data.gpu[item.detail].kind;
   return lane.kind();

@@ -68,8 +68,11 @@ void TimelinePage::set_data(std::shared_ptr<const TimelineData> data) {
           .arg(data->tracks.size())
           .arg(data->item_count)
           .arg(format_duration(static_cast<double>(data->end_ns - data->start_ns))));
+  // The same run again (a job is writing it): keep where the user is looking.
+  const TimelineData* shown = view_->data();
+  const bool same_run = shown && shown->path == data->path && shown->run_id == data->run_id;
   view_->set_message({});
-  view_->set_data(std::move(data));
+  view_->set_data(std::move(data), same_run);
 }
 
 void TimelinePage::on_selection_changed() {

@@ -92,7 +92,10 @@ TimelineView::TimelineView(QWidget* parent) : QAbstractScrollArea(parent) {
   });
 }
 
-void TimelineView::set_data(std::shared_ptr<const TimelineData> data) {
+void TimelineView::set_data(std::shared_ptr<const TimelineData> data, bool keep_view) {
+  const bool keep = keep_view && data_ && data;
+  const auto [kept_t0, kept_t1] = visible_range();
+  const int kept_scroll = verticalScrollBar()->value();
   data_ = std::move(data);
   frame_times_.clear();
   selection_.clear();
@@ -114,7 +117,14 @@ void TimelineView::set_data(std::shared_ptr<const TimelineData> data) {
   }
   layout_rows();
   fit_all();
-  if (data_ && pending_step_) show_step(pending_step_->first, pending_step_->second);
+  if (keep) {
+    view_t0_ = static_cast<double>(kept_t0 - data_->start_ns);
+    view_span_ = static_cast<double>(kept_t1 - kept_t0);
+    clamp_view();
+    verticalScrollBar()->setValue(kept_scroll);
+    update_scrollbars();
+  }
+  if (data_ && pending_step_) show_named_range(pending_step_->step, pending_step_->rank, pending_step_->name);
   else if (data_ && pending_jump_) show_range(pending_jump_->rank, pending_jump_->t0, pending_jump_->t1);
   if (data_) pending_step_.reset(), pending_jump_.reset();
   emit selection_changed();
@@ -225,12 +235,14 @@ bool TimelineView::show_range(int rank, std::int64_t t0_ns, std::int64_t t1_ns) 
   return found;
 }
 
-bool TimelineView::show_step(std::int64_t step, int rank) {
+bool TimelineView::show_step(std::int64_t step, int rank) { return show_named_range(step, rank, {}); }
+
+bool TimelineView::show_named_range(std::int64_t step, int rank, const std::string& name) {
   if (!data_) {
-    pending_step_ = std::make_pair(step, rank);
+    pending_step_ = NamedJump{step, rank, name};
     return true;
   }
-  const auto [t0, t1] = data_->step_range(step, rank);
+  const auto [t0, t1] = name.empty() ? data_->step_range(step, rank) : data_->named_range(step, rank, name);
   if (t1 <= t0) return false;
   return show_range(rank, t0, t1);
 }

@@ -178,6 +178,9 @@ struct TimelineData {
   bool ok() const { return error.empty(); }
   /// [start, end) of a step over every rank (rank < 0) or one rank; {0, 0} when it has no span.
   std::pair<std::int64_t, std::int64_t> step_range(std::int64_t step, int rank = -1) const;
+  /// [start, end) covering every range called `name` (a phase or switch, reports::Finding::range)
+  /// on the threads of `rank` (every rank when rank < 0) inside that step's span; {0, 0} if none.
+  std::pair<std::int64_t, std::int64_t> named_range(std::int64_t step, int rank, const std::string& name) const;
 };
 
 /// Reads the timeline of one run of `path`: ranges through RunDatabase::scan_ranges (no string per

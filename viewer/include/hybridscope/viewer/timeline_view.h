@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -38,7 +39,9 @@ class TimelineView : public QAbstractScrollArea {
   explicit TimelineView(QWidget* parent = nullptr);
 
   /// Shows `data` (nullptr: nothing) fitted to the window, or at the jump asked for before it came.
-  void set_data(std::shared_ptr<const TimelineData> data);
+  /// With `keep_view` (a re-read of the run shown, which a job is still writing), the window keeps
+  /// its time range and rows instead.
+  void set_data(std::shared_ptr<const TimelineData> data, bool keep_view = false);
   const TimelineData* data() const { return data_.get(); }
   const std::shared_ptr<const TimelineData>& shared_data() const { return data_; }
   /// A text shown instead of the tracks ("loading…", an error); empty: none.
@@ -50,6 +53,10 @@ class TimelineView : public QAbstractScrollArea {
   bool show_range(int rank, std::int64_t t0_ns, std::int64_t t1_ns);
   /// show_range over step `step`'s span on `rank` (every rank when rank < 0); false if no span.
   bool show_step(std::int64_t step, int rank = -1);
+  /// show_range over the ranges called `name` in step `step` on `rank` (every rank when rank < 0):
+  /// where a reports::Finding (rank, step, range) points. An empty name shows the whole step.
+  /// Before the data arrives the jump is kept; false when no such range is found.
+  bool show_named_range(std::int64_t step, int rank, const std::string& name);
   /// Shows the whole run.
   void fit_all();
   /// The window shown, [t0, t1) in monotonic ns.
@@ -135,7 +142,12 @@ class TimelineView : public QAbstractScrollArea {
     std::int64_t t0 = 0, t1 = 0;
   };
   std::optional<Jump> pending_jump_;
-  std::optional<std::pair<std::int64_t, int>> pending_step_;  // (step, rank)
+  struct NamedJump {
+    std::int64_t step = 0;
+    int rank = -1;
+    std::string name;  // empty: the whole step
+  };
+  std::optional<NamedJump> pending_step_;
 
   enum class Drag { kNone, kPan, kSelect };
   Drag drag_ = Drag::kNone;
