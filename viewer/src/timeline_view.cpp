@@ -366,8 +366,11 @@ void TimelineView::paint_lane(QPainter& p, const Row& row, int y, std::int64_t t
     if (e.aggregate()) {
       // An aggregate: its first item's colour, washed out and with a darker rim, so that it reads
       // as "many small things" rather than one long one (Tracy draws a zigzag).
-      // Opaque (mixed with white by hand): alpha blending costs the raster engine a read per pixel.
-      color = QColor((color.red() + 2 * 255) / 3, (color.green() + 2 * 255) / 3, (color.blue() + 2 * 255) / 3);
+      // Opaque, mixed with the background by hand (pale on a light palette, dim on a dark one):
+      // alpha blending costs the raster engine a read per pixel.
+      const QColor base = palette().color(QPalette::Base);
+      color = QColor((color.red() + 2 * base.red()) / 3, (color.green() + 2 * base.green()) / 3,
+                     (color.blue() + 2 * base.blue()) / 3);
       p.fillRect(QRectF(x0, y + 3, w, kLaneHeight - 6), color);
       if (w >= 3) {
         p.setPen(color.darker(160));
@@ -375,7 +378,7 @@ void TimelineView::paint_lane(QPainter& p, const Row& row, int y, std::int64_t t
         p.drawLine(QPointF(x0, y + kLaneHeight - 4), QPointF(x0 + w, y + kLaneHeight - 4));
       }
       if (w >= kMinLabelPx + 10) {
-        p.setPen(text);
+        p.setPen(palette().color(QPalette::Text));  // on the background's shade, not the item's colour
         p.drawText(QRectF(x0 + 3, y, w - 6, kLaneHeight), Qt::AlignVCenter | Qt::AlignLeft,
                    metrics.elidedText(tr("%1 × %2").arg(e.count).arg(qs(data_->names[item.name])), Qt::ElideRight,
                                       static_cast<int>(w - 6)));
@@ -399,7 +402,9 @@ void TimelineView::paint_counters(QPainter& p, const Row& row, int y, std::int64
   const int w = plot_width();
   const double top = y + 4, height = row.height - 8;
   const auto y_of = [&](double v) { return top + height * (1.0 - v / scale); };
-  const QColor colors[] = {QColor(40, 110, 200), QColor(150, 170, 200)};
+  const bool dark = palette().color(QPalette::Base).lightness() < 128;
+  const QColor colors[] = {dark ? QColor(110, 170, 255) : QColor(40, 110, 200),
+                           dark ? QColor(90, 110, 150) : QColor(150, 170, 200)};
   // Reserved first, as a filled area under the allocated line.
   for (int pass = static_cast<int>(track.counters.size()) - 1; pass >= 0; --pass) {
     const auto& series = track.counters[pass];
