@@ -8,10 +8,12 @@
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
+#include <QTabWidget>
 #include <QWheelEvent>
 #include <QTest>
 
 #include "hybridscope/reports/run_data.h"
+#include "hybridscope/viewer/findings_model.h"
 #include "hybridscope/viewer/main_window.h"
 #include "hybridscope/viewer/timeline_stats_model.h"
 #include "hybridscope/viewer/timeline_view.h"
@@ -366,6 +368,33 @@ TEST(MainWindow, TimelineTabReadsTheSelectedRunOnlyOnceShown) {
   EXPECT_NEAR(static_cast<double>(t0), 3000e6 - 0.05 * 215e6, 2.0);
   EXPECT_NEAR(static_cast<double>(t1), 3215e6 + 0.05 * 215e6, 2.0);
   EXPECT_FALSE(window.show_timeline_range(7, 3000 * kMs, 3100 * kMs));  // no rank 7
+}
+
+TEST(MainWindow, AFindingJumpsToItsRangeStepAndRankInTheTimeline) {
+  const std::string path = testing::write_run_db("timeline_finding.sqlite", "jump", false);
+  MainWindow window;
+  bool idle = false;
+  QObject::connect(&window, &MainWindow::became_idle, [&] { idle = true; });
+  window.open_files({QString::fromStdString(path)});
+  ASSERT_TRUE(QTest::qWaitFor([&] { return idle && window.shown_diagnosis() != nullptr; }, kWaitMs));
+  // The fixture's one finding: decode is memory-bound (32 sequences), about the range "gen", with
+  // no step and no rank: the jump shows gen in the first measured step (2) over every rank,
+  // [2020, 2120) ms on both.
+  ASSERT_EQ(window.findings_model()->rowCount(), 1);
+  const reports::Finding& f = *window.findings_model()->finding(0);
+  EXPECT_EQ(f.rule, "decode-memory-bound");
+  EXPECT_EQ(f.range, "gen");
+  EXPECT_FALSE(f.step);
+  EXPECT_FALSE(f.rank);
+  EXPECT_FALSE(window.jump_to_finding(99));
+  idle = false;
+  ASSERT_TRUE(window.jump_to_finding(0));  // kept until the timeline arrives
+  ASSERT_TRUE(QTest::qWaitFor([&] { return idle && window.timeline_view()->data() != nullptr; }, kWaitMs));
+  const auto* pages = window.findChild<QTabWidget*>();
+  EXPECT_TRUE(pages->tabText(pages->currentIndex()).startsWith(QStringLiteral("Timeline")));
+  auto [t0, t1] = window.timeline_view()->visible_range();
+  EXPECT_NEAR(static_cast<double>(t0), 2020e6 - 0.05 * 100e6, 2.0);
+  EXPECT_NEAR(static_cast<double>(t1), 2120e6 + 0.05 * 100e6, 2.0);
 }
 
 }  // namespace

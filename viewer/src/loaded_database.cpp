@@ -175,6 +175,7 @@ RunDiagnosis diagnose_run(const std::string& path, std::int64_t run_id, int warm
     out.share = analysis.phases.share;
     out.mean_step_s = analysis.phases.mean_step_s;
     out.measured_steps = analysis.measured.size();
+    out.measured = analysis.measured;
     out.tokens_per_s = analysis.tokens_per_s;
     out.mfu = analysis.mfu;
     out.findings = reports::diagnose(analysis);

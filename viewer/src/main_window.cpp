@@ -234,11 +234,14 @@ void MainWindow::build_central() {
   suggestion_->setWordWrap(true);
   suggestion_->setTextFormat(Qt::RichText);
   suggestion_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
-  suggestion_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  suggestion_->setTextInteractionFlags(Qt::TextSelectableByMouse | Qt::LinksAccessibleByMouse);
   connect(findings_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
           [this](const QModelIndex& current) {
             show_finding_details(findings_model_->finding(current.row()));
           });
+  connect(findings_view_, &QAbstractItemView::activated, this,
+          [this](const QModelIndex& index) { jump_to_finding(index.row()); });
+  connect(suggestion_, &QLabel::linkActivated, this, [this] { jump_to_finding(current_finding()); });
   diagnosis_layout->addWidget(findings_view_, 1);
   diagnosis_layout->addWidget(suggestion_);
   right->setStretchFactor(0, 1);
@@ -628,6 +631,10 @@ void MainWindow::show_finding_details(const reports::Finding* f) {
                      .arg(qs(f->title).toHtmlEscaped(), qs(f->rule), qs(f->evidence).toHtmlEscaped(),
                           qs(f->suggestion).toHtmlEscaped());
   if (!keys.isEmpty()) text += tr("<br><b>Config keys:</b> %1").arg(keys.join(QStringLiteral(", ")));
+  QString where = f->range.empty() ? tr("step") : qs(f->range).toHtmlEscaped();
+  if (f->step) where += tr(" of step %1").arg(*f->step);
+  if (f->rank) where += tr(" on rank %1").arg(*f->rank);
+  text += tr("<br><a href=\"#timeline\">Show %1 in the timeline</a> (double-click the finding, or Ctrl+T)").arg(where);
   suggestion_->setText(text);
 }
 
@@ -858,6 +865,9 @@ void MainWindow::build_view_menu() {
   next->setShortcut(QKeySequence(Qt::Key_F8));
   QAction* previous = view->addAction(tr("&Previous finding"), this, [this] { step_finding(-1); });
   previous->setShortcut(QKeySequence(Qt::SHIFT | Qt::Key_F8));
+  QAction* in_timeline = view->addAction(tr("Show the finding in the &timeline"), this,
+                                         [this] { jump_to_finding(current_finding()); });
+  in_timeline->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_T));
   QAction* reload = view->addAction(tr("&Reload files"), this, [this] {
     QStringList paths;
     for (const auto& db : runs_model_->databases()) paths << qs(db->path);

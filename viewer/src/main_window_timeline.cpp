@@ -4,6 +4,7 @@
 #include <QTabWidget>
 
 #include "hybridscope/viewer/database_loader.h"
+#include "hybridscope/viewer/findings_model.h"
 #include "hybridscope/viewer/main_window.h"
 #include "hybridscope/viewer/timeline_view.h"
 #include "timeline_page.h"
@@ -38,6 +39,18 @@ bool MainWindow::show_timeline_range(int rank, std::int64_t t0_ns, std::int64_t 
   pages_->setCurrentWidget(timeline_page_);
   request_timeline(true);
   return timeline_page_->view()->show_range(rank, t0_ns, t1_ns);
+}
+
+bool MainWindow::jump_to_finding(int row) {
+  const reports::Finding* f = findings_model_->finding(row);
+  if (!f || !shown_) return false;
+  std::int64_t step = 0;
+  if (f->step) step = *f->step;
+  else if (!shown_->measured.empty()) step = shown_->measured.front();
+  else return false;
+  pages_->setCurrentWidget(timeline_page_);
+  request_timeline(true);
+  return timeline_page_->view()->show_named_range(step, f->rank.value_or(-1), f->range);
 }
 
 bool MainWindow::show_timeline_step(std::int64_t step, int rank) {

@@ -64,6 +64,7 @@ struct RunDiagnosis {
   std::map<std::string, double> share;         // mean_phase_s / mean_step_s
   double mean_step_s = 0.0;
   std::size_t measured_steps = 0;
+  std::vector<std::int64_t> measured;  // the measured steps themselves, ascending
   std::optional<double> tokens_per_s;
   std::optional<double> mfu;
   std::vector<reports::Finding> findings;  // critical first (diagnose())

@@ -84,6 +84,11 @@ class MainWindow : public QMainWindow {
   /// The same over a step's span on `rank` (every rank when rank < 0).
   bool show_timeline_step(std::int64_t step, int rank = -1);
   TimelineView* timeline_view() const;
+  /// Shows the Diagnosis panel's finding `row` in the Timeline: its range (reports::Finding::range;
+  /// the whole step without one) in its step (the first measured step without one) on its rank
+  /// (every rank without one). Double-click or Enter on a finding, Ctrl+T, or the link under it.
+  /// False for an invalid row or when the timeline has no such range.
+  bool jump_to_finding(int row);
 
   /// The pages' names, in tab order.
   static QStringList page_names();
