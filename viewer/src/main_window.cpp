@@ -347,7 +347,7 @@ void MainWindow::build_central() {
 
   splitter_->addWidget(left);
   splitter_->addWidget(pages_);
-  splitter_->setSizes({820, 620});
+  splitter_->setSizes({680, 760});  // the right side keeps its tabs in view at 1440 px
   setCentralWidget(splitter_);
 }
 
@@ -455,6 +455,9 @@ void MainWindow::on_database_loaded(const std::shared_ptr<const LoadedDatabase>&
   runs_model_->add_database(database);
   select_run_keys(keys);
   runs_view_->resizeColumnsToContents();
+  // A long run name (every matrix run has the same one) elides so that the cell, the ranks and the
+  // throughput stay in view; the full name is its tool tip.
+  runs_view_->setColumnWidth(RunsModel::kName, std::min(runs_view_->columnWidth(RunsModel::kName), 150));
   update_matrices();
   rebuild_scaling_page();
   remember_recent(path);
@@ -781,7 +784,8 @@ void MainWindow::update_matrices() {
   const int rows = std::min(matrices_model_->rowCount(), 5);
   matrices_view_->setFixedHeight(matrices_view_->horizontalHeader()->sizeHint().height() +
                                  rows * matrices_view_->verticalHeader()->defaultSectionSize() +
-                                 2 * matrices_view_->frameWidth() + 2);
+                                 2 * matrices_view_->frameWidth() + 2 +
+                                 matrices_view_->horizontalScrollBar()->sizeHint().height());  // when narrow
 }
 
 bool MainWindow::select_matrix(int row) {

@@ -97,7 +97,7 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::ToolTipRole) {
     if (column == kDatabase) return qs(db.path);
     if (column == kStatus && !e.run.status_message.empty()) return qs(e.run.status_message);
-    if (column == kName) return qs(e.run.command_line);
+    if (column == kName) return qs(e.run.name) + QStringLiteral("\n") + qs(e.run.command_line);
     return {};
   }
   if (role == Qt::TextAlignmentRole) {
@@ -118,7 +118,7 @@ QVariant RunsModel::headerData(int section, Qt::Orientation orientation, int rol
   if (orientation != Qt::Horizontal || section < 0 || section >= kColumnCount) return {};
   if (role == Qt::DisplayRole) {
     static const char* const kHeadings[kColumnCount] = {
-        "Id", "Name", "Matrix cell", "Status", "Ranks", "Step s", "Tokens/s", "Steps", "Training",
+        "Id", "Name", "Matrix cell", "Ranks", "Step s", "Tokens/s", "Status", "Steps", "Training",
         "Rollout tp", "Algorithm", "Started", "Database"};
     return QString::fromLatin1(kHeadings[section]);
   }
@@ -127,10 +127,10 @@ QVariant RunsModel::headerData(int section, Qt::Orientation orientation, int rol
         "runs.id within its database",
         "the run's name (trainer.experiment_name)",
         "matrix / cell levels #repetition, for a run of a benchmark matrix",
-        "running | completed | failed | killed",
         "world size: ranks the run used",
         "mean timing_s/step over the measured steps (warm-up left out), seconds",
         "Σ perf/total_num_tokens / Σ timing_s/step over the measured steps",
+        "running | completed | failed | killed",
         "steps that recorded timing_s/step",
         "actor_rollout_ref.actor.strategy (megatron: with its tp and pp)",
         "actor_rollout_ref.rollout.tensor_model_parallel_size",

@@ -19,7 +19,7 @@ class RunsModel : public QAbstractTableModel {
  public:
   enum Column {
     // Throughput right after the run's identity, so that it is in view without scrolling.
-    kRunId, kName, kCell, kStatus, kWorldSize, kStepSeconds, kTokensPerSecond, kSteps, kTraining,
+    kRunId, kName, kCell, kWorldSize, kStepSeconds, kTokensPerSecond, kStatus, kSteps, kTraining,
     kRolloutTp, kAlgorithm, kStarted, kDatabase, kColumnCount
   };
   /// The raw value of a cell (numbers as doubles, times as ns) for sorting.
