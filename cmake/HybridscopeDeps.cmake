@@ -13,6 +13,12 @@ find_package(nlohmann_json 3.10 REQUIRED)
 find_package(Threads REQUIRED)
 find_package(fmt REQUIRED)  # reports formats its tables with it, with or without the trainer
 
+if(NOT HS_BUILD_TRAINER)
+  # Optional here: the simulator (hs_sim) reads hardware descriptions with it; absent, hs_sim is
+  # skipped and the rest of the analysing side still builds.
+  find_package(yaml-cpp QUIET)
+endif()
+
 if(HS_BUILD_TRAINER)
   find_package(yaml-cpp REQUIRED)
   find_package(CLI11 REQUIRED)
