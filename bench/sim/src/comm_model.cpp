@@ -1,0 +1,175 @@
+// comm_model.cpp — the alpha-beta model and its fit (see comm_model.h).
+#include "hybridscope/bench/sim/comm_model.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "hybridscope/probes/recorder.h"
+
+namespace hs::bench::sim {
+
+const char* collective_name(Collective op) noexcept {
+  switch (op) {
+    case Collective::kAllReduce: return "all_reduce";
+    case Collective::kAllGather: return "all_gather";
+    case Collective::kReduceScatter: return "reduce_scatter";
+    case Collective::kAllToAll: return "all_to_all";
+    case Collective::kBroadcast: return "broadcast";
+    case Collective::kSendRecv: return "send";
+  }
+  return "?";
+}
+
+std::optional<Collective> collective_from_name(std::string_view name) noexcept {
+  for (Collective op : {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter,
+                        Collective::kAllToAll, Collective::kBroadcast, Collective::kSendRecv})
+    if (name == collective_name(op)) return op;
+  if (name == "recv" || name == "send_recv") return Collective::kSendRecv;
+  return std::nullopt;
+}
+
+double latency_steps(Collective op, int n) noexcept {
+  if (n <= 1) return 0.0;
+  const double hops = static_cast<double>(n - 1);
+  switch (op) {
+    case Collective::kAllReduce: return 2.0 * hops;  // a reduce-scatter ring, then an all-gather ring
+    case Collective::kAllGather:
+    case Collective::kReduceScatter:
+    case Collective::kAllToAll:
+    case Collective::kBroadcast: return hops;  // the pipeline's fill along the chain
+    case Collective::kSendRecv: return 1.0;
+  }
+  return 0.0;
+}
+
+double bus_factor(Collective op, int n) noexcept {
+  if (n <= 1) return 0.0;
+  // One definition for the recorder, hs_comm_bench and the simulator.
+  return probes::bus_bandwidth_factor(collective_name(op), n);
+}
+
+double collective_seconds(Collective op, int n, double bytes, const AlphaBeta& link) noexcept {
+  return latency_steps(op, n) * link.alpha_s + bus_factor(op, n) * bytes / link.beta_bytes_per_s;
+}
+
+LinkLevel link_level_for_group(int n, int devices_per_node) noexcept {
+  return n <= devices_per_node ? LinkLevel::kIntraNode : LinkLevel::kInterNode;
+}
+
+double collective_seconds(const HardwareSpec& hw, Collective op, int n, double bytes) noexcept {
+  const LinkSpec& link = hw.link(link_level_for_group(n, hw.devices_per_node));
+  return collective_seconds(op, n, bytes, AlphaBeta{link.latency_s, link.bandwidth_bytes_per_s});
+}
+
+namespace {
+
+double mean_abs_pct_error(const std::vector<CommSample>& samples, const AlphaBeta& params) {
+  double sum = 0.0;
+  for (const auto& s : samples)
+    sum += std::abs(collective_seconds(s.op, s.group_size, s.bytes, params) - s.seconds) / s.seconds;
+  return 100.0 * sum / static_cast<double>(samples.size());
+}
+
+}  // namespace
+
+AlphaBetaFit fit_alpha_beta(const std::vector<CommSample>& samples, FitWeighting weighting) {
+  if (samples.size() < 2)
+    throw SimError(fmt::format("alpha-beta fit: {} sample(s): give at least two message sizes", samples.size()));
+  // Weighted normal equations for t_i ≈ a_i·alpha + b_i·g, g = 1/beta, with a_i = latency steps
+  // and b_i = bus factor · bytes; weight w_i = 1/t_i² (relative) or 1 (absolute).
+  double saa = 0, sab = 0, sbb = 0, sat = 0, sbt = 0;
+  for (const auto& s : samples) {
+    if (!(s.seconds > 0.0) || !(s.bytes > 0.0) || s.group_size < 2)
+      throw SimError(fmt::format("alpha-beta fit: sample {} over {} ranks, {} bytes, {} s: times and sizes must be "
+                                 "> 0 and groups of 2 or more ranks (drop it)",
+                                 collective_name(s.op), s.group_size, s.bytes, s.seconds));
+    const double a = latency_steps(s.op, s.group_size);
+    const double b = bus_factor(s.op, s.group_size) * s.bytes;
+    const double w = weighting == FitWeighting::kRelative ? 1.0 / (s.seconds * s.seconds) : 1.0;
+    saa += w * a * a, sab += w * a * b, sbb += w * b * b, sat += w * a * s.seconds, sbt += w * b * s.seconds;
+  }
+  AlphaBetaFit fit;
+  fit.samples = static_cast<int>(samples.size());
+  const double det = saa * sbb - sab * sab;
+  // Singular when every sample has the same ratio of latency steps to bus bytes (one size, one op).
+  const bool singular = std::abs(det) <= 1e-12 * saa * sbb;
+  double alpha = singular ? 0.0 : (sat * sbb - sab * sbt) / det;
+  double inverse_beta = singular ? 0.0 : (saa * sbt - sab * sat) / det;
+  if (singular)
+    throw SimError("alpha-beta fit: the samples cannot tell latency from bandwidth (one message size per group "
+                   "size and op): measure at least two sizes, e.g. hs_comm_bench's 4 KiB … 64 MiB sweep");
+  if (alpha < 0.0) {  // constrained least squares: alpha = 0, g alone
+    fit.alpha_clamped = true;
+    alpha = 0.0;
+    inverse_beta = sbt / sbb;
+  }
+  if (!(inverse_beta > 0.0))
+    throw SimError(fmt::format("alpha-beta fit: the bandwidth term came out {} (time does not grow with size): "
+                               "include messages large enough to be bandwidth-bound (MiB and up)",
+                               inverse_beta));
+  fit.params = AlphaBeta{alpha, 1.0 / inverse_beta};
+  fit.mean_abs_pct_error = mean_abs_pct_error(samples, fit.params);
+  return fit;
+}
+
+CommBenchData parse_comm_bench_json(const std::string& json_text, const std::string& origin) {
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(json_text);
+  } catch (const nlohmann::json::exception& e) {
+    throw SimError(fmt::format("{}: not valid JSON: {}", origin, e.what()));
+  }
+  if (!root.is_object() || !root.contains("benchmarks") || !root["benchmarks"].is_array())
+    throw SimError(origin + ": no 'benchmarks' array: expected hs_comm_bench's Google Benchmark JSON "
+                            "(--benchmark_out, default out/comm-bench.json)");
+  // Google Benchmark's family names -> collectives (bench/micro/comm_bench.cpp).
+  const std::pair<const char*, Collective> kFamilies[] = {
+      {"BM_AllReduce", Collective::kAllReduce},         {"BM_AllGather", Collective::kAllGather},
+      {"BM_ReduceScatter", Collective::kReduceScatter}, {"BM_AllToAll", Collective::kAllToAll},
+      {"BM_Broadcast", Collective::kBroadcast},         {"BM_SendRecv", Collective::kSendRecv}};
+  CommBenchData data;
+  for (const auto& row : root["benchmarks"]) {
+    const std::string name = row.value("name", std::string());
+    const std::string family = name.substr(0, name.find('/'));
+    std::optional<Collective> op;
+    for (const auto& [prefix, collective] : kFamilies)
+      if (family == prefix) op = collective;
+    if (!op || row.value("run_type", std::string("iteration")) != "iteration") {
+      data.skipped.push_back(name);
+      continue;
+    }
+    for (const char* key : {"bytes", "group_size", "real_time", "time_unit"})
+      if (!row.contains(key))
+        throw SimError(fmt::format("{}: benchmark {} has no '{}': rerun hs_comm_bench (its rows carry bytes, "
+                                   "group_size, real_time, time_unit)",
+                                   origin, name, key));
+    const std::string unit = row["time_unit"].get<std::string>();
+    const double scale = unit == "ns" ? 1e-9 : unit == "us" ? 1e-6 : unit == "ms" ? 1e-3 : unit == "s" ? 1.0 : 0.0;
+    if (scale == 0.0)
+      throw SimError(fmt::format("{}: benchmark {}: time_unit '{}' is not ns, us, ms or s", origin, name, unit));
+    CommSample sample;
+    sample.op = *op;
+    sample.group_size = static_cast<int>(std::lround(row["group_size"].get<double>()));
+    sample.bytes = row["bytes"].get<double>();
+    sample.seconds = row["real_time"].get<double>() * scale;
+    data.samples.push_back(sample);
+  }
+  return data;
+}
+
+CommBenchData read_comm_bench_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in)
+    throw SimError(fmt::format("{}: cannot open: run hs_comm_bench first (docs/benchmarks.md, \"Communication "
+                               "micro-benchmarks\")",
+                               path));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return parse_comm_bench_json(buffer.str(), path);
+}
+
+}  // namespace hs::bench::sim
