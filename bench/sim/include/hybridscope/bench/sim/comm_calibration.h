@@ -1,0 +1,90 @@
+// comm_calibration.h — one alpha-beta pair per (collective, link level), fitted from measured
+// collectives (hs_comm_bench's JSON) where there are measurements and taken from the hardware
+// description's links where there are none; and the check of a calibration on measurements it was
+// not fitted to (mean absolute percentage error per collective).
+//
+// Why per collective: Gloo's (and NCCL's tree) algorithms are not the ring of comm_model.h, so one
+// link's alpha and beta predict them badly (56 % mean error on this machine's JSON with one pair
+// shared by all ops, 14–39 % with one pair per op; docs/simulator.md). Fitting each collective
+// folds its algorithm's constants into its own alpha and beta.
+//
+// Not here: contention between concurrent groups, message-size-dependent algorithm switches
+// (NCCL's tree below a threshold, ring above) — a single (alpha, beta) per op and level.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hybridscope/bench/sim/comm_model.h"
+#include "hybridscope/bench/sim/hardware.h"
+
+namespace hs::bench::sim {
+
+/// Measured collectives of one link level. hs_comm_bench starts every rank on one host, so its
+/// samples are all intra-node; inter-node samples need a run across nodes.
+struct LinkSamples {
+  LinkLevel level = LinkLevel::kIntraNode;
+  std::vector<CommSample> samples;
+};
+
+/// (collective, link level) -> AlphaBeta: fitted where calibrate_comm had samples, the hardware
+/// file's link otherwise.
+class CommCalibration {
+ public:
+  /// Nothing fitted: every collective at the hardware's links.
+  explicit CommCalibration(HardwareSpec hardware);
+
+  /// The fitted pair for (op, level), or the hardware's link (latency_s, bandwidth_bytes_per_s).
+  AlphaBeta alpha_beta(Collective op, LinkLevel level) const noexcept;
+  /// The fit behind alpha_beta(op, level); nullptr where it falls back to the hardware.
+  const AlphaBetaFit* fit(Collective op, LinkLevel level) const noexcept;
+  /// Seconds for `op` of nccl-tests' `bytes` over `n` consecutive ranks: the level from the group
+  /// size and the hardware's devices_per_node (link_level_for_group), then comm_model's formula.
+  double seconds(Collective op, int n, double bytes) const noexcept;
+
+  const HardwareSpec& hardware() const noexcept { return hardware_; }
+  /// Why a measured (op, level) kept the hardware's link (a fit that failed: its SimError text).
+  const std::vector<std::string>& fallback_reasons() const noexcept { return fallback_reasons_; }
+
+  void set_fit(Collective op, LinkLevel level, const AlphaBetaFit& fit);
+  void add_fallback_reason(std::string reason) { fallback_reasons_.push_back(std::move(reason)); }
+
+ private:
+  HardwareSpec hardware_;
+  std::map<std::pair<Collective, LinkLevel>, AlphaBetaFit> fits_;
+  std::vector<std::string> fallback_reasons_;
+};
+
+/// Fits one AlphaBeta per (collective, level) present in `measured` (fit_alpha_beta over all its
+/// group sizes and message sizes). A group whose fit fails (one message size, time falling with
+/// size) keeps the hardware's link and its reason is kept in fallback_reasons().
+CommCalibration calibrate_comm(const HardwareSpec& hardware, const std::vector<LinkSamples>& measured,
+                               FitWeighting weighting = FitWeighting::kRelative);
+
+/// Disjoint subsets of the samples by message size: the distinct sizes sorted ascending, sizes at
+/// even positions (0, 2, …) go to `fit`, odd positions to `check`. On hs_comm_bench's sweep
+/// 4 KiB·4^k: fit on 4 KiB, 64 KiB, 1 MiB, 16 MiB; check on 16 KiB, 256 KiB, 4 MiB, 64 MiB.
+struct SampleSplit {
+  std::vector<CommSample> fit;
+  std::vector<CommSample> check;
+};
+SampleSplit split_by_message_size(const std::vector<CommSample>& samples);
+
+/// A calibration's error on one collective's samples at one level.
+struct CollectiveError {
+  Collective op = Collective::kAllReduce;
+  LinkLevel level = LinkLevel::kIntraNode;
+  int samples = 0;
+  bool fitted = false;                // false: predicted with the hardware's link (no fit for it)
+  double mean_abs_pct_error = 0.0;    // 100 · mean |predicted − measured| / measured
+};
+
+/// Per collective (in Collective's order), the mean absolute percentage error of `calibration`
+/// on `check` (samples of `level`, e.g. split_by_message_size's check half): each predicted with
+/// alpha_beta(op, level) at the sample's group size.
+std::vector<CollectiveError> prediction_error(const CommCalibration& calibration, LinkLevel level,
+                                              const std::vector<CommSample>& check);
+
+}  // namespace hs::bench::sim
