@@ -1,5 +1,6 @@
 #include "hybridscope/trainer/rl/metrics.h"
 
+#include "hybridscope/probes/model_flops.h"
 #include "hybridscope/trainer/dist/process_group.h"
 
 #include <unistd.h>
@@ -80,18 +81,12 @@ Metrics compute_timing_metrics(const RolloutBatch& batch,
 }
 
 double estimate_flops(const ModelShape& s, const std::vector<std::int64_t>& sequence_lengths) {
-  const double h = s.hidden_size, ffn = s.intermediate_size, layers = s.num_hidden_layers;
-  const double head_dim = s.head_dim();
-  const double q = s.num_attention_heads * head_dim;
-  const double kv = s.num_key_value_heads * head_dim;
-  const double o = s.num_attention_heads * head_dim;
-  const double dense_n = layers * (3.0 * h * ffn + h * (q + kv + kv + o)) + 2.0 * s.vocab_size * h;
-  double tokens = 0, square_sum = 0;
-  for (auto len : sequence_lengths) {
-    tokens += static_cast<double>(len);
-    square_sum += static_cast<double>(len) * static_cast<double>(len);
-  }
-  return 6.0 * dense_n * tokens + 6.0 * square_sum * head_dim * s.num_attention_heads * layers;
+  // One formula for the trainer's MFU and the simulator (hs::probes::training_flops, verl's).
+  const probes::DecoderShape shape{static_cast<double>(s.vocab_size),          static_cast<double>(s.hidden_size),
+                                   static_cast<double>(s.intermediate_size),   static_cast<double>(s.num_hidden_layers),
+                                   static_cast<double>(s.num_attention_heads), static_cast<double>(s.num_key_value_heads),
+                                   static_cast<double>(s.head_dim())};
+  return probes::training_flops(shape, sequence_lengths);
 }
 
 double measure_gemm_flops(c10::Device device, c10::ScalarType dtype) {

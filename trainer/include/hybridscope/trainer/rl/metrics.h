@@ -28,7 +28,8 @@ Metrics compute_timing_metrics(const RolloutBatch& batch,
                                const std::vector<std::pair<const char*, double>>& phase_seconds);
 
 /// verl's FLOPs estimate for a Llama/Qwen2 decoder over sequences of the given lengths:
-/// 6·N_dense·Σs + 6·Σs²·head_dim·heads·layers, N_dense = layers·(3·h·ffn + h·(q+k+v+o)) + 2·V·h.
+/// 6·N_dense·Σs + 6·Σs²·head_dim·heads·layers, N_dense = layers·(3·h·ffn + h·(q+k+v+o)) + 2·V·h
+/// (hs::probes::training_flops, shared with the simulator; source and history in model_flops.h).
 double estimate_flops(const ModelShape& shape, const std::vector<std::int64_t>& sequence_lengths);
 
 /// Dense GEMM rate (FLOP/s) of `dtype` on `device`: the best of a few n^3 products, n = 1024 on
