@@ -35,6 +35,10 @@ double CommCalibration::seconds(Collective op, int n, double bytes) const noexce
   return collective_seconds(op, n, bytes, alpha_beta(op, link_level_for_group(n, hardware_.devices_per_node)));
 }
 
+double CommCalibration::seconds(Collective op, int n, double bytes, LinkLevel level) const noexcept {
+  return collective_seconds(op, n, bytes, alpha_beta(op, level));
+}
+
 void CommCalibration::set_fit(Collective op, LinkLevel level, const AlphaBetaFit& fit) { fits_[{op, level}] = fit; }
 
 CommCalibration calibrate_comm(const HardwareSpec& hardware, const std::vector<LinkSamples>& measured,

@@ -43,6 +43,8 @@ class CommCalibration {
   /// Seconds for `op` of nccl-tests' `bytes` over `n` consecutive ranks: the level from the group
   /// size and the hardware's devices_per_node (link_level_for_group), then comm_model's formula.
   double seconds(Collective op, int n, double bytes) const noexcept;
+  /// The same at a given level (a strided group: step_model's link_level_for_strided_group).
+  double seconds(Collective op, int n, double bytes, LinkLevel level) const noexcept;
 
   const HardwareSpec& hardware() const noexcept { return hardware_; }
   /// Why a measured (op, level) kept the hardware's link (a fit that failed: its SimError text).

@@ -1,0 +1,105 @@
+// step_model.h — the analytical model of one RL step (GRPO/PPO in verl's order), phase by phase,
+// from a model's shape, the batch and lengths, the training and rollout layouts, the hardware and
+// the efficiencies (achieved / peak) that calibration will fit from measured cells.
+//
+// What each phase costs (every rank identical; uniform prompt length P and response length R):
+//   generation  replicas = world / rollout_tp, each with b = sequences / replicas sequences;
+//     prefill   forward FLOPs of b prompts ÷ (rollout_tp · peak · prefill_efficiency)
+//               + 2 TP all-reduces per layer of b·P·hidden activations (Megatron's row-parallel
+//               attention output and MLP down projection)
+//     decode    R steps; step j reads its weight shard and its KV cache shard and is memory-bound
+//               unless its FLOPs say otherwise:
+//               max((weight_bytes/tp + b·(P + j)·kv_bytes_per_token/tp) ÷ (bandwidth · decode_bw_eff),
+//                   b·(2·N_dense + 4·(P + j)·head_dim·heads·layers)/tp ÷ (peak · prefill_efficiency))
+//               + 2 TP all-reduces per layer of b·hidden activations
+//   old log-prob, ref   forward FLOPs of all sequences (P + R each; model_flops.h, a third of
+//               verl's training formula) ÷ (world · peak · forward_efficiency)
+//   update actor  verl's training FLOPs × ppo_epochs ÷ (world · peak · train_efficiency)
+//               + the 1F1B bubble: compute · (p − 1)/m, i.e. a share (p − 1)/(m + p − 1) of the
+//                 pipeline's time (Narayanan et al., SC'21, §2.2), m micro-batches per optimizer step
+//               + gradient synchronisation per optimizer step, by the calibrated alpha-beta model:
+//                 data-parallel: one all-reduce of the gradient shard over dp ranks;
+//                 fsdp: per micro-batch, two all-gathers of the parameters (forward, backward)
+//                 and one reduce-scatter of the gradients over dp ranks
+// Not overlapped: every communication is exposed (an upper bound; overlap is for calibration).
+// Not here yet: reward, critic (values, update_critic), the weight switch (the reshard planner's
+// bytes), activation memory and the refusal of layouts that do not fit, tree/hierarchical
+// collectives. Sources of the FLOPs formula: probes/model_flops.h (verl's flops_counter.py).
+#pragma once
+
+#include <string>
+
+#include "hybridscope/bench/sim/comm_calibration.h"
+#include "hybridscope/bench/sim/hardware.h"
+#include "hybridscope/probes/model_flops.h"
+
+namespace hs::bench::sim {
+
+/// Training layout p-t-d (HybridFlow §5): world = pp · tp · dp ranks, tp fastest in rank order,
+/// then pp, so a dp group's members are tp·pp ranks apart.
+struct TrainLayout {
+  int tp = 1;
+  int pp = 1;
+  int dp = 1;
+  int world() const noexcept { return tp * pp * dp; }
+};
+
+enum class GradSync {
+  kDataParallel,  // DDP-style: gradients all-reduced once per optimizer step
+  kFsdp,          // ZeRO-3 / FSDP: parameters all-gathered in forward and backward, gradients reduce-scattered, per micro-batch
+};
+
+/// Achieved / peak, per kind of work; calibration fits them from measured cells.
+struct Efficiencies {
+  double prefill_compute = 0.5;   // generation's GEMMs (prefill, and decode's compute bound)
+  double decode_bandwidth = 0.7;  // decode's weight and KV-cache reads
+  double forward_compute = 0.5;   // old/ref log-prob passes
+  double train_compute = 0.4;     // the actor's forward + backward
+};
+
+struct StepInputs {
+  probes::DecoderShape model;
+  double parameter_count = 0.0;       // weights held (0: probes::dense_parameter_count(model))
+  double weight_bytes_per_param = 2;  // bf16 weights for generation and the all-gathers
+  double grad_bytes_per_param = 2;    // bf16 gradients reduced
+  double kv_bytes_per_element = 2;    // bf16 KV cache
+  std::string dtype = "bf16";         // the hardware's peak FLOP/s for this dtype
+
+  int prompts = 1;             // data.train_batch_size
+  int samples_per_prompt = 1;  // actor_rollout_ref.rollout.n
+  double prompt_length = 0;    // tokens, every prompt
+  double response_length = 0;  // tokens, every response
+
+  TrainLayout train;
+  int rollout_tp = 1;                      // generation's tensor parallel size (pp_g = 1)
+  GradSync grad_sync = GradSync::kFsdp;
+  int optimizer_steps_per_epoch = 1;       // train_batch_size / ppo_mini_batch_size
+  int micro_batches_per_optimizer_step = 1;  // per rank: m of the 1F1B schedule, FSDP's gather rounds
+  int ppo_epochs = 1;
+  bool reference_policy = true;            // a ref log-prob pass (KL loss or KL in reward)
+
+  Efficiencies efficiency;
+};
+
+/// Seconds per phase of one step (names as verl's timing_s/*: gen, old_log_prob, ref, update_actor).
+struct PhaseTimes {
+  double prefill_s = 0, decode_s = 0, gen_tp_comm_s = 0;
+  double gen_s = 0;  // prefill + decode + gen_tp_comm
+  double old_log_prob_s = 0, ref_s = 0;
+  double actor_compute_s = 0, actor_bubble_s = 0, actor_grad_comm_s = 0;
+  double update_actor_s = 0;  // compute + bubble + gradient communication
+  double step_s = 0;          // gen + old_log_prob + ref + update_actor
+};
+
+/// K and V of one token over all layers: 2 · layers · kv_heads · head_dim · bytes_per_element.
+double kv_bytes_per_token(const probes::DecoderShape& model, double bytes_per_element) noexcept;
+
+/// The link level of a group of `n` ranks `stride` apart: inside a node when n·stride ranks fit.
+LinkLevel link_level_for_strided_group(int n, int stride, int devices_per_node) noexcept;
+
+/// The model of one step on `comm`'s hardware with its calibrated collectives. Throws SimError
+/// when the layout does not divide the world, the batch does not split over the replicas' count
+/// in whole sequences, or a count is not positive.
+PhaseTimes simulate_step(const StepInputs& inputs, const CommCalibration& comm);
+
+}  // namespace hs::bench::sim

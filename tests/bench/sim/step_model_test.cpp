@@ -1,0 +1,137 @@
+// step_model_test.cpp — each phase of the step model against hand arithmetic on a small case.
+// The expected values were also recomputed independently in Python (the formulas of
+// step_model.h written out again; the script is quoted in the comments' arithmetic).
+#include "hybridscope/bench/sim/step_model.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace sim = hs::bench::sim;
+using sim::LinkLevel;
+
+namespace {
+
+// A round-number device: 1e12 bf16 FLOP/s, 1e11 B/s; links 10 µs / 10 GB/s in a node of 8,
+// 100 µs / 1 GB/s between nodes.
+sim::CommCalibration small_cluster() {
+  sim::HardwareSpec hw;
+  hw.name = "small";
+  hw.devices_per_node = 8;
+  hw.device.dense_flops_per_s = {{"bf16", 1e12}};
+  hw.device.memory_bandwidth_bytes_per_s = 1e11;
+  hw.device.memory_capacity_bytes = 1e9;
+  hw.intra_node = {1e10, 1e-5, sim::Basis::kAssumed};
+  hw.inter_node = {1e9, 1e-4, sim::Basis::kAssumed};
+  return sim::CommCalibration(hw);
+}
+
+// V 1000, h 64, ffn 256, 2 layers, 4 heads of 16, 2 KV heads:
+// N_dense = 2·(3·64·256 + 64·(64 + 32 + 32 + 64)) + 2·1000·64 = 2·(49152 + 12288) + 128000 = 250880.
+sim::StepInputs small_step() {
+  sim::StepInputs in;
+  in.model = {1000, 64, 256, 2, 4, 2, 16};
+  in.prompts = 4;
+  in.samples_per_prompt = 2;  // 8 sequences
+  in.prompt_length = 10;
+  in.response_length = 4;  // S = 14
+  in.train = {1, 1, 2};    // tp 1, pp 1, dp 2: world 2
+  in.rollout_tp = 1;       // 2 replicas of 4 sequences
+  in.grad_sync = sim::GradSync::kDataParallel;
+  in.optimizer_steps_per_epoch = 2;
+  in.micro_batches_per_optimizer_step = 2;
+  in.efficiency = {0.5, 0.5, 0.5, 0.25};  // prefill, decode bandwidth, forward, train
+  return in;
+}
+
+}  // namespace
+
+TEST(StepModel, KvBytesAndStridedGroups) {
+  // 2 (K, V) · 2 layers · 2 KV heads · 16 · 2 bytes = 256 bytes per token.
+  EXPECT_DOUBLE_EQ(sim::kv_bytes_per_token({1000, 64, 256, 2, 4, 2, 16}, 2.0), 256.0);
+  EXPECT_EQ(sim::link_level_for_strided_group(2, 4, 8), LinkLevel::kIntraNode);  // spans 8 ranks
+  EXPECT_EQ(sim::link_level_for_strided_group(4, 4, 8), LinkLevel::kInterNode);  // spans 16
+}
+
+TEST(StepModel, DataParallelStepByHand) {
+  const sim::PhaseTimes t = sim::simulate_step(small_step(), small_cluster());
+  // Prefill, b = 4 sequences of 10 tokens per replica: forward FLOPs = 2·N·40 + 2·(4·10²)·16·4·2
+  //   = 20070400 + 102400 = 20172800; ÷ (1 · 1e12 · 0.5) = 4.03456e-5 s.
+  EXPECT_NEAR(t.prefill_s, 4.03456e-5, 1e-18);
+  // Decode step j, context 10 + j: bytes = 2·N + 4·(10 + j)·256 = 512000, 513024, 514048, 515072;
+  // ÷ (1e11 · 0.5) = 1.024e-5 … ; FLOPs 4·(2·N + 512·(10 + j)) = 2027520 … ÷ 5e11 = 4.06e-6 s:
+  // memory-bound; Σ = 2054144 / 5e10 = 4.108288e-5 s.
+  EXPECT_NEAR(t.decode_s, 4.108288e-5, 1e-18);
+  EXPECT_EQ(t.gen_tp_comm_s, 0.0);  // rollout tp 1
+  EXPECT_NEAR(t.gen_s, 4.03456e-5 + 4.108288e-5, 1e-18);
+  // Old log-prob, 8 sequences of 14: 2·N·112 + 2·(8·196)·128 = 56197120 + 401408 = 56598528;
+  // ÷ (2 · 1e12 · 0.5) = 5.6598528e-5 s; ref the same.
+  EXPECT_NEAR(t.old_log_prob_s, 5.6598528e-5, 1e-18);
+  EXPECT_NEAR(t.ref_s, 5.6598528e-5, 1e-18);
+  // Actor: 3 · 56598528 = 169795584 FLOPs ÷ (2 · 1e12 · 0.25) = 3.39591168e-4 s; no pipeline.
+  EXPECT_NEAR(t.actor_compute_s, 3.39591168e-4, 1e-17);
+  EXPECT_EQ(t.actor_bubble_s, 0.0);
+  // 2 optimizer steps × all-reduce of 2·N = 501760 bytes over 2 ranks (intra-node):
+  //   2·1·1e-5 + 2·1/2 · 501760/1e10 = 2e-5 + 5.0176e-5; × 2 = 1.40352e-4 s.
+  EXPECT_NEAR(t.actor_grad_comm_s, 1.40352e-4, 1e-17);
+  EXPECT_NEAR(t.update_actor_s, 3.39591168e-4 + 1.40352e-4, 1e-17);
+  EXPECT_NEAR(t.step_s, 8.142848e-05 + 2 * 5.6598528e-5 + 4.79943168e-4, 1e-17);
+}
+
+TEST(StepModel, RolloutTensorParallelAndFsdpByHand) {
+  sim::StepInputs in = small_step();
+  in.rollout_tp = 2;  // one replica of 8 sequences on 2 ranks
+  in.grad_sync = sim::GradSync::kFsdp;
+  in.reference_policy = false;
+  const sim::PhaseTimes t = sim::simulate_step(in, small_cluster());
+  // Prefill: forward of 80 tokens, Σs² 800: 2·N·80 + 2·800·128 = 40345600 ÷ (2 · 1e12 · 0.5).
+  EXPECT_NEAR(t.prefill_s, 4.03456e-5, 1e-18);
+  // Decode: N·2/2 = 250880 weight bytes + 8·(10 + j)·128 KV bytes per rank = 261120, 262144,
+  // 263168, 264192; Σ = 1050624 ÷ 5e10 = 2.101248e-5 s (memory-bound: FLOPs ÷ 5e11 ≈ 4.1e-6).
+  EXPECT_NEAR(t.decode_s, 2.101248e-5, 1e-18);
+  // TP all-reduces, 2 per layer (4): prompts 8·10·64·2 = 10240 bytes: 2·1e-5 + 10240/1e10
+  //   = 2.1024e-5, × 4 = 8.4096e-5; then 4 tokens × 4 × (2e-5 + 1024/1e10 = 2.01024e-5)
+  //   = 3.216384e-4; total 4.057344e-4 s.
+  EXPECT_NEAR(t.gen_tp_comm_s, 4.057344e-4, 1e-17);
+  EXPECT_EQ(t.ref_s, 0.0);
+  // FSDP over dp 2: per micro-batch 2 all-gathers + 1 reduce-scatter of 501760 bytes, each
+  //   1e-5 + 1/2 · 501760/1e10 = 3.5088e-5; × 3 × (2 steps · 2 micro-batches) = 4.21056e-4 s.
+  EXPECT_NEAR(t.actor_grad_comm_s, 4.21056e-4, 1e-17);
+}
+
+TEST(StepModel, OneFOneBBubbleByHand) {
+  sim::StepInputs in = small_step();
+  in.train = {1, 2, 2};  // pp 2, dp 2: world 4, dp members 2 ranks apart
+  in.rollout_tp = 1;     // 4 replicas of 2 sequences
+  in.optimizer_steps_per_epoch = 1;
+  in.micro_batches_per_optimizer_step = 4;
+  const sim::PhaseTimes t = sim::simulate_step(in, small_cluster());
+  // Compute 169795584 ÷ (4 · 1e12 · 0.25) = 1.69795584e-4 s; bubble · (p − 1)/m = 1/4 of it,
+  // i.e. a share (p − 1)/(m + p − 1) = 1/5 of compute + bubble.
+  EXPECT_NEAR(t.actor_compute_s, 1.69795584e-4, 1e-17);
+  EXPECT_NEAR(t.actor_bubble_s, 4.2448896e-5, 1e-18);
+  EXPECT_NEAR(t.actor_bubble_s / (t.actor_compute_s + t.actor_bubble_s), 1.0 / 5.0, 1e-12);
+  // One all-reduce of the stage's N/2 parameters (250880 bytes) over dp 2 (spans 4 ranks, in the
+  // node): 2e-5 + 250880/1e10 = 4.5088e-5 s.
+  EXPECT_NEAR(t.actor_grad_comm_s, 4.5088e-5, 1e-18);
+  // Prefill, b = 2: 2·N·20 + 2·200·128 = 10086400 ÷ 5e11 = 2.01728e-5 s.
+  EXPECT_NEAR(t.prefill_s, 2.01728e-5, 1e-18);
+}
+
+TEST(StepModel, RefusesLayoutsThatDoNotDivide) {
+  sim::StepInputs in = small_step();
+  in.rollout_tp = 3;  // 2 ranks
+  try {
+    sim::simulate_step(in, small_cluster());
+    FAIL() << "rollout tp 3 over 2 ranks accepted";
+  } catch (const sim::SimError& e) {
+    EXPECT_NE(std::string(e.what()).find("rollout tp 3 does not divide the 2 ranks"), std::string::npos) << e.what();
+  }
+  in = small_step();
+  in.prompts = 3;
+  in.samples_per_prompt = 1;  // 3 sequences over 2 replicas
+  EXPECT_THROW(sim::simulate_step(in, small_cluster()), sim::SimError);
+  in = small_step();
+  in.response_length = 0;
+  EXPECT_THROW(sim::simulate_step(in, small_cluster()), sim::SimError);
+}
