@@ -17,16 +17,6 @@ namespace hs::viewer {
 namespace {
 
 constexpr int kWaitMs = 30000;
-constexpr std::int64_t kMs = 1'000'000;
-
-// One step of a one-rank run: a 100 ms step with a 60 ms gen phase, and its step metrics.
-void record_step(probes::Recorder& rec, std::int64_t step) {
-  const std::int64_t t0 = step * 1000 * kMs;
-  rec.record_range({"gen", probes::Category::kPhase, 1, step, t0 + 10 * kMs, t0 + 70 * kMs});
-  rec.record_range({"step", probes::Category::kStep, 0, step, t0, t0 + 100 * kMs});
-  rec.record_metrics(step, {{"timing_s/step", 0.1}, {"timing_s/gen", 0.06}, {"perf/total_num_tokens", 500.0}});
-  rec.flush();
-}
 
 TEST(LiveRefresh, AFileBeingWrittenRefreshesTheBrowserAndTheShownRun) {
   const std::string path = hs::test::temp_db("viewer", "live.sqlite");
@@ -36,8 +26,8 @@ TEST(LiveRefresh, AFileBeingWrittenRefreshesTheBrowserAndTheShownRun) {
   info.name = "live-run";
   info.world_size = 1;
   rec.begin_run(info);
-  record_step(rec, 1);
-  record_step(rec, 2);
+  testing::record_one_rank_step(rec, 1);
+  testing::record_one_rank_step(rec, 2);
 
   MainWindow window;
   window.set_live_refresh_interval_ms(50);
@@ -75,8 +65,8 @@ TEST(LiveRefresh, AFileBeingWrittenRefreshesTheBrowserAndTheShownRun) {
   EXPECT_EQ(window.shown_diagnosis()->measured_steps, 1u);
 
   // The job goes on: two more steps, then it ends. Nobody tells the window.
-  record_step(rec, 3);
-  record_step(rec, 4);
+  testing::record_one_rank_step(rec, 3);
+  testing::record_one_rank_step(rec, 4);
   ASSERT_TRUE(QTest::qWaitFor([&] { return steps_shown() == 4; }, kWaitMs));
   // The shown run is analysed again with its new steps, and it is still the one selected.
   ASSERT_TRUE(QTest::qWaitFor([&] { return window.shown_diagnosis()->measured_steps == 3u; }, kWaitMs));

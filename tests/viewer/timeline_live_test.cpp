@@ -16,14 +16,6 @@ namespace {
 constexpr int kWaitMs = 30000;
 constexpr std::int64_t kMs = 1'000'000;
 
-// One 100 ms step of a one-rank run at k seconds, with a 60 ms gen phase.
-void record_step(probes::Recorder& rec, std::int64_t step) {
-  const std::int64_t t0 = step * 1000 * kMs;
-  rec.record_range({"gen", probes::Category::kPhase, 1, step, t0 + 10 * kMs, t0 + 70 * kMs});
-  rec.record_range({"step", probes::Category::kStep, 0, step, t0, t0 + 100 * kMs});
-  rec.record_metrics(step, {{"timing_s/step", 0.1}, {"perf/total_num_tokens", 500.0}});
-  rec.flush();
-}
 
 TEST(TimelineLive, ARunBeingWrittenGainsItsNewStepsAndKeepsTheView) {
   const std::string path = hs::test::temp_db("viewer", "timeline_live.sqlite");
@@ -32,8 +24,8 @@ TEST(TimelineLive, ARunBeingWrittenGainsItsNewStepsAndKeepsTheView) {
   info.name = "live-timeline";
   info.world_size = 1;
   rec.begin_run(info);
-  record_step(rec, 1);
-  record_step(rec, 2);
+  testing::record_one_rank_step(rec, 1);
+  testing::record_one_rank_step(rec, 2);
 
   MainWindow window;
   window.set_live_refresh_interval_ms(50);
@@ -50,8 +42,8 @@ TEST(TimelineLive, ARunBeingWrittenGainsItsNewStepsAndKeepsTheView) {
   const auto looked_at = view->visible_range();
   EXPECT_NEAR(static_cast<double>(looked_at.first), 1995e6, 2.0);
 
-  record_step(rec, 3);
-  record_step(rec, 4);
+  testing::record_one_rank_step(rec, 3);
+  testing::record_one_rank_step(rec, 4);
   ASSERT_TRUE(QTest::qWaitFor([&] { return steps_read() == 4; }, kWaitMs));
   EXPECT_EQ(view->data()->step_range(4), std::make_pair(4000 * kMs, 4100 * kMs));
   EXPECT_EQ(view->visible_range(), looked_at);  // still step 2, not fitted to the longer run

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "hybridscope/probes/recorder.h"
 #include "hybridscope/probes/schema.h"
 #include "reports/analysis_fixture.h"
 #include "test_db.h"
@@ -27,6 +28,18 @@ inline std::string write_run_db(const std::string& file, const std::string& name
   options.config.push_back({"actor_rollout_ref.rollout.tensor_model_parallel_size", megatron ? "2" : "1"});
   reports::testing::write_two_rank_run(path, options);
   return path;
+}
+
+/// One step of a one-rank run a test writes while the viewer watches: step k starts at k s and
+/// lasts 100 ms with a 60 ms gen phase at +10 ms; its metrics: timing_s/step 0.1, timing_s/gen
+/// 0.06, 500 tokens. Flushed, so a reader sees it.
+inline void record_one_rank_step(probes::Recorder& rec, std::int64_t step) {
+  constexpr std::int64_t kMs = 1'000'000;
+  const std::int64_t t0 = step * 1000 * kMs;
+  rec.record_range({"gen", probes::Category::kPhase, 1, step, t0 + 10 * kMs, t0 + 70 * kMs});
+  rec.record_range({"step", probes::Category::kStep, 0, step, t0, t0 + 100 * kMs});
+  rec.record_metrics(step, {{"timing_s/step", 0.1}, {"timing_s/gen", 0.06}, {"perf/total_num_tokens", 500.0}});
+  rec.flush();
 }
 
 /// A text file with a database's name.

@@ -1,12 +1,11 @@
-// main_window.cpp — MainWindow: widgets, menus and the hand-off between DatabaseLoader and models.
+// main_window.cpp — MainWindow: widgets, the runs browser, the run pages and the hand-off between DatabaseLoader and
+// models (the Compare page, live refresh, the View menu, the timeline and the exports: main_window_*.cpp).
 #include "hybridscope/viewer/main_window.h"
 
 #include <algorithm>
 #include <utility>
 
 #include <QAction>
-#include <QActionGroup>
-#include <QMessageBox>
 #include <QApplication>
 #include <QCloseEvent>
 #include <QComboBox>
@@ -360,83 +359,6 @@ void MainWindow::open_files(const QStringList& paths) {
   loader_->load(files);
 }
 
-void MainWindow::set_live_refresh_interval_ms(int ms) { file_watcher_->set_interval_ms(ms); }
-
-void MainWindow::on_file_changed(const QString& path) {
-  if (reloading_.contains(path)) return;  // the next change is seen after this re-read
-  reloading_.insert(path);
-  loader_->reload(path);
-}
-
-QStringList MainWindow::selected_run_keys() const {
-  QStringList keys;
-  const auto key_of = [this](const QModelIndex& proxy_index) {
-    const int row = runs_proxy_->mapToSource(proxy_index).row();
-    const RunEntry* e = runs_model_->entry(row);
-    const LoadedDatabase* db = runs_model_->database_of(row);
-    return e && db ? qs(db->path) + QLatin1Char('#') + QString::number(e->run.id) : QString();
-  };
-  const QModelIndex current = runs_view_->selectionModel()->currentIndex();
-  if (current.isValid()) keys << key_of(current);
-  for (const QModelIndex& index : runs_view_->selectionModel()->selectedRows())
-    if (const QString key = key_of(index); !key.isEmpty() && !keys.contains(key)) keys << key;
-  return keys;
-}
-
-void MainWindow::select_run_keys(const QStringList& keys) {
-  QItemSelection selection;
-  QModelIndex current;
-  for (int row = 0; row < runs_proxy_->rowCount(); ++row) {
-    const int source_row = runs_proxy_->mapToSource(runs_proxy_->index(row, 0)).row();
-    const RunEntry* e = runs_model_->entry(source_row);
-    const LoadedDatabase* db = runs_model_->database_of(source_row);
-    if (!e || !db) continue;
-    const auto at = keys.indexOf(qs(db->path) + QLatin1Char('#') + QString::number(e->run.id));
-    if (at < 0) continue;
-    selection.select(runs_proxy_->index(row, 0), runs_proxy_->index(row, runs_proxy_->columnCount() - 1));
-    if (at == 0) current = runs_proxy_->index(row, 0);
-  }
-  if (current.isValid()) runs_view_->selectionModel()->setCurrentIndex(current, QItemSelectionModel::NoUpdate);
-  runs_view_->selectionModel()->select(selection, QItemSelectionModel::ClearAndSelect);
-}
-
-// A file a job is writing, re-read: its rows are replaced in place, the selection is kept, and a
-// shown or compared run of it whose steps or status moved on is analysed again.
-void MainWindow::refresh_database(const std::shared_ptr<const LoadedDatabase>& database) {
-  const QString path = qs(database->path);
-  const LoadedDatabase* before = nullptr;
-  for (const auto& db : runs_model_->databases())
-    if (db->path == database->path) before = db.get();
-  const auto moved_on = [&](std::int64_t run_id) {
-    const RunEntry* old_entry = nullptr;
-    const RunEntry* new_entry = nullptr;
-    if (before)
-      for (const auto& r : before->runs) if (r.run.id == run_id) old_entry = &r;
-    for (const auto& r : database->runs) if (r.run.id == run_id) new_entry = &r;
-    return !old_entry || !new_entry || old_entry->steps != new_entry->steps || old_entry->run.status != new_entry->run.status;
-  };
-  const QStringList keys = selected_run_keys();
-  bool compared_moved = false;
-  for (const QString& key : keys) {
-    const auto hash = key.lastIndexOf(QLatin1Char('#'));
-    if (key.left(hash) == path && moved_on(key.mid(hash + 1).toLongLong())) compared_moved = true;
-  }
-  const bool shown_moved = wanted_path_ == path && moved_on(wanted_run_);
-  runs_model_->add_database(database);
-  select_run_keys(keys);
-  update_matrices();
-  rebuild_scaling_page();
-  if (shown_moved) {
-    refreshing_shown_ = true;
-    timeline_key_.clear();  // read again when the Timeline page shows it
-    wanted_path_.clear();
-    wanted_run_ = -1;
-  }
-  if (compared_moved) compared_key_.clear();
-  if (shown_moved || compared_moved) on_selection_changed();
-  update_status();
-}
-
 void MainWindow::on_database_loaded(const std::shared_ptr<const LoadedDatabase>& database) {
   const QString path = qs(database->path);
   if (reloading_.remove(path)) {
@@ -673,107 +595,6 @@ bool MainWindow::busy() const {
   return loader_->pending() > 0 || wanted_request_ != 0 || wanted_comparison_ != 0 || wanted_timeline_ != 0;
 }
 
-void MainWindow::request_comparison() {
-  QModelIndexList rows = runs_view_->selectionModel()->selectedRows();
-  std::sort(rows.begin(), rows.end(), [](const QModelIndex& a, const QModelIndex& b) { return a.row() < b.row(); });
-  std::vector<RunRef> runs;
-  QStringList run_keys;
-  for (const QModelIndex& index : rows) {
-    const int source_row = runs_proxy_->mapToSource(index).row();
-    const RunEntry* e = runs_model_->entry(source_row);
-    const LoadedDatabase* db = runs_model_->database_of(source_row);
-    if (!e || !db) continue;
-    // "run 4: world=2, mode=hybrid #1" for a matrix run (the cell says what differs), else its name.
-    const auto slash = e->matrix_cell.find(" / ");
-    const std::string what = e->matrix_cell.empty() ? e->run.name
-                             : slash == std::string::npos ? e->matrix_cell : e->matrix_cell.substr(slash + 3);
-    runs.push_back({db->path, e->run.id, e->warmup_steps, "run " + std::to_string(e->run.id) + ": " + what});
-    run_keys << qs(db->path) + QLatin1Char('#') + QString::number(e->run.id);
-  }
-  // The baseline: the one chosen (while it stays selected), else the one highest in the table.
-  if (const auto at = run_keys.indexOf(baseline_key_); at > 0) {
-    std::rotate(runs.begin(), runs.begin() + at, runs.begin() + at + 1);
-    run_keys.move(at, 0);
-  }
-  baseline_box_->clear();
-  for (std::size_t i = 0; i < runs.size(); ++i) baseline_box_->addItem(qs(runs[i].label), run_keys.at(static_cast<int>(i)));
-  baseline_box_->setEnabled(runs.size() >= 2);
-  const QString key = run_keys.join(QLatin1Char(';'));
-  if (key == compared_key_) return;  // already shown or on its way
-  compared_key_ = key;
-  if (runs.size() < 2) {
-    wanted_comparison_ = 0;
-    compare_model_->set_comparison(nullptr);
-    config_diff_model_->set_comparison(nullptr);
-    show_overlay_charts(nullptr);
-    shown_comparison_.reset();
-    compare_note_->setText(tr("Select two runs or more (Ctrl+click) to compare them against the first."));
-    config_diff_note_->clear();
-    pages_->setTabText(pages_->indexOf(compare_page_), tr("Compare"));
-    return;
-  }
-  compare_note_->setText(tr("Comparing %1 runs…").arg(runs.size()));
-  wanted_comparison_ = loader_->compare(std::move(runs));
-}
-
-void MainWindow::on_comparison_ready(std::uint64_t request, const std::shared_ptr<const RunsComparison>& c) {
-  if (request != wanted_comparison_) return;  // an answer to a selection since replaced
-  wanted_comparison_ = 0;
-  shown_comparison_ = c->ok() ? c : nullptr;
-  if (!c->ok()) {
-    compare_note_->setText(tr("<b>The runs could not be compared:</b> %1").arg(qs(c->error).toHtmlEscaped()));
-    compare_model_->set_comparison(nullptr);
-    config_diff_model_->set_comparison(nullptr);
-    show_overlay_charts(nullptr);
-    config_diff_note_->clear();
-  } else {
-    compare_note_->setText(
-        tr("Against the baseline: step metrics, then phases (s); medians over the measured steps, change of the "
-           "medians, two-sided Mann–Whitney U test (p &lt; %1 marked *, <span style=\"color:#d0443e\">worse</span> / "
-           "<span style=\"color:#3a9a44\">better</span> / <span style=\"color:#3b7dd8\">changed</span>). "
-           "Below: the step metrics overlaid and the config keys that differ.")
-            .arg(reports::kAlpha));
-    compare_model_->set_comparison(c);
-    config_diff_model_->set_comparison(c);
-    // Against one run the Run column says the same on every row: the Baseline box names both.
-    compare_view_->setColumnHidden(CompareModel::kRun, c->against.size() == 1);
-    compare_view_->resizeColumnsToContents();
-    config_diff_view_->resizeColumnsToContents();
-    show_overlay_charts(c.get());
-    const int differing = config_diff_model_->rowCount();
-    config_diff_view_->setVisible(differing > 0);
-    config_diff_note_->setText(differing == 0 ? tr("No config key differs: the runs' resolved configs are identical.")
-                                              : tr("%n config value(s) differ from the baseline's.", nullptr, differing));
-    compare_tabs_->setTabText(1, tr("Config diff (%1)").arg(differing));
-    pages_->setTabText(pages_->indexOf(compare_page_), tr("Compare (%1)").arg(c->labels.size()));
-  }
-  update_status();
-  maybe_idle();
-}
-
-bool MainWindow::set_baseline(int index) {
-  if (index < 0 || index >= baseline_box_->count() || baseline_box_->count() < 2) return false;
-  baseline_key_ = baseline_box_->itemData(index).toString();
-  request_comparison();
-  return true;
-}
-
-void MainWindow::show_overlay_charts(const RunsComparison* c) {
-  while (QLayoutItem* item = overlay_grid_->takeAt(0)) {
-    delete item->widget();
-    delete item;
-  }
-  if (!c) return;
-  int i = 0;
-  for (const auto& chart : c->overlay_charts) {
-    auto* view = new LineChart;
-    view->setMinimumHeight(260);
-    view->set_data(chart);
-    overlay_grid_->addWidget(view, i, 0);  // full width: the legend names whole runs
-    ++i;
-  }
-}
-
 void MainWindow::update_matrices() {
   matrices_model_->set_databases(runs_model_->databases());
   const bool any = matrices_model_->rowCount() > 0;
@@ -855,84 +676,6 @@ void MainWindow::changeEvent(QEvent* event) {
   // its own colours: re-colour the charts.
   if (event->type() == QEvent::PaletteChange) restyle_charts(this, palette());
   QMainWindow::changeEvent(event);
-}
-
-void MainWindow::build_view_menu() {
-  QMenu* view = menuBar()->addMenu(tr("&View"));
-  // Ctrl+1.. for the pages, in tab order, whatever pages the window has.
-  for (int i = 0; i < pages_->count() && i < 9; ++i) {
-    QAction* page = view->addAction(pages_->tabText(i), this, [this, i] { pages_->setCurrentIndex(i); });
-    page->setShortcut(QKeySequence(Qt::CTRL | static_cast<Qt::Key>(Qt::Key_1 + i)));
-  }
-  view->addSeparator();
-  QAction* next = view->addAction(tr("&Next finding"), this, [this] { step_finding(1); });
-  next->setShortcut(QKeySequence(Qt::Key_F8));
-  QAction* previous = view->addAction(tr("&Previous finding"), this, [this] { step_finding(-1); });
-  previous->setShortcut(QKeySequence(Qt::SHIFT | Qt::Key_F8));
-  QAction* in_timeline = view->addAction(tr("Show the finding in the &timeline"), this,
-                                         [this] { jump_to_finding(current_finding()); });
-  in_timeline->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_T));
-  QAction* reload = view->addAction(tr("&Reload files"), this, [this] {
-    QStringList paths;
-    for (const auto& db : runs_model_->databases()) paths << qs(db->path);
-    open_files(paths);
-  });
-  reload->setShortcut(QKeySequence::Refresh);
-  view->addSeparator();
-  QMenu* theme_menu = view->addMenu(tr("&Theme"));
-  auto* group = new QActionGroup(theme_menu);
-  const QString current = QSettings().value(QStringLiteral("view/theme"), QStringLiteral("system")).toString();
-  for (const QString& name : theme_names()) {
-    QAction* a = theme_menu->addAction(name == QLatin1String("system") ? tr("Follow the &system")
-                                       : name == QLatin1String("light") ? tr("&Light")
-                                                                        : tr("&Dark"),
-                                       this, [this, name] { set_theme(name); });
-    a->setCheckable(true);
-    a->setChecked(name == current);
-    a->setData(name);
-    group->addAction(a);
-  }
-
-  QMenu* help = menuBar()->addMenu(tr("&Help"));
-  help->addAction(tr("&Keyboard shortcuts"), this, [this] {
-    QStringList lines;
-    for (QMenu* menu : menuBar()->findChildren<QMenu*>())
-      for (QAction* a : menu->actions())
-        if (!a->shortcut().isEmpty())
-          lines << QStringLiteral("<tr><td><b>%1</b></td><td>%2</td></tr>")
-                       .arg(a->shortcut().toString(QKeySequence::NativeText).toHtmlEscaped(),
-                            a->text().remove(QLatin1Char('&')).toHtmlEscaped());
-    lines.removeDuplicates();
-    QMessageBox::information(this, tr("Keyboard shortcuts"), QStringLiteral("<table cellspacing=6>%1</table>").arg(lines.join(QString())));
-  })->setShortcut(QKeySequence::HelpContents);
-}
-
-bool MainWindow::set_theme(const QString& name) {
-  bool known = false;
-  const Theme theme = parse_theme(name, &known);
-  if (!known) return false;
-  apply_theme(theme);
-  QSettings().setValue(QStringLiteral("view/theme"), theme_name(theme));
-  for (QAction* a : menuBar()->findChildren<QAction*>())
-    if (a->isCheckable() && theme_names().contains(a->data().toString())) a->setChecked(a->data().toString() == theme_name(theme));
-  restyle_charts(this, QApplication::palette());
-  return true;
-}
-
-int MainWindow::current_finding() const {
-  const QModelIndex current = findings_view_->selectionModel()->currentIndex();
-  return current.isValid() ? current.row() : -1;
-}
-
-bool MainWindow::step_finding(int by) {
-  const int count = findings_model_->rowCount();
-  if (count == 0) return false;
-  const int from = current_finding();
-  const int row = from < 0 ? (by >= 0 ? 0 : count - 1) : ((from + by) % count + count) % count;
-  show_page(QStringLiteral("overview"));
-  findings_view_->selectRow(row);
-  findings_view_->setFocus();
-  return true;
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
