@@ -1,0 +1,44 @@
+// hs_sim_validate DB COMM_BENCH HARDWARE — the step model against a measured benchmark matrix:
+// calibrates the collectives from hs_comm_bench's JSON, fits the efficiencies on the cells with
+// fewer ranks than the largest and predicts the largest-rank cells (extrapolation in ranks, the
+// direction a projection goes), then prints predicted vs measured per cell, the errors and the
+// ordering. Until `hybridscope simulate` exists, this is how docs/simulator.md's table is made.
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "hybridscope/bench/sim/measured_cells.h"
+#include "hybridscope/reports/run_database.h"
+
+namespace sim = hs::bench::sim;
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::fprintf(stderr,
+                 "usage: %s DB COMM_BENCH HARDWARE\n"
+                 "  DB          a benchmark matrix's database (hybridscope bench --db), its newest matrix\n"
+                 "  COMM_BENCH  hs_comm_bench's JSON (out/comm-bench.json)\n"
+                 "  HARDWARE    a hardware description (bench/hardware/cpu-local.yaml)\n",
+                 argv[0]);
+    return 2;
+  }
+  try {
+    const hs::reports::RunDatabase db(argv[1]);
+    const std::vector<sim::MeasuredCell> cells = sim::read_measured_cells(db);
+    const sim::HardwareSpec hardware = sim::read_hardware(argv[3]);
+    const sim::CommCalibration comm =
+        sim::calibrate_comm(hardware, {{sim::LinkLevel::kIntraNode, sim::read_comm_bench_json(argv[2]).samples}});
+    int largest = 0;
+    for (const auto& c : cells) largest = std::max(largest, c.ranks);
+    const sim::ValidationReport report =
+        sim::validate_step_model(cells, [&](const sim::MeasuredCell& c) { return c.ranks < largest; }, comm);
+    std::printf("%s: %zu measured cells; fit on cells with < %d ranks, held out: %d ranks\n", argv[1], cells.size(),
+                largest, largest);
+    std::printf("%s", sim::format_validation(report).c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hs_sim_validate: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,103 @@
+// step_calibration.h — the step model's efficiencies fitted from measured cells, and the model's
+// error on cells it was not fitted to (issue 16, "Calibration and validation").
+//
+// The fit, per phase, in log space (a ratio error counts the same on a 10 ms and a 10 s phase):
+//   old_log_prob  t = T1 / e_forward, T1 the model's time at efficiency 1, so per cell
+//                 e = T1 / t_measured; the fit is their geometric mean (least squares on log e).
+//   update_actor  t = C1 / e_train + G, C1 the compute and 1F1B bubble at efficiency 1 and G the
+//                 gradient communication from the calibrated collectives (not refitted here), so
+//                 e = C1 / (t − G); geometric mean over the cells where t > G (the others are
+//                 named in the notes: their communication alone exceeds the measured phase).
+//   gen           prefill (e_prefill) + decode (max of a bandwidth term in e_decode and a compute
+//                 term in e_prefill) + TP communication: no closed form, so (log e_prefill,
+//                 log e_decode) minimise Σ (log t_predicted − log t_measured)² by nested
+//                 golden-section searches over [1e-4, 10] (efficiencies are relative to the
+//                 hardware file's "peak", which on cpu-local is a measured matmul, so > 1 is
+//                 possible). When no fit cell's decode is bandwidth-bound the bandwidth
+//                 efficiency is not identifiable; the notes say so and it keeps its start value.
+// Noise-free cells generated from the model are recovered exactly (step_calibration_test.cpp).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "hybridscope/bench/sim/comm_calibration.h"
+#include "hybridscope/bench/sim/step_model.h"
+
+namespace hs::bench::sim {
+
+/// One measured cell of a benchmark matrix: what the step model needs to predict it, and the
+/// medians over its completed repetitions of each phase's seconds per step (verl's timing_s names:
+/// "gen", "old_log_prob", "ref", "update_actor", "switch/train_to_rollout", …, and "step").
+struct MeasuredCell {
+  int cell_index = 0;
+  std::string name;
+  int ranks = 1;
+  int repetitions = 0;  // completed runs the medians are over
+  StepInputs inputs;
+  std::map<std::string, double> phase_s;
+};
+
+struct EfficiencyFit {
+  Efficiencies efficiency;
+  int cells = 0;
+  std::vector<std::string> notes;  // what could not be fitted and why
+};
+
+/// Fits the four efficiencies of `start` that the cells' measured phases determine (see the
+/// header comment); the others keep `start`'s value. Throws SimError when `cells` is empty.
+EfficiencyFit fit_efficiencies(const std::vector<MeasuredCell>& cells, const CommCalibration& comm,
+                               const Efficiencies& start = {});
+
+/// The model's time for a measured phase name ("gen", "old_log_prob", "ref", "update_actor",
+/// "step"); -1 for a phase the model does not have yet (switches, reward, adv).
+double predicted_phase(const PhaseTimes& t, const std::string& phase) noexcept;
+
+struct CellPrediction {
+  int cell_index = 0;
+  std::string name;
+  int ranks = 1;
+  bool in_fit = false;
+  PhaseTimes predicted;
+  std::map<std::string, double> measured;
+};
+
+struct PhaseError {
+  std::string phase;
+  int cells = 0;
+  double mean_abs_pct_error = 0.0;  // 100 · mean |predicted − measured| / measured
+};
+
+/// Pairs of cells ordered by measured step time, and how the prediction orders them.
+struct OrderingCheck {
+  int pairs = 0;
+  int kept = 0;      // the faster measured cell is predicted faster
+  int reversed = 0;  // predicted slower
+  int tied = 0;      // predicted equal (relative difference < 1e-9): the model cannot tell them apart
+};
+
+struct ValidationReport {
+  EfficiencyFit fit;
+  std::vector<CellPrediction> cells;  // by cell_index
+  std::vector<PhaseError> held_out;   // gen, old_log_prob, update_actor, step on the cells not fitted
+  std::vector<PhaseError> fitted;     // the same on the fit cells
+  OrderingCheck ordering_all;         // over every cell
+  OrderingCheck ordering_held_out;    // over the held-out cells
+};
+
+/// Fits on the cells where `in_fit` is true, predicts every cell, and reports the error on both
+/// subsets. Throws SimError when either subset is empty.
+ValidationReport validate_step_model(const std::vector<MeasuredCell>& cells,
+                                     const std::function<bool(const MeasuredCell&)>& in_fit,
+                                     const CommCalibration& comm, const Efficiencies& start = {});
+
+/// Kendall-style pair count of `predicted` against `measured` (same length, one value per cell).
+OrderingCheck check_ordering(const std::vector<double>& measured, const std::vector<double>& predicted);
+
+/// The table a person reads: per cell predicted vs measured step and phases, then the errors,
+/// the ordering and the fitted efficiencies with the notes.
+std::string format_validation(const ValidationReport& report);
+
+}  // namespace hs::bench::sim

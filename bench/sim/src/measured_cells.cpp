@@ -1,0 +1,148 @@
+// measured_cells.cpp — matrix cells as StepInputs and median phase times (see measured_cells.h).
+#include "hybridscope/bench/sim/measured_cells.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "hybridscope/reports/bench_summary.h"
+#include "hybridscope/reports/run_database.h"
+
+namespace hs::bench::sim {
+
+namespace {
+
+double number(const ConfigLookup& config, const std::string& key) {
+  const auto v = config(key);
+  if (!v) throw SimError(fmt::format("measured cell: config key {} is missing from the run", key));
+  try {
+    std::size_t used = 0;
+    const double x = std::stod(*v, &used);
+    if (used == v->size()) return x;
+  } catch (const std::exception&) {
+  }
+  throw SimError(fmt::format("measured cell: config key {} = '{}' is not a number", key, *v));
+}
+
+bool flag(const ConfigLookup& config, const std::string& key) {
+  const auto v = config(key);
+  return v && (*v == "true" || *v == "True" || *v == "1");
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+}  // namespace
+
+StepInputs step_inputs_from_config(const ConfigLookup& config, int ranks, const RecordedShape& recorded) {
+  StepInputs in;
+  auto& m = in.model;
+  m.hidden_size = number(config, "hybridscope.model.hidden_size");
+  m.intermediate_size = number(config, "hybridscope.model.intermediate_size");
+  m.num_hidden_layers = number(config, "hybridscope.model.num_hidden_layers");
+  m.num_attention_heads = number(config, "hybridscope.model.num_attention_heads");
+  m.num_key_value_heads = number(config, "hybridscope.model.num_key_value_heads");
+  m.head_dim = m.hidden_size / m.num_attention_heads;
+  const std::string precision = config("hybridscope.precision").value_or("fp32");
+  const double bytes = precision == "fp32" ? 4.0 : 2.0;
+  in.dtype = precision;
+  in.weight_bytes_per_param = in.grad_bytes_per_param = in.kv_bytes_per_element = bytes;
+  m.vocab_size = number(config, "hybridscope.model.vocab_size");
+  if (m.vocab_size <= 0) {
+    if (!(recorded.actor_param_bytes > 0))
+      throw SimError("measured cell: hybridscope.model.vocab_size is 0 (the tokenizer's) and the run recorded no "
+                     "perf/actor_param_bytes to solve it from");
+    const double params = recorded.actor_param_bytes / bytes;
+    probes::DecoderShape no_vocab = m;
+    no_vocab.vocab_size = 0;
+    m.vocab_size = std::round((params - probes::dense_parameter_count(no_vocab)) / (2.0 * m.hidden_size));
+    in.parameter_count = params;
+  }
+  in.prompts = static_cast<int>(number(config, "data.train_batch_size"));
+  in.samples_per_prompt = static_cast<int>(number(config, "actor_rollout_ref.rollout.n"));
+  in.prompt_length = recorded.prompt_length;
+  in.response_length = std::max(1.0, std::round(recorded.response_length));  // decode steps are whole
+
+  const std::string strategy = config("actor_rollout_ref.actor.strategy").value_or("fsdp");
+  if (strategy == "megatron") {
+    in.train.tp = static_cast<int>(number(config, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size"));
+    in.train.pp = static_cast<int>(number(config, "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size"));
+    in.grad_sync = GradSync::kDataParallel;
+  } else {
+    in.grad_sync = GradSync::kFsdp;
+  }
+  if (ranks % (in.train.tp * in.train.pp) != 0)
+    throw SimError(fmt::format("measured cell: {} ranks do not divide into tp {} · pp {}", ranks, in.train.tp,
+                               in.train.pp));
+  in.train.dp = ranks / (in.train.tp * in.train.pp);
+  in.rollout_tp = static_cast<int>(number(config, "actor_rollout_ref.rollout.tensor_model_parallel_size"));
+
+  const double mini = number(config, "actor_rollout_ref.actor.ppo_mini_batch_size");
+  const double micro = number(config, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu");
+  in.optimizer_steps_per_epoch = std::max(1, static_cast<int>(in.prompts / mini));
+  in.micro_batches_per_optimizer_step =
+      micro > 0 ? std::max(1, static_cast<int>(std::ceil(mini * in.samples_per_prompt / in.train.dp / micro))) : 1;
+  in.ppo_epochs = static_cast<int>(number(config, "actor_rollout_ref.actor.ppo_epochs"));
+  in.reference_policy =
+      flag(config, "actor_rollout_ref.actor.use_kl_loss") || flag(config, "algorithm.use_kl_in_reward");
+  return in;
+}
+
+std::vector<MeasuredCell> read_measured_cells(const reports::RunDatabase& db, std::int64_t matrix_id) {
+  if (matrix_id == 0) {
+    const auto matrices = db.matrices();
+    if (matrices.empty()) throw SimError(fmt::format("{}: no benchmark matrix in this file", db.path()));
+    matrix_id = matrices.back().id;
+  }
+  const reports::MatrixSummary summary = reports::summarize_matrix(db, matrix_id);
+  const int warmup = summary.matrix.warmup_steps;
+  std::vector<MeasuredCell> out;
+  for (const auto& cs : summary.cells) {
+    std::vector<const reports::RunMetrics*> runs;
+    for (const auto& r : cs.runs)
+      if (r.values.count("step_s")) runs.push_back(&r);
+    if (runs.empty()) continue;
+    MeasuredCell cell;
+    cell.cell_index = cs.cell.cell_index;
+    cell.name = cs.cell.name;
+    cell.ranks = cs.cell.ranks;
+    cell.repetitions = static_cast<int>(runs.size());
+
+    // Phase seconds per run (share × step_s = the mean of timing_s/<phase> over measured steps).
+    std::map<std::string, std::vector<double>> per_phase;
+    for (const auto* r : runs) {
+      const double step = r->values.at("step_s");
+      per_phase["step"].push_back(step);
+      for (const auto& [key, v] : r->values)
+        if (key.rfind("share/", 0) == 0) per_phase[key.substr(6)].push_back(v * step);
+    }
+    for (auto& [phase, values] : per_phase) cell.phase_s[phase] = median(std::move(values));
+
+    // Lengths and parameter bytes: means over the first completed run's measured steps.
+    const std::int64_t run_id = runs.front()->run_id;
+    std::map<std::string, std::pair<double, int>> sums;
+    for (const auto& m : db.step_metrics(run_id)) {
+      if (m.step <= warmup) continue;
+      auto& s = sums[m.name];
+      s.first += m.value;
+      s.second += 1;
+    }
+    auto mean = [&](const char* key) {
+      const auto it = sums.find(key);
+      return it == sums.end() || it->second.second == 0 ? 0.0 : it->second.first / it->second.second;
+    };
+    const RecordedShape recorded{mean("prompt_length/mean"), mean("response_length/mean"),
+                                 mean("perf/actor_param_bytes")};
+    cell.inputs = step_inputs_from_config(
+        [&](const std::string& key) { return db.config_value(run_id, key); }, cell.ranks, recorded);
+    out.push_back(std::move(cell));
+  }
+  if (out.empty()) throw SimError(fmt::format("{}: matrix {} has no completed run", db.path(), matrix_id));
+  return out;
+}
+
+}  // namespace hs::bench::sim

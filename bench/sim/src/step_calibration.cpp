@@ -1,0 +1,272 @@
+// step_calibration.cpp — efficiencies from measured cells and the held-out error (the fit's
+// formulas are in step_calibration.h).
+#include "hybridscope/bench/sim/step_calibration.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace hs::bench::sim {
+
+namespace {
+
+// The phases the model and the matrices share, in verl's order.
+constexpr const char* kComparedPhases[] = {"gen", "old_log_prob", "update_actor", "step"};
+
+PhaseTimes simulate_with(const MeasuredCell& cell, const Efficiencies& e, const CommCalibration& comm) {
+  StepInputs in = cell.inputs;
+  in.efficiency = e;
+  return simulate_step(in, comm);
+}
+
+const double* measured(const MeasuredCell& cell, const char* phase) {
+  const auto it = cell.phase_s.find(phase);
+  return it == cell.phase_s.end() || !(it->second > 0) ? nullptr : &it->second;
+}
+
+// Golden-section minimum of f on [lo, hi] (f unimodal there), to a width of `tol`.
+template <typename F>
+double golden_min(F f, double lo, double hi, double tol) {
+  const double r = (std::sqrt(5.0) - 1.0) / 2.0;
+  double a = lo, b = hi;
+  double c = b - r * (b - a), d = a + r * (b - a);
+  double fc = f(c), fd = f(d);
+  while (b - a > tol) {
+    if (fc < fd) {
+      b = d, d = c, fd = fc;
+      c = b - r * (b - a), fc = f(c);
+    } else {
+      a = c, c = d, fc = fd;
+      d = a + r * (b - a), fd = f(d);
+    }
+  }
+  return (a + b) / 2.0;
+}
+
+constexpr double kLogLo = -9.210340371976182;  // log 1e-4
+constexpr double kLogHi = 2.302585092994046;   // log 10
+constexpr double kLogTol = 1e-10;
+
+}  // namespace
+
+double predicted_phase(const PhaseTimes& t, const std::string& phase) noexcept {
+  if (phase == "gen") return t.gen_s;
+  if (phase == "old_log_prob") return t.old_log_prob_s;
+  if (phase == "ref") return t.ref_s;
+  if (phase == "update_actor") return t.update_actor_s;
+  if (phase == "step") return t.step_s;
+  return -1.0;
+}
+
+EfficiencyFit fit_efficiencies(const std::vector<MeasuredCell>& cells, const CommCalibration& comm,
+                               const Efficiencies& start) {
+  if (cells.empty()) throw SimError("efficiency fit: no measured cell to fit on");
+  EfficiencyFit out;
+  out.efficiency = start;
+  out.cells = static_cast<int>(cells.size());
+  const Efficiencies unit{1.0, 1.0, 1.0, 1.0};
+
+  // old_log_prob and update_actor: closed form per cell, geometric mean.
+  double log_forward = 0.0, log_train = 0.0;
+  int n_forward = 0, n_train = 0;
+  for (const auto& cell : cells) {
+    const PhaseTimes t1 = simulate_with(cell, unit, comm);
+    if (const double* t = measured(cell, "old_log_prob")) {
+      log_forward += std::log(t1.old_log_prob_s / *t);
+      ++n_forward;
+    }
+    if (const double* t = measured(cell, "update_actor")) {
+      const double compute = *t - t1.actor_grad_comm_s;
+      if (compute > 0) {
+        log_train += std::log((t1.actor_compute_s + t1.actor_bubble_s) / compute);
+        ++n_train;
+      } else {
+        out.notes.push_back(fmt::format(
+            "cell {} ({}): the modelled gradient communication ({:.4f} s) exceeds the measured update_actor "
+            "({:.4f} s); not used for the training efficiency",
+            cell.cell_index, cell.name, t1.actor_grad_comm_s, *t));
+      }
+    }
+  }
+  if (n_forward > 0) out.efficiency.forward_compute = std::exp(log_forward / n_forward);
+  else out.notes.push_back("no cell measured old_log_prob: forward efficiency kept at its start value");
+  if (n_train > 0) out.efficiency.train_compute = std::exp(log_train / n_train);
+  else out.notes.push_back("no usable update_actor: training efficiency kept at its start value");
+
+  // gen: two efficiencies, nested golden-section searches on the log-ratio least squares.
+  std::vector<const MeasuredCell*> gen_cells;
+  for (const auto& cell : cells)
+    if (measured(cell, "gen")) gen_cells.push_back(&cell);
+  if (gen_cells.empty()) {
+    out.notes.push_back("no cell measured gen: generation efficiencies kept at their start values");
+    return out;
+  }
+  auto objective = [&](double log_prefill, double log_decode) {
+    Efficiencies e = out.efficiency;
+    e.prefill_compute = std::exp(log_prefill);
+    e.decode_bandwidth = std::exp(log_decode);
+    double sum = 0.0;
+    for (const auto* cell : gen_cells) {
+      const double r = std::log(simulate_with(*cell, e, comm).gen_s / cell->phase_s.at("gen"));
+      sum += r * r;
+    }
+    return sum;
+  };
+  auto best_prefill = [&](double log_decode) {
+    return golden_min([&](double lp) { return objective(lp, log_decode); }, kLogLo, kLogHi, kLogTol);
+  };
+  // Is decode bandwidth-bound anywhere? With the bandwidth efficiency at the top of its range the
+  // bandwidth term is at its smallest; if generation then does not depend on it, it never binds.
+  const double log_decode_start = std::log(start.decode_bandwidth);
+  const double lp_start = best_prefill(log_decode_start);
+  const double f_start = objective(lp_start, log_decode_start);
+  bool identifiable = false;
+  for (double ld : {kLogLo, kLogHi})
+    if (std::abs(objective(lp_start, ld) - f_start) > 1e-12 * std::max(1.0, f_start)) identifiable = true;
+  if (!identifiable) {
+    out.efficiency.prefill_compute = std::exp(lp_start);
+    out.notes.push_back(
+        "decode is compute-bound in every fit cell: the decode bandwidth efficiency is not identifiable "
+        "and keeps its start value");
+    return out;
+  }
+  const double log_decode =
+      golden_min([&](double ld) { return objective(best_prefill(ld), ld); }, kLogLo, kLogHi, 1e-8);
+  out.efficiency.decode_bandwidth = std::exp(log_decode);
+  out.efficiency.prefill_compute = std::exp(best_prefill(log_decode));
+  return out;
+}
+
+OrderingCheck check_ordering(const std::vector<double>& measured_s, const std::vector<double>& predicted_s) {
+  OrderingCheck out;
+  const std::size_t n = std::min(measured_s.size(), predicted_s.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = i + 1; j < n; ++j) {
+      if (measured_s[i] == measured_s[j]) continue;
+      ++out.pairs;
+      const double dm = measured_s[i] - measured_s[j];
+      const double dp = predicted_s[i] - predicted_s[j];
+      if (std::abs(dp) <= 1e-9 * std::max(std::abs(predicted_s[i]), std::abs(predicted_s[j]))) ++out.tied;
+      else if ((dm > 0) == (dp > 0)) ++out.kept;
+      else ++out.reversed;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+std::vector<PhaseError> phase_errors(const std::vector<CellPrediction>& cells, bool in_fit) {
+  std::vector<PhaseError> out;
+  for (const char* phase : kComparedPhases) {
+    PhaseError e{phase, 0, 0.0};
+    for (const auto& c : cells) {
+      if (c.in_fit != in_fit) continue;
+      const auto m = c.measured.find(phase);
+      if (m == c.measured.end() || !(m->second > 0)) continue;
+      e.mean_abs_pct_error += 100.0 * std::abs(predicted_phase(c.predicted, phase) - m->second) / m->second;
+      ++e.cells;
+    }
+    if (e.cells > 0) {
+      e.mean_abs_pct_error /= e.cells;
+      out.push_back(e);
+    }
+  }
+  return out;
+}
+
+OrderingCheck ordering_of(const std::vector<CellPrediction>& cells, bool held_out_only) {
+  std::vector<double> m, p;
+  for (const auto& c : cells) {
+    if (held_out_only && c.in_fit) continue;
+    const auto it = c.measured.find("step");
+    if (it == c.measured.end()) continue;
+    m.push_back(it->second);
+    p.push_back(c.predicted.step_s);
+  }
+  return check_ordering(m, p);
+}
+
+}  // namespace
+
+ValidationReport validate_step_model(const std::vector<MeasuredCell>& cells,
+                                     const std::function<bool(const MeasuredCell&)>& in_fit,
+                                     const CommCalibration& comm, const Efficiencies& start) {
+  std::vector<MeasuredCell> fit_cells;
+  for (const auto& c : cells)
+    if (in_fit(c)) fit_cells.push_back(c);
+  if (fit_cells.empty() || fit_cells.size() == cells.size())
+    throw SimError(fmt::format("validation: {} of {} cells chosen to fit on; both the fit and the held-out "
+                               "subsets need at least one cell",
+                               fit_cells.size(), cells.size()));
+  ValidationReport out;
+  out.fit = fit_efficiencies(fit_cells, comm, start);
+  for (const auto& c : cells) {
+    CellPrediction p;
+    p.cell_index = c.cell_index;
+    p.name = c.name;
+    p.ranks = c.ranks;
+    p.in_fit = in_fit(c);
+    p.predicted = simulate_with(c, out.fit.efficiency, comm);
+    p.measured = c.phase_s;
+    out.cells.push_back(std::move(p));
+  }
+  std::sort(out.cells.begin(), out.cells.end(),
+            [](const CellPrediction& a, const CellPrediction& b) { return a.cell_index < b.cell_index; });
+  out.held_out = phase_errors(out.cells, false);
+  out.fitted = phase_errors(out.cells, true);
+  out.ordering_all = ordering_of(out.cells, false);
+  out.ordering_held_out = ordering_of(out.cells, true);
+  return out;
+}
+
+std::string format_validation(const ValidationReport& r) {
+  std::string out = "cell  name                           ranks  subset    ";
+  for (const char* phase : kComparedPhases) out += fmt::format("{:>26}", fmt::format("{} s pred/meas", phase));
+  out += "   unmodelled s\n";
+  for (const auto& c : r.cells) {
+    out += fmt::format("{:<5} {:<30} {:>5}  {:<8}  ", c.cell_index, c.name.substr(0, 30), c.ranks,
+                       c.in_fit ? "fit" : "held-out");
+    for (const char* phase : kComparedPhases) {
+      const auto m = c.measured.find(phase);
+      const double pred = predicted_phase(c.predicted, phase);
+      out += m == c.measured.end()
+                 ? fmt::format("{:>26}", fmt::format("{:.3f} / -", pred))
+                 : fmt::format("{:>26}", fmt::format("{:.3f} / {:.3f} ({:+.0f}%)", pred, m->second,
+                                                     100.0 * (pred - m->second) / m->second));
+    }
+    // What the step measured outside the modelled phases (switches, reward, advantages, …).
+    double modelled = 0.0;
+    for (const char* phase : {"gen", "old_log_prob", "ref", "update_actor"}) {
+      const auto m = c.measured.find(phase);
+      if (m != c.measured.end()) modelled += m->second;
+    }
+    const auto step = c.measured.find("step");
+    out += step == c.measured.end() ? "   -\n" : fmt::format("   {:.3f}\n", step->second - modelled);
+  }
+  auto errors = [&](const char* title, const std::vector<PhaseError>& errs) {
+    out += fmt::format("{}:", title);
+    for (const auto& e : errs) out += fmt::format("  {} {:.1f}% ({} cells)", e.phase, e.mean_abs_pct_error, e.cells);
+    out += "\n";
+  };
+  out += "\nmean absolute percentage error\n";
+  errors("  held-out cells", r.held_out);
+  errors("  fit cells     ", r.fitted);
+  auto ordering = [&](const char* title, const OrderingCheck& o) {
+    out += fmt::format("  {}: {} pairs, {} kept, {} reversed, {} tied (predicted equal)\n", title, o.pairs, o.kept,
+                       o.reversed, o.tied);
+  };
+  out += "ordering of cells by step time\n";
+  ordering("all cells     ", r.ordering_all);
+  ordering("held-out cells", r.ordering_held_out);
+  const Efficiencies& e = r.fit.efficiency;
+  out += fmt::format(
+      "fitted efficiencies ({} cells): prefill compute {:.4g}, decode bandwidth {:.4g}, forward compute {:.4g}, "
+      "train compute {:.4g}\n",
+      r.fit.cells, e.prefill_compute, e.decode_bandwidth, e.forward_compute, e.train_compute);
+  for (const auto& note : r.fit.notes) out += "  note: " + note + "\n";
+  return out;
+}
+
+}  // namespace hs::bench::sim
