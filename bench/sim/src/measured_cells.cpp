@@ -108,7 +108,8 @@ std::vector<MeasuredCell> read_measured_cells(const reports::RunDatabase& db, st
     if (runs.empty()) continue;
     MeasuredCell cell;
     cell.cell_index = cs.cell.cell_index;
-    cell.name = cs.cell.name;
+    for (const auto& level : cs.cell.levels) cell.name += (cell.name.empty() ? "" : " ") + level;  // "4 hybrid"
+    if (cell.name.empty()) cell.name = cs.cell.name;
     cell.ranks = cs.cell.ranks;
     cell.repetitions = static_cast<int>(runs.size());
 

@@ -133,8 +133,15 @@ EfficiencyFit fit_efficiencies(const std::vector<MeasuredCell>& cells, const Com
   }
   const double log_decode =
       golden_min([&](double ld) { return objective(best_prefill(ld), ld); }, kLogLo, kLogHi, 1e-8);
+  const double log_prefill = best_prefill(log_decode);
   out.efficiency.decode_bandwidth = std::exp(log_decode);
-  out.efficiency.prefill_compute = std::exp(best_prefill(log_decode));
+  out.efficiency.prefill_compute = std::exp(log_prefill);
+  for (auto [name, v] : {std::pair{"decode bandwidth", log_decode}, std::pair{"prefill compute", log_prefill}})
+    if (std::abs(v - kLogLo) < 1e-6 || std::abs(v - kLogHi) < 1e-6)
+      out.notes.push_back(fmt::format(
+          "the {} efficiency ended at its range's bound ({:.4g}): the cells hardly constrain it (for decode "
+          "bandwidth: decode is compute-bound at any plausible value)",
+          name, std::exp(v)));
   return out;
 }
 
@@ -222,11 +229,11 @@ ValidationReport validate_step_model(const std::vector<MeasuredCell>& cells,
 }
 
 std::string format_validation(const ValidationReport& r) {
-  std::string out = "cell  name                           ranks  subset    ";
+  std::string out = "cell  name                 ranks  subset    ";
   for (const char* phase : kComparedPhases) out += fmt::format("{:>26}", fmt::format("{} s pred/meas", phase));
   out += "   unmodelled s\n";
   for (const auto& c : r.cells) {
-    out += fmt::format("{:<5} {:<30} {:>5}  {:<8}  ", c.cell_index, c.name.substr(0, 30), c.ranks,
+    out += fmt::format("{:<5} {:<20} {:>5}  {:<8}  ", c.cell_index, c.name.substr(0, 20), c.ranks,
                        c.in_fit ? "fit" : "held-out");
     for (const char* phase : kComparedPhases) {
       const auto m = c.measured.find(phase);
