@@ -89,6 +89,16 @@ StepInputs step_inputs_from_config(const ConfigLookup& config, int ranks, const 
   in.ppo_epochs = static_cast<int>(number(config, "actor_rollout_ref.actor.ppo_epochs"));
   in.reference_policy =
       flag(config, "actor_rollout_ref.actor.use_kl_loss") || flag(config, "algorithm.use_kl_in_reward");
+  // hybridscope's trainer, not verl's FSDP: ZeroShards gathers the whole actor once per log-prob
+  // pass and per optimizer step (trainer/src/dist/zero.cpp, rl/ppo_workers.cpp), and the
+  // reference model is replicated. A matrix runs every rank on this one host.
+  in.fsdp_gathers = FsdpGathers::kPerOptimizerStep;
+  in.reference_sharded = false;
+  in.processes_per_node = ranks;
+  const std::string lp_key = "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu";  // -1 / absent: whole batch
+  const double lp_micro = config(lp_key) ? number(config, lp_key) : -1.0;
+  const double per_rank = static_cast<double>(in.prompts) * in.samples_per_prompt / ranks;
+  in.log_prob_micro_batches = lp_micro > 0 ? std::max(1, static_cast<int>(std::ceil(per_rank / lp_micro))) : 1;
   return in;
 }
 

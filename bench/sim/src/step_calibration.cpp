@@ -73,8 +73,16 @@ EfficiencyFit fit_efficiencies(const std::vector<MeasuredCell>& cells, const Com
   for (const auto& cell : cells) {
     const PhaseTimes t1 = simulate_with(cell, unit, comm);
     if (const double* t = measured(cell, "old_log_prob")) {
-      log_forward += std::log(t1.old_log_prob_s / *t);
-      ++n_forward;
+      const double compute = *t - t1.old_log_prob_gather_s;  // the pass's fsdp gathers do not scale with it
+      if (compute > 0) {
+        log_forward += std::log((t1.old_log_prob_s - t1.old_log_prob_gather_s) / compute);
+        ++n_forward;
+      } else {
+        out.notes.push_back(fmt::format(
+            "cell {} ({}): the modelled parameter gathers ({:.4f} s) exceed the measured old_log_prob ({:.4f} s); "
+            "not used for the forward efficiency",
+            cell.cell_index, cell.name, t1.old_log_prob_gather_s, *t));
+      }
     }
     if (const double* t = measured(cell, "update_actor")) {
       const double compute = *t - t1.actor_grad_comm_s;

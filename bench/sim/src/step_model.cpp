@@ -16,6 +16,21 @@ LinkLevel link_level_for_strided_group(int n, int stride, int devices_per_node) 
   return n * stride <= devices_per_node ? LinkLevel::kIntraNode : LinkLevel::kInterNode;
 }
 
+int ranks_per_node(const StepInputs& in, const HardwareSpec& hw) {
+  if (in.processes_per_node > 0) return in.processes_per_node;
+  const int devices = in.devices_per_node > 0 ? in.devices_per_node : hw.devices_per_node;
+  return std::min(in.train.world(), devices);
+}
+
+double device_sharing(const StepInputs& in, const HardwareSpec& hw) {
+  if (in.devices_per_node < 0 || in.processes_per_node < 0)
+    throw SimError(fmt::format("step model: devices_per_node {} / processes_per_node {}: must be >= 0 (0: default)",
+                               in.devices_per_node, in.processes_per_node));
+  const int devices = in.devices_per_node > 0 ? in.devices_per_node : hw.devices_per_node;
+  if (devices <= 0) throw SimError(fmt::format("step model: {} devices per node: must be > 0", devices));
+  return std::max(1.0, static_cast<double>(ranks_per_node(in, hw)) / devices);
+}
+
 namespace {
 
 void check_inputs(const StepInputs& in) {
@@ -33,6 +48,7 @@ void check_inputs(const StepInputs& in) {
   positive("optimizer_steps_per_epoch", in.optimizer_steps_per_epoch);
   positive("micro_batches_per_optimizer_step", in.micro_batches_per_optimizer_step);
   positive("ppo_epochs", in.ppo_epochs);
+  positive("log_prob_micro_batches", in.log_prob_micro_batches);
   positive("model.num_hidden_layers", in.model.num_hidden_layers);
   const int world = in.train.world();
   if (world % in.rollout_tp != 0)
@@ -60,6 +76,9 @@ PhaseTimes simulate_step(const StepInputs& in, const CommCalibration& comm) {
   const double params = in.parameter_count > 0 ? in.parameter_count : probes::dense_parameter_count(m);
   const double dense = probes::dense_parameter_count(m);
   const double attention_per_context_token = 4.0 * m.head_dim * m.num_attention_heads * m.num_hidden_layers;
+  // Shared devices: a rank gets 1/share of its device's FLOP/s and bandwidth.
+  const double share = device_sharing(in, hw);
+  const int node_ranks = ranks_per_node(in, hw);
 
   PhaseTimes t;
   // Generation: each replica (rollout_tp consecutive ranks) gets b sequences.
@@ -67,19 +86,19 @@ PhaseTimes simulate_step(const StepInputs& in, const CommCalibration& comm) {
   const int tp_g = in.rollout_tp;
   const double b = sequences / (world / tp_g);
   const double P = in.prompt_length, R = in.response_length;
-  t.prefill_s = probes::forward_flops(m, b * P, b * P * P) / (tp_g * peak * eff.prefill_compute);
+  t.prefill_s = share * probes::forward_flops(m, b * P, b * P * P) / (tp_g * peak * eff.prefill_compute);
   const double weight_shard_bytes = params * in.weight_bytes_per_param / tp_g;
   const double kv_token_shard_bytes = kv_bytes_per_token(m, in.kv_bytes_per_element) / tp_g;
   for (int j = 0; j < static_cast<int>(R); ++j) {
     const double context = P + j;  // tokens already in the cache when step j runs
     const double bytes = weight_shard_bytes + b * context * kv_token_shard_bytes;
     const double flops = b * (2.0 * dense + attention_per_context_token * context) / tp_g;
-    t.decode_s += std::max(bytes / (bandwidth * eff.decode_bandwidth), flops / (peak * eff.prefill_compute));
+    t.decode_s += share * std::max(bytes / (bandwidth * eff.decode_bandwidth), flops / (peak * eff.prefill_compute));
   }
   if (tp_g > 1) {
     // Two all-reduces per layer of the activations (b tokens · hidden, in the weights' dtype):
     // once for the prompts, then once per generated token.
-    const LinkLevel level = link_level_for_strided_group(tp_g, 1, hw.devices_per_node);
+    const LinkLevel level = link_level_for_strided_group(tp_g, 1, node_ranks);
     const double per_layer = 2.0 * m.num_hidden_layers;
     const double activation = m.hidden_size * in.weight_bytes_per_param;
     t.gen_tp_comm_s = per_layer * comm.seconds(Collective::kAllReduce, tp_g, b * P * activation, level);
@@ -87,30 +106,41 @@ PhaseTimes simulate_step(const StepInputs& in, const CommCalibration& comm) {
   }
   t.gen_s = t.prefill_s + t.decode_s + t.gen_tp_comm_s;
 
-  // Log-prob passes over all sequences of S = P + R tokens, spread over every rank.
+  // FSDP collectives over a dp group (members tp·pp ranks apart) of the stage's parameters.
+  const int dp = in.train.dp;
+  const bool fsdp = in.grad_sync == GradSync::kFsdp && dp > 1;
+  const double shard_params = params / (in.train.tp * in.train.pp);  // what one dp group gathers or reduces
+  const LinkLevel dp_level = link_level_for_strided_group(dp, in.train.tp * in.train.pp, node_ranks);
+  const double gather =
+      fsdp ? comm.seconds(Collective::kAllGather, dp, shard_params * in.weight_bytes_per_param, dp_level) : 0.0;
+  const bool per_micro = in.fsdp_gathers == FsdpGathers::kPerMicroBatch;
+
+  // Log-prob passes over all sequences of S = P + R tokens, spread over every rank; with fsdp each
+  // pass gathers the parameters once per forward call (kPerMicroBatch) or once (kPerOptimizerStep).
   const double S = P + R;
   const double forward = probes::forward_flops(m, sequences * S, sequences * S * S);
-  t.old_log_prob_s = forward / (world * peak * eff.forward_compute);
-  t.ref_s = in.reference_policy ? t.old_log_prob_s : 0.0;
+  const double log_prob_compute = share * forward / (world * peak * eff.forward_compute);
+  t.old_log_prob_gather_s = gather * (per_micro ? in.log_prob_micro_batches : 1);
+  t.old_log_prob_s = log_prob_compute + t.old_log_prob_gather_s;
+  if (in.reference_policy) {
+    t.ref_gather_s = in.reference_sharded ? t.old_log_prob_gather_s : 0.0;
+    t.ref_s = log_prob_compute + t.ref_gather_s;
+  }
 
   // Actor update.
   const double train_flops = probes::training_flops(m, sequences * S, sequences * S * S) * in.ppo_epochs;
-  t.actor_compute_s = train_flops / (world * peak * eff.train_compute);
+  t.actor_compute_s = share * train_flops / (world * peak * eff.train_compute);
   const double p = in.train.pp, micro = in.micro_batches_per_optimizer_step;
   t.actor_bubble_s = t.actor_compute_s * (p - 1.0) / micro;  // share (p−1)/(m+p−1) of compute + bubble
-  const int dp = in.train.dp;
   if (dp > 1) {
-    const double shard_params = params / (in.train.tp * in.train.pp);  // what one dp group reduces
-    const LinkLevel level = link_level_for_strided_group(dp, in.train.tp * in.train.pp, hw.devices_per_node);
     const double rounds = static_cast<double>(in.optimizer_steps_per_epoch) * in.ppo_epochs;
     if (in.grad_sync == GradSync::kDataParallel) {
       t.actor_grad_comm_s =
-          rounds * comm.seconds(Collective::kAllReduce, dp, shard_params * in.grad_bytes_per_param, level);
+          rounds * comm.seconds(Collective::kAllReduce, dp, shard_params * in.grad_bytes_per_param, dp_level);
     } else {
-      const double gather = comm.seconds(Collective::kAllGather, dp, shard_params * in.weight_bytes_per_param, level);
       const double scatter =
-          comm.seconds(Collective::kReduceScatter, dp, shard_params * in.grad_bytes_per_param, level);
-      t.actor_grad_comm_s = rounds * micro * (2.0 * gather + scatter);
+          comm.seconds(Collective::kReduceScatter, dp, shard_params * in.grad_bytes_per_param, dp_level);
+      t.actor_grad_comm_s = per_micro ? rounds * micro * (2.0 * gather + scatter) : rounds * (gather + scatter);
     }
   }
   t.update_actor_s = t.actor_compute_s + t.actor_bubble_s + t.actor_grad_comm_s;

@@ -14,10 +14,10 @@ namespace {
 
 // A round-number device: 1e12 bf16 FLOP/s, 1e11 B/s; links 10 µs / 10 GB/s in a node of 8,
 // 100 µs / 1 GB/s between nodes.
-sim::CommCalibration small_cluster() {
+sim::CommCalibration small_cluster(int devices_per_node = 8) {
   sim::HardwareSpec hw;
   hw.name = "small";
-  hw.devices_per_node = 8;
+  hw.devices_per_node = devices_per_node;
   hw.device.dense_flops_per_s = {{"bf16", 1e12}};
   hw.device.memory_bandwidth_bytes_per_s = 1e11;
   hw.device.memory_capacity_bytes = 1e9;
@@ -116,6 +116,82 @@ TEST(StepModel, OneFOneBBubbleByHand) {
   EXPECT_NEAR(t.actor_grad_comm_s, 4.5088e-5, 1e-18);
   // Prefill, b = 2: 2·N·20 + 2·200·128 = 10086400 ÷ 5e11 = 2.01728e-5 s.
   EXPECT_NEAR(t.prefill_s, 2.01728e-5, 1e-18);
+}
+
+TEST(StepModel, SharedDevicesSlowDeviceWorkNotCommunication) {
+  const sim::CommCalibration cluster = small_cluster();
+  sim::StepInputs in = small_step();  // world 2
+  // Defaults: one process per device, 2 ranks on a node of 8 devices; never below 1.
+  EXPECT_EQ(sim::ranks_per_node(in, cluster.hardware()), 2);
+  EXPECT_EQ(sim::device_sharing(in, cluster.hardware()), 1.0);
+  in.devices_per_node = 4;
+  in.processes_per_node = 2;
+  EXPECT_EQ(sim::device_sharing(in, cluster.hardware()), 1.0);
+  // Two rank processes on one device: each gets half of it.
+  in.devices_per_node = 1;
+  EXPECT_EQ(sim::device_sharing(in, cluster.hardware()), 2.0);
+  const sim::PhaseTimes t = sim::simulate_step(in, cluster);
+  // Every device term of DataParallelStepByHand doubles: prefill 2 · 4.03456e-5, decode (still
+  // memory-bound: both of its terms double) 2 · 4.108288e-5, log-prob 2 · 5.6598528e-5, actor
+  // compute 2 · 3.39591168e-4.
+  EXPECT_NEAR(t.prefill_s, 8.06912e-5, 1e-18);
+  EXPECT_NEAR(t.decode_s, 8.216576e-5, 1e-18);
+  EXPECT_NEAR(t.old_log_prob_s, 1.13197056e-4, 1e-17);
+  EXPECT_NEAR(t.actor_compute_s, 6.79182336e-4, 1e-17);
+  // The gradient all-reduce is not scaled (calibrated with the same placement): 1.40352e-4 s.
+  EXPECT_NEAR(t.actor_grad_comm_s, 1.40352e-4, 1e-17);
+  in.processes_per_node = -1;
+  EXPECT_THROW(sim::device_sharing(in, cluster.hardware()), sim::SimError);
+}
+
+TEST(StepModel, OversubscribedNodeKeepsItsGroupsInside) {
+  // Nodes of 2 devices; 4 ranks (fsdp over dp 4), rollout tp 2: 2 replicas of 4 sequences.
+  sim::StepInputs in = small_step();
+  in.train = {1, 1, 4};
+  in.rollout_tp = 2;
+  in.grad_sync = sim::GradSync::kFsdp;
+  in.fsdp_gathers = sim::FsdpGathers::kPerOptimizerStep;
+  in.reference_policy = false;
+  const sim::CommCalibration cluster = small_cluster(2);
+  // One process per device: 2 nodes, the dp group of 4 crosses them. All-gather of 2·N = 501760
+  // bytes over 4 ranks, inter-node: 3·1e-4 + 3/4 · 501760/1e9 = 6.7632e-4 s.
+  const sim::PhaseTimes spread = sim::simulate_step(in, cluster);
+  EXPECT_NEAR(spread.old_log_prob_gather_s, 6.7632e-4, 1e-17);
+  // All 4 on one node of 2 devices: shared 2×, the group inside the node:
+  // 3·1e-5 + 3/4 · 501760/1e10 = 6.7632e-5 s.
+  in.processes_per_node = 4;
+  const sim::PhaseTimes packed = sim::simulate_step(in, cluster);
+  EXPECT_NEAR(packed.old_log_prob_gather_s, 6.7632e-5, 1e-18);
+  // Prefill of a replica's 4 prompts (20172800 FLOPs) over tp 2 at 5e11: 2.01728e-5 s, × 2 shared.
+  EXPECT_NEAR(spread.prefill_s, 2.01728e-5, 1e-18);
+  EXPECT_NEAR(packed.prefill_s, 4.03456e-5, 1e-18);
+  // Log-prob: 56598528 FLOPs ÷ (4 · 5e11) = 2.8299264e-5 s, × 2 shared, + the gather.
+  EXPECT_NEAR(packed.old_log_prob_s, 5.6598528e-5 + 6.7632e-5, 1e-17);
+}
+
+TEST(StepModel, FsdpGathersInLogProbPassesByHand) {
+  sim::StepInputs in = small_step();  // dp 2
+  in.grad_sync = sim::GradSync::kFsdp;
+  in.log_prob_micro_batches = 3;
+  // One all-gather of 2·N = 501760 bytes over 2 ranks: 1e-5 + 1/2 · 501760/1e10 = 3.5088e-5 s.
+  // verl's FSDP: one per forward call, 3 per pass; the sharded ref pass the same.
+  sim::PhaseTimes t = sim::simulate_step(in, small_cluster());
+  EXPECT_NEAR(t.old_log_prob_gather_s, 1.05264e-4, 1e-17);
+  EXPECT_NEAR(t.old_log_prob_s, 5.6598528e-5 + 1.05264e-4, 1e-17);
+  EXPECT_NEAR(t.ref_gather_s, 1.05264e-4, 1e-17);
+  EXPECT_NEAR(t.ref_s, t.old_log_prob_s, 1e-18);
+  // hybridscope's ZeroShards: one gather per pass, a replicated ref (none); the update gathers
+  // and reduce-scatters once per optimizer step: 2 · (3.5088e-5 + 3.5088e-5) = 1.40352e-4 s.
+  in.fsdp_gathers = sim::FsdpGathers::kPerOptimizerStep;
+  in.reference_sharded = false;
+  t = sim::simulate_step(in, small_cluster());
+  EXPECT_NEAR(t.old_log_prob_s, 5.6598528e-5 + 3.5088e-5, 1e-17);
+  EXPECT_EQ(t.ref_gather_s, 0.0);
+  EXPECT_NEAR(t.ref_s, 5.6598528e-5, 1e-18);
+  EXPECT_NEAR(t.actor_grad_comm_s, 1.40352e-4, 1e-17);
+  // Data parallel: the passes gather nothing.
+  in.grad_sync = sim::GradSync::kDataParallel;
+  EXPECT_EQ(sim::simulate_step(in, small_cluster()).old_log_prob_gather_s, 0.0);
 }
 
 TEST(StepModel, RefusesLayoutsThatDoNotDivide) {

@@ -2,8 +2,9 @@
 // error on cells it was not fitted to (issue 16, "Calibration and validation").
 //
 // The fit, per phase, in log space (a ratio error counts the same on a 10 ms and a 10 s phase):
-//   old_log_prob  t = T1 / e_forward, T1 the model's time at efficiency 1, so per cell
-//                 e = T1 / t_measured; the fit is their geometric mean (least squares on log e).
+//   old_log_prob  t = T1 / e_forward + G, T1 the model's compute time at efficiency 1 and G its
+//                 fsdp parameter gathers, so per cell e = T1 / (t_measured − G); the fit is their
+//                 geometric mean (least squares on log e).
 //   update_actor  t = C1 / e_train + G, C1 the compute and 1F1B bubble at efficiency 1 and G the
 //                 gradient communication from the calibrated collectives (not refitted here), so
 //                 e = C1 / (t − G); geometric mean over the cells where t > G (the others are

@@ -14,13 +14,21 @@
 //               + 2 TP all-reduces per layer of b·hidden activations
 //   old log-prob, ref   forward FLOPs of all sequences (P + R each; model_flops.h, a third of
 //               verl's training formula) ÷ (world · peak · forward_efficiency)
+//               + fsdp: the parameter all-gathers of the pass over dp ranks (FsdpGathers says how many)
 //   update actor  verl's training FLOPs × ppo_epochs ÷ (world · peak · train_efficiency)
 //               + the 1F1B bubble: compute · (p − 1)/m, i.e. a share (p − 1)/(m + p − 1) of the
 //                 pipeline's time (Narayanan et al., SC'21, §2.2), m micro-batches per optimizer step
 //               + gradient synchronisation per optimizer step, by the calibrated alpha-beta model:
 //                 data-parallel: one all-reduce of the gradient shard over dp ranks;
 //                 fsdp: per micro-batch, two all-gathers of the parameters (forward, backward)
-//                 and one reduce-scatter of the gradients over dp ranks
+//                 and one reduce-scatter of the gradients over dp ranks (or once per optimizer
+//                 step, FsdpGathers::kPerOptimizerStep)
+// Shared devices: when more rank processes run on a node than it has devices, every device's time
+// is shared by processes/devices ranks (time slicing: one CPU core per two single-threaded ranks,
+// or several processes on one GPU), so each phase's device work (compute and memory reads) is
+// that factor slower per rank: the node's total throughput stops growing at its device count.
+// Communication is not scaled: its alpha and beta are calibrated from runs with the same
+// placement (hs_comm_bench oversubscribes the same way), or are the hardware file's.
 // Not overlapped: every communication is exposed (an upper bound; overlap is for calibration).
 // Not here yet: reward, critic (values, update_critic), the weight switch (the reshard planner's
 // bytes), activation memory and the refusal of layouts that do not fit, tree/hierarchical
@@ -47,6 +55,18 @@ struct TrainLayout {
 enum class GradSync {
   kDataParallel,  // DDP-style: gradients all-reduced once per optimizer step
   kFsdp,          // ZeRO-3 / FSDP: parameters all-gathered in forward and backward, gradients reduce-scattered, per micro-batch
+};
+
+/// When FSDP (ZeRO-3) gathers the parameters over dp ranks.
+enum class FsdpGathers {
+  // PyTorch FSDP as verl runs it: parameters are freed after each use, so every forward call
+  // gathers them (each micro-batch of a log-prob pass; forward and again backward in the update)
+  // and gradients are reduce-scattered per micro-batch.
+  kPerMicroBatch,
+  // hybridscope's ZeroShards (trainer/src/dist/zero.cpp): the whole model is gathered once per
+  // log-prob pass and once per optimizer step and held until it ends; gradients are
+  // reduce-scattered once per optimizer step.
+  kPerOptimizerStep,
 };
 
 /// Achieved / peak, per kind of work; calibration fits them from measured cells.
@@ -77,6 +97,17 @@ struct StepInputs {
   int micro_batches_per_optimizer_step = 1;  // per rank: m of the 1F1B schedule, FSDP's gather rounds
   int ppo_epochs = 1;
   bool reference_policy = true;            // a ref log-prob pass (KL loss or KL in reward)
+  FsdpGathers fsdp_gathers = FsdpGathers::kPerMicroBatch;
+  int log_prob_micro_batches = 1;          // forward calls per rank in one log-prob pass (kPerMicroBatch gathers each)
+  bool reference_sharded = true;           // the ref model is FSDP-sharded like the actor (verl); false: replicated
+                                           // on every rank (hybridscope), its pass gathers nothing
+
+  // Placement: rank processes vs devices on one node. 0 takes the default: the hardware file's
+  // devices_per_node, and one process per device (min(world, devices_per_node)). More processes
+  // than devices share the devices (device_sharing); ranks per node also decide which groups
+  // communicate inside a node.
+  int devices_per_node = 0;
+  int processes_per_node = 0;
 
   Efficiencies efficiency;
 };
@@ -85,7 +116,8 @@ struct StepInputs {
 struct PhaseTimes {
   double prefill_s = 0, decode_s = 0, gen_tp_comm_s = 0;
   double gen_s = 0;  // prefill + decode + gen_tp_comm
-  double old_log_prob_s = 0, ref_s = 0;
+  double old_log_prob_gather_s = 0, ref_gather_s = 0;  // fsdp parameter all-gathers inside the passes
+  double old_log_prob_s = 0, ref_s = 0;                // compute + gathers
   double actor_compute_s = 0, actor_bubble_s = 0, actor_grad_comm_s = 0;
   double update_actor_s = 0;  // compute + bubble + gradient communication
   double step_s = 0;          // gen + old_log_prob + ref + update_actor
@@ -96,6 +128,13 @@ double kv_bytes_per_token(const probes::DecoderShape& model, double bytes_per_el
 
 /// The link level of a group of `n` ranks `stride` apart: inside a node when n·stride ranks fit.
 LinkLevel link_level_for_strided_group(int n, int stride, int devices_per_node) noexcept;
+
+/// Rank processes per device on a node, at least 1: processes_per_node / devices_per_node of
+/// `inputs` (defaults resolved against `hw`). Throws SimError on a negative count.
+double device_sharing(const StepInputs& inputs, const HardwareSpec& hw);
+
+/// Rank processes on one node (inputs.processes_per_node, or one per device: min(world, devices)).
+int ranks_per_node(const StepInputs& inputs, const HardwareSpec& hw);
 
 /// The model of one step on `comm`'s hardware with its calibrated collectives. Throws SimError
 /// when the layout does not divide the world, the batch does not split over the replicas' count
