@@ -169,6 +169,12 @@ TEST(MeasuredCells, StepInputsFromTheDemoMatrixConfig) {
   EXPECT_EQ(in.micro_batches_per_optimizer_step, 1);  // 16·4/4 = 16 samples per rank, micro 16
   EXPECT_DOUBLE_EQ(in.response_length, 8.0);          // decode steps are whole
   EXPECT_FALSE(in.reference_policy);
+  // hybridscope's ZeroShards on one host: 4 rank processes on the node, one gather per pass (no
+  // log_prob_micro_batch_size_per_gpu key: the whole batch in one forward call).
+  EXPECT_EQ(in.processes_per_node, 4);
+  EXPECT_EQ(in.fsdp_gathers, sim::FsdpGathers::kPerOptimizerStep);
+  EXPECT_FALSE(in.reference_sharded);
+  EXPECT_EQ(in.log_prob_micro_batches, 1);
 
   auto missing = [&](const std::string& k) { return k == "data.train_batch_size" ? std::nullopt : lookup(k); };
   try {
