@@ -22,10 +22,7 @@ TEST(LiveRefresh, AFileBeingWrittenRefreshesTheBrowserAndTheShownRun) {
   const std::string path = hs::test::temp_db("viewer", "live.sqlite");
   const std::string other = testing::write_run_db("live_other.sqlite", "other", false);
   probes::Recorder rec(path, 0);
-  probes::RunInfo info;
-  info.name = "live-run";
-  info.world_size = 1;
-  rec.begin_run(info);
+  testing::begin_one_rank_run(rec, "live-run");
   testing::record_one_rank_step(rec, 1);
   testing::record_one_rank_step(rec, 2);
 

@@ -20,10 +20,7 @@ constexpr std::int64_t kMs = 1'000'000;
 TEST(TimelineLive, ARunBeingWrittenGainsItsNewStepsAndKeepsTheView) {
   const std::string path = hs::test::temp_db("viewer", "timeline_live.sqlite");
   probes::Recorder rec(path, 0);
-  probes::RunInfo info;
-  info.name = "live-timeline";
-  info.world_size = 1;
-  rec.begin_run(info);
+  testing::begin_one_rank_run(rec, "live-timeline");
   testing::record_one_rank_step(rec, 1);
   testing::record_one_rank_step(rec, 2);
 

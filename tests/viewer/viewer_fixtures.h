@@ -42,6 +42,14 @@ inline void record_one_rank_step(probes::Recorder& rec, std::int64_t step) {
   rec.flush();
 }
 
+/// Begins a one-rank run named `name` in `rec` (left running: the test writes its steps).
+inline void begin_one_rank_run(probes::Recorder& rec, const std::string& name) {
+  probes::RunInfo info;
+  info.name = name;
+  info.world_size = 1;
+  rec.begin_run(info);
+}
+
 /// A text file with a database's name.
 inline std::string write_text_db(const std::string& file) {
   const std::string path = hs::test::temp_db("viewer", file);

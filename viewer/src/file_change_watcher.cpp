@@ -29,11 +29,6 @@ void FileChangeWatcher::watch(const QString& path) {
   if (!timer_.isActive()) timer_.start();
 }
 
-void FileChangeWatcher::unwatch(const QString& path) {
-  states_.remove(path);
-  if (states_.isEmpty()) timer_.stop();
-}
-
 void FileChangeWatcher::poll() {
   QStringList changed_paths;
   for (auto it = states_.begin(); it != states_.end(); ++it) {

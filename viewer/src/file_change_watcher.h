@@ -21,8 +21,6 @@ class FileChangeWatcher : public QObject {
 
   /// Watches `path` from its state now (a later write emits changed(path) once per poll).
   void watch(const QString& path);
-  void unwatch(const QString& path);
-  bool watching(const QString& path) const { return states_.contains(path); }
   void set_interval_ms(int ms) { timer_.setInterval(ms); }
 
  signals:
