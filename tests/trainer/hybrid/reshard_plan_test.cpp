@@ -183,6 +183,40 @@ TEST(ReshardPlanner, ReceivedBytesPerRankEqualHybridFlowTable2) {
   }
 }
 
+// reshard_traffic (the simulator's byte counts, no pieces) walks the plan plan_reshard keeps: every
+// per-rank total and every per-peer byte count equals the plan's, on every case, both dp
+// shardings and every mode, for the real actor (unbalanced stages, replicated embedding).
+TEST(ReshardPlanner, TrafficEqualsThePlansByteCounts) {
+  const auto params = llama_parameters(tiny_llama());
+  for (const Case& c : kCases) {
+    for (DpSharding dp : {DpSharding::kReplicated, DpSharding::kSharded}) {
+      for (ReshardMode mode : kModes) {
+        const std::string what = name(c, mode, dp);
+        const ReshardPlan plan = plan_reshard(params, {c.pp, c.tp, c.dp}, dp, c.t_g, mode);
+        const ReshardTraffic traffic = reshard_traffic(params, {c.pp, c.tp, c.dp}, dp, c.t_g, mode);
+        ASSERT_EQ(traffic.ranks.size(), plan.ranks.size()) << what;
+        EXPECT_EQ(traffic.model_bytes, plan.training.model_bytes()) << what;
+        for (std::size_t r = 0; r < plan.ranks.size(); ++r) {
+          const RankPlan& p = plan.ranks[r];
+          const RankTraffic& t = traffic.ranks[r];
+          EXPECT_EQ(t.bytes_sent, p.bytes_sent) << what << " rank " << r;
+          EXPECT_EQ(t.bytes_received, p.bytes_received) << what << " rank " << r;
+          EXPECT_EQ(t.bytes_local, p.bytes_local) << what << " rank " << r;
+          EXPECT_EQ(t.training_bytes, p.training_bytes) << what << " rank " << r;
+          EXPECT_EQ(t.generation_bytes, p.generation_bytes) << what << " rank " << r;
+          EXPECT_EQ(t.peak_parameter_bytes, p.peak_parameter_bytes) << what << " rank " << r;
+          EXPECT_EQ(t.redundant_bytes, p.redundant_bytes) << what << " rank " << r;
+          std::vector<std::pair<int, std::int64_t>> sends, recvs;
+          for (const Transfer& x : p.sends) sends.emplace_back(x.peer, x.bytes);
+          for (const Transfer& x : p.recvs) recvs.emplace_back(x.peer, x.bytes);
+          EXPECT_EQ(t.sent_to, sends) << what << " rank " << r;
+          EXPECT_EQ(t.received_from, recvs) << what << " rank " << r;
+        }
+      }
+    }
+  }
+}
+
 // The real actor (tp-replicated embedding and norms, unbalanced stages): received bytes per rank
 // equal an element-by-element count of "assembled but not contributed by this rank", computed
 // here without boxes.

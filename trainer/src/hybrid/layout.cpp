@@ -69,7 +69,19 @@ Box full_box(const std::vector<std::int64_t>& shape) {
   return b;
 }
 
+std::int64_t overlap_numel(const Box& a, const Box& b) {
+  std::int64_t n = 1;
+  for (std::size_t d = 0; d < a.ranges.size(); ++d) {
+    const std::int64_t size =
+        std::min(a.ranges[d].end, b.ranges[d].end) - std::max(a.ranges[d].begin, b.ranges[d].begin);
+    if (size <= 0) return 0;
+    n *= size;
+  }
+  return n;
+}
+
 std::optional<Box> intersect(const Box& a, const Box& b) {
+  if (overlap_numel(a, b) == 0) return std::nullopt;  // no allocation for the (many) disjoint pairs
   Box out;
   for (std::size_t d = 0; d < a.ranges.size(); ++d) {
     const Range r{std::max(a.ranges[d].begin, b.ranges[d].begin), std::min(a.ranges[d].end, b.ranges[d].end)};

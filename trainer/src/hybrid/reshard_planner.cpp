@@ -1,6 +1,7 @@
 // reshard_planner.cpp — intersections of assembled boxes and source pieces (see reshard.h).
 #include "hybridscope/trainer/hybrid/reshard_planner.h"
 
+#include <algorithm>
 #include <map>
 
 namespace hs::trainer {
@@ -45,8 +46,6 @@ int choose_holder(const LayoutSet& training, const std::vector<int>& holders, in
   return holders[static_cast<std::size_t>(rank) % holders.size()];
 }
 
-std::int64_t bytes_of(const LayoutSet& l, std::size_t p, const Box& b) { return b.numel() * l.params[p].spec.element_size; }
-
 void check_compatible(const LayoutSet& a, const LayoutSet& b) {
   if (a.world() != b.world()) {
     throw LayoutError("reshard between layouts of " + std::to_string(a.world()) + " and " + std::to_string(b.world()) +
@@ -61,12 +60,57 @@ void check_compatible(const LayoutSet& a, const LayoutSet& b) {
   }
 }
 
+// The one walk of a plan, shared by plan_reshard (which keeps every piece) and reshard_traffic
+// (which keeps byte counts): for every parameter p and world rank r, r's totals are added to
+// `totals[r]` and every source piece r's assembled box overlaps is reported as
+// on_piece(p, r, assembled, source, from) -- from == r when r holds it (kept locally), else the
+// holder it comes from. Parameters outer, ranks inner, sources in box order: so the pieces of
+// one (from, to) pair arrive in parameter order, the order both sides of a transfer derive.
+template <class OnPiece>
+void walk_plan(const LayoutSet& training, const LayoutSet& generation, ReshardMode mode,
+               std::vector<RankTraffic>& totals, OnPiece&& on_piece) {
+  check_compatible(training, generation);
+  const int world = training.world();
+  totals.assign(static_cast<std::size_t>(world), RankTraffic{});
+  for (std::size_t p = 0; p < training.params.size(); ++p) {
+    const std::vector<Source> sources = sources_of(training, p, mode);
+    const std::int64_t element_size = training.params[p].spec.element_size;
+    const Box full = full_box(training.params[p].spec.shape);
+    for (int r = 0; r < world; ++r) {
+      RankTraffic& t = totals[static_cast<std::size_t>(r)];
+      const std::optional<Box> gen = generation.box(p, r);
+      const std::optional<Box> train = training.box(p, r);
+      const Box* assembled = mode == ReshardMode::kHybrid ? (gen ? &*gen : nullptr) : &full;
+      if (train) t.training_bytes += train->numel() * element_size;
+      if (gen) t.generation_bytes += gen->numel() * element_size;
+      std::int64_t union_bytes = assembled ? assembled->numel() * element_size : 0;
+      if (train) {
+        union_bytes += (train->numel() - (assembled ? overlap_numel(*assembled, *train) : 0)) * element_size;
+        t.redundant_bytes += (train->numel() - (gen ? overlap_numel(*gen, *train) : 0)) * element_size;
+      }
+      t.peak_parameter_bytes += union_bytes;
+      if (!assembled) continue;
+      for (const Source& s : sources) {
+        const std::int64_t bytes = overlap_numel(*assembled, s.box) * element_size;
+        if (bytes == 0) continue;
+        const bool mine = std::find(s.holders.begin(), s.holders.end(), r) != s.holders.end();
+        const int from = mine ? r : choose_holder(training, s.holders, r);
+        if (mine) {
+          t.bytes_local += bytes;
+        } else {
+          t.bytes_received += bytes;
+          totals[static_cast<std::size_t>(from)].bytes_sent += bytes;
+        }
+        on_piece(p, r, *assembled, s, from);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 ReshardPlan plan_reshard(const LayoutSet& training, const LayoutSet& generation, ReshardMode mode) {
-  check_compatible(training, generation);
   const int world = training.world();
-  const std::size_t n = training.params.size();
   ReshardPlan plan;
   plan.mode = mode;
   plan.training = training;
@@ -74,67 +118,84 @@ ReshardPlan plan_reshard(const LayoutSet& training, const LayoutSet& generation,
   plan.ranks.resize(static_cast<std::size_t>(world));
   // sends[a][b] / recvs[b][a]: the pieces a sends b, built in one order so both sides agree.
   std::vector<std::map<int, Transfer>> sends(static_cast<std::size_t>(world)), recvs(static_cast<std::size_t>(world));
-  for (std::size_t p = 0; p < n; ++p) {
-    const std::vector<Source> sources = sources_of(training, p, mode);
-    for (int r = 0; r < world; ++r) {
-      RankPlan& rp = plan.ranks[static_cast<std::size_t>(r)];
-      const std::optional<Box> gen = generation.box(p, r);
-      const std::optional<Box> train = training.box(p, r);
-      const std::optional<Box> assembled =
-          mode == ReshardMode::kHybrid ? gen : std::optional<Box>(full_box(training.params[p].spec.shape));
-      rp.assembled.push_back(assembled);
-      if (train) rp.training_bytes += bytes_of(training, p, *train);
-      if (gen) rp.generation_bytes += bytes_of(training, p, *gen);
-      std::int64_t union_bytes = assembled ? bytes_of(training, p, *assembled) : 0;
-      if (train) {
-        const auto inside = assembled ? intersect(*assembled, *train) : std::nullopt;
-        union_bytes += bytes_of(training, p, *train) - (inside ? bytes_of(training, p, *inside) : 0);
-        const auto in_gen = gen ? intersect(*gen, *train) : std::nullopt;
-        rp.redundant_bytes += bytes_of(training, p, *train) - (in_gen ? bytes_of(training, p, *in_gen) : 0);
-      }
-      rp.peak_parameter_bytes += union_bytes;
-      if (!assembled) continue;
-      for (const Source& s : sources) {
-        auto part = intersect(*assembled, s.box);
-        if (!part) continue;
-        const std::int64_t bytes = bytes_of(training, p, *part);
-        bool mine = false;
-        for (int h : s.holders) mine = mine || h == r;
-        if (mine) {
-          rp.local.push_back({p, *part});
-          rp.bytes_local += bytes;
-          continue;
-        }
-        const int from = choose_holder(training, s.holders, r);
-        Transfer& out = sends[static_cast<std::size_t>(from)][r];
-        out.peer = r;
-        out.pieces.push_back({p, *part});
-        out.bytes += bytes;
-        Transfer& in = recvs[static_cast<std::size_t>(r)][from];
-        in.peer = from;
-        in.pieces.push_back({p, *part});
-        in.bytes += bytes;
-      }
-    }
-  }
+  std::vector<RankTraffic> totals;
+  walk_plan(training, generation, mode, totals,
+            [&](std::size_t p, int r, const Box& assembled, const Source& s, int from) {
+              RankPlan& rp = plan.ranks[static_cast<std::size_t>(r)];
+              Box part = *intersect(assembled, s.box);
+              if (from == r) {
+                rp.local.push_back({p, std::move(part)});
+                return;
+              }
+              const std::int64_t bytes = part.numel() * training.params[p].spec.element_size;
+              Transfer& out = sends[static_cast<std::size_t>(from)][r];
+              out.peer = r;
+              out.pieces.push_back({p, part});
+              out.bytes += bytes;
+              Transfer& in = recvs[static_cast<std::size_t>(r)][from];
+              in.peer = from;
+              in.pieces.push_back({p, std::move(part)});
+              in.bytes += bytes;
+            });
+  const std::size_t n = training.params.size();
   for (int r = 0; r < world; ++r) {
     RankPlan& rp = plan.ranks[static_cast<std::size_t>(r)];
-    for (auto& [peer, t] : sends[static_cast<std::size_t>(r)]) {
-      rp.bytes_sent += t.bytes;
-      rp.sends.push_back(std::move(t));
+    const RankTraffic& t = totals[static_cast<std::size_t>(r)];
+    for (std::size_t p = 0; p < n; ++p) {
+      rp.assembled.push_back(mode == ReshardMode::kHybrid ? generation.box(p, r)
+                                                          : std::optional<Box>(full_box(training.params[p].spec.shape)));
     }
-    for (auto& [peer, t] : recvs[static_cast<std::size_t>(r)]) {
-      rp.bytes_received += t.bytes;
-      rp.recvs.push_back(std::move(t));
+    rp.bytes_local = t.bytes_local;
+    rp.training_bytes = t.training_bytes;
+    rp.generation_bytes = t.generation_bytes;
+    rp.peak_parameter_bytes = t.peak_parameter_bytes;
+    rp.redundant_bytes = t.redundant_bytes;
+    for (auto& [peer, tr] : sends[static_cast<std::size_t>(r)]) {
+      rp.bytes_sent += tr.bytes;
+      rp.sends.push_back(std::move(tr));
+    }
+    for (auto& [peer, tr] : recvs[static_cast<std::size_t>(r)]) {
+      rp.bytes_received += tr.bytes;
+      rp.recvs.push_back(std::move(tr));
     }
   }
   return plan;
+}
+
+ReshardTraffic reshard_traffic(const LayoutSet& training, const LayoutSet& generation, ReshardMode mode) {
+  ReshardTraffic traffic;
+  traffic.mode = mode;
+  traffic.model_bytes = training.model_bytes();
+  const std::size_t world = static_cast<std::size_t>(training.world());
+  // Dense (from, to) byte counts while walking (world² int64: 8 MiB at 1024 ranks), then sparse.
+  std::vector<std::int64_t> pair_bytes(world * world, 0);
+  walk_plan(training, generation, mode, traffic.ranks,
+            [&](std::size_t p, int r, const Box& assembled, const Source& s, int from) {
+              if (from == r) return;
+              pair_bytes[static_cast<std::size_t>(from) * world + static_cast<std::size_t>(r)] +=
+                  overlap_numel(assembled, s.box) * training.params[p].spec.element_size;
+            });
+  for (std::size_t from = 0; from < world; ++from) {
+    for (std::size_t to = 0; to < world; ++to) {
+      const std::int64_t bytes = pair_bytes[from * world + to];
+      if (bytes == 0) continue;
+      traffic.ranks[from].sent_to.push_back({static_cast<int>(to), bytes});
+      traffic.ranks[to].received_from.push_back({static_cast<int>(from), bytes});
+    }
+  }
+  return traffic;
 }
 
 ReshardPlan plan_reshard(const std::vector<ParamSpec>& params, const MeshShape& training_mesh, DpSharding dp,
                          int rollout_tp, ReshardMode mode) {
   const LayoutSet training = training_layout(params, training_mesh, dp);
   return plan_reshard(training, generation_layout(training, rollout_tp, mode), mode);
+}
+
+ReshardTraffic reshard_traffic(const std::vector<ParamSpec>& params, const MeshShape& training_mesh, DpSharding dp,
+                               int rollout_tp, ReshardMode mode) {
+  const LayoutSet training = training_layout(params, training_mesh, dp);
+  return reshard_traffic(training, generation_layout(training, rollout_tp, mode), mode);
 }
 
 }  // namespace hs::trainer

@@ -64,6 +64,8 @@ struct Box {
 Box full_box(const std::vector<std::int64_t>& shape);
 /// a ∩ b, or nullopt when they do not overlap.
 std::optional<Box> intersect(const Box& a, const Box& b);
+/// Elements of a ∩ b (0 when they do not overlap), without building the box.
+std::int64_t overlap_numel(const Box& a, const Box& b);
 /// inner ⊆ outer.
 bool contains(const Box& outer, const Box& inner);
 

@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "hybridscope/trainer/hybrid/layout.h"
@@ -69,6 +70,27 @@ struct ReshardPlan {
   std::vector<RankPlan> ranks;  // by world rank
 };
 
+/// A plan's byte counts without its pieces: what the simulator (bench/sim) needs to cost a switch
+/// on 1024 ranks, where the pieces of a naive plan (world² · parameters boxes) would not fit in
+/// memory. Made by the same walk as plan_reshard, so every count equals the plan's.
+struct RankTraffic {
+  std::int64_t bytes_sent = 0;
+  std::int64_t bytes_received = 0;
+  std::int64_t bytes_local = 0;
+  std::int64_t training_bytes = 0;
+  std::int64_t generation_bytes = 0;
+  std::int64_t peak_parameter_bytes = 0;
+  std::int64_t redundant_bytes = 0;
+  std::vector<std::pair<int, std::int64_t>> sent_to;        // (peer, bytes), ascending peer
+  std::vector<std::pair<int, std::int64_t>> received_from;  // (peer, bytes), ascending peer
+};
+
+struct ReshardTraffic {
+  ReshardMode mode = ReshardMode::kHybrid;
+  std::int64_t model_bytes = 0;
+  std::vector<RankTraffic> ranks;  // by world rank
+};
+
 /// Plans train->rollout. Throws LayoutError when the layouts disagree (world size, parameters).
 ReshardPlan plan_reshard(const LayoutSet& training, const LayoutSet& generation, ReshardMode mode);
 
@@ -76,5 +98,10 @@ ReshardPlan plan_reshard(const LayoutSet& training, const LayoutSet& generation,
 /// mesh (pp, tp, world/(pp·tp)) with the strategy's dp sharding, rollout tp `rollout_tp`.
 ReshardPlan plan_reshard(const std::vector<ParamSpec>& params, const MeshShape& training_mesh, DpSharding dp,
                          int rollout_tp, ReshardMode mode);
+
+/// The byte counts of plan_reshard(training, generation, mode), per rank and per peer.
+ReshardTraffic reshard_traffic(const LayoutSet& training, const LayoutSet& generation, ReshardMode mode);
+ReshardTraffic reshard_traffic(const std::vector<ParamSpec>& params, const MeshShape& training_mesh, DpSharding dp,
+                               int rollout_tp, ReshardMode mode);
 
 }  // namespace hs::trainer
