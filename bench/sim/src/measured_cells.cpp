@@ -1,6 +1,8 @@
 // measured_cells.cpp — matrix cells as StepInputs and median phase times (see measured_cells.h).
 #include "hybridscope/bench/sim/measured_cells.h"
 
+#include "hybridscope/trainer/data/tokenizer.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -52,16 +54,14 @@ StepInputs step_inputs_from_config(const ConfigLookup& config, int ranks, const 
   in.dtype = precision;
   in.weight_bytes_per_param = in.grad_bytes_per_param = in.kv_bytes_per_element = bytes;
   m.vocab_size = number(config, "hybridscope.model.vocab_size");
-  if (m.vocab_size <= 0) {
-    if (!(recorded.actor_param_bytes > 0))
-      throw SimError("measured cell: hybridscope.model.vocab_size is 0 (the tokenizer's) and the run recorded no "
-                     "perf/actor_param_bytes to solve it from");
-    const double params = recorded.actor_param_bytes / bytes;
-    probes::DecoderShape no_vocab = m;
-    no_vocab.vocab_size = 0;
-    m.vocab_size = std::round((params - probes::dense_parameter_count(no_vocab)) / (2.0 * m.hidden_size));
-    in.parameter_count = params;
+  if (m.vocab_size <= 0) {  // 0: the tokenizer's vocabulary, as the trainer takes it (trainer.cpp)
+    const std::string name = config("hybridscope.tokenizer").value_or("char");
+    const auto kind = trainer::from_string<trainer::TokenizerKind>(name);
+    if (!kind) throw SimError(fmt::format("measured cell: hybridscope.tokenizer = {}: not a tokenizer", name));
+    m.vocab_size = trainer::make_tokenizer(*kind)->vocab_size();
   }
+  // The parameters the run recorded (norms included), else the dense count.
+  if (recorded.actor_param_bytes > 0) in.parameter_count = recorded.actor_param_bytes / bytes;
   in.prompts = static_cast<int>(number(config, "data.train_batch_size"));
   in.samples_per_prompt = static_cast<int>(number(config, "actor_rollout_ref.rollout.n"));
   in.prompt_length = recorded.prompt_length;
@@ -80,25 +80,33 @@ StepInputs step_inputs_from_config(const ConfigLookup& config, int ranks, const 
                                in.train.pp));
   in.train.dp = ranks / (in.train.tp * in.train.pp);
   in.rollout_tp = static_cast<int>(number(config, "actor_rollout_ref.rollout.tensor_model_parallel_size"));
+  if (config("actor_rollout_ref.rollout.max_num_seqs"))
+    in.max_num_seqs = static_cast<int>(number(config, "actor_rollout_ref.rollout.max_num_seqs"));
 
-  const double mini = number(config, "actor_rollout_ref.actor.ppo_mini_batch_size");
-  const double micro = number(config, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu");
-  in.optimizer_steps_per_epoch = std::max(1, static_cast<int>(in.prompts / mini));
-  in.micro_batches_per_optimizer_step =
-      micro > 0 ? std::max(1, static_cast<int>(std::ceil(mini * in.samples_per_prompt / in.train.dp / micro))) : 1;
+  in.ppo_mini_batch_size = static_cast<int>(number(config, "actor_rollout_ref.actor.ppo_mini_batch_size"));
+  in.ppo_micro_batch_size_per_gpu =
+      static_cast<int>(number(config, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"));
   in.ppo_epochs = static_cast<int>(number(config, "actor_rollout_ref.actor.ppo_epochs"));
   in.reference_policy =
       flag(config, "actor_rollout_ref.actor.use_kl_loss") || flag(config, "algorithm.use_kl_in_reward");
   // hybridscope's trainer, not verl's FSDP: ZeroShards gathers the whole actor once per log-prob
   // pass and per optimizer step (trainer/src/dist/zero.cpp, rl/ppo_workers.cpp), and the
-  // reference model is replicated. A matrix runs every rank on this one host.
+  // reference model is replicated.
   in.fsdp_gathers = FsdpGathers::kPerOptimizerStep;
+  // The weight switch: the planner's plan in the wire dtype (hybrid_actor.cpp: bf16 moves 2 bytes).
+  const std::string mode = config("hybridscope.reshard.mode").value_or("hybrid");
+  const auto reshard = trainer::from_string<trainer::ReshardMode>(mode);
+  if (!reshard) throw SimError(fmt::format("measured cell: hybridscope.reshard.mode = {}: not a reshard mode", mode));
+  in.reshard_mode = *reshard;
+  in.tie_word_embeddings = flag(config, "hybridscope.model.tie_word_embeddings");
+  in.switch_bytes_per_param = bytes;
+  in.master_bytes_per_param = 4.0;
+  in.gradient_checkpointing = flag(config, "actor_rollout_ref.model.enable_gradient_checkpointing");
+  in.critic = config("algorithm.adv_estimator").value_or("grpo") == "gae";
   in.reference_sharded = false;
-  in.processes_per_node = ranks;
   const std::string lp_key = "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu";  // -1 / absent: whole batch
-  const double lp_micro = config(lp_key) ? number(config, lp_key) : -1.0;
-  const double per_rank = static_cast<double>(in.prompts) * in.samples_per_prompt / ranks;
-  in.log_prob_micro_batches = lp_micro > 0 ? std::max(1, static_cast<int>(std::ceil(per_rank / lp_micro))) : 1;
+  in.log_prob_micro_batch_size_per_gpu = config(lp_key) ? std::max(0, static_cast<int>(number(config, lp_key))) : 0;
+  resolve_batches(in);
   return in;
 }
 
@@ -150,6 +158,7 @@ std::vector<MeasuredCell> read_measured_cells(const reports::RunDatabase& db, st
                                  mean("perf/actor_param_bytes")};
     cell.inputs = step_inputs_from_config(
         [&](const std::string& key) { return db.config_value(run_id, key); }, cell.ranks, recorded);
+    cell.inputs.processes_per_node = cell.ranks;  // a matrix runs every rank on this one host
     out.push_back(std::move(cell));
   }
   if (out.empty()) throw SimError(fmt::format("{}: matrix {} has no completed run", db.path(), matrix_id));

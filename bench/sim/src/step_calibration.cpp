@@ -12,7 +12,7 @@ namespace hs::bench::sim {
 namespace {
 
 // The phases the model and the matrices share, in verl's order.
-constexpr const char* kComparedPhases[] = {"gen", "old_log_prob", "update_actor", "step"};
+constexpr const char* kComparedPhases[] = {"switch/train_to_rollout", "gen", "old_log_prob", "update_actor", "step"};
 
 PhaseTimes simulate_with(const MeasuredCell& cell, const Efficiencies& e, const CommCalibration& comm) {
   StepInputs in = cell.inputs;
@@ -55,6 +55,9 @@ double predicted_phase(const PhaseTimes& t, const std::string& phase) noexcept {
   if (phase == "old_log_prob") return t.old_log_prob_s;
   if (phase == "ref") return t.ref_s;
   if (phase == "update_actor") return t.update_actor_s;
+  if (phase == "values") return t.values_s;
+  if (phase == "update_critic") return t.update_critic_s;
+  if (phase == "switch/train_to_rollout") return t.switch_s;
   if (phase == "step") return t.step_s;
   return -1.0;
 }
@@ -65,13 +68,25 @@ EfficiencyFit fit_efficiencies(const std::vector<MeasuredCell>& cells, const Com
   EfficiencyFit out;
   out.efficiency = start;
   out.cells = static_cast<int>(cells.size());
-  const Efficiencies unit{1.0, 1.0, 1.0, 1.0};
+  const Efficiencies unit{1.0, 1.0, 1.0, 1.0, 1.0};
 
-  // old_log_prob and update_actor: closed form per cell, geometric mean.
-  double log_forward = 0.0, log_train = 0.0;
-  int n_forward = 0, n_train = 0;
+  // old_log_prob, update_actor and the switch's copies: closed form per cell, geometric mean.
+  double log_forward = 0.0, log_train = 0.0, log_copy = 0.0;
+  int n_forward = 0, n_train = 0, n_copy = 0;
   for (const auto& cell : cells) {
     const PhaseTimes t1 = simulate_with(cell, unit, comm);
+    if (const double* t = measured(cell, "switch/train_to_rollout"); t && t1.weight_switch.copy_s > 0) {
+      const double copies = *t - t1.weight_switch.wire_s;
+      if (copies > 0) {
+        log_copy += std::log(t1.weight_switch.copy_s / copies);
+        ++n_copy;
+      } else {
+        out.notes.push_back(fmt::format(
+            "cell {} ({}): the modelled switch transfers ({:.4f} s) exceed the measured switch ({:.4f} s); not "
+            "used for the switch copy efficiency",
+            cell.cell_index, cell.name, t1.weight_switch.wire_s, *t));
+      }
+    }
     if (const double* t = measured(cell, "old_log_prob")) {
       const double compute = *t - t1.old_log_prob_gather_s;  // the pass's fsdp gathers do not scale with it
       if (compute > 0) {
@@ -101,6 +116,8 @@ EfficiencyFit fit_efficiencies(const std::vector<MeasuredCell>& cells, const Com
   else out.notes.push_back("no cell measured old_log_prob: forward efficiency kept at its start value");
   if (n_train > 0) out.efficiency.train_compute = std::exp(log_train / n_train);
   else out.notes.push_back("no usable update_actor: training efficiency kept at its start value");
+  if (n_copy > 0) out.efficiency.switch_copy = std::exp(log_copy / n_copy);
+  else out.notes.push_back("no cell's switch moved weights: the switch copy efficiency kept at its start value");
 
   // gen: two efficiencies, nested golden-section searches on the log-ratio least squares.
   std::vector<const MeasuredCell*> gen_cells;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace hs::bench::sim {
 
@@ -65,6 +66,86 @@ void check_inputs(const StepInputs& in) {
 
 }  // namespace
 
+void resolve_batches(StepInputs& in) {
+  const double sequences = static_cast<double>(in.prompts) * in.samples_per_prompt;
+  if (in.ppo_mini_batch_size > 0) {
+    const double mini = in.ppo_mini_batch_size;
+    in.optimizer_steps_per_epoch = std::max(1, static_cast<int>(in.prompts / mini));
+    if (in.ppo_micro_batch_size_per_gpu > 0)
+      in.micro_batches_per_optimizer_step = std::max(
+          1, static_cast<int>(std::ceil(mini * in.samples_per_prompt / in.train.dp / in.ppo_micro_batch_size_per_gpu)));
+  }
+  if (in.log_prob_micro_batch_size_per_gpu > 0)
+    in.log_prob_micro_batches = std::max(
+        1, static_cast<int>(std::ceil(sequences / in.train.world() / in.log_prob_micro_batch_size_per_gpu)));
+}
+
+trainer::ModelShape trainer_model_shape(const StepInputs& in) {
+  trainer::ModelShape s;
+  s.vocab_size = static_cast<int>(in.model.vocab_size);
+  s.hidden_size = static_cast<int>(in.model.hidden_size);
+  s.intermediate_size = static_cast<int>(in.model.intermediate_size);
+  s.num_hidden_layers = static_cast<int>(in.model.num_hidden_layers);
+  s.num_attention_heads = static_cast<int>(in.model.num_attention_heads);
+  s.num_key_value_heads = static_cast<int>(in.model.num_key_value_heads);
+  s.tie_word_embeddings = in.tie_word_embeddings;
+  return s;
+}
+
+namespace {
+
+// The planner's byte counts for the step's layouts, or SimError with the planner's reason.
+trainer::ReshardTraffic switch_traffic(const StepInputs& in) {
+  const auto element = static_cast<int>(in.switch_bytes_per_param);
+  const auto params = trainer::llama_parameters(trainer_model_shape(in), element);
+  const trainer::MeshShape mesh{in.train.pp, in.train.tp, in.train.dp};
+  const auto dp = in.grad_sync == GradSync::kFsdp ? trainer::DpSharding::kSharded : trainer::DpSharding::kReplicated;
+  try {
+    return trainer::reshard_traffic(params, mesh, dp, in.rollout_tp, in.reshard_mode);
+  } catch (const trainer::LayoutError& e) {
+    throw SimError(fmt::format("weight switch (training pp {} tp {} dp {} -> rollout tp {}, {}): {}", in.train.pp,
+                               in.train.tp, in.train.dp, in.rollout_tp, trainer::to_string(in.reshard_mode), e.what()));
+  }
+}
+
+}  // namespace
+
+MemoryEstimate estimate_memory(const StepInputs& in, const HardwareSpec& hw, const SwitchTimes& sw) {
+  MemoryEstimate m;
+  const probes::DecoderShape& shape = in.model;
+  const double params = in.parameter_count > 0 ? in.parameter_count : probes::dense_parameter_count(shape);
+  const double tp = in.train.tp, pp = in.train.pp, dp = in.train.dp;
+  const double state_ranks = tp * pp * (in.grad_sync == GradSync::kFsdp ? dp : 1.0);
+  const double models = in.critic ? 2.0 : 1.0;
+  m.master_weights = models * params * in.master_bytes_per_param / state_ranks;
+  m.gradients = m.master_weights;
+  m.optimizer = models * params * in.optimizer_bytes_per_param / (tp * pp * dp);
+  const double reference_ranks = tp * pp * (in.grad_sync == GradSync::kFsdp && in.reference_sharded ? dp : 1.0);
+  if (in.reference_policy) m.reference_weights = params * in.weight_bytes_per_param / reference_ranks;
+
+  const double sequences = static_cast<double>(in.prompts) * in.samples_per_prompt;
+  const double S = in.prompt_length + in.response_length;
+  const double micro_sequences =
+      sequences / in.optimizer_steps_per_epoch / dp / in.micro_batches_per_optimizer_step;
+  const double t = std::max(1.0, micro_sequences) * S;  // tokens of one micro-batch
+  const double h = shape.hidden_size, layers = shape.num_hidden_layers / pp;
+  const double in_flight = std::min(pp, static_cast<double>(in.micro_batches_per_optimizer_step));
+  const double full_layer = 34.0 * t * h / tp;
+  const double per_micro = in.gradient_checkpointing ? 2.0 * t * h * layers + full_layer : full_layer * layers;
+  m.activations = models * per_micro * in_flight;
+  m.logits = t * shape.vocab_size * 4.0 * 2.0 / tp;
+  m.training_peak = m.master_weights + m.gradients + m.optimizer + m.reference_weights + m.activations + m.logits;
+
+  const double b = sequences / (in.train.world() / in.rollout_tp);
+  m.generation_weights = static_cast<double>(sw.max_peak_parameter_bytes);
+  const double concurrent = in.max_num_seqs > 0 ? std::min(b, static_cast<double>(in.max_num_seqs)) : b;
+  m.kv_cache = concurrent * S * kv_bytes_per_token(shape, in.kv_bytes_per_element) / in.rollout_tp;
+  m.generation_peak = m.master_weights + (in.optimizer_offload ? 0.0 : m.optimizer) + m.reference_weights +
+                      m.generation_weights + m.kv_cache;
+  m.capacity = hw.device.memory_capacity_bytes / device_sharing(in, hw);
+  return m;
+}
+
 PhaseTimes simulate_step(const StepInputs& in, const CommCalibration& comm) {
   check_inputs(in);
   const HardwareSpec& hw = comm.hardware();
@@ -89,20 +170,31 @@ PhaseTimes simulate_step(const StepInputs& in, const CommCalibration& comm) {
   t.prefill_s = share * probes::forward_flops(m, b * P, b * P * P) / (tp_g * peak * eff.prefill_compute);
   const double weight_shard_bytes = params * in.weight_bytes_per_param / tp_g;
   const double kv_token_shard_bytes = kv_bytes_per_token(m, in.kv_bytes_per_element) / tp_g;
-  for (int j = 0; j < static_cast<int>(R); ++j) {
-    const double context = P + j;  // tokens already in the cache when step j runs
-    const double bytes = weight_shard_bytes + b * context * kv_token_shard_bytes;
-    const double flops = b * (2.0 * dense + attention_per_context_token * context) / tp_g;
-    t.decode_s += share * std::max(bytes / (bandwidth * eff.decode_bandwidth), flops / (peak * eff.prefill_compute));
-  }
+  // Decoding runs at most max_num_seqs sequences at once: waves of `concurrent`, the last smaller.
+  const double concurrent = in.max_num_seqs > 0 ? std::min(b, static_cast<double>(in.max_num_seqs)) : b;
+  const double full_waves = std::floor(b / concurrent), last_wave = b - full_waves * concurrent;
+  const LinkLevel gen_level = link_level_for_strided_group(tp_g, 1, node_ranks);
+  const double activation = m.hidden_size * in.weight_bytes_per_param;
+  auto decode_wave = [&](double batch) {
+    double s = 0;
+    for (int j = 0; j < static_cast<int>(R); ++j) {
+      const double context = P + j;  // tokens already in the cache when step j runs
+      const double bytes = weight_shard_bytes + batch * context * kv_token_shard_bytes;
+      const double flops = batch * (2.0 * dense + attention_per_context_token * context) / tp_g;
+      s += share * std::max(bytes / (bandwidth * eff.decode_bandwidth), flops / (peak * eff.prefill_compute));
+    }
+    return s;
+  };
+  // Two all-reduces per layer of the activations (tokens · hidden, in the weights' dtype): once
+  // for the prompts, then once per generated token of each wave.
+  const double per_layer = 2.0 * m.num_hidden_layers;
+  auto wave_tp_comm = [&](double batch) {
+    return tp_g > 1 ? R * per_layer * comm.seconds(Collective::kAllReduce, tp_g, batch * activation, gen_level) : 0.0;
+  };
+  t.decode_s = full_waves * decode_wave(concurrent) + (last_wave > 0 ? decode_wave(last_wave) : 0.0);
   if (tp_g > 1) {
-    // Two all-reduces per layer of the activations (b tokens · hidden, in the weights' dtype):
-    // once for the prompts, then once per generated token.
-    const LinkLevel level = link_level_for_strided_group(tp_g, 1, node_ranks);
-    const double per_layer = 2.0 * m.num_hidden_layers;
-    const double activation = m.hidden_size * in.weight_bytes_per_param;
-    t.gen_tp_comm_s = per_layer * comm.seconds(Collective::kAllReduce, tp_g, b * P * activation, level);
-    t.gen_tp_comm_s += R * per_layer * comm.seconds(Collective::kAllReduce, tp_g, b * activation, level);
+    t.gen_tp_comm_s = per_layer * comm.seconds(Collective::kAllReduce, tp_g, b * P * activation, gen_level) +
+                      full_waves * wave_tp_comm(concurrent) + (last_wave > 0 ? wave_tp_comm(last_wave) : 0.0);
   }
   t.gen_s = t.prefill_s + t.decode_s + t.gen_tp_comm_s;
 
@@ -143,8 +235,47 @@ PhaseTimes simulate_step(const StepInputs& in, const CommCalibration& comm) {
       t.actor_grad_comm_s = per_micro ? rounds * micro * (2.0 * gather + scatter) : rounds * (gather + scatter);
     }
   }
-  t.update_actor_s = t.actor_compute_s + t.actor_bubble_s + t.actor_grad_comm_s;
-  t.step_s = t.gen_s + t.old_log_prob_s + t.ref_s + t.update_actor_s;
+  // Megatron's model-parallel traffic in training: per micro-batch of t tokens, two all-reduces per
+  // layer of t·hidden activations forward and two backward in the tp group (consecutive ranks), and
+  // the stage boundary's activations forward and their gradients backward (send/recv) between the
+  // pp stages (tp ranks apart). The log-prob passes pay the forward half.
+  if (in.train.tp > 1 || in.train.pp > 1) {
+    const double sequences_per_dp = sequences / dp;
+    const double activation_bytes = m.hidden_size * in.weight_bytes_per_param;
+    const double layers_per_stage = m.num_hidden_layers / in.train.pp;
+    auto model_parallel_s = [&](double tokens, double directions) {
+      double s = 0;
+      if (in.train.tp > 1)
+        s += directions * 2.0 * layers_per_stage *
+             comm.seconds(Collective::kAllReduce, in.train.tp, tokens * activation_bytes,
+                          link_level_for_strided_group(in.train.tp, 1, node_ranks));
+      if (in.train.pp > 1)
+        s += directions * (in.train.pp - 1) *
+             comm.seconds(Collective::kSendRecv, 2, tokens * activation_bytes / in.train.tp,
+                          link_level_for_strided_group(2, in.train.tp, node_ranks));
+      return s;
+    };
+    // Update: every token of the rank's share once per epoch, forward and backward.
+    t.actor_model_parallel_comm_s = in.ppo_epochs * model_parallel_s(sequences_per_dp * S, 2.0);
+    const double log_prob_comm = model_parallel_s(sequences_per_dp * S, 1.0);
+    t.old_log_prob_s += log_prob_comm;
+    if (in.reference_policy) t.ref_s += log_prob_comm;
+  }
+  t.update_actor_s = t.actor_compute_s + t.actor_bubble_s + t.actor_grad_comm_s + t.actor_model_parallel_comm_s;
+
+  // The other models: a reward model's forward, PPO's critic (the actor's shape and layout).
+  if (in.reward_model) t.reward_s = log_prob_compute + t.old_log_prob_gather_s;
+  if (in.critic) {
+    t.values_s = t.old_log_prob_s;
+    t.update_critic_s = t.update_actor_s;
+  }
+
+  // The weight switch: the planner's bytes, the executor's schedule.
+  t.weight_switch = cost_switch(switch_traffic(in), comm, node_ranks, share, bandwidth * eff.switch_copy);
+  t.switch_s = t.weight_switch.train_to_rollout_s;
+  t.step_s = t.switch_s + t.gen_s + t.reward_s + t.old_log_prob_s + t.ref_s + t.values_s + t.update_critic_s +
+             t.update_actor_s;
+  t.memory = estimate_memory(in, hw, t.weight_switch);
   return t;
 }
 

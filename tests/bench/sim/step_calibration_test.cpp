@@ -27,7 +27,7 @@ sim::CommCalibration small_cluster() {
   return sim::CommCalibration(hw);
 }
 
-const sim::Efficiencies kTruth{0.42, 0.63, 0.55, 0.31};  // prefill, decode bandwidth, forward, train
+const sim::Efficiencies kTruth{0.42, 0.63, 0.55, 0.31, 0.37};  // prefill, decode bandwidth, forward, train, switch
 
 // Cells over ranks 1, 2, 4 and two (prompt, response) shapes, measured = the model at kTruth
 // times a per-cell factor (1 for noise-free).
@@ -56,6 +56,7 @@ std::vector<sim::MeasuredCell> synthetic_cells(const sim::CommCalibration& comm,
       const double f = 1.0 + noise * ((index % 2) ? 1.0 : -1.0) * (0.5 + 0.5 * ((index % 3) / 2.0));
       c.phase_s = {{"gen", t.gen_s * f}, {"old_log_prob", t.old_log_prob_s / f}, {"ref", t.ref_s / f},
                    {"update_actor", t.update_actor_s * f}, {"step", t.step_s * f}};
+      if (t.switch_s > 0) c.phase_s["switch/train_to_rollout"] = t.switch_s * f;
       c.inputs.efficiency = {};  // the fit must not see the truth
       cells.push_back(c);
     }
@@ -72,6 +73,7 @@ TEST(StepCalibration, RecoversKnownEfficienciesFromNoiseFreeCells) {
   EXPECT_NEAR(fit.efficiency.decode_bandwidth / kTruth.decode_bandwidth, 1.0, 1e-6);
   EXPECT_NEAR(fit.efficiency.forward_compute / kTruth.forward_compute, 1.0, 1e-12);
   EXPECT_NEAR(fit.efficiency.train_compute / kTruth.train_compute, 1.0, 1e-12);
+  EXPECT_NEAR(fit.efficiency.switch_copy / kTruth.switch_copy, 1.0, 1e-12);
   EXPECT_TRUE(fit.notes.empty()) << fit.notes.front();
 }
 
@@ -79,7 +81,7 @@ TEST(StepCalibration, HeldOutCellsArePredictedExactlyWithoutNoise) {
   const auto comm = small_cluster();
   const auto report = sim::validate_step_model(
       synthetic_cells(comm, 0.0), [](const sim::MeasuredCell& c) { return c.ranks < 4; }, comm);
-  ASSERT_EQ(report.held_out.size(), 4u);  // gen, old_log_prob, update_actor, step
+  ASSERT_EQ(report.held_out.size(), 5u);  // switch/train_to_rollout, gen, old_log_prob, update_actor, step
   for (const auto& e : report.held_out) {
     EXPECT_EQ(e.cells, 2) << e.phase;
     EXPECT_LT(e.mean_abs_pct_error, 1e-4) << e.phase;
@@ -169,9 +171,11 @@ TEST(MeasuredCells, StepInputsFromTheDemoMatrixConfig) {
   EXPECT_EQ(in.micro_batches_per_optimizer_step, 1);  // 16·4/4 = 16 samples per rank, micro 16
   EXPECT_DOUBLE_EQ(in.response_length, 8.0);          // decode steps are whole
   EXPECT_FALSE(in.reference_policy);
-  // hybridscope's ZeroShards on one host: 4 rank processes on the node, one gather per pass (no
-  // log_prob_micro_batch_size_per_gpu key: the whole batch in one forward call).
-  EXPECT_EQ(in.processes_per_node, 4);
+  // hybridscope's ZeroShards: one gather per pass (no log_prob_micro_batch_size_per_gpu key: the
+  // whole batch in one forward call); placement is the caller's (read_measured_cells: one host).
+  EXPECT_EQ(in.processes_per_node, 0);
+  EXPECT_EQ(in.reshard_mode, hs::trainer::ReshardMode::kHybrid);  // the key's default
+  EXPECT_DOUBLE_EQ(in.switch_bytes_per_param, 4.0);                // fp32 moves 4-byte elements
   EXPECT_EQ(in.fsdp_gathers, sim::FsdpGathers::kPerOptimizerStep);
   EXPECT_FALSE(in.reference_sharded);
   EXPECT_EQ(in.log_prob_micro_batches, 1);

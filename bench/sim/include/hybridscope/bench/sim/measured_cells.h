@@ -35,16 +35,21 @@ struct RecordedShape {
 
 /// StepInputs of a run from verl's keys and hybridscope's model keys:
 ///   model        hybridscope.model.{hidden_size, intermediate_size, num_hidden_layers,
-///                num_attention_heads, num_key_value_heads, vocab_size}; vocab_size 0 (the char
-///                tokenizer's) is solved from the parameter bytes: (params − layers' weights)/(2·h)
+///                num_attention_heads, num_key_value_heads, vocab_size}; the parameter count from
+///                the recorded bytes when there are any
 ///   dtype        hybridscope.precision (fp32: 4 bytes per weight, gradient and KV element)
 ///   batch        data.train_batch_size, actor_rollout_ref.rollout.n, recorded mean lengths
 ///   layouts      strategy fsdp: tp 1, pp 1, dp = ranks, FSDP gathers; megatron: actor.megatron.
 ///                {tensor,pipeline}_model_parallel_size, dp the rest, data-parallel all-reduce;
 ///                rollout tp = actor_rollout_ref.rollout.tensor_model_parallel_size
-///   updates      train_batch_size / ppo_mini_batch_size optimizer steps; per rank
-///                ceil(ppo_mini_batch_size · n / dp / ppo_micro_batch_size_per_gpu) micro-batches
+///   updates      ppo_mini_batch_size, ppo_micro_batch_size_per_gpu, log_prob_micro_batch_size_per_gpu,
+///                ppo_epochs (resolve_batches derives the counts)
 ///   ref pass     actor.use_kl_loss or algorithm.use_kl_in_reward
+///   switch       hybridscope.reshard.mode, tie_word_embeddings, the precision's bytes on the wire
+///   critic       algorithm.adv_estimator gae; gradient checkpointing from the model key
+///   vocabulary   hybridscope.model.vocab_size, or the tokenizer's (0), as the trainer takes it
+/// hybridscope's own engine: FSDP gathers once per pass (ZeroShards), a replicated reference.
+/// Placement is left to the caller (read_measured_cells: every rank on one host).
 /// Throws SimError naming a missing or malformed key.
 StepInputs step_inputs_from_config(const ConfigLookup& config, int ranks, const RecordedShape& recorded);
 

@@ -7,7 +7,8 @@
 //     prefill   forward FLOPs of b prompts ÷ (rollout_tp · peak · prefill_efficiency)
 //               + 2 TP all-reduces per layer of b·P·hidden activations (Megatron's row-parallel
 //               attention output and MLP down projection)
-//     decode    R steps; step j reads its weight shard and its KV cache shard and is memory-bound
+//     decode    in waves of at most max_num_seqs sequences (the last wave smaller), each of
+//               R steps; step j reads its weight shard and its KV cache shard and is memory-bound
 //               unless its FLOPs say otherwise:
 //               max((weight_bytes/tp + b·(P + j)·kv_bytes_per_token/tp) ÷ (bandwidth · decode_bw_eff),
 //                   b·(2·N_dense + 4·(P + j)·head_dim·heads·layers)/tp ÷ (peak · prefill_efficiency))
@@ -18,6 +19,9 @@
 //   update actor  verl's training FLOPs × ppo_epochs ÷ (world · peak · train_efficiency)
 //               + the 1F1B bubble: compute · (p − 1)/m, i.e. a share (p − 1)/(m + p − 1) of the
 //                 pipeline's time (Narayanan et al., SC'21, §2.2), m micro-batches per optimizer step
+//               + megatron's model-parallel traffic: per layer two tp all-reduces of the tokens'
+//                 activations forward and two backward; pp send/recv of the boundary activations
+//                 (the log-prob passes pay the forward half); sequence parallelism not modelled
 //               + gradient synchronisation per optimizer step, by the calibrated alpha-beta model:
 //                 data-parallel: one all-reduce of the gradient shard over dp ranks;
 //                 fsdp: per micro-batch, two all-gathers of the parameters (forward, backward)
@@ -29,17 +33,27 @@
 // that factor slower per rank: the node's total throughput stops growing at its device count.
 // Communication is not scaled: its alpha and beta are calibrated from runs with the same
 // placement (hs_comm_bench oversubscribes the same way), or are the hardware file's.
+//   weight switch  train->rollout: the reshard planner's byte counts for the layouts and mode,
+//               costed as hybridscope's executor runs them (switch_model.h)
+//   reward      rule-based (verl's default for GRPO on verifiable tasks): not costed; with a reward
+//               model, a forward pass over all sequences like ref
+//   critic      PPO: a critic of the actor's shape (an assumption verl's examples follow): a values
+//               pass like old_log_prob, and update_critic like update_actor
 // Not overlapped: every communication is exposed (an upper bound; overlap is for calibration).
-// Not here yet: reward, critic (values, update_critic), the weight switch (the reshard planner's
-// bytes), activation memory and the refusal of layouts that do not fit, tree/hierarchical
-// collectives. Sources of the FLOPs formula: probes/model_flops.h (verl's flops_counter.py).
+// Memory per rank (estimate_memory) is estimated with the phases, and a layout that does not fit
+// is refused by the projection with the reason.
+// Not here yet: the KV cache's allocation, tree/hierarchical collectives, response lengths that
+// vary (every response is R tokens: a long tail makes generation slower than this).
+// Sources of the FLOPs formula: probes/model_flops.h (verl's flops_counter.py).
 #pragma once
 
 #include <string>
 
 #include "hybridscope/bench/sim/comm_calibration.h"
 #include "hybridscope/bench/sim/hardware.h"
+#include "hybridscope/bench/sim/switch_model.h"
 #include "hybridscope/probes/model_flops.h"
+#include "hybridscope/trainer/config/config.h"
 
 namespace hs::bench::sim {
 
@@ -75,6 +89,7 @@ struct Efficiencies {
   double decode_bandwidth = 0.7;  // decode's weight and KV-cache reads
   double forward_compute = 0.5;   // old/ref log-prob passes
   double train_compute = 0.4;     // the actor's forward + backward
+  double switch_copy = 0.5;       // the weight switch's packing, unpacking and slicing copies
 };
 
 struct StepInputs {
@@ -92,7 +107,13 @@ struct StepInputs {
 
   TrainLayout train;
   int rollout_tp = 1;                      // generation's tensor parallel size (pp_g = 1)
+  int max_num_seqs = 0;                    // actor_rollout_ref.rollout.max_num_seqs: decoded at once (0: all)
   GradSync grad_sync = GradSync::kFsdp;
+  // verl's batch keys; resolve_batches() derives the three counts below from them and the layout
+  // (0: keep the counts as set).
+  int ppo_mini_batch_size = 0;                 // prompts per optimizer step
+  int ppo_micro_batch_size_per_gpu = 0;        // sequences per forward/backward call
+  int log_prob_micro_batch_size_per_gpu = 0;   // sequences per log-prob forward call (0: the whole share)
   int optimizer_steps_per_epoch = 1;       // train_batch_size / ppo_mini_batch_size
   int micro_batches_per_optimizer_step = 1;  // per rank: m of the 1F1B schedule, FSDP's gather rounds
   int ppo_epochs = 1;
@@ -101,6 +122,21 @@ struct StepInputs {
   int log_prob_micro_batches = 1;          // forward calls per rank in one log-prob pass (kPerMicroBatch gathers each)
   bool reference_sharded = true;           // the ref model is FSDP-sharded like the actor (verl); false: replicated
                                            // on every rank (hybridscope), its pass gathers nothing
+
+  // The weight switch (switch_model.h): the reshard planner's plan for these layouts and mode.
+  trainer::ReshardMode reshard_mode = trainer::ReshardMode::kHybrid;
+  bool tie_word_embeddings = false;   // no separate LM head (the planner's parameter list)
+  double switch_bytes_per_param = 2;  // bytes per element on the wire (bf16 rollout weights)
+
+  // Memory (estimate_memory).
+  double master_bytes_per_param = 4;     // fp32 master weights, and gradients in their dtype
+  double optimizer_bytes_per_param = 8;  // Adam's two fp32 moments, sharded over dp
+  bool gradient_checkpointing = true;    // actor_rollout_ref.model.enable_gradient_checkpointing
+  bool optimizer_offload = false;        // optimizer state on the host between updates
+
+  // Other models of the step.
+  bool critic = false;        // PPO: a critic of the actor's shape (values, update_critic)
+  bool reward_model = false;  // a model reward (a forward pass); false: rule-based, not costed
 
   // Placement: rank processes vs devices on one node. 0 takes the default: the hardware file's
   // devices_per_node, and one process per device (min(world, devices_per_node)). More processes
@@ -112,15 +148,35 @@ struct StepInputs {
   Efficiencies efficiency;
 };
 
-/// Seconds per phase of one step (names as verl's timing_s/*: gen, old_log_prob, ref, update_actor).
+/// Bytes one rank holds at its two peaks (estimate_memory).
+struct MemoryEstimate {
+  double master_weights = 0, gradients = 0, optimizer = 0;  // the actor's (and critic's) training state
+  double reference_weights = 0;                              // the ref model's shard
+  double activations = 0, logits = 0;                        // one update's in-flight micro-batches
+  double training_peak = 0;    // state + reference + activations + logits
+  double generation_weights = 0;  // assembled ∪ training shard at the switch (the planner's peak)
+  double kv_cache = 0;            // the replica's KV cache shard at the longest context
+  double generation_peak = 0;     // master + optimizer (unless offloaded) + reference + generation + KV
+  double capacity = 0;            // the device's, divided among the processes sharing it
+  bool fits() const noexcept { return training_peak <= capacity && generation_peak <= capacity; }
+};
+
+/// Seconds per phase of one step (names as verl's timing_s/*: gen, old_log_prob, ref, values,
+/// update_critic, update_actor, switch/train_to_rollout).
 struct PhaseTimes {
   double prefill_s = 0, decode_s = 0, gen_tp_comm_s = 0;
   double gen_s = 0;  // prefill + decode + gen_tp_comm
   double old_log_prob_gather_s = 0, ref_gather_s = 0;  // fsdp parameter all-gathers inside the passes
   double old_log_prob_s = 0, ref_s = 0;                // compute + gathers
   double actor_compute_s = 0, actor_bubble_s = 0, actor_grad_comm_s = 0;
-  double update_actor_s = 0;  // compute + bubble + gradient communication
-  double step_s = 0;          // gen + old_log_prob + ref + update_actor
+  double actor_model_parallel_comm_s = 0;  // megatron: tp all-reduces and pp send/recv of activations
+  double update_actor_s = 0;  // compute + bubble + gradient communication + model-parallel communication
+  double reward_s = 0;        // a reward model's forward pass (0: rule-based)
+  double values_s = 0, update_critic_s = 0;  // PPO's critic
+  SwitchTimes weight_switch;  // train->rollout (switch_model.h)
+  double switch_s = 0;        // weight_switch.train_to_rollout_s
+  double step_s = 0;          // switch + gen + reward + old_log_prob + ref + values + update_critic + update_actor
+  MemoryEstimate memory;
 };
 
 /// K and V of one token over all layers: 2 · layers · kv_heads · head_dim · bytes_per_element.
@@ -136,9 +192,36 @@ double device_sharing(const StepInputs& inputs, const HardwareSpec& hw);
 /// Rank processes on one node (inputs.processes_per_node, or one per device: min(world, devices)).
 int ranks_per_node(const StepInputs& inputs, const HardwareSpec& hw);
 
+/// Sets optimizer_steps_per_epoch = prompts / ppo_mini_batch_size, micro_batches_per_optimizer_step
+/// = ceil(ppo_mini_batch_size · n / dp / ppo_micro_batch_size_per_gpu) and log_prob_micro_batches =
+/// ceil(sequences / world / log_prob_micro_batch_size_per_gpu) from verl's keys where they are set
+/// (> 0), for the layout in `inputs` (a projection changes the world, so they are derived again).
+void resolve_batches(StepInputs& inputs);
+
+/// Bytes per rank (every rank alike; pipeline stage 0, which holds the most in-flight micro-batches):
+///   master, gradients  params · master_bytes / (tp · pp · (fsdp ? dp : 1)), each
+///   optimizer          params · optimizer_bytes / (tp · pp · dp) (ZeRO-1 under megatron, ZeRO-3 under fsdp)
+///   critic             PPO: the same three again
+///   reference          params · weight_bytes / (tp · pp · (fsdp and reference_sharded ? dp : 1)) when
+///                      there is a ref pass
+///   activations        per micro-batch of t tokens and layer, bf16: 34·t·hidden/tp without
+///                      checkpointing (Korthikanti et al., MLSys'23, Table 2, flash attention: no
+///                      s² term), 2·t·hidden with it plus one layer's 34·t·hidden/tp recomputed;
+///                      × L/pp layers × min(pp, m) micro-batches in flight (1F1B)
+///   logits             t · vocab · 4 · 2 / tp: fp32 logits and their gradient (last stage)
+///   generation         the switch's peak parameter bytes (the planner's assembled ∪ training shard)
+///                      + the KV cache of min(b, max_num_seqs) sequences at P + R tokens / rollout tp
+/// Not here: the allocator's fragmentation and the rollout engine's reserve (vLLM's
+/// gpu_memory_utilization), CUDA context and NCCL buffers (~1–3 GB per GPU).
+MemoryEstimate estimate_memory(const StepInputs& inputs, const HardwareSpec& hw, const SwitchTimes& weight_switch);
+
+/// The trainer's ModelShape of `inputs` (the planner's parameter list: llama_parameters).
+trainer::ModelShape trainer_model_shape(const StepInputs& inputs);
+
 /// The model of one step on `comm`'s hardware with its calibrated collectives. Throws SimError
 /// when the layout does not divide the world, the batch does not split over the replicas' count
-/// in whole sequences, or a count is not positive.
+/// in whole sequences, a count is not positive, or the planner refuses the layouts (its
+/// LayoutError's message: e.g. an fsdp row block left empty).
 PhaseTimes simulate_step(const StepInputs& inputs, const CommCalibration& comm);
 
 }  // namespace hs::bench::sim

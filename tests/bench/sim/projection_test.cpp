@@ -1,0 +1,171 @@
+// projection_test.cpp — the weight switch's pair schedule and the memory estimate against hand
+// arithmetic, the layout search on a constructed case whose answer is known, and the projection's
+// scaling columns and refusals.
+#include "hybridscope/bench/sim/projection.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace sim = hs::bench::sim;
+namespace trainer = hs::trainer;
+
+namespace {
+
+sim::CommCalibration cluster(double alpha, double beta, int devices_per_node = 8, double capacity = 1e9) {
+  sim::HardwareSpec hw;
+  hw.name = "constructed";
+  hw.devices_per_node = devices_per_node;
+  hw.device.dense_flops_per_s = {{"bf16", 1e12}};
+  hw.device.memory_bandwidth_bytes_per_s = 1e11;
+  hw.device.memory_capacity_bytes = capacity;
+  hw.intra_node = {beta, alpha, sim::Basis::kAssumed};
+  hw.inter_node = {beta, alpha, sim::Basis::kAssumed};
+  return sim::CommCalibration(hw);
+}
+
+// As step_model_test.cpp's small case: N_dense = 250880, 8 sequences of 10 + 4 tokens, dp 2.
+sim::StepInputs small_step() {
+  sim::StepInputs in;
+  in.model = {1000, 64, 256, 2, 4, 2, 16};
+  in.prompts = 4;
+  in.samples_per_prompt = 2;
+  in.prompt_length = 10;
+  in.response_length = 4;
+  in.train = {1, 1, 2};
+  in.rollout_tp = 1;
+  in.grad_sync = sim::GradSync::kDataParallel;
+  in.optimizer_steps_per_epoch = 2;
+  in.micro_batches_per_optimizer_step = 2;
+  return in;
+}
+
+}  // namespace
+
+// Three ranks: 0→1 100 B, 1→0 100 B, 0→2 200 B, 2→1 50 B; send/recv costs 10 µs + bytes / 1e10.
+// Pairs in order: (0,1) 2·10 µs + 200 B → ends 20.02 µs; (0,2) starts there, 10 µs + 200 B → 30.04 µs;
+// (1,2) waits for rank 2: 30.04 + 10.005 = 40.045 µs. Copies at 1e9 B/s, read + write: rank 1 and
+// rank 2 copy 250 B (0.5 µs), rank 0 400 B (0.8 µs): rank 1 ends last at 40.545 µs.
+TEST(SwitchModel, PairScheduleAndCopiesByHand) {
+  trainer::ReshardTraffic traffic;
+  traffic.mode = trainer::ReshardMode::kHybrid;
+  traffic.ranks.resize(3);
+  traffic.ranks[0].sent_to = {{1, 100}, {2, 200}};
+  traffic.ranks[0].received_from = {{1, 100}};
+  traffic.ranks[1].sent_to = {{0, 100}};
+  traffic.ranks[1].received_from = {{0, 100}, {2, 50}};
+  traffic.ranks[2].sent_to = {{1, 50}};
+  traffic.ranks[2].received_from = {{0, 200}};
+  const std::int64_t sent[] = {300, 100, 50}, received[] = {100, 150, 200};
+  for (int r = 0; r < 3; ++r) {
+    traffic.ranks[r].bytes_sent = sent[r];
+    traffic.ranks[r].bytes_received = received[r];
+  }
+  const sim::SwitchTimes t = sim::cost_switch(traffic, cluster(1e-5, 1e10), 8, 1.0, 1e9);
+  EXPECT_NEAR(t.wire_s, 40.045e-6, 1e-15);
+  EXPECT_NEAR(t.copy_s, 0.5e-6, 1e-15);
+  EXPECT_NEAR(t.train_to_rollout_s, 40.545e-6, 1e-15);
+  EXPECT_EQ(t.critical_rank, 1);
+  EXPECT_EQ(t.max_bytes_received, 200);
+}
+
+// The planner's bytes reach the step: fsdp over 2 ranks to rollout tp 1 makes every rank gather the
+// other's half, naive and hybrid alike (HybridFlow Table 2: M − M/2); megatron dp 2 -> rollout tp 1
+// (hybrid) moves nothing and costs nothing.
+TEST(SwitchModel, StepUsesThePlannersBytes) {
+  sim::StepInputs in = small_step();
+  in.grad_sync = sim::GradSync::kFsdp;
+  const auto comm = cluster(1e-5, 1e10);
+  const sim::PhaseTimes fsdp = sim::simulate_step(in, comm);
+  // Parameters with norms (the planner's list): 250880 + 5 · 64 = 251200, 2 bytes each.
+  EXPECT_EQ(fsdp.weight_switch.max_bytes_received, 251200);
+  EXPECT_GT(fsdp.switch_s, 0.0);
+  EXPECT_DOUBLE_EQ(fsdp.step_s, fsdp.switch_s + fsdp.gen_s + fsdp.old_log_prob_s + fsdp.ref_s + fsdp.update_actor_s);
+  in.grad_sync = sim::GradSync::kDataParallel;
+  const sim::PhaseTimes megatron = sim::simulate_step(in, comm);
+  EXPECT_EQ(megatron.weight_switch.max_bytes_received, 0);
+  EXPECT_EQ(megatron.switch_s, 0.0);
+}
+
+// Memory of the small case (megatron dp 2, tp 1, pp 1; checkpointing; ref replicated by
+// megatron): master = grads = 250880 · 4 = 1003520; optimizer 250880 · 8 / 2 = 1003520; reference
+// 250880 · 2 = 501760; activations: one micro-batch of 8 / 2 / 2 / 2 = 1 sequence = 14 tokens,
+// 2·14·64·2 + 34·14·64 = 34048; logits 14 · 1000 · 4 · 2 = 112000. Generation: the planner's
+// assembled model 251200 · 2 = 502400, KV of 4 sequences · 14 tokens · 256 B = 14336.
+TEST(MemoryModel, SmallCaseByHand) {
+  const sim::PhaseTimes t = sim::simulate_step(small_step(), cluster(1e-5, 1e10));
+  const sim::MemoryEstimate& m = t.memory;
+  EXPECT_DOUBLE_EQ(m.master_weights, 1003520);
+  EXPECT_DOUBLE_EQ(m.gradients, 1003520);
+  EXPECT_DOUBLE_EQ(m.optimizer, 1003520);
+  EXPECT_DOUBLE_EQ(m.reference_weights, 501760);
+  EXPECT_DOUBLE_EQ(m.activations, 34048);
+  EXPECT_DOUBLE_EQ(m.logits, 112000);
+  EXPECT_DOUBLE_EQ(m.training_peak, 3658368);
+  EXPECT_DOUBLE_EQ(m.generation_weights, 502400);
+  EXPECT_DOUBLE_EQ(m.kv_cache, 14336);
+  EXPECT_DOUBLE_EQ(m.generation_peak, 1003520 + 1003520 + 501760 + 502400 + 14336);
+  EXPECT_TRUE(m.fits());
+  // A device of 3 MB holds the generation peak (3.03 MB)? No: refused, and the reason names training.
+  sim::StepInputs in = small_step();
+  const sim::Outcome refused = sim::try_step(in, cluster(1e-5, 1e10, 8, 3.0e6));
+  EXPECT_FALSE(refused.feasible);
+  EXPECT_NE(refused.refusal.find("training needs 0.0 GB per rank"), std::string::npos) << refused.refusal;
+}
+
+// A 1-second link latency makes every communication dominate. On 2 ranks the only candidates that
+// communicate once per optimizer step and never in generation or the switch are megatron tp 1 pp 1
+// dp 2 with rollout tp 1 and a mode that moves nothing (hybrid, vanilla: the generation shard is the
+// replicated training shard); naive splits the replicas into dp row blocks and moves half the model.
+TEST(LayoutSearch, SlowLinksPickTheLayoutThatMovesNothing) {
+  const auto comm = cluster(1.0, 1e10);
+  const auto candidates = sim::search_layouts(small_step(), comm, 2);
+  ASSERT_FALSE(candidates.empty());
+  ASSERT_TRUE(candidates.front().outcome.feasible);
+  EXPECT_EQ(candidates.front().label, "megatron tp 1 pp 1 dp 2 -> rollout tp 1, hybrid");
+  EXPECT_EQ(candidates.front().outcome.times.switch_s, 0.0);
+  EXPECT_EQ(candidates[1].label, "megatron tp 1 pp 1 dp 2 -> rollout tp 1, vanilla");
+  // Sorted by step time; every feasible before every refused.
+  bool refused_seen = false;
+  for (std::size_t i = 1; i < candidates.size(); ++i) {
+    if (!candidates[i].outcome.feasible) {
+      refused_seen = true;
+      continue;
+    }
+    EXPECT_FALSE(refused_seen) << candidates[i].label;
+    EXPECT_GE(candidates[i].outcome.times.step_s, candidates[i - 1].outcome.times.step_s) << candidates[i].label;
+  }
+  // Same layouts, different mode: hybrid never slower than naive.
+  double hybrid = -1, naive = -1;
+  for (const auto& c : candidates) {
+    if (c.label == "fsdp dp 2 -> rollout tp 2, hybrid") hybrid = c.outcome.times.step_s;
+    if (c.label == "fsdp dp 2 -> rollout tp 2, naive") naive = c.outcome.times.step_s;
+  }
+  ASSERT_GT(hybrid, 0);
+  EXPECT_LT(hybrid, naive);
+}
+
+// Strong scaling starts at 1 on the first size; weak scaling keeps the per-rank batch; a size the
+// batch does not split over is refused with the model's reason, not dropped.
+TEST(Projection, ScalingColumnsAndRefusals) {
+  sim::StepInputs base = small_step();
+  base.grad_sync = sim::GradSync::kFsdp;
+  base.ppo_mini_batch_size = 2;
+  base.ppo_micro_batch_size_per_gpu = 2;
+  const auto comm = cluster(1e-5, 1e10);
+  const sim::Projection p = sim::project(base, comm, {1, 2, 3, 4});
+  ASSERT_EQ(p.sizes.size(), 4u);
+  ASSERT_TRUE(p.sizes[0].feasible) << p.sizes[0].refusal;
+  EXPECT_DOUBLE_EQ(p.sizes[0].strong_efficiency, 1.0);
+  EXPECT_DOUBLE_EQ(p.sizes[0].weak_efficiency, 1.0);
+  ASSERT_TRUE(p.sizes[1].feasible) << p.sizes[1].refusal;
+  EXPECT_DOUBLE_EQ(p.sizes[1].strong_efficiency,
+                   p.sizes[0].times.step_s / (2 * p.sizes[1].times.step_s));
+  EXPECT_FALSE(p.sizes[2].feasible);  // 8 sequences over 3 replicas
+  EXPECT_NE(p.sizes[2].refusal.find("do not split evenly"), std::string::npos) << p.sizes[2].refusal;
+  ASSERT_TRUE(p.sizes[3].feasible) << p.sizes[3].refusal;
+  EXPECT_EQ(p.sizes[3].inputs.train.dp, 4);
+  EXPECT_EQ(p.sizes[3].inputs.micro_batches_per_optimizer_step, 1);  // 2 prompts · 2 / 4 ranks / 2
+  EXPECT_GT(p.sizes[3].tokens_per_s, 0.0);
+  EXPECT_GT(p.sizes[3].mfu_actor, p.sizes[3].mfu_step);
+}
