@@ -20,6 +20,8 @@
 #include "matrix_command.h"
 #include "hybridscope/probes/merge.h"
 #include "reshard_plan_command.h"
+#include "simulate_command.h"
+#include "hybridscope/bench/sim/hardware.h"
 #include "report_command.h"
 #include "switch_bench_command.h"
 #include "hybridscope/probes/recorder.h"
@@ -140,6 +142,10 @@ int main(int argc, char** argv) {
   hs::cli::ReportArgs report_args;
   auto* report_cmd = hs::cli::add_report_command(app, report_args);
 
+  // simulate
+  hs::cli::SimulateArgs simulate_args;
+  auto* simulate_cmd = hs::cli::add_simulate_command(app, simulate_args);
+
   // `launch [options] -- command...`: what follows `--` belongs to the ranks, untouched by parsing.
   int parse_argc = argc;
   if (argc > 1 && std::string(argv[1]) == "launch") {
@@ -167,6 +173,7 @@ int main(int argc, char** argv) {
     if (compare_cmd->parsed()) return hs::cli::run_compare(compare_args);
     if (diagnose_cmd->parsed()) return hs::cli::run_diagnose(diagnose_args);
     if (report_cmd->parsed()) return hs::cli::run_report(report_args);
+    if (simulate_cmd->parsed()) return hs::cli::run_simulate(simulate_args);
     if (merge->parsed()) {
       const auto report = hs::probes::merge_rank_files(merge_db);
       for (const auto& line : report.messages) fmt::print("{}\n", line);
@@ -195,6 +202,9 @@ int main(int argc, char** argv) {
   } catch (const hs::trainer::DistError& e) {
     fmt::print(stderr, "distributed error: {}\n", e.what());
     return 1;
+  } catch (const hs::bench::sim::SimError& e) {
+    fmt::print(stderr, "simulate: {}\n", e.what());
+    return 2;
   } catch (const hs::trainer::LayoutError& e) {
     fmt::print(stderr, "layout error: {}\n", e.what());
     return 2;

@@ -1,0 +1,190 @@
+// simulate_command.cpp — `hybridscope simulate` (see simulate_command.h). Wiring and printing only:
+// the model is bench/sim's.
+#include "simulate_command.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <map>
+
+#include "hybridscope/bench/sim/comm_calibration.h"
+#include "hybridscope/bench/sim/measured_cells.h"
+#include "hybridscope/bench/sim/projection.h"
+#include "hybridscope/bench/sim/step_calibration.h"
+#include "hybridscope/reports/run_database.h"
+#include "hybridscope/trainer/config/config.h"
+#include "hybridscope/trainer/model/model_shapes.h"
+
+namespace hs::cli {
+
+namespace sim = hs::bench::sim;
+
+namespace {
+
+// The projection's defaults: efficiencies assumed for an H100-class GPU where nothing is
+// calibrated (docs/simulator.md says where each comes from).
+sim::Efficiencies assumed_gpu_efficiencies() {
+  sim::Efficiencies e;
+  e.prefill_compute = 0.5;    // vLLM prefill GEMMs
+  e.decode_bandwidth = 0.6;   // decode's weight + KV reads against HBM peak
+  e.forward_compute = 0.45;   // log-prob forward passes
+  e.train_compute = 0.4;      // FSDP/Megatron training of a 7B dense model
+  e.switch_copy = 0.5;
+  return e;
+}
+
+void apply_efficiency(sim::Efficiencies& e, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  const std::map<std::string, double*> fields = {{"prefill", &e.prefill_compute},
+                                                 {"decode", &e.decode_bandwidth},
+                                                 {"forward", &e.forward_compute},
+                                                 {"train", &e.train_compute},
+                                                 {"switch", &e.switch_copy}};
+  const auto it = eq == std::string::npos ? fields.end() : fields.find(assignment.substr(0, eq));
+  double value = 0;
+  try {
+    if (it != fields.end()) value = std::stod(assignment.substr(eq + 1));
+  } catch (const std::exception&) {
+    value = 0;
+  }
+  if (it == fields.end() || !(value > 0))
+    throw sim::SimError(fmt::format("--efficiency {}: expected NAME=VALUE with NAME one of prefill, decode, forward, "
+                                    "train, switch and VALUE > 0 (e.g. --efficiency train=0.45)",
+                                    assignment));
+  *it->second = value;
+}
+
+}  // namespace
+
+CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& args) {
+  auto* cmd = app.add_subcommand(
+      "simulate", "Project a config's RL step onto a described cluster over world sizes, and search its layouts");
+  cmd->add_option("--hardware", args.hardware_path, "Hardware description (bench/hardware/*.yaml)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--config,-c", args.config_path, "Trainer config (YAML, verl keys); its batch, lengths and layout")
+      ->check(CLI::ExistingFile);
+  std::string names;
+  for (const auto& n : trainer::model_shape_names()) names += (names.empty() ? "" : ", ") + n;
+  cmd->add_option("--model", args.model, "Model shape, replacing the config's hybridscope.model (" + names + ")");
+  cmd->add_option("--ranks", args.ranks, "World sizes to project (default 8,16,...,1024)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--prompt-length", args.prompt_length, "Mean prompt tokens (default data.max_prompt_length)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--response-length", args.response_length,
+                  "Mean response tokens (default data.max_response_length)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--calibrate", args.calibrate_db,
+                  "Fit the efficiencies on the newest matrix of this benchmark database")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--comm-bench", args.comm_bench, "hs_comm_bench JSON: fit each collective's alpha and beta")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--efficiency", args.efficiency,
+                  "NAME=VALUE (prefill, decode, forward, train, switch), after any calibration; repeatable");
+  cmd->add_option("--search", args.search, "Rank the layouts on this many ranks")->check(CLI::PositiveNumber);
+  cmd->add_option("--top", args.top, "Layouts the search prints (default 5)")->check(CLI::PositiveNumber);
+  cmd->add_option("--json", args.json_path, "Write the projection (and search) as JSON to this file ('-': stdout)");
+  cmd->add_option("overrides", args.overrides, "key=value config overrides, e.g. data.train_batch_size=512");
+  return cmd;
+}
+
+int run_simulate(const SimulateArgs& args) {
+  // The config: the trainer's loader and validation, then the model's shape from --model.
+  std::vector<std::string> overrides;
+  if (!args.model.empty()) {
+    trainer::ModelShape shape;
+    try {
+      shape = trainer::model_shape_by_name(args.model);
+    } catch (const std::invalid_argument& e) {
+      throw sim::SimError(fmt::format("--model: {}", e.what()));
+    }
+    overrides = {fmt::format("hybridscope.model.vocab_size={}", shape.vocab_size),
+                 fmt::format("hybridscope.model.hidden_size={}", shape.hidden_size),
+                 fmt::format("hybridscope.model.intermediate_size={}", shape.intermediate_size),
+                 fmt::format("hybridscope.model.num_hidden_layers={}", shape.num_hidden_layers),
+                 fmt::format("hybridscope.model.num_attention_heads={}", shape.num_attention_heads),
+                 fmt::format("hybridscope.model.num_key_value_heads={}", shape.num_key_value_heads),
+                 fmt::format("hybridscope.model.tie_word_embeddings={}", shape.tie_word_embeddings ? "true" : "false"),
+                 fmt::format("hybridscope.model.max_position_embeddings={}", 1 << 20)};
+  }
+  overrides.insert(overrides.end(), args.overrides.begin(), args.overrides.end());
+  // Parsed (every key's spelling and type checked) but not validated against this build's trainer:
+  // the simulator plans runs the CPU trainer does not make (gradient checkpointing, 1024 ranks).
+  std::string yaml;
+  if (!args.config_path.empty()) {
+    std::ifstream in(args.config_path);
+    yaml.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (!in && !in.eof()) throw sim::SimError(fmt::format("--config {}: cannot read the file", args.config_path));
+  }
+  const trainer::Config config =
+      trainer::parse_config_unvalidated(yaml, overrides, args.config_path.empty() ? "<defaults>" : args.config_path);
+  std::map<std::string, std::string> entries;
+  for (auto& [key, value] : trainer::config_entries(config)) entries[key] = value;
+  const sim::ConfigLookup lookup = [&](const std::string& key) -> std::optional<std::string> {
+    const auto it = entries.find(key);
+    if (it == entries.end()) return std::nullopt;
+    return it->second;
+  };
+  const double prompt = args.prompt_length > 0 ? args.prompt_length : config.data.max_prompt_length;
+  const double response = args.response_length > 0 ? args.response_length : config.data.max_response_length;
+  const int first_world = args.ranks.empty() ? 8 : args.ranks.front();
+  sim::StepInputs base = sim::step_inputs_from_config(lookup, first_world, {prompt, response, 0});
+
+  // The hardware and its calibration.
+  const sim::HardwareSpec hardware = sim::read_hardware(args.hardware_path);
+  std::vector<sim::LinkSamples> measured;
+  if (!args.comm_bench.empty())
+    measured.push_back({sim::LinkLevel::kIntraNode, sim::read_comm_bench_json(args.comm_bench).samples});
+  const sim::CommCalibration comm = sim::calibrate_comm(hardware, measured);
+  std::string origin;
+  if (!args.calibrate_db.empty()) {
+    const reports::RunDatabase db(args.calibrate_db);
+    const auto cells = sim::read_measured_cells(db);
+    const sim::EfficiencyFit fit = sim::fit_efficiencies(cells, comm, assumed_gpu_efficiencies());
+    base.efficiency = fit.efficiency;
+    origin = fmt::format("fitted on {} measured cells of {}", fit.cells, args.calibrate_db);
+    for (const auto& note : fit.notes) fmt::print(stderr, "calibration: {}\n", note);
+  } else {
+    base.efficiency = assumed_gpu_efficiencies();
+    origin = "assumed for an H100-class GPU (docs/simulator.md), not calibrated";
+  }
+  for (const auto& a : args.efficiency) apply_efficiency(base.efficiency, a);
+  if (!args.efficiency.empty()) origin += "; set on the command line: " + fmt::format("{}", fmt::join(args.efficiency, ", "));
+
+  std::vector<int> ranks = args.ranks;
+  if (ranks.empty())
+    for (int n = 8; n <= 1024; n *= 2) ranks.push_back(n);
+  sim::Projection projection = sim::project(base, comm, ranks);
+  projection.assumptions = sim::projection_assumptions(base, comm, origin);
+
+  std::vector<sim::LayoutCandidate> search;
+  if (args.search > 0) {
+    search = sim::search_layouts(base, comm, args.search, [](int done, int total) {
+      if (done % 10 == 0 || done == total) fmt::print(stderr, "\rsearch: {}/{} layouts simulated", done, total);
+      if (done == total) fmt::print(stderr, "\n");
+    });
+  }
+  const bool json_to_stdout = args.json_path == "-";
+  if (!json_to_stdout) {
+    fmt::print("{}", sim::format_projection(projection, base, comm));
+    if (args.search > 0) fmt::print("\n{}", sim::format_search(search, args.search, args.top));
+  }
+  if (!args.json_path.empty()) {
+    const std::string json = sim::projection_json(projection, base, comm, search, args.search) + "\n";
+    if (json_to_stdout) {
+      fmt::print("{}", json);
+    } else {
+      std::ofstream out(args.json_path);
+      out << json;
+      if (!out) throw sim::SimError(fmt::format("--json {}: cannot write the file", args.json_path));
+      fmt::print("\nwrote {}\n", args.json_path);
+    }
+  }
+  return 0;
+}
+
+}  // namespace hs::cli
