@@ -65,7 +65,8 @@ StepInputs step_inputs_from_config(const ConfigLookup& config, int ranks, const 
   in.prompts = static_cast<int>(number(config, "data.train_batch_size"));
   in.samples_per_prompt = static_cast<int>(number(config, "actor_rollout_ref.rollout.n"));
   in.prompt_length = recorded.prompt_length;
-  in.response_length = std::max(1.0, std::round(recorded.response_length));  // decode steps are whole
+  in.response_length = std::max(1.0, recorded.response_length);
+  if (config("data.max_response_length")) in.response_length_max = number(config, "data.max_response_length");
 
   const std::string strategy = config("actor_rollout_ref.actor.strategy").value_or("fsdp");
   if (strategy == "megatron") {

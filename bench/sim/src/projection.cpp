@@ -31,6 +31,16 @@ std::string layout_label(const StepInputs& in) {
 
 }  // namespace
 
+Efficiencies assumed_gpu_efficiencies() {
+  Efficiencies e;
+  e.prefill_compute = 0.5;
+  e.decode_bandwidth = 0.6;
+  e.forward_compute = 0.45;
+  e.train_compute = 0.4;
+  e.switch_copy = 0.5;
+  return e;
+}
+
 StepInputs at_world(const StepInputs& base, int ranks, double batch_scale) {
   StepInputs in = base;
   const int model_ranks = in.train.tp * in.train.pp;
@@ -245,7 +255,7 @@ std::string format_projection(const Projection& p, const StepInputs& base, const
     }
     const PhaseTimes& t = s.times;
     auto share = [&](double x) { return fmt::format("{:.0f}%", 100.0 * x / t.step_s); };
-    out += fmt::format("{:>6} {:>9.3f} {:>7} {:>6} {:>6} {:>6} {:>7.1f} {:>10.4g} {:>10.4g} {:>6.1f}% {:>6.1f}% {:>6.1f}% {:>9} {:>7}\n",
+    out += fmt::format("{:>6} {:>9.3f} {:>7} {:>6} {:>6} {:>6} {:>7.3g} {:>10.4g} {:>10.4g} {:>6.1f}% {:>6.1f}% {:>6.1f}% {:>9} {:>7}\n",
                        s.ranks, t.step_s, share(t.switch_s), share(t.gen_s),
                        share(t.old_log_prob_s + t.ref_s + t.values_s + t.reward_s),
                        share(t.update_actor_s + t.update_critic_s),

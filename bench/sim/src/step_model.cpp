@@ -80,6 +80,20 @@ void resolve_batches(StepInputs& in) {
         1, static_cast<int>(std::ceil(sequences / in.train.world() / in.log_prob_micro_batch_size_per_gpu)));
 }
 
+double LengthSpread::active_fraction(double step) const noexcept {
+  if (hi <= lo) return std::clamp(hi - step, 0.0, 1.0);  // all R long: a fractional R's last step partly
+  if (step < lo) return 1.0;
+  if (step >= hi) return 0.0;
+  return (hi - step) / (hi - lo);
+}
+
+LengthSpread response_spread(const StepInputs& in) noexcept {
+  const double R = in.response_length;
+  if (!(in.response_length_max > R)) return {R, R};
+  const double hi = std::min(in.response_length_max, 2.0 * R);
+  return {2.0 * R - hi, hi};
+}
+
 trainer::ModelShape trainer_model_shape(const StepInputs& in) {
   trainer::ModelShape s;
   s.vocab_size = static_cast<int>(in.model.vocab_size);
@@ -175,12 +189,16 @@ PhaseTimes simulate_step(const StepInputs& in, const CommCalibration& comm) {
   const double full_waves = std::floor(b / concurrent), last_wave = b - full_waves * concurrent;
   const LinkLevel gen_level = link_level_for_strided_group(tp_g, 1, node_ranks);
   const double activation = m.hidden_size * in.weight_bytes_per_param;
+  // Response lengths: all R, or (response_length_max > R) uniform on [lo, hi] with mean R and hi =
+  // min(max, 2R): decoding runs until the longest ends, with fewer sequences as the others finish.
+  const LengthSpread spread = response_spread(in);
   auto decode_wave = [&](double batch) {
     double s = 0;
-    for (int j = 0; j < static_cast<int>(R); ++j) {
+    for (int j = 0; j < static_cast<int>(std::ceil(spread.hi)); ++j) {
+      const double active = batch * spread.active_fraction(j);
       const double context = P + j;  // tokens already in the cache when step j runs
-      const double bytes = weight_shard_bytes + batch * context * kv_token_shard_bytes;
-      const double flops = batch * (2.0 * dense + attention_per_context_token * context) / tp_g;
+      const double bytes = weight_shard_bytes + active * context * kv_token_shard_bytes;
+      const double flops = active * (2.0 * dense + attention_per_context_token * context) / tp_g;
       s += share * std::max(bytes / (bandwidth * eff.decode_bandwidth), flops / (peak * eff.prefill_compute));
     }
     return s;
@@ -189,7 +207,10 @@ PhaseTimes simulate_step(const StepInputs& in, const CommCalibration& comm) {
   // for the prompts, then once per generated token of each wave.
   const double per_layer = 2.0 * m.num_hidden_layers;
   auto wave_tp_comm = [&](double batch) {
-    return tp_g > 1 ? R * per_layer * comm.seconds(Collective::kAllReduce, tp_g, batch * activation, gen_level) : 0.0;
+    double s = 0;
+    for (int j = 0; tp_g > 1 && j < static_cast<int>(std::ceil(spread.hi)); ++j)
+      s += per_layer * comm.seconds(Collective::kAllReduce, tp_g, batch * spread.active_fraction(j) * activation, gen_level);
+    return s;
   };
   t.decode_s = full_waves * decode_wave(concurrent) + (last_wave > 0 ? decode_wave(last_wave) : 0.0);
   if (tp_g > 1) {

@@ -169,7 +169,8 @@ TEST(MeasuredCells, StepInputsFromTheDemoMatrixConfig) {
   EXPECT_EQ(in.rollout_tp, 2);
   EXPECT_EQ(in.optimizer_steps_per_epoch, 1);
   EXPECT_EQ(in.micro_batches_per_optimizer_step, 1);  // 16·4/4 = 16 samples per rank, micro 16
-  EXPECT_DOUBLE_EQ(in.response_length, 8.0);          // decode steps are whole
+  EXPECT_DOUBLE_EQ(in.response_length, 8.4);          // the recorded mean (no max_response_length key: no spread)
+  EXPECT_DOUBLE_EQ(in.response_length_max, 0.0);
   EXPECT_FALSE(in.reference_policy);
   // hybridscope's ZeroShards: one gather per pass (no log_prob_micro_batch_size_per_gpu key: the
   // whole batch in one forward call); placement is the caller's (read_measured_cells: one host).

@@ -28,6 +28,12 @@
 
 namespace hs::bench::sim {
 
+/// The efficiencies a projection assumes for an H100-class GPU where nothing is calibrated:
+/// prefill 0.5 (vLLM's prefill GEMMs), decode bandwidth 0.6 (weight + KV reads against the HBM
+/// peak), forward 0.45, train 0.4 (FSDP/Megatron on a 7B dense model), switch copies 0.5.
+/// Engineering guesses, listed among every projection's assumptions (docs/simulator.md).
+Efficiencies assumed_gpu_efficiencies();
+
 struct SizeProjection {
   int ranks = 0;
   StepInputs inputs;      // at this size (strong scaling)

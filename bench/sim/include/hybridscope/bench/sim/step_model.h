@@ -8,7 +8,9 @@
 //               + 2 TP all-reduces per layer of b·P·hidden activations (Megatron's row-parallel
 //               attention output and MLP down projection)
 //     decode    in waves of at most max_num_seqs sequences (the last wave smaller), each of
-//               R steps; step j reads its weight shard and its KV cache shard and is memory-bound
+//               R steps (or, with a length cap above the mean, until the longest of lengths spread
+//               uniformly around R ends, fewer sequences at each step: response_spread); step j
+//               reads its weight shard and the live sequences' KV cache shard and is memory-bound
 //               unless its FLOPs say otherwise:
 //               max((weight_bytes/tp + b·(P + j)·kv_bytes_per_token/tp) ÷ (bandwidth · decode_bw_eff),
 //                   b·(2·N_dense + 4·(P + j)·head_dim·heads·layers)/tp ÷ (peak · prefill_efficiency))
@@ -42,8 +44,8 @@
 // Not overlapped: every communication is exposed (an upper bound; overlap is for calibration).
 // Memory per rank (estimate_memory) is estimated with the phases, and a layout that does not fit
 // is refused by the projection with the reason.
-// Not here yet: the KV cache's allocation, tree/hierarchical collectives, response lengths that
-// vary (every response is R tokens: a long tail makes generation slower than this).
+// Not here yet: the KV cache's allocation, tree/hierarchical collectives, skewed length
+// distributions (a long tail at the cap makes generation slower than the uniform spread).
 // Sources of the FLOPs formula: probes/model_flops.h (verl's flops_counter.py).
 #pragma once
 
@@ -103,7 +105,8 @@ struct StepInputs {
   int prompts = 1;             // data.train_batch_size
   int samples_per_prompt = 1;  // actor_rollout_ref.rollout.n
   double prompt_length = 0;    // tokens, every prompt
-  double response_length = 0;  // tokens, every response
+  double response_length = 0;  // tokens, the mean response
+  double response_length_max = 0;  // the cap (data.max_response_length); > response_length: lengths spread (response_spread)
 
   TrainLayout train;
   int rollout_tp = 1;                      // generation's tensor parallel size (pp_g = 1)
@@ -178,6 +181,18 @@ struct PhaseTimes {
   double step_s = 0;          // switch + gen + reward + old_log_prob + ref + values + update_critic + update_actor
   MemoryEstimate memory;
 };
+
+/// How response lengths spread: uniform on [lo, hi]. With no cap above the mean (response_length_max
+/// <= response_length) every response is the mean (lo = hi = R); else hi = min(cap, 2R) and
+/// lo = 2R − hi, so the mean stays R — an assumption (real length distributions are skewed; a
+/// long tail at the cap makes decoding longer than this).
+struct LengthSpread {
+  double lo = 0, hi = 0;
+  /// Share of the sequences still decoding at decode step `step` (0-based): P(length > step); with
+  /// no spread, min(1, R − step) (a fractional mean's last step is run by that share).
+  double active_fraction(double step) const noexcept;
+};
+LengthSpread response_spread(const StepInputs& inputs) noexcept;
 
 /// K and V of one token over all layers: 2 · layers · kv_heads · head_dim · bytes_per_element.
 double kv_bytes_per_token(const probes::DecoderShape& model, double bytes_per_element) noexcept;
