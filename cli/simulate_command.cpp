@@ -24,18 +24,6 @@ namespace sim = hs::bench::sim;
 
 namespace {
 
-// The projection's defaults: efficiencies assumed for an H100-class GPU where nothing is
-// calibrated (docs/simulator.md says where each comes from).
-sim::Efficiencies assumed_gpu_efficiencies() {
-  sim::Efficiencies e;
-  e.prefill_compute = 0.5;    // vLLM prefill GEMMs
-  e.decode_bandwidth = 0.6;   // decode's weight + KV reads against HBM peak
-  e.forward_compute = 0.45;   // log-prob forward passes
-  e.train_compute = 0.4;      // FSDP/Megatron training of a 7B dense model
-  e.switch_copy = 0.5;
-  return e;
-}
-
 void apply_efficiency(sim::Efficiencies& e, const std::string& assignment) {
   const auto eq = assignment.find('=');
   const std::map<std::string, double*> fields = {{"prefill", &e.prefill_compute},
@@ -144,12 +132,12 @@ int run_simulate(const SimulateArgs& args) {
   if (!args.calibrate_db.empty()) {
     const reports::RunDatabase db(args.calibrate_db);
     const auto cells = sim::read_measured_cells(db);
-    const sim::EfficiencyFit fit = sim::fit_efficiencies(cells, comm, assumed_gpu_efficiencies());
+    const sim::EfficiencyFit fit = sim::fit_efficiencies(cells, comm, sim::assumed_gpu_efficiencies());
     base.efficiency = fit.efficiency;
     origin = fmt::format("fitted on {} measured cells of {}", fit.cells, args.calibrate_db);
     for (const auto& note : fit.notes) fmt::print(stderr, "calibration: {}\n", note);
   } else {
-    base.efficiency = assumed_gpu_efficiencies();
+    base.efficiency = sim::assumed_gpu_efficiencies();
     origin = "assumed for an H100-class GPU (docs/simulator.md), not calibrated";
   }
   for (const auto& a : args.efficiency) apply_efficiency(base.efficiency, a);
