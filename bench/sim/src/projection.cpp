@@ -225,9 +225,14 @@ std::vector<std::string> projection_assumptions(const StepInputs& base, const Co
                           "train compute {:.3g}, switch copies {:.3g}",
                           efficiency_origin, e.prefill_compute, e.decode_bandwidth, e.forward_compute, e.train_compute,
                           e.switch_copy));
-  a.push_back(fmt::format("every prompt is {:.0f} tokens and every response {:.0f} tokens (no length distribution: a "
-                          "long tail makes generation slower than projected)",
-                          base.prompt_length, base.response_length));
+  const LengthSpread spread = response_spread(base);
+  a.push_back(spread.hi > spread.lo
+                  ? fmt::format("every prompt is {:.0f} tokens; responses average {:.0f} tokens, spread uniformly on "
+                                "[{:.0f}, {:.0f}] (a skewed distribution with a tail at the cap makes generation slower)",
+                                base.prompt_length, base.response_length, spread.lo, spread.hi)
+                  : fmt::format("every prompt is {:.0f} tokens and every response {:.0f} tokens (give --response-length "
+                                "below data.max_response_length for a spread of lengths)",
+                                base.prompt_length, base.response_length));
   a.push_back("communication is never overlapped with compute (an upper bound); rings only, no tree or hierarchical "
               "collectives, no contention between concurrent groups");
   a.push_back(fmt::format("hybridscope's engine: FSDP gathers {}, reference model {}, the switch runs the executor's "
@@ -237,7 +242,7 @@ std::vector<std::string> projection_assumptions(const StepInputs& base, const Co
   a.push_back(fmt::format("reward {}; critic {}", base.reward_model ? "a model's forward pass" : "rule-based, not costed",
                           base.critic ? "of the actor's shape and layout" : "none (GRPO)"));
   a.push_back("memory: no allocator fragmentation, rollout-engine reserve, CUDA context or NCCL buffers (~1-3 GB per "
-              "GPU); the KV cache holds every sequence at its full length");
+              "GPU); the KV cache holds max_num_seqs sequences at full length (no paging or preemption)");
   return a;
 }
 
