@@ -92,10 +92,10 @@ ProjectionSection::ProjectionSection(const Projection& p, const std::vector<Line
   // (a) step time and its parts, (b) strong/weak efficiency with the measured beside it.
   auto* charts = new QVBoxLayout;  // one above the other: each legend gets the page's width
   auto* steps = new LineChart(this);
-  steps->setMinimumHeight(300);
+  steps->setMinimumHeight(250);
   steps->set_data(projection_step_chart(p));
   auto* efficiency = new LineChart(this);
-  efficiency->setMinimumHeight(300);
+  efficiency->setMinimumHeight(250);
   efficiency->set_data(projection_efficiency_chart(p, measured));
   measured_series_ = static_cast<int>(measured.size());
   charts->addWidget(steps);
