@@ -1,4 +1,4 @@
-// main.cpp — hybridscope-viewer [FILES...] [--run ID] [--select IDS] [--page NAME] [--theme NAME] [--step N] [--screenshot FILE]:
+// main.cpp — hybridscope-viewer [FILES...] [--projection FILE]... [--run ID] [--select IDS] [--page NAME] [--theme NAME] [--step N] [--screenshot FILE]:
 // wires the window.
 // --screenshot waits until the files are loaded and the selected run is analysed, saves the
 // window as an image (PNG by the file's suffix) and quits: how docs/viewer.md's pictures are made.
@@ -44,6 +44,11 @@ int main(int argc, char** argv) {
       QStringLiteral("step"), QStringLiteral("once the run is loaded, show step N on the Timeline page"),
       QStringLiteral("N"));
   parser.addOption(step_option);
+  const QCommandLineOption projection_option(
+      QStringLiteral("projection"),
+      QStringLiteral("open a projection written by `hybridscope simulate ... --json FILE` (Scaling page; repeatable)"),
+      QStringLiteral("FILE"));
+  parser.addOption(projection_option);
   parser.addOption(run_option);
   parser.addOption(screenshot_option);
   parser.process(app);
@@ -93,8 +98,10 @@ int main(int argc, char** argv) {
       QApplication::quit();
     });
   });
+  for (const QString& projection : parser.values(projection_option)) window.open_projection(projection);
   window.open_files(parser.positionalArguments());
-  if (parser.isSet(screenshot_option) && parser.positionalArguments().isEmpty())
+  // Nothing to wait for: no loading will say "idle", so say it here.
+  if (parser.isSet(screenshot_option) && parser.positionalArguments().isEmpty() && !parser.isSet(projection_option))
     QTimer::singleShot(300, &window, [&] { emit window.became_idle(); });
   return QApplication::exec();
 }

@@ -28,6 +28,7 @@
 #include <QtCharts/QChart>
 #include <QtCharts/QChartView>
 #include <QtCharts/QHorizontalBarSeries>
+#include <QtCharts/QLogValueAxis>
 #include <QtCharts/QValueAxis>
 
 namespace hs::viewer {
@@ -243,7 +244,18 @@ void LineChart::set_data(const LineChartData& data) {
   QChart* chart = impl_->view->chart();
   clear_chart(chart);
   chart->setTitle(qs(data.title));
-  auto* x = new QValueAxis;
+  QAbstractAxis* x = nullptr;
+  QValueAxis* linear_x = nullptr;
+  QLogValueAxis* log_x = nullptr;
+  if (data.log2_x) {
+    log_x = new QLogValueAxis;
+    log_x->setBase(2.0);
+    log_x->setLabelFormat(QStringLiteral("%.0f"));
+    x = log_x;
+  } else {
+    linear_x = new QValueAxis;
+    x = linear_x;
+  }
   auto* y = new QValueAxis;
   x->setTitleText(qs(data.x_label));
   y->setTitleText(qs(data.y_label));
@@ -285,13 +297,21 @@ void LineChart::set_data(const LineChartData& data) {
   const double pad = y_max > y_min ? 0.08 * (y_max - y_min) : (y_max != 0 ? 0.1 * std::abs(y_max) : 1.0);
   y_min = (y_min >= 0 && y_min < 0.5 * y_max) ? 0.0 : y_min - pad;
   if (data.x_range) std::tie(x_min, x_max) = *data.x_range;
-  x->setRange(x_min, x_max > x_min ? x_max : x_min + 1);
   y->setRange(y_min, y_max + pad);
-  if (x_max - x_min <= 12 && x_max - x_min >= 1) {  // integer steps or ranks: a tick on each
-    x->setTickType(QValueAxis::TicksDynamic);
-    x->setTickAnchor(x_min);
-    x->setTickInterval(x_max - x_min > 6 ? 2.0 : 1.0);
-    x->setLabelFormat(QStringLiteral("%.0f"));
+  if (log_x) {
+    // Whole powers of two at the ends, so that each tick (one per power) sits on a rank count.
+    const double lo = x_min > 0 ? std::exp2(std::floor(std::log2(x_min))) : 1.0;
+    const double hi = std::max(lo * 2.0, x_max > 0 ? std::exp2(std::ceil(std::log2(x_max))) : 2.0);
+    log_x->setRange(lo, hi);
+    log_x->setMinorTickCount(0);
+  } else {
+    linear_x->setRange(x_min, x_max > x_min ? x_max : x_min + 1);
+    if (x_max - x_min <= 12 && x_max - x_min >= 1) {  // integer steps or ranks: a tick on each
+      linear_x->setTickType(QValueAxis::TicksDynamic);
+      linear_x->setTickAnchor(x_min);
+      linear_x->setTickInterval(x_max - x_min > 6 ? 2.0 : 1.0);
+      linear_x->setLabelFormat(QStringLiteral("%.0f"));
+    }
   }
   y->applyNiceNumbers();
   chart->addAxis(x, Qt::AlignBottom);

@@ -58,6 +58,8 @@ bool is_database_file(const QString& path) {
   return suffix == QLatin1String("sqlite") || suffix == QLatin1String("db") || suffix == QLatin1String("sqlite3");
 }
 
+bool is_projection_file(const QString& path) { return QFileInfo(path).suffix().toLower() == QLatin1String("json"); }
+
 QTableView* make_table(QWidget* parent) {
   auto* view = new QTableView(parent);
   view->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -132,6 +134,11 @@ void MainWindow::build_menus() {
     open_files(paths);
   });
   open->setShortcut(QKeySequence::Open);
+  file->addAction(tr("Open &projection…"), this, [this] {
+    const QStringList paths = QFileDialog::getOpenFileNames(
+        this, tr("Open projections (hybridscope simulate --json)"), QString(), tr("Projections (*.json);;All files (*)"));
+    for (const QString& path : paths) open_projection(path);
+  });
   recent_menu_ = file->addMenu(tr("Open &Recent"));
   rebuild_recent_menu();
   file->addSeparator();
@@ -332,6 +339,8 @@ void MainWindow::build_central() {
   scaling_note_ = new QLabel(tr("Open a matrix database to see its scaling."), scaling_page);
   scaling_note_->setWordWrap(true);
   scaling_layout->addWidget(scaling_note_);
+  projection_layout_ = new QVBoxLayout;  // projections first: what one opened a projection to see
+  scaling_layout->addLayout(projection_layout_);
   scaling_grid_ = new QGridLayout;
   scaling_grid_->setColumnStretch(0, 1);
   scaling_layout->addLayout(scaling_grid_);
@@ -352,8 +361,11 @@ void MainWindow::build_central() {
 
 void MainWindow::open_files(const QStringList& paths) {
   QStringList files;
-  for (const QString& p : paths)
-    if (!p.isEmpty()) files << QFileInfo(p).absoluteFilePath();
+  for (const QString& p : paths) {
+    if (p.isEmpty()) continue;
+    if (is_projection_file(p)) open_projection(p);
+    else files << QFileInfo(p).absoluteFilePath();
+  }
   if (files.isEmpty()) return;
   status_label_->setText(tr("Loading %n file(s)…", nullptr, static_cast<int>(files.size())));
   loader_->load(files);
@@ -581,7 +593,8 @@ void MainWindow::update_status() {
   QString text = tr("%1 database(s), %2 run(s), %3 matrix(es)").arg(runs_model_->database_count()).arg(runs).arg(matrices);
   const int selected = runs_view_->selectionModel()->selectedRows().size();
   if (selected > 1) text += tr(" — %1 runs selected (Compare shows them against the first)").arg(selected);
-  if (loader_->pending() > 0) text += tr(" — loading…");
+  if (!projections_.empty()) text += tr(", %n projection(s)", nullptr, static_cast<int>(projections_.size()));
+  if (loader_->pending() > 0 || projection_loads_ > 0) text += tr(" — loading…");
   if (wanted_request_ != 0) text += tr(" — analysing run %1…").arg(wanted_run_);
   if (wanted_timeline_ != 0) text += tr(" — reading the timeline of run %1…").arg(wanted_run_);
   status_label_->setText(text);
@@ -592,7 +605,7 @@ void MainWindow::maybe_idle() {
 }
 
 bool MainWindow::busy() const {
-  return loader_->pending() > 0 || wanted_request_ != 0 || wanted_comparison_ != 0 || wanted_timeline_ != 0;
+  return loader_->pending() > 0 || projection_loads_ > 0 || wanted_request_ != 0 || wanted_comparison_ != 0 || wanted_timeline_ != 0;
 }
 
 void MainWindow::update_matrices() {
@@ -632,10 +645,15 @@ void MainWindow::rebuild_scaling_page() {
       scaling_grid_->addWidget(view, i, 0);
       ++i;
     }
-  scaling_note_->setText(i == 0 ? tr("Open a matrix database with a rank axis to see its scaling.")
-                                : tr("Scaling against each matrix's reference cell (bench_summary.h): efficiency "
-                                     "in the time form, the dashed line is ideal; throughput is the cell's median "
-                                     "tokens/s."));
+  QString note = i == 0 ? tr("Open a matrix database with a rank axis to see its scaling, or a projection "
+                            "(File → Open projection…) to see hybridscope simulate's.")
+                         : tr("Scaling against each matrix's reference cell (bench_summary.h): efficiency "
+                              "in the time form, the dashed line is ideal; throughput is the cell's median "
+                              "tokens/s.");
+  if (!projections_.empty()) note = tr("Projections first (hybridscope simulate --json), then the measured matrices. ") +
+                                    (i == 0 ? QString() : note);
+  scaling_note_->setText(note);
+  rebuild_projection_sections();  // their measured-efficiency lines come from the matrices
 }
 
 void MainWindow::remember_recent(const QString& path) {
@@ -657,7 +675,7 @@ void MainWindow::rebuild_recent_menu() {
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
   for (const QUrl& url : event->mimeData()->urls())
-    if (url.isLocalFile() && is_database_file(url.toLocalFile())) {
+    if (url.isLocalFile() && (is_database_file(url.toLocalFile()) || is_projection_file(url.toLocalFile()))) {
       event->acceptProposedAction();
       return;
     }
@@ -666,7 +684,8 @@ void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
 void MainWindow::dropEvent(QDropEvent* event) {
   QStringList paths;
   for (const QUrl& url : event->mimeData()->urls())
-    if (url.isLocalFile() && is_database_file(url.toLocalFile())) paths << url.toLocalFile();
+    if (url.isLocalFile() && (is_database_file(url.toLocalFile()) || is_projection_file(url.toLocalFile())))
+      paths << url.toLocalFile();
   open_files(paths);
   event->acceptProposedAction();
 }

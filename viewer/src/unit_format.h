@@ -18,6 +18,16 @@ inline QString format_bytes(double bytes) {
   return QStringLiteral("%1 GiB").arg(bytes / (1024.0 * 1024.0 * 1024.0), 0, 'f', 2);
 }
 
+/// Decimal units (1e9 bytes a GB), one decimal: "56.8 GB", "21.9 MB", "512.0 kB" — the simulator's
+/// unit for memory per rank and device capacity ("80 GB" H100), so the viewer reads as
+/// `hybridscope simulate` prints.
+inline QString format_decimal_bytes(double bytes) {
+  const double a = std::abs(bytes);
+  if (a >= 1e9) return QStringLiteral("%1 GB").arg(bytes / 1e9, 0, 'f', 1);
+  if (a >= 1e6) return QStringLiteral("%1 MB").arg(bytes / 1e6, 0, 'f', 1);
+  return QStringLiteral("%1 kB").arg(bytes / 1e3, 0, 'f', 1);
+}
+
 /// Seconds as milliseconds with three significant figures at least: "372 ms", "12.0 ms", "0.0250 ms".
 inline QString format_ms(double seconds) {
   const double ms = seconds * 1e3;

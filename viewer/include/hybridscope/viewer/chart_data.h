@@ -29,6 +29,8 @@ struct LineChartData {
   std::vector<LineSeries> series;
   /// A fixed x range (min, max): charts read one above the other share it. Absent: the data's own.
   std::optional<std::pair<double, double>> x_range;
+  /// A base-2 logarithmic x axis (ranks 8, 16, ..., 1024 evenly spaced); every x must be > 0.
+  bool log2_x = false;
 };
 
 /// One layer of a stacked bar chart: a value per category.

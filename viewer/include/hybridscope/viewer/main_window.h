@@ -14,6 +14,7 @@
 #include <QStringList>
 
 #include "hybridscope/viewer/loaded_database.h"
+#include "hybridscope/viewer/projection_data.h"
 #include "hybridscope/viewer/timeline_data.h"
 
 class QLabel;
@@ -27,6 +28,7 @@ class QTableWidget;
 class QTabWidget;
 class QGridLayout;
 class QComboBox;
+class QVBoxLayout;
 
 namespace hs::viewer {
 
@@ -57,7 +59,14 @@ class MainWindow : public QMainWindow {
   ~MainWindow() override;
 
   /// Loads the files off the GUI thread; each good one adds its runs, each bad one a message.
+  /// A .json file is taken for a projection (open_projection).
   void open_files(const QStringList& paths);
+  /// Reads a projection (`hybridscope simulate ... --json FILE`) off the GUI thread and shows it
+  /// on the Scaling page (main_window_projection.cpp); a projection with the same hardware and
+  /// layout as an open one replaces it. A bad file becomes a message naming the field.
+  void open_projection(const QString& path);
+  /// The open projections, in the order they were first opened.
+  const std::vector<std::shared_ptr<const Projection>>& projections() const { return projections_; }
   /// Selects the run with this id (in the first database that has it); false if none has.
   bool select_run(std::int64_t run_id);
   /// Selects these runs (the first becomes current); 2 or more are compared on the Compare page,
@@ -161,6 +170,9 @@ class MainWindow : public QMainWindow {
   void request_comparison();
   void on_comparison_ready(std::uint64_t request, const std::shared_ptr<const RunsComparison>& comparison);
   void rebuild_scaling_page();
+  void on_projection_loaded(const QString& path, const std::shared_ptr<const Projection>& projection,
+                            const QString& error);
+  void rebuild_projection_sections();
   void show_overlay_charts(const RunsComparison* comparison);
   void request_timeline(bool even_if_hidden = false);
   void on_timeline_ready(std::uint64_t request, const std::shared_ptr<const TimelineData>& timeline);
@@ -205,6 +217,9 @@ class MainWindow : public QMainWindow {
   SwitchPage* switch_page_ = nullptr;
   CommPage* comm_page_ = nullptr;
   QLabel* scaling_note_ = nullptr;
+  QVBoxLayout* projection_layout_ = nullptr;  // Scaling page: a ProjectionSection per open projection
+  std::vector<std::shared_ptr<const Projection>> projections_;
+  int projection_loads_ = 0;                  // projections being read on worker threads
   QLineEdit* filter_ = nullptr;
   QLabel* error_banner_ = nullptr;
   QTableView* runs_view_ = nullptr;
