@@ -12,6 +12,15 @@ HYBRIDSCOPE := $(BUILD_DIR)/cli/hybridscope
 DEMO_DB ?= out/bench.sqlite
 DEMO_MATRIX ?= bench/matrices/demo-cpu.yaml
 DEMO_REPORT ?= out/report
+DEMO_PROJECTION ?= out/projection.json
+# The demo matrix's cell config (bench/matrices/demo-cpu.yaml's overrides), projected by
+# `hybridscope simulate` onto a cluster of machines like this one with efficiencies fitted on the
+# matrix just measured (docs/simulator.md).
+DEMO_SIM_OVERRIDES := data.train_batch_size=16 actor_rollout_ref.rollout.n=4 \
+    actor_rollout_ref.actor.ppo_mini_batch_size=16 actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=16 \
+    hybridscope.model.hidden_size=512 hybridscope.model.intermediate_size=1536 hybridscope.model.num_hidden_layers=4 \
+    hybridscope.model.num_attention_heads=8 hybridscope.model.num_key_value_heads=4 \
+    actor_rollout_ref.rollout.tensor_model_parallel_size=2 actor_rollout_ref.actor.strategy=fsdp
 LEARN_DB ?= out/demo.sqlite
 STANDALONE_DIR ?= build/standalone
 
@@ -53,9 +62,11 @@ demo: build
 	$(HYBRIDSCOPE) bench $(DEMO_MATRIX) --db $(DEMO_DB) --json out/bench-summary.json --csv out/bench-summary.csv
 	$(HYBRIDSCOPE) report $(DEMO_DB) -o $(DEMO_REPORT).html
 	$(HYBRIDSCOPE) report $(DEMO_DB) -o $(DEMO_REPORT).pdf
+	$(HYBRIDSCOPE) simulate --hardware bench/hardware/cpu-local.yaml --config configs/demo_grpo.yaml \
+	    --calibrate $(DEMO_DB) --ranks 2,4,8,16 --json $(DEMO_PROJECTION) $(DEMO_SIM_OVERRIDES)
 	@echo "open $(DEMO_REPORT).html (or .pdf); the findings alone: $(HYBRIDSCOPE) diagnose $(DEMO_DB)"
-	@if [ -x $(BUILD_DIR)/viewer/hybridscope-viewer ]; then echo "in the viewer: $(BUILD_DIR)/viewer/hybridscope-viewer $(DEMO_DB)"; \
-	 else echo "in the viewer (needs Qt 6, docs/viewer.md): $(BUILD_DIR)/viewer/hybridscope-viewer $(DEMO_DB)"; fi
+	@if [ -x $(BUILD_DIR)/viewer/hybridscope-viewer ]; then echo "in the viewer: $(BUILD_DIR)/viewer/hybridscope-viewer $(DEMO_DB) --projection $(DEMO_PROJECTION)"; \
+	 else echo "in the viewer (needs Qt 6, docs/viewer.md): $(BUILD_DIR)/viewer/hybridscope-viewer $(DEMO_DB) --projection $(DEMO_PROJECTION)"; fi
 
 demo-learn: build
 	$(HYBRIDSCOPE) train --config configs/demo_grpo.yaml --db $(LEARN_DB) trainer.resume_mode=disable
