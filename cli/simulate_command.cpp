@@ -69,6 +69,9 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& args) {
   cmd->add_option("--calibrate", args.calibrate_db,
                   "Fit the efficiencies on the newest matrix of this benchmark database")
       ->check(CLI::ExistingFile);
+  cmd->add_flag("--validate", args.validate,
+               "With --calibrate: first print predicted vs measured for every cell, fitted on one subset and "
+               "checked on the other (two splits), with the errors and the ordering");
   cmd->add_option("--comm-bench", args.comm_bench, "hs_comm_bench JSON: fit each collective's alpha and beta")
       ->check(CLI::ExistingFile);
   cmd->add_option("--efficiency", args.efficiency,
@@ -129,9 +132,17 @@ int run_simulate(const SimulateArgs& args) {
     measured.push_back({sim::LinkLevel::kIntraNode, sim::read_comm_bench_json(args.comm_bench).samples});
   const sim::CommCalibration comm = sim::calibrate_comm(hardware, measured);
   std::string origin;
+  if (args.validate && args.calibrate_db.empty())
+    throw sim::SimError("--validate needs --calibrate DB: the measured cells to validate on");
   if (!args.calibrate_db.empty()) {
     const reports::RunDatabase db(args.calibrate_db);
     const auto cells = sim::read_measured_cells(db);
+    if (args.validate) {
+      int n = 0;
+      for (const auto& split : sim::validation_splits(cells))
+        fmt::print("validation split {}: {}\n{}\n", ++n, split.title,
+                   sim::format_validation(sim::validate_step_model(cells, split.in_fit, comm, sim::assumed_gpu_efficiencies())));
+    }
     const sim::EfficiencyFit fit = sim::fit_efficiencies(cells, comm, sim::assumed_gpu_efficiencies());
     base.efficiency = fit.efficiency;
     origin = fmt::format("fitted on {} measured cells of {}", fit.cells, args.calibrate_db);

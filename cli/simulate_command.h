@@ -20,6 +20,7 @@ struct SimulateArgs {
   double prompt_length = 0;          // mean tokens (0: data.max_prompt_length)
   double response_length = 0;        // mean tokens (0: data.max_response_length)
   std::string calibrate_db;          // fit the efficiencies on this benchmark database's cells
+  bool validate = false;             // with calibrate_db: print the model's error on held-out cells first
   std::string comm_bench;            // hs_comm_bench JSON: fit the collectives' alpha and beta
   std::vector<std::string> efficiency;  // name=value, after calibration
   int search = 0;                    // search the layouts on this many ranks (0: no search)

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 
 namespace hs::bench::sim {
 
@@ -298,6 +300,26 @@ std::string format_validation(const ValidationReport& r) {
       "train compute {:.4g}\n",
       r.fit.cells, e.prefill_compute, e.decode_bandwidth, e.forward_compute, e.train_compute);
   for (const auto& note : r.fit.notes) out += "  note: " + note + "\n";
+  return out;
+}
+
+std::vector<ValidationSplit> validation_splits(const std::vector<MeasuredCell>& cells) {
+  std::vector<ValidationSplit> out;
+  int largest = 0, smallest = 0;
+  for (const auto& c : cells) {
+    largest = std::max(largest, c.ranks);
+    smallest = smallest == 0 ? c.ranks : std::min(smallest, c.ranks);
+  }
+  if (smallest < largest)
+    out.push_back({fmt::format("fit on cells with < {} ranks, predict the {}-rank cells", largest, largest),
+                   [largest](const MeasuredCell& c) { return c.ranks < largest; }});
+  std::set<int> fit;
+  std::map<int, int> seen;  // ranks -> cells met so far
+  for (const auto& c : cells)
+    if (seen[c.ranks]++ % 2 == 0) fit.insert(c.cell_index);
+  if (fit.size() < cells.size())
+    out.push_back({"fit on alternate cells of each rank count, predict the others",
+                   [fit](const MeasuredCell& c) { return fit.count(c.cell_index) > 0; }});
   return out;
 }
 

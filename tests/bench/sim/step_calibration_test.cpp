@@ -189,3 +189,23 @@ TEST(MeasuredCells, StepInputsFromTheDemoMatrixConfig) {
     EXPECT_NE(std::string(e.what()).find("data.train_batch_size"), std::string::npos);
   }
 }
+
+// The two splits: ranks 1, 2, 4 (two shapes each, in matrix order) -> split 1 fits the 1- and
+// 2-rank cells; split 2 fits the first shape at each rank count. One rank count: no split 1.
+TEST(StepCalibration, ValidationSplitsExtrapolateAndInterpolate) {
+  const auto cells = synthetic_cells(small_cluster(), 0.0);
+  const auto splits = sim::validation_splits(cells);
+  ASSERT_EQ(splits.size(), 2u);
+  EXPECT_EQ(splits[0].title, "fit on cells with < 4 ranks, predict the 4-rank cells");
+  std::string fit1, fit2;
+  for (const auto& c : cells) {
+    fit1 += splits[0].in_fit(c) ? "F" : "p";
+    fit2 += splits[1].in_fit(c) ? "F" : "p";
+  }
+  EXPECT_EQ(fit1, "FFFFpp");  // cells: r1 P64, r1 P16, r2 P64, r2 P16, r4 P64, r4 P16
+  EXPECT_EQ(fit2, "FpFpFp");
+  std::vector<sim::MeasuredCell> one_rank_count(cells.begin(), cells.begin() + 2);
+  const auto only = sim::validation_splits(one_rank_count);
+  ASSERT_EQ(only.size(), 1u);
+  EXPECT_EQ(only[0].title, "fit on alternate cells of each rank count, predict the others");
+}

@@ -94,6 +94,18 @@ ValidationReport validate_step_model(const std::vector<MeasuredCell>& cells,
                                      const std::function<bool(const MeasuredCell&)>& in_fit,
                                      const CommCalibration& comm, const Efficiencies& start = {});
 
+/// A named subset of measured cells to fit on (the others are predicted).
+struct ValidationSplit {
+  std::string title;
+  std::function<bool(const MeasuredCell&)> in_fit;
+};
+
+/// The two splits every validation prints: (1) fit on the cells with fewer ranks than the largest,
+/// predict the largest (extrapolation in ranks, the direction a projection goes); (2) fit on
+/// alternate cells of each rank count in matrix order, predict the others (interpolation). A split
+/// whose fit or held-out subset would be empty (one rank count only) is left out.
+std::vector<ValidationSplit> validation_splits(const std::vector<MeasuredCell>& cells);
+
 /// Kendall-style pair count of `predicted` against `measured` (same length, one value per cell).
 OrderingCheck check_ordering(const std::vector<double>& measured, const std::vector<double>& predicted);
 
