@@ -174,9 +174,18 @@ TEST(ProjectionData, EfficiencyChartDrawsProjectedAndMeasuredAtTheSameRanks) {
   cell("naive", 1, 1.0);
   cell("naive", 2, 0.7);
   cell("hybrid", 8, 0.5);
-  const auto measured = measured_efficiency_series(m, {1, 2, 4});
+  cell("hybrid", 4, 0.6);
+  cell("naive", 4, 0.5);
+  // A projection from 2 ranks: the matrix's efficiencies (against its 1-rank cells) rebased to 2.
+  const auto from_two = measured_efficiency_series(m, {2, 4});
+  ASSERT_EQ(from_two.size(), 1u);
+  EXPECT_EQ(from_two[0].name, "measured strong: demo (mean of 2 cells), relative to 2 ranks");
+  ASSERT_EQ(from_two[0].points.size(), 2u);
+  EXPECT_DOUBLE_EQ(from_two[0].points[0].second, 100.0);
+  EXPECT_DOUBLE_EQ(from_two[0].points[1].second, 100.0 * 0.55 / 0.8);  // (0.6 + 0.5) / 2 over (0.9 + 0.7) / 2
+  const auto measured = measured_efficiency_series(m, {1, 2});
   ASSERT_EQ(measured.size(), 1u);
-  EXPECT_EQ(measured[0].name, "measured strong: demo (mean of 2 cells)");
+  EXPECT_EQ(measured[0].name, "measured strong: demo (mean of 2 cells), relative to 1 rank");
   ASSERT_EQ(measured[0].points.size(), 2u);
   EXPECT_DOUBLE_EQ(measured[0].points[0].second, 100.0);
   EXPECT_DOUBLE_EQ(measured[0].points[1].second, 80.0);  // (0.9 + 0.7) / 2
@@ -188,7 +197,7 @@ TEST(ProjectionData, EfficiencyChartDrawsProjectedAndMeasuredAtTheSameRanks) {
   ASSERT_NE(weak, nullptr);
   EXPECT_DOUBLE_EQ(strong->points[1].second, 100.0 * 0.8474623071483435);
   EXPECT_DOUBLE_EQ(weak->points[2].second, 100.0 * 0.9608441571441341);
-  EXPECT_NE(series_named(chart, "measured strong: demo (mean of 2 cells)"), nullptr);
+  EXPECT_NE(series_named(chart, "measured strong: demo (mean of 2 cells), relative to 1 rank"), nullptr);
   const LineSeries* ideal = series_named(chart, "ideal");
   ASSERT_NE(ideal, nullptr);
   EXPECT_TRUE(ideal->dashed);

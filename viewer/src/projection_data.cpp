@@ -256,8 +256,16 @@ std::vector<LineSeries> measured_efficiency_series(const reports::MatrixSummary&
         series.points.emplace_back(static_cast<double>(n_ranks), 100.0 * sum_n.first / sum_n.second);
         most = std::max(most, sum_n.second);
       }
+      // The matrix's efficiencies are against its reference cell; the projection's against its
+      // smallest size. Rebased to the smallest rank count both have, the two lines compare.
+      const double base_ranks = series.points.front().first, base = series.points.front().second;
+      if (base > 0)
+        for (auto& point : series.points) point.second = 100.0 * point.second / base;
       series.name = "measured " + kind + ": " + matrix.matrix.name +
-                    (most > 1 ? " (mean of " + std::to_string(most) + " cells)" : std::string());
+                    (most > 1 ? " (mean of " + std::to_string(most) + " cells)" : std::string()) +
+                    (base > 0 ? ", relative to " + std::to_string(static_cast<int>(base_ranks)) +
+                                    (base_ranks == 1.0 ? " rank" : " ranks")
+                              : std::string());
       out.push_back(std::move(series));
     }
   }

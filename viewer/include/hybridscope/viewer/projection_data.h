@@ -101,7 +101,9 @@ LineChartData projection_efficiency_chart(const Projection& projection, const st
 /// <matrix> (mean of N cells)", each point the mean over the matrix's cells at that rank count
 /// (every combination of the other axes' levels: a matrix of 12 shapes would otherwise draw 12
 /// lines over the projection's). Cells without a ScalingPoint on the axis, or at other rank counts,
-/// are left out; series without a point are not returned.
+/// are left out; series without a point are not returned. Each series is rebased to its smallest
+/// rank count (100 % there, "relative to N ranks" in its name): the matrix's efficiencies are
+/// against its own reference cell, the projection's against its smallest size.
 std::vector<LineSeries> measured_efficiency_series(const reports::MatrixSummary& matrix, const std::vector<int>& ranks);
 
 }  // namespace hs::viewer
