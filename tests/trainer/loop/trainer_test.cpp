@@ -500,3 +500,61 @@ TEST(Trainer, SwitchRestoresTheDefaultGeneratorState) {
   EXPECT_STREQ(to_rollout.direction, "train_to_rollout");
   EXPECT_STREQ(to_train.direction, "rollout_to_train");
 }
+
+// Every step records the rollout/training mismatch (the rollout engine's log-probs against the
+// old_log_prob pass on the same float32 weights: float noise only), and with rollout correction
+// on, verl's IS metrics; a token rejection threshold below every ratio rejects every token.
+TEST(Trainer, RecordsTheRolloutMismatchAndAppliesRolloutCorrection) {
+  const auto dir = scratch("mismatch");
+  PPOTrainer(tiny_config(dir, {"trainer.total_training_steps=1", "algorithm.rollout_correction.rollout_is=token",
+                               "algorithm.rollout_correction.rollout_is_threshold=2.0"}),
+             quiet())
+      .fit();
+  const auto m = metrics_of(dir + "/run.sqlite", 1);
+  for (const char* name : {"training/rollout_probs_diff_max", "training/rollout_probs_diff_mean",
+                           "training/rollout_actor_probs_pearson_corr", "rollout_corr/kl", "rollout_corr/chi2_token",
+                           "rollout_corr/rollout_is_mean", "rollout_corr/rollout_is_eff_sample_size"})
+    ASSERT_TRUE(m.count(name)) << "missing metric " << name;
+  EXPECT_LT(m.at("training/rollout_probs_diff_max"), 1e-4) << "same weights, same precision";
+  EXPECT_NEAR(m.at("rollout_corr/rollout_is_mean"), 1.0, 1e-3);
+  EXPECT_GT(m.at("training/rollout_actor_probs_pearson_corr"), 0.999);
+  EXPECT_FALSE(m.count("rollout_corr/rollout_rs_masked_fraction")) << "no rejection asked for";
+}
+
+// DAPO's dynamic sampling on an untrained policy: every response scores 0 under the rule, so every
+// group is dropped and the step gives up after max_num_gen_batches rounds with what it kept.
+TEST(Trainer, DynamicSamplingGivesUpAfterMaxNumGenBatches) {
+  const auto dir = scratch("dapo_give_up");
+  try {
+    PPOTrainer(tiny_config(dir, {"trainer.total_training_steps=1", "algorithm.filter_groups.enable=true",
+                                 "algorithm.filter_groups.max_num_gen_batches=3"}),
+               quiet())
+        .fit();
+    FAIL() << "no group can vary: the step must give up";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("dynamic sampling: 3 generation rounds kept 0 of the 4 prompts"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// With DAPO's overlong shaping (a buffer as long as max_response_length, penalty 1) the shaped
+// score of a response is −length/8, so groups whose responses differ in length vary under
+// seq_reward and are kept; the extra rounds are timed as gen_extra.
+TEST(Trainer, DynamicSamplingKeepsVariedGroupsUnderOverlongShaping) {
+  const auto dir = scratch("dapo_overlong");
+  PPOTrainer(tiny_config(dir, {"trainer.total_training_steps=1", "algorithm.filter_groups.enable=true",
+                               "algorithm.filter_groups.metric=seq_reward", "data.gen_batch_size=4",
+                               "reward_model.reward_manager=dapo", "reward_model.overlong_buffer.enable=true",
+                               "reward_model.overlong_buffer.len=8", "reward_model.overlong_buffer.penalty_factor=1.0"}),
+             quiet())
+      .fit();
+  const auto m = metrics_of(dir + "/run.sqlite", 1);
+  ASSERT_TRUE(m.count("train/num_gen_batches"));
+  EXPECT_GE(m.at("train/num_gen_batches"), 1.0);
+  if (m.at("train/num_gen_batches") > 1.0) EXPECT_GT(m.at("timing_s/gen_extra"), 0.0);
+  else EXPECT_FALSE(m.count("timing_s/gen_extra"));
+  // Shaped scores: −length/8 in [−1, −1/8], never 0 for an untrained policy's wrong answers.
+  EXPECT_LT(m.at("critic/score/mean"), 0.0);
+  EXPECT_GE(m.at("critic/score/min"), -1.0);
+}

@@ -249,6 +249,41 @@ TEST_F(GenerateTest, SampledGenerationEqualsNaiveLoopWithTheSameGenerator) {
   }
 }
 
+// The engine's log-probability of every sampled token is the full forward's log_softmax(logits /
+// temperature) at that token (before top-k/top-p): what the trainer's old_log_prob pass computes
+// on the same weights, so a single-process fp32 rollout has no mismatch beyond float noise.
+TEST_F(GenerateTest, RolloutLogProbsEqualTheFullForwardsAtTheSampledTokens) {
+  auto model = make_model();
+  RolloutEngine engine(model, /*eos=*/3, 0, 4, -1, 8, 24);
+  const auto params = sampling(0.7, 12, 0.9, 2);
+  GenerationRequest request{{prompts_[0], prompts_[2]}, params, 10};
+  auto gen = seeded(7);
+  const auto result = engine.generate(request, gen);
+  ASSERT_EQ(result.log_probs.size(), result.responses.size());
+  torch::NoGradGuard no_grad;
+  for (std::size_t r = 0; r < result.responses.size(); ++r) {
+    const auto& prompt = request.prompts[r / 2];
+    const auto& response = result.responses[r];
+    ASSERT_EQ(result.log_probs[r].size(), response.size()) << "row " << r;
+    std::vector<std::int64_t> seq(prompt.begin(), prompt.end());
+    seq.insert(seq.end(), response.begin(), response.end());
+    const auto T = static_cast<std::int64_t>(seq.size());
+    auto ids = torch::tensor(seq, torch::kLong).unsqueeze(0);
+    const auto logits = model->forward(ids, torch::ones_like(ids), torch::arange(T, torch::kLong).unsqueeze(0))[0];
+    const auto lp = (logits / 0.7).log_softmax(-1);
+    for (std::size_t t = 0; t < response.size(); ++t) {
+      const auto at = static_cast<std::int64_t>(prompt.size() + t) - 1;  // the position that predicted token t
+      EXPECT_NEAR(result.log_probs[r][t], lp[at][response[t]].item<double>(), 2e-5) << "row " << r << " token " << t;
+    }
+  }
+  // sampling_log_probs at temperature 1 and when greedy: plain log_softmax.
+  const auto logits = torch::tensor({{0.5, 1.5, -1.0}}, torch::kFloat);
+  const auto token = torch::tensor({1}, torch::kLong);
+  const double expected = (logits.log_softmax(-1))[0][1].item<double>();
+  EXPECT_NEAR(sampling_log_probs(logits, token, sampling(1.0)).item<double>(), expected, 1e-7);
+  EXPECT_NEAR(sampling_log_probs(logits, token, SamplingParams{0.5, -1, 1.0, 1, false}).item<double>(), expected, 1e-7);
+}
+
 TEST_F(GenerateTest, CacheAllocationAndRelease) {
   auto model = make_model();
   RolloutEngine engine(model, 3, 0, 4, /*num_blocks=*/10, 4, 16);

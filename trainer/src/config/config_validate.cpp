@@ -213,10 +213,21 @@ void check_honoured(const Config& c, Problems& p) {
           "(vLLM, SGLang and HF generate are not linked): set actor_rollout_ref.rollout.name=hybridscope or remove the key",
           arr.rollout.name);
   const auto& reward = c.reward_model;
-  if (reward.reward_manager != "naive")
-    p.add("reward_model.reward_manager = '{}': hybridscope has verl's naive manager only (the score on the last "
-          "response token): set reward_model.reward_manager=naive or remove the key",
+  if (reward.reward_manager != "naive" && reward.reward_manager != "dapo")
+    p.add("reward_model.reward_manager = '{}': hybridscope has verl's naive manager (the score on the last response "
+          "token) and dapo (the same plus the overlong buffer): set naive or dapo",
           reward.reward_manager);
+  const auto& overlong = reward.overlong_buffer;
+  if (overlong.enable) {
+    if (reward.reward_manager != "dapo")
+      p.add("reward_model.overlong_buffer.enable = true needs reward_model.reward_manager=dapo (verl's DAPO manager "
+            "applies the buffer)");
+    if (overlong.len < 1 || overlong.len > c.data.max_response_length)
+      p.add("reward_model.overlong_buffer.len = {}: must be in 1..data.max_response_length ({})", overlong.len,
+            c.data.max_response_length);
+    if (!(overlong.penalty_factor >= 0.0))
+      p.add("reward_model.overlong_buffer.penalty_factor = {}: must be >= 0", overlong.penalty_factor);
+  }
   if (!reward.custom_reward_function.path.empty())
     p.add("reward_model.custom_reward_function.path = '{}': hybridscope does not run Python reward functions; it scores "
           "with the built-in rule reward_model.rule (one of {}) or a reward model (reward_model.enable=true): remove the key",
@@ -285,6 +296,9 @@ void check_actor_layout(const Config& c, const Placement& placement, Problems& p
       p.add("data.train_batch_size = {} prompts cannot be split evenly over the {} generation replicas (the actor's {} "
             "ranks / actor_rollout_ref.rollout.tensor_model_parallel_size {}): choose a multiple of {}",
             d.train_batch_size, replicas, actors, rollout_tp, replicas);
+    } else if (d.gen_batch_size >= 1 && d.gen_batch_size % replicas != 0) {
+      p.add("data.gen_batch_size = {} prompts cannot be split evenly over the {} generation replicas: choose a "
+            "multiple of {}", d.gen_batch_size, replicas, replicas);
     }
   }
   const bool sharded = model_parallel > 1 || (actor.strategy == ActorStrategy::kFsdp && dp > 1);
@@ -445,6 +459,44 @@ void validate(const Config& c) {
             "needs a target > 0", kl.target_kl);
     }
   }
+
+  const auto& fg = c.algorithm.filter_groups;
+  if (fg.enable) {
+    if (fg.metric != "acc" && fg.metric != "score" && fg.metric != "seq_reward")
+      p.add("algorithm.filter_groups.metric = {}: must be acc, score or seq_reward (the rule score; verl's "
+            "seq_final_reward, after the in-reward KL, is not supported)", fg.metric);
+    if (c.actor_rollout_ref.rollout.n < 2)
+      p.add("algorithm.filter_groups.enable = true with actor_rollout_ref.rollout.n = {}: a group of one never varies; "
+            "use n >= 2", c.actor_rollout_ref.rollout.n);
+    if (c.reward_model.enable)
+      p.unsupported("algorithm.filter_groups.enable=true with a reward model (reward_model.enable=true)");
+    p.at_least("algorithm.filter_groups.max_num_gen_batches", fg.max_num_gen_batches, 0);
+  }
+  if (c.data.gen_batch_size != -1) {
+    if (!fg.enable)
+      p.add("data.gen_batch_size = {} is read by dynamic sampling only: set algorithm.filter_groups.enable=true or "
+            "remove the key", c.data.gen_batch_size);
+    p.at_least("data.gen_batch_size", c.data.gen_batch_size, 1);
+  }
+
+  const auto& rc = c.algorithm.rollout_correction;
+  if (rc.rollout_is != "null" && rc.rollout_is != "token" && rc.rollout_is != "sequence")
+    p.add("algorithm.rollout_correction.rollout_is = {}: must be null, token or sequence", rc.rollout_is);
+  if (!(rc.rollout_is_threshold > 0.0))
+    p.add("algorithm.rollout_correction.rollout_is_threshold = {}: must be > 0", rc.rollout_is_threshold);
+  if (rc.rollout_rs != "null" && rc.rollout_rs != "token" && rc.rollout_rs != "sequence" && rc.rollout_rs != "geometric")
+    p.add("algorithm.rollout_correction.rollout_rs = {}: must be null, token, sequence or geometric", rc.rollout_rs);
+  if (rc.rollout_rs != "null" && !(rc.rollout_rs_threshold > 0.0))
+    p.add("algorithm.rollout_correction.rollout_rs = {} needs algorithm.rollout_correction.rollout_rs_threshold > 0 "
+          "(the upper bound of the kept ratios, e.g. 2.0; for geometric about 1.001)", rc.rollout_rs);
+  if (rc.rollout_rs_threshold < 0.0 || rc.rollout_rs_threshold_lower < 0.0 || rc.rollout_token_veto_threshold < 0.0)
+    p.add("algorithm.rollout_correction thresholds must be >= 0 (0 = null): rollout_rs_threshold {}, "
+          "rollout_rs_threshold_lower {}, rollout_token_veto_threshold {}",
+          rc.rollout_rs_threshold, rc.rollout_rs_threshold_lower, rc.rollout_token_veto_threshold);
+  if (rc.rollout_rs_threshold_lower > 0.0 && rc.rollout_rs_threshold > 0.0 &&
+      rc.rollout_rs_threshold_lower > rc.rollout_rs_threshold)
+    p.add("algorithm.rollout_correction.rollout_rs_threshold_lower = {} is above rollout_rs_threshold = {}",
+          rc.rollout_rs_threshold_lower, rc.rollout_rs_threshold);
 
   const auto& t = c.trainer;
   p.at_least("trainer.total_epochs", t.total_epochs, 1);

@@ -33,6 +33,8 @@ RolloutBatch RolloutBatch::select(const std::vector<std::int64_t>& index) const 
   out.uid = take_rows(uid, index);
   out.ground_truth = take_rows(ground_truth, index);
   out.data_source = take_rows(data_source, index);
+  out.rollout_log_probs = take_rows(rollout_log_probs, idx);
+  out.rollout_is_weights = take_rows(rollout_is_weights, idx);
   out.old_log_probs = take_rows(old_log_probs, idx);
   out.ref_log_probs = take_rows(ref_log_probs, idx);
   out.values = take_rows(values, idx);
@@ -48,7 +50,8 @@ RolloutBatch RolloutBatch::to(const torch::Device& device) const {
   auto move = [&](const torch::Tensor& t) { return t.defined() ? t.to(device) : t; };
   RolloutBatch out = *this;
   for (torch::Tensor* t : {&out.prompts, &out.responses, &out.input_ids, &out.attention_mask, &out.position_ids,
-                           &out.response_mask, &out.old_log_probs, &out.ref_log_probs, &out.values,
+                           &out.response_mask, &out.rollout_log_probs, &out.rollout_is_weights,
+                           &out.old_log_probs, &out.ref_log_probs, &out.values,
                            &out.token_level_scores, &out.token_level_rewards, &out.advantages, &out.returns,
                            &out.reward_baselines})
     *t = move(*t);

@@ -22,9 +22,8 @@ RolloutPhase::RolloutPhase(const Config& cfg, const Topology& topology, HybridAc
       reward_model_(std::move(reward_model)),
       recording_(recording) {}
 
-std::vector<std::vector<std::int32_t>> RolloutPhase::generate_all(const std::vector<const Example*>& examples,
-                                                                  const SamplingParams& params,
-                                                                  const std::function<std::uint64_t(int)>& seed_of) {
+Rollouts RolloutPhase::generate_all(const std::vector<const Example*>& examples, const SamplingParams& params,
+                                    const std::function<std::uint64_t(int)>& seed_of) {
   // This replica's contiguous share of the prompts; the ranks of a generation tp group generate
   // the same prompts with the same generator (their logits are all-gathered, so they agree).
   const int replicas = actor_.replicas, replica = actor_.replica;
@@ -39,59 +38,80 @@ std::vector<std::vector<std::int32_t>> RolloutPhase::generate_all(const std::vec
   GenerationResult result = actor_.rollout->generate(request, gen);
   recording_.record_kv("gen_peak", result.peak_pool, actor_.rollout->cache_bytes());
   const MeshShape& mesh = topology_.mesh;
-  if (mesh.world() == 1) return std::move(result.responses);
+  if (mesh.world() == 1) return {std::move(result.responses), std::move(result.log_probs)};
 
   // Responses back for training, packed as (rows, 1 + max_response_length) tokens, row =
-  // (length, tokens..., pad).
+  // (length, tokens..., pad), and their log-probs as (rows, max_response_length) float32.
   const auto rows = static_cast<std::int64_t>(result.responses.size());
   const std::int64_t width = 1 + cfg_.data.max_response_length;
   auto packed = torch::zeros({rows, width}, torch::kInt32);
+  auto packed_lp = torch::zeros({rows, width - 1}, torch::kFloat32);
   auto packed_a = packed.accessor<std::int32_t, 2>();
+  auto packed_lp_a = packed_lp.accessor<float, 2>();
   for (std::int64_t r = 0; r < rows; ++r) {
     const auto& tokens = result.responses[static_cast<std::size_t>(r)];
+    const auto& lps = result.log_probs[static_cast<std::size_t>(r)];
     packed_a[r][0] = static_cast<std::int32_t>(tokens.size());
-    for (std::size_t t = 0; t < tokens.size(); ++t) packed_a[r][static_cast<std::int64_t>(t) + 1] = tokens[t];
+    for (std::size_t t = 0; t < tokens.size(); ++t) {
+      packed_a[r][static_cast<std::int64_t>(t) + 1] = tokens[t];
+      packed_lp_a[r][static_cast<std::int64_t>(t)] = lps[t];
+    }
   }
-  auto unpack = [](const auto& a, std::int64_t row) {
+  auto unpack = [](const auto& a, const auto& lp, std::int64_t row, Rollouts& out, std::size_t at) {
     std::vector<std::int32_t> tokens(static_cast<std::size_t>(a[row][0]));
-    for (std::size_t t = 0; t < tokens.size(); ++t) tokens[t] = a[row][static_cast<std::int64_t>(t) + 1];
-    return tokens;
+    std::vector<float> lps(tokens.size());
+    for (std::size_t t = 0; t < tokens.size(); ++t) {
+      tokens[t] = a[row][static_cast<std::int64_t>(t) + 1];
+      lps[t] = lp[row][static_cast<std::int64_t>(t)];
+    }
+    out.responses[at] = std::move(tokens);
+    out.log_probs[at] = std::move(lps);
   };
   if (gathers_share_only()) {
     // HybridFlow: gathered inside the micro-DP group, whose replicas generated this rank's training
     // share, in order; the other prompts' responses stay empty (training_prompts does not take them).
     const auto gathered = topology_.micro_dp_group->all_gather(packed).contiguous();  // (group * rows, width)
+    const auto gathered_lp = topology_.micro_dp_group->all_gather(packed_lp).contiguous();
     const auto gathered_a = gathered.accessor<std::int32_t, 2>();
+    const auto gathered_lp_a = gathered_lp.accessor<float, 2>();
     const auto share_rows = static_cast<std::int64_t>(examples.size() / static_cast<std::size_t>(mesh.dp)) *
                             static_cast<std::int64_t>(params.n);
     TORCH_CHECK(gathered.size(0) == share_rows, "micro-DP gather: ", gathered.size(0), " rows for a training share of ",
                 share_rows);
-    std::vector<std::vector<std::int32_t>> all(examples.size() * static_cast<std::size_t>(params.n));
+    Rollouts all;
+    all.responses.resize(examples.size() * static_cast<std::size_t>(params.n));
+    all.log_probs.resize(all.responses.size());
     for (std::int64_t r = 0; r < share_rows; ++r)
-      all[static_cast<std::size_t>(topology_.dp_rank() * share_rows + r)] = unpack(gathered_a, r);
+      unpack(gathered_a, gathered_lp_a, r, all, static_cast<std::size_t>(topology_.dp_rank() * share_rows + r));
     return all;
   }
   // Otherwise (vanilla, naive, t_g > t, balance_batch) one all-gather over the actor's world; each
   // replica's rows are taken from its generation tp rank 0.
   const auto gathered = topology_.parallel.world->all_gather(packed).contiguous();  // (world * rows, width)
+  const auto gathered_lp = topology_.parallel.world->all_gather(packed_lp).contiguous();
   const auto gathered_a = gathered.accessor<std::int32_t, 2>();
+  const auto gathered_lp_a = gathered_lp.accessor<float, 2>();
   std::vector<int> speaker(static_cast<std::size_t>(replicas), -1);  // replica -> its generation tp rank 0
   for (int r = 0; r < mesh.world(); ++r) {
     const MeshCoord c = actor_.generation_layout.coords[static_cast<std::size_t>(r)];
     if (c.tp == 0) speaker[static_cast<std::size_t>(c.dp)] = r;
   }
-  std::vector<std::vector<std::int32_t>> all;
-  all.reserve(static_cast<std::size_t>(rows * replicas));
+  Rollouts all;
+  all.responses.resize(static_cast<std::size_t>(rows * replicas));
+  all.log_probs.resize(all.responses.size());
   for (int q = 0; q < replicas; ++q) {
     for (std::int64_t r = 0; r < rows; ++r) {
-      all.push_back(unpack(gathered_a, speaker[static_cast<std::size_t>(q)] * rows + r));
+      unpack(gathered_a, gathered_lp_a, speaker[static_cast<std::size_t>(q)] * rows + r, all,
+             static_cast<std::size_t>(q * rows + r));
     }
   }
   return all;
 }
 
 bool RolloutPhase::gathers_share_only() const {
-  return topology_.mesh.world() > 1 && topology_.micro_dp_group && !cfg_.trainer.balance_batch;
+  // Dynamic sampling filters groups on every rank alike, so every rank needs every response.
+  return topology_.mesh.world() > 1 && topology_.micro_dp_group && !cfg_.trainer.balance_batch &&
+         !cfg_.algorithm.filter_groups.enable;
 }
 
 std::vector<std::vector<std::size_t>> RolloutPhase::dp_partitions(const std::vector<const Example*>& examples,
@@ -157,14 +177,28 @@ Metrics RolloutPhase::seqlen_balance(const std::vector<const Example*>& examples
 
 RolloutBatch RolloutPhase::make_batch(const std::vector<const Example*>& examples,
                                       const std::vector<std::size_t>& prompts,
-                                      const std::vector<std::vector<std::int32_t>>& responses, int n) const {
+                                      const std::vector<std::vector<std::int32_t>>& responses, int n,
+                                      const std::vector<std::vector<float>>* log_probs) const {
   std::vector<std::vector<std::int32_t>> prompt_ids, response_ids;
+  std::vector<const std::vector<float>*> response_lps;
   for (const std::size_t i : prompts) {
     prompt_ids.push_back(examples[i]->prompt_ids);
-    for (int j = 0; j < n; ++j) response_ids.push_back(responses[i * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)]);
+    for (int j = 0; j < n; ++j) {
+      const std::size_t row = i * static_cast<std::size_t>(n) + static_cast<std::size_t>(j);
+      response_ids.push_back(responses[row]);
+      if (log_probs) response_lps.push_back(&(*log_probs)[row]);
+    }
   }
   RolloutBatch batch =
       make_rollout_batch(prompt_ids, response_ids, n, tokenizer_.pad_token_id(), tokenizer_.eos_token_id());
+  if (log_probs) {
+    // (B, R) float32, 0 past each response (the response mask's padding).
+    batch.rollout_log_probs = torch::zeros({batch.size(), batch.response_length()}, torch::kFloat32);
+    auto a = batch.rollout_log_probs.accessor<float, 2>();
+    for (std::size_t b = 0; b < response_lps.size(); ++b)
+      for (std::size_t t = 0; t < response_lps[b]->size(); ++t)
+        a[static_cast<std::int64_t>(b)][static_cast<std::int64_t>(t)] = (*response_lps[b])[t];
+  }
   for (const std::size_t i : prompts) {
     for (int j = 0; j < n; ++j) {
       batch.ground_truth.push_back(examples[i]->ground_truth);
@@ -174,7 +208,7 @@ RolloutBatch RolloutPhase::make_batch(const std::vector<const Example*>& example
   return batch;
 }
 
-torch::Tensor RolloutPhase::score(const RolloutBatch& batch) {
+torch::Tensor RolloutPhase::score(const RolloutBatch& batch, bool shape_overlong) {
   // token_level_scores: the sequence's score at its last response token (verl's reward managers).
   auto scores = torch::zeros({batch.size(), batch.response_length()}, torch::kFloat32);
   auto scores_a = scores.accessor<float, 2>();
@@ -200,10 +234,18 @@ torch::Tensor RolloutPhase::score(const RolloutBatch& batch) {
     for (std::int64_t t = 0; t < length[b]; ++t) ids.push_back(static_cast<std::int32_t>(responses_a[b][t]));
     const std::string text = tokenizer_.decode(ids, true);
     const auto i = static_cast<std::size_t>(b);
-    scores_a[b][std::max<std::int64_t>(0, length[b] - 1)] = static_cast<float>(
-        compute_score(cfg_.reward_model.rule, batch.data_source[i], text, batch.ground_truth[i]));
+    double value = compute_score(cfg_.reward_model.rule, batch.data_source[i], text, batch.ground_truth[i]);
+    if (shape_overlong) value += overlong_penalty(cfg_.reward_model.overlong_buffer, length[b], cfg_.data.max_response_length);
+    scores_a[b][std::max<std::int64_t>(0, length[b] - 1)] = static_cast<float>(value);
   }
   return scores;
+}
+
+double overlong_penalty(const OverlongBufferConfig& buffer, std::int64_t response_length, int max_response_length) {
+  if (!buffer.enable) return 0.0;
+  const double expected = static_cast<double>(max_response_length - buffer.len);
+  const double exceed = static_cast<double>(response_length) - expected;
+  return std::min(-exceed / buffer.len * buffer.penalty_factor, 0.0);
 }
 
 double RolloutPhase::validate(const RLDataset& data, std::int64_t step, std::map<std::string, double>* per_source) {
@@ -243,7 +285,7 @@ double RolloutPhase::validate(const RLDataset& data, std::int64_t step, std::map
     std::vector<std::size_t> rows(examples.size());
     for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = i;
     const RolloutBatch batch = make_batch(examples, rows, result.responses, 1);
-    const auto scores = score(batch).sum(-1);
+    const auto scores = score(batch, /*shape_overlong=*/false).sum(-1);  // val/mean@1: the rule score
     for (std::int64_t b = 0; b < batch.size(); ++b) {
       const double v = scores[b].item<double>();
       const auto k = static_cast<std::int64_t>(source_index.at(batch.data_source[static_cast<std::size_t>(b)]));

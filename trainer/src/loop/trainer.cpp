@@ -49,6 +49,7 @@
 #include "hybridscope/trainer/dist/pipeline.h"
 #include "hybridscope/trainer/rl/ppo_workers.h"
 #include "hybridscope/trainer/rl/advantage.h"
+#include "hybridscope/trainer/rl/rollout_correction.h"
 #include "hybridscope/trainer/rl/sft.h"
 #include "hybridscope/trainer/data/tokenizer.h"
 #include "loop/random_streams.h"
@@ -119,6 +120,10 @@ struct PPOTrainer::State {
   Metrics step();
   /// perf/*, memory peaks, the KV pool and the step counters of a step that trained on `batch`.
   void add_perf_metrics(const RolloutBatch& batch, Metrics& metrics);
+  /// DAPO's group filter: keeps the prompts (and their n responses and log-probs) whose responses
+  /// do not all score alike under algorithm.filter_groups.metric (acc, score: the rule score;
+  /// seq_reward: with the overlong shaping). Every rank holds every response, so all agree.
+  void keep_varied_groups(std::vector<const Example*>& prompts, Rollouts& generated);
   double validate(std::map<std::string, double>* per_source) {
     return rollout->validate(val_data, global_step, per_source);
   }
@@ -163,8 +168,11 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
   s.tokenizer = make_tokenizer(cfg.hybridscope.tokenizer);
   s.train_data = RLDataset::load(cfg.data.train_files, *s.tokenizer, cfg.data);
   s.val_data = RLDataset::load(cfg.data.val_files, *s.tokenizer, cfg.data);
-  s.loader = std::make_unique<DataLoader>(s.train_data.size(), static_cast<std::size_t>(cfg.data.train_batch_size),
-                                          cfg.data.shuffle, static_cast<std::uint64_t>(cfg.data.seed));
+  // Dynamic sampling draws data.gen_batch_size prompts per generation round (verl's DAPO loader).
+  const int draw = cfg.algorithm.filter_groups.enable && cfg.data.gen_batch_size > 0 ? cfg.data.gen_batch_size
+                                                                                      : cfg.data.train_batch_size;
+  s.loader = std::make_unique<DataLoader>(s.train_data.size(), static_cast<std::size_t>(draw), cfg.data.shuffle,
+                                          static_cast<std::uint64_t>(cfg.data.seed));
   s.total_steps = cfg.trainer.total_training_steps > 0
                       ? cfg.trainer.total_training_steps
                       : static_cast<std::int64_t>(s.loader->batches_per_epoch()) * cfg.trainer.total_epochs;
@@ -233,12 +241,23 @@ Metrics PPOTrainer::State::step() {
     HS_PROBE_RANGE(timings, "step", kStep);
     // Every rank draws the same global batch; generation replicas generate their shares, every
     // rank gets the responses of its dp rank's prompts for training.
-    const auto indices = loader->next_batch();
-    std::vector<const Example*> examples;
-    for (const auto index : indices) examples.push_back(&train_data[index]);
     const int n = arr.rollout.n;
+    const FilterGroupsConfig& filter = cfg.algorithm.filter_groups;
+    std::vector<const Example*> examples;
     std::vector<std::size_t> mine;
-    std::vector<std::vector<std::int32_t>> responses;
+    Rollouts generated;
+    // Generation round `round` of this step: round 0 draws the step's seed, DAPO's extra rounds others.
+    auto generate_round = [&](int round, const std::vector<const Example*>& prompts) {
+      return rollout->generate_all(prompts, arr.rollout.sampling(), [&](int replica_index) {
+        const auto base = rank_stream_seed(cfg.hybridscope.seed, step, kRolloutStream, replica_index);
+        return round == 0 ? base : stream_seed(base, round, kRolloutStream);
+      });
+    };
+    auto draw = [&] {
+      std::vector<const Example*> prompts;
+      for (const auto index : loader->next_batch()) prompts.push_back(&train_data[index]);
+      return prompts;
+    };
     {
       HS_PROBE_RANGE(timings, "switch/train_to_rollout", kSwitch);
       hybrid_switch.to_rollout(step);
@@ -246,20 +265,45 @@ Metrics PPOTrainer::State::step() {
     sample("switch/train_to_rollout");
     {
       HS_PROBE_RANGE(timings, "gen", kPhase);
-      responses = rollout->generate_all(examples, arr.rollout.sampling(), [&](int replica_index) {
-        return rank_stream_seed(cfg.hybridscope.seed, step, kRolloutStream, replica_index);
-      });
-      mine = rollout->training_prompts(examples, responses, n);
-      batch = rollout->make_batch(examples, mine, responses, n);
+      examples = draw();
+      generated = generate_round(0, examples);
+      if (filter.enable) keep_varied_groups(examples, generated);
     }
-    const Metrics balance = rollout->seqlen_balance(examples, responses, n);  // outside 'gen': may all_reduce
+    if (filter.enable) {
+      // DAPO's dynamic sampling: more rounds until train_batch_size prompts with varied scores are
+      // kept, timed as their own phase (what dynamic sampling costs), then the first ones taken.
+      int rounds = 1;
+      const auto wanted = static_cast<std::size_t>(cfg.data.train_batch_size);
+      while (examples.size() < wanted) {
+        if (filter.max_num_gen_batches > 0 && rounds >= filter.max_num_gen_batches)
+          throw std::runtime_error(fmt::format(
+              "dynamic sampling: {} generation rounds kept {} of the {} prompts data.train_batch_size asks for "
+              "(algorithm.filter_groups.max_num_gen_batches = {}): the prompts are too easy or too hard for the "
+              "policy; raise max_num_gen_batches (0 = no limit) or data.gen_batch_size",
+              rounds, examples.size(), wanted, filter.max_num_gen_batches));
+        HS_PROBE_RANGE(timings, "gen_extra", kPhase);
+        std::vector<const Example*> more = draw();
+        Rollouts extra = generate_round(rounds++, more);
+        keep_varied_groups(more, extra);
+        examples.insert(examples.end(), more.begin(), more.end());
+        for (auto& r : extra.responses) generated.responses.push_back(std::move(r));
+        for (auto& l : extra.log_probs) generated.log_probs.push_back(std::move(l));
+      }
+      examples.resize(wanted);
+      generated.responses.resize(wanted * static_cast<std::size_t>(n));
+      generated.log_probs.resize(generated.responses.size());
+      metrics.emplace_back("train/num_gen_batches", rounds);
+    }
+    mine = rollout->training_prompts(examples, generated.responses, n);
+    batch = rollout->make_batch(examples, mine, generated.responses, n, &generated.log_probs);
+    const Metrics balance = rollout->seqlen_balance(examples, generated.responses, n);  // outside 'gen': may all_reduce
     metrics.insert(metrics.end(), balance.begin(), balance.end());
     if (cfg.algorithm.adv_estimator == AdvEstimator::kRemax) {
       HS_PROBE_RANGE(timings, "gen_max", kPhase);
       SamplingParams greedy = arr.rollout.sampling();
       greedy.do_sample = false;
       const RolloutBatch baseline = rollout->make_batch(
-          examples, mine, rollout->generate_all(examples, greedy, [](int) { return std::uint64_t{0}; }), n);
+          examples, mine, rollout->generate_all(examples, greedy, [](int) { return std::uint64_t{0}; }).responses, n);
       batch.reward_baselines = rollout->score(baseline).sum(-1);
     }
     {
@@ -276,6 +320,21 @@ Metrics PPOTrainer::State::step() {
       batch.old_log_probs = actor->worker->compute_log_prob(batch, arr.rollout.log_prob_micro_batch_size_per_gpu);
     }
     sample("old_log_prob");
+    if (batch.rollout_log_probs.defined()) {
+      // The rollout/training mismatch of this step, and verl's rollout correction when configured
+      // (rollout_correction.h): IS weights for the policy loss, rejected tokens out of the mask.
+      const auto old_lp = batch.old_log_probs.to(torch::kCPU, torch::kFloat32);
+      const auto mask = batch.response_mask.to(torch::kFloat32);
+      const Metrics mismatch = rollout_mismatch_metrics(old_lp, batch.rollout_log_probs, mask);
+      metrics.insert(metrics.end(), mismatch.begin(), mismatch.end());
+      if (cfg.algorithm.rollout_correction.enabled()) {
+        RolloutCorrection corrected =
+            compute_rollout_correction(old_lp, batch.rollout_log_probs, mask, cfg.algorithm.rollout_correction);
+        metrics.insert(metrics.end(), corrected.metrics.begin(), corrected.metrics.end());
+        batch.response_mask = corrected.response_mask.to(batch.response_mask.dtype());
+        batch.rollout_is_weights = corrected.is_weights;
+      }
+    }
     if (cfg.use_reference()) {
       HS_PROBE_RANGE(timings, "ref", kPhase);
       torch::NoGradGuard no_grad;
@@ -332,6 +391,33 @@ Metrics PPOTrainer::State::step() {
   }
   add_perf_metrics(batch, metrics);
   return reduce_metrics(metrics, *topology.parallel.world, topology.mesh.tp * topology.mesh.pp);
+}
+
+void PPOTrainer::State::keep_varied_groups(std::vector<const Example*>& prompts, Rollouts& generated) {
+  const int n = cfg.actor_rollout_ref.rollout.n;
+  std::vector<std::size_t> all(prompts.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  const bool shaped = cfg.algorithm.filter_groups.metric == "seq_reward";
+  const auto scores = rollout->score(rollout->make_batch(prompts, all, generated.responses, n), shaped)
+                          .sum(-1)
+                          .to(torch::kDouble)
+                          .contiguous();
+  const double* v = scores.data_ptr<double>();
+  std::vector<const Example*> kept;
+  Rollouts out;
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    const std::size_t first = i * static_cast<std::size_t>(n);
+    bool varied = false;
+    for (int j = 1; j < n; ++j) varied = varied || v[first + static_cast<std::size_t>(j)] != v[first];
+    if (!varied) continue;  // np.std(group) == 0: verl drops it
+    kept.push_back(prompts[i]);
+    for (int j = 0; j < n; ++j) {
+      out.responses.push_back(std::move(generated.responses[first + static_cast<std::size_t>(j)]));
+      out.log_probs.push_back(std::move(generated.log_probs[first + static_cast<std::size_t>(j)]));
+    }
+  }
+  prompts = std::move(kept);
+  generated = std::move(out);
 }
 
 void PPOTrainer::State::add_perf_metrics(const RolloutBatch& batch, Metrics& metrics) {

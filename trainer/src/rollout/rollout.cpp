@@ -112,6 +112,15 @@ torch::Tensor sample_tokens(const torch::Tensor& logits, const SamplingParams& p
   return torch::multinomial(probs, 1, /*replacement=*/false, generator).squeeze(1);  // (B)
 }
 
+torch::Tensor sampling_log_probs(const torch::Tensor& logits, const torch::Tensor& tokens, const SamplingParams& params) {
+  TORCH_CHECK(logits.dim() == 2 && tokens.dim() == 1 && tokens.size(0) == logits.size(0),
+              "sampling_log_probs: logits (B, V) and tokens (B), got ", logits.sizes(), " and ", tokens.sizes());
+  auto x = logits.scalar_type() == torch::kDouble ? logits : logits.to(torch::kFloat);
+  const bool sampled = params.do_sample && params.temperature > 0.0;
+  if (sampled && params.temperature != 1.0) x = x / params.temperature;
+  return x.log_softmax(-1).gather(-1, tokens.to(torch::kLong).unsqueeze(-1)).squeeze(-1);
+}
+
 torch::Tensor sample_by_inverse_cdf(const torch::Tensor& probs, const torch::Tensor& uniforms) {
   TORCH_CHECK(probs.dim() == 2 && uniforms.dim() == 1 && uniforms.size(0) == probs.size(0),
               "sample_by_inverse_cdf: probs (B, V) and uniforms (B), got ", probs.sizes(), " and ", uniforms.sizes());
@@ -299,6 +308,7 @@ GenerationResult RolloutEngine::generate(const GenerationRequest& request,
 
   GenerationResult result;
   result.responses.resize(request.prompts.size() * static_cast<std::size_t>(p.n));
+  result.log_probs.resize(result.responses.size());
   result.peak_pool = allocator_.stats();
   // Waves in prompt order: at most max_num_seqs sequences, and the worst case of their blocks
   // (no sharing) within the pool, so that a wave never runs out of blocks halfway.
@@ -390,14 +400,22 @@ void RolloutEngine::run_wave(const GenerationRequest& request, std::size_t first
   const auto max_len = static_cast<std::size_t>(request.max_response_length);
   auto* responses = result.responses.data() + first * static_cast<std::size_t>(n);
   std::vector<std::int64_t> active;  // indices into seq, ascending
-  auto take = [&](const torch::Tensor& next, const std::vector<std::int64_t>& rows) {
+  auto* log_probs = result.log_probs.data() + first * static_cast<std::size_t>(n);
+  // Samples one token per row of `row_logits` (B, V) and records it with its log-probability under
+  // the engine's own distribution (sampling_log_probs).
+  auto take = [&](const torch::Tensor& row_logits, const std::vector<std::int64_t>& rows) {
+    const torch::Tensor sampling = sampled_ids(row_logits);
+    const torch::Tensor next = sample_tokens(sampling, request.params, generator);
     auto tokens = next.to(torch::kCPU, torch::kLong).contiguous();
+    auto lp = sampling_log_probs(sampling, next, request.params).to(torch::kCPU, torch::kFloat).contiguous();
     const auto* tok = tokens.data_ptr<std::int64_t>();
+    const auto* lpp = lp.data_ptr<float>();
     std::vector<std::int64_t> still;
     still.reserve(rows.size());
     for (std::size_t r = 0; r < rows.size(); ++r) {
       auto& response = responses[rows[r]];
       response.push_back(static_cast<std::int32_t>(tok[r]));
+      log_probs[rows[r]].push_back(lpp[r]);
       ++result.generated_tokens;
       if (tok[r] != eos_token_id_ && response.size() < max_len) still.push_back(rows[r]);
     }
@@ -406,7 +424,7 @@ void RolloutEngine::run_wave(const GenerationRequest& request, std::size_t first
   if (max_len > 0) {
     std::vector<std::int64_t> all(static_cast<std::size_t>(N));
     for (std::int64_t i = 0; i < N; ++i) all[static_cast<std::size_t>(i)] = i;
-    take(sample_tokens(sampled_ids(n == 1 ? last : last.repeat_interleave(n, 0)), request.params, generator), all);
+    take(n == 1 ? last : last.repeat_interleave(n, 0), all);
   }
 
   // ---- decode: one token per unfinished sequence per step
@@ -448,7 +466,7 @@ void RolloutEngine::run_wave(const GenerationRequest& request, std::size_t first
     view.max_context_len = *std::max_element(ctx.begin(), ctx.begin() + A);
     view.all_slots_written = 1;  // one new token per active sequence, each with its slot
     logits = model_->forward_cached(long_tensor(ids, A, 1, device), long_tensor(pos, A, 1, device), view);
-    take(sample_tokens(sampled_ids(logits.select(1, 0)), request.params, generator), active);
+    take(logits.select(1, 0), active);
   }
 
   for (const auto s : seq) allocator_.free_sequence(s);

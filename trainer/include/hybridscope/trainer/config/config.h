@@ -97,6 +97,7 @@ struct DataConfig {
   int max_prompt_length = 512;    // tokens
   int max_response_length = 512;  // tokens
   int train_batch_size = 1024;    // prompts per step
+  int gen_batch_size = -1;        // prompts per generation round of dynamic sampling (DAPO); -1 = train_batch_size
   int val_batch_size = -1;        // prompts per validation batch; -1 = the whole set at once
   Truncation truncation = Truncation::kError;
   bool shuffle = true;
@@ -214,10 +215,19 @@ struct CustomRewardFunction {
   std::string name = "compute_score";
 };
 
+/// reward_model.overlong_buffer (verl's DAPO reward manager): a response longer than
+/// max_response_length − len loses (length − (max_response_length − len)) / len · penalty_factor.
+struct OverlongBufferConfig {
+  bool enable = false;
+  int len = 0;                 // tokens of the buffer before max_response_length
+  double penalty_factor = 1.0;
+};
+
 struct RewardModelConfig {
   bool enable = false;  // true: a scalar-head model scores responses instead of the rule
   ModelConfig model{};
-  std::string reward_manager = "naive";  // the only manager: the score on the last response token
+  std::string reward_manager = "naive";  // naive: the score on the last response token; dapo: plus the overlong buffer
+  OverlongBufferConfig overlong_buffer{};
   RewardRule rule = RewardRule::kGsm8k;  // gsm8k: exact match of the answer after ####
   CustomRewardFunction custom_reward_function{};
 };
@@ -229,6 +239,27 @@ struct KlCtrlConfig {
   double target_kl = 0.1;
 };
 
+/// algorithm.rollout_correction (verl's RolloutCorrectionConfig; rollout_correction.h). verl's
+/// nulls are spelled "null" for the levels and 0 for the thresholds.
+struct RolloutCorrectionConfig {
+  std::string rollout_is = "null";          // IS weights: null (off), token, sequence
+  double rollout_is_threshold = 2.0;        // truncation of the IS weights
+  bool rollout_is_batch_normalize = false;  // scale the IS weights to mean 1 over the batch
+  std::string rollout_rs = "null";          // rejection: null (off), token, sequence, geometric
+  double rollout_rs_threshold = 0;          // upper bound of the kept ratios (required with rollout_rs)
+  double rollout_rs_threshold_lower = 0;    // lower bound; 0: 1 / upper
+  double rollout_token_veto_threshold = 0;  // reject a sequence with a token ratio below it; 0: no veto
+  bool enabled() const { return rollout_is != "null" || rollout_rs != "null" || rollout_token_veto_threshold > 0; }
+};
+
+/// algorithm.filter_groups (DAPO's dynamic sampling): groups whose responses all score alike
+/// teach nothing; they are dropped and more prompts generated until train_batch_size are kept.
+struct FilterGroupsConfig {
+  bool enable = false;
+  std::string metric = "acc";   // acc, score, seq_reward: the sequence's rule score (the same here)
+  int max_num_gen_batches = 0;  // generation rounds per step before giving up; 0 = no limit
+};
+
 struct AlgorithmConfig {
   double gamma = 1.0;
   double lam = 1.0;
@@ -237,6 +268,8 @@ struct AlgorithmConfig {
   bool use_kl_in_reward = false;
   KlPenalty kl_penalty = KlPenalty::kKl;
   KlCtrlConfig kl_ctrl{};
+  RolloutCorrectionConfig rollout_correction{};
+  FilterGroupsConfig filter_groups{};
 };
 
 struct TrainerConfig {

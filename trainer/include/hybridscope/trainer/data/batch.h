@@ -25,6 +25,8 @@ struct RolloutBatch {
   std::vector<std::string> data_source;
 
   // Added by the phases (undefined until then).
+  torch::Tensor rollout_log_probs;    // (B, R) float32: log π_rollout as the rollout engine sampled (0 past EOS)
+  torch::Tensor rollout_is_weights;   // (B, R): rollout correction's IS weights (rollout_correction.h), when on
   torch::Tensor old_log_probs;        // (B, R) float32
   torch::Tensor ref_log_probs;        // (B, R)
   torch::Tensor values;               // (B, R)

@@ -28,6 +28,17 @@ class Tokenizer;
 struct HybridActor;
 struct Topology;
 
+/// The step's responses and their rollout log-probabilities (GenerationResult's, for every prompt
+/// generate_all brings back), prompt-major.
+struct Rollouts {
+  std::vector<std::vector<std::int32_t>> responses;
+  std::vector<std::vector<float>> log_probs;  // log π_rollout per response token
+};
+
+/// verl's DAPO reward manager's overlong shaping: min(−(length − (max_response_length − len)) / len ·
+/// penalty_factor, 0) for a response of `response_length` tokens (EOS included); 0 when disabled.
+double overlong_penalty(const OverlongBufferConfig& buffer, std::int64_t response_length, int max_response_length);
+
 class RolloutPhase {
  public:
   /// Every reference must outlive this object. `reward_model` may be null (the rule reward).
@@ -38,9 +49,8 @@ class RolloutPhase {
   /// replica generates its contiguous share with `seed_of(replica)`. Hybrid mode with t_g <= tp
   /// (and no balance_batch): gathered inside the micro-DP group, so only this rank's training share
   /// is filled; otherwise all-gathered over the actor's world, every response on every rank.
-  std::vector<std::vector<std::int32_t>> generate_all(const std::vector<const Example*>& examples,
-                                                      const SamplingParams& params,
-                                                      const std::function<std::uint64_t(int)>& seed_of);
+  Rollouts generate_all(const std::vector<const Example*>& examples, const SamplingParams& params,
+                        const std::function<std::uint64_t(int)>& seed_of);
   /// The prompts (indices into the step's prompts) this rank trains on: its dp rank's contiguous
   /// share, or with trainer.balance_batch a share of equal size whose token total is balanced across
   /// dp ranks (whole GRPO groups move, so group statistics stay on one rank).
@@ -53,11 +63,14 @@ class RolloutPhase {
   /// (prompts x n) int64 over the actor's world; otherwise no communication.
   Metrics seqlen_balance(const std::vector<const Example*>& examples,
                          const std::vector<std::vector<std::int32_t>>& responses, int n) const;
-  /// The batch of `prompts` (indices into `examples`) with their n responses each.
+  /// The batch of `prompts` (indices into `examples`) with their n responses each; with
+  /// `log_probs` (generate_all's), its rollout_log_probs too.
   RolloutBatch make_batch(const std::vector<const Example*>& examples, const std::vector<std::size_t>& prompts,
-                          const std::vector<std::vector<std::int32_t>>& responses, int n) const;
-  /// token_level_scores (B, R): each sequence's score at its last response token.
-  torch::Tensor score(const RolloutBatch& batch);
+                          const std::vector<std::vector<std::int32_t>>& responses, int n,
+                          const std::vector<std::vector<float>>* log_probs = nullptr) const;
+  /// token_level_scores (B, R): each sequence's score at its last response token; with
+  /// `shape_overlong`, plus the overlong buffer's penalty (overlong_penalty) when it is enabled.
+  torch::Tensor score(const RolloutBatch& batch, bool shape_overlong = true);
   /// Greedy mean@1 over `data` at `step` (each replica scores its share; sums over the world), and
   /// per data source into `per_source` when non-null.
   double validate(const RLDataset& data, std::int64_t step, std::map<std::string, double>* per_source);

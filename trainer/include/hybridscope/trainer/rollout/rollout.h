@@ -54,6 +54,9 @@ struct GenerationResult {
   /// prompts.size() * n responses, prompt-major (sample j of prompt i at i * n + j); each ends
   /// with EOS when the model produced it within max_response_length.
   std::vector<std::vector<std::int32_t>> responses;
+  /// log π_rollout of every response token, as the engine computed it when it sampled it
+  /// (sampling_log_probs): verl's rollout_log_probs (rollout.calculate_log_probs).
+  std::vector<std::vector<float>> log_probs;
   std::int64_t generated_tokens = 0;
   KvPoolStats peak_pool;  // pool stats at the moment of peak use
 };
@@ -130,6 +133,11 @@ class RolloutEngine {
 /// Samples one token per row of logits (B, V) with temperature/top-k/top-p; argmax when greedy.
 torch::Tensor sample_tokens(const torch::Tensor& logits, const SamplingParams& params,
                             torch::Generator& generator);
+
+/// The rollout's log-probability of `tokens` (B) under `logits` (B, V): log_softmax(logits /
+/// temperature) at each token (temperature 1 when greedy), over the sampled vocabulary and before
+/// top-k/top-p, as the trainer's log-prob passes compute it (in float32, float64 logits stay float64).
+torch::Tensor sampling_log_probs(const torch::Tensor& logits, const torch::Tensor& tokens, const SamplingParams& params);
 
 /// One token per row of `probs` (B, V) at `uniforms` (B) in [0, 1): the first v whose cumulative
 /// probability exceeds u·(the row's total), computed where `probs` is. sample_tokens uses it for
