@@ -241,7 +241,7 @@ const std::vector<Refusal> kRefusals = {
                                            "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"},
      "reward_model.enable with a tensor- or pipeline-parallel actor (use the rule reward) is not supported"},
     {"WhiteningEstimatorOnSeveralRanks", {"trainer.n_gpus_per_node=2", "algorithm.adv_estimator=reinforce_plus_plus"},
-     "algorithm.adv_estimator=reinforce_plus_plus with more than one rank (it whitens advantages over the whole batch"},
+     "algorithm.adv_estimator=reinforce_plus_plus with more than one rank (it normalises advantages over the whole batch"},
     {"AdaptiveKlOnSeveralRanks", {"trainer.n_gpus_per_node=2", "algorithm.use_kl_in_reward=true", "algorithm.kl_ctrl.type=adaptive"},
      "algorithm.kl_ctrl.type=adaptive with more than one rank (set it to fixed) is not supported"},
     {"GradientCheckpointing", {"critic.model.enable_gradient_checkpointing=true"},

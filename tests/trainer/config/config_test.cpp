@@ -539,7 +539,7 @@ TEST(ConfigErrors, SectionGivenAValueSaysToSetItsKeys) {
 TEST(ConfigErrors, BadEnumListsTheValidSpellings) {
   EXPECT_TRUE(Contains(override_error({"algorithm.adv_estimator=gpro"}),
                        "algorithm.adv_estimator: expected one of gae, grpo, rloo, reinforce_plus_plus, "
-                       "reinforce_plus_plus_baseline, remax, got 'gpro' — did you mean grpo?"));
+                       "reinforce_plus_plus_baseline, remax, opo, grpo_passk, gpg, got 'gpro' — did you mean grpo?"));
   EXPECT_TRUE(Contains(override_error({"data.truncation=middle"}), "data.truncation: expected one of error, left, right, got 'middle'"));
   EXPECT_TRUE(Contains(override_error({"algorithm.kl_penalty=k4"}), "expected one of kl, k1, abs, mse, k2, low_var_kl, k3, got 'k4'"));
   EXPECT_TRUE(Contains(override_error({"actor_rollout_ref.actor.loss_agg_mode=token_mean"}), "did you mean token-mean?"));

@@ -205,8 +205,8 @@ int run_dp_update(const std::string& out_path) {
   Transformer model(shape, HeadKind::kLm);
   const RolloutBatch local = batch.select(rows);
   // The policy loss of the whole batch at the start weights, assembled from this rank's
-  // micro-batches with the trainer's weights (global counts) and summed over dp.
-  const double count = global_loss_agg_count(local.response_mask, cfg.loss_agg_mode, *dp_ctx.dp);
+  // micro-batches with the trainer's global batch info (agg_loss) and averaged over dp.
+  const GlobalBatchInfo info = global_batch_info(local.response_mask, *dp_ctx.dp, cfg.loss_scale_factor);
   auto loss = torch::zeros({1}, torch::kFloat64);
   {
     torch::NoGradGuard no_grad;
@@ -214,11 +214,12 @@ int run_dp_update(const std::string& out_path) {
       const RolloutBatch ub = local.select(micro);
       const auto log_prob = response_log_probs(model, ub, 1.0, false).first;
       const auto pg = compute_policy_loss(ub.old_log_probs, log_prob, ub.advantages, ub.response_mask, 0.2, 0.2, 3.0,
-                                          cfg.loss_agg_mode);
-      loss += pg.pg_loss.to(torch::kFloat64) * micro_batch_weight(ub.response_mask, count, cfg.loss_agg_mode);
+                                          cfg.loss_agg_mode, info);
+      loss += pg.pg_loss.to(torch::kFloat64);
     }
   }
   dp_ctx.dp->all_reduce(loss, ReduceOp::kSum);
+  loss /= dp_ctx.dp->size();  // gradients (and so losses) are averaged over dp
   PPOActor actor(model, cfg, 1.0, 4, 10, dp_ctx);
   actor.update_policy(local, 0, 0);
 

@@ -91,18 +91,19 @@ int run_fsdp_update(const std::string& db, int tp, int dp) {
   const RolloutBatch local = batch.select(rows);
 
   // The policy loss of the whole batch at the start weights from this rank's old log-probs
-  // (compute_log_prob gathers the shards), weighted by global counts and summed over dp.
+  // (compute_log_prob gathers the shards), normalised by the global batch info and averaged over dp.
   const auto log_prob = actor.compute_log_prob(local, cfg.ppo_micro_batch_size_per_gpu);
-  const double count = global_loss_agg_count(local.response_mask, cfg.loss_agg_mode, *ctx.dp);
+  const GlobalBatchInfo info = global_batch_info(local.response_mask, *ctx.dp, cfg.loss_scale_factor);
   auto loss = torch::zeros({1}, torch::kFloat64);
   for (const auto& micro : split_rows(local.size(), cfg.ppo_micro_batch_size_per_gpu)) {
     const RolloutBatch ub = local.select(micro);
     const auto lp = log_prob.index_select(0, torch::tensor(micro, torch::kInt64));
     const auto pg = compute_policy_loss(ub.old_log_probs, lp, ub.advantages, ub.response_mask, 0.2, 0.2, 3.0,
-                                        cfg.loss_agg_mode);
-    loss += pg.pg_loss.to(torch::kFloat64) * micro_batch_weight(ub.response_mask, count, cfg.loss_agg_mode);
+                                        cfg.loss_agg_mode, info);
+    loss += pg.pg_loss.to(torch::kFloat64);
   }
   ctx.dp->all_reduce(loss, ReduceOp::kSum);
+  loss /= ctx.dp->size();  // gradients (and so losses) are averaged over dp
   const Metrics metrics = actor.update_policy(local, 0, 0);
 
   double single_loss = 0;

@@ -187,7 +187,7 @@ TEST(ZeroShards, CriticUpdateOverTwoThreadRanksEqualsSingleProcess) {
 //     gradient's rounding at ~1e-7 relative, i.e. ~1e-10 here, while a gradient summed over the
 //     wrong ranks or rows moves a parameter by ~1e-3);
 //   - the policy loss of the batch (from compute_log_prob over gathered shards, weighted by
-//     global counts and summed over dp) within 1e-6 of the single-process loss, and the clipping
+//     global batch info and averaged over dp) within 1e-6 of the single-process loss, and the clipping
 //     norm (dp-summed squares of the shard gradients, combined with tp) within 1e-5 relative;
 //     clipping was active (the single-process norm exceeds grad_clip);
 //   - between uses the module holds 0 parameter bytes and the shards hold M_r / dp, M_r the

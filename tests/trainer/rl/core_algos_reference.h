@@ -39,6 +39,36 @@ inline double ref_masked_var(const Mat& v, const Mat& m) {
   return ss / (n + 1e-8) * (n / (n - 1.0));
 }
 
+// ---- integer and bool masks (verl's trainer passes int64): torch's default float32 pieces ----
+
+/// Σ m + 1e-8 as torch computes it for an integer mask: int64 + double → float32.
+inline double ref_int_mask_count(double n) { return static_cast<double>(static_cast<float>(n + 1e-8)); }
+/// masked_mean with an integer mask: the denominator is the float32 count (the epsilon vanishes).
+inline double ref_masked_mean_int(const Mat& v, const Mat& m) {
+  double s = 0.0, n = 0.0;
+  for (size_t i = 0; i < v.size(); ++i)
+    for (size_t t = 0; t < v[i].size(); ++t) {
+      if (m[i][t] != 0.0) s += v[i][t];
+      n += m[i][t];
+    }
+  return s / ref_int_mask_count(n);
+}
+/// Unbiased masked_var with an integer mask: the Bessel factor N/(N−1) is a float32 number.
+inline double ref_masked_var_int(const Mat& v, const Mat& m) {
+  const double mean = ref_masked_mean_int(v, m);
+  Mat sq = v;
+  double n = 0.0;
+  for (size_t i = 0; i < v.size(); ++i)
+    for (size_t t = 0; t < v[i].size(); ++t) {
+      sq[i][t] = (v[i][t] - mean) * (v[i][t] - mean);
+      n += m[i][t];
+    }
+  const auto bessel = static_cast<double>(static_cast<float>(n) / static_cast<float>(n - 1.0));
+  return ref_masked_mean_int(sq, m) * bessel;
+}
+/// GRPO's group of one: std + ε with std = float32 1, so the divisor is float32(1 + ε).
+inline double ref_grpo_single_divisor(double eps) { return static_cast<double>(1.0f + static_cast<float>(eps)); }
+
 inline Mat ref_whiten(const Mat& v, const Mat& m) {
   const double mean = ref_masked_mean(v, m);
   const double scale = 1.0 / std::sqrt(ref_masked_var(v, m) + 1e-8);
@@ -100,7 +130,7 @@ inline RefGroup ref_groups(const Vec& scores, const std::vector<int64_t>& index)
   for (size_t i = 0; i < scores.size(); ++i) {
     const Vec& s = members[index[i]];
     const double n = static_cast<double>(s.size());
-    double mean = 0.0, sd = 1.0;
+    double mean = 0.0, sd = 1.0;  // a group of one (see ref_grpo for its float32 divisor)
     if (s.size() > 1) {
       for (double x : s) mean += x;
       mean /= n;
@@ -127,7 +157,8 @@ inline Mat ref_grpo(const Mat& r, const Mat& m, const std::vector<int64_t>& inde
   const RefGroup g = ref_groups(s, index);
   Vec a(s.size());
   for (size_t i = 0; i < s.size(); ++i)
-    a[i] = norm ? (s[i] - g.mean[i]) / (g.std[i] + eps) : s[i] - g.mean[i];
+    a[i] = norm ? (s[i] - g.mean[i]) / (g.size[i] > 1 ? g.std[i] + eps : ref_grpo_single_divisor(eps))
+                : s[i] - g.mean[i];
   return broadcast_times_mask(a, m);
 }
 
@@ -176,8 +207,18 @@ inline RefAdv ref_remax(const Mat& r, const Vec& baseline, const Mat& m) {
   return {adv, ret};
 }
 
+/// verl agg_loss without global batch info: token-mean divides by the plain count (no epsilon),
+/// seq-mean-token-mean each row's sum by (row count + 1e-8); an empty batch gives 0.
 inline double ref_agg(const Mat& l, const Mat& m, LossAggMode mode, double norm = -1) {
-  if (mode == LossAggMode::kTokenMean) return ref_masked_mean(l, m);
+  if (mode == LossAggMode::kTokenMean) {
+    double s = 0.0, n = 0.0;
+    for (size_t i = 0; i < l.size(); ++i)
+      for (size_t t = 0; t < l[i].size(); ++t) {
+        s += l[i][t] * m[i][t];
+        n += m[i][t];
+      }
+    return n > 0 ? s / n : 0.0;
+  }
   double total = 0.0, seq_total = 0.0;
   int valid_rows = 0;
   for (size_t i = 0; i < l.size(); ++i) {
@@ -189,7 +230,7 @@ inline double ref_agg(const Mat& l, const Mat& m, LossAggMode mode, double norm 
     total += s;
     if (n > 0) {
       ++valid_rows;
-      seq_total += mode == LossAggMode::kSeqMeanTokenMean ? s / n : s;
+      seq_total += mode == LossAggMode::kSeqMeanTokenMean ? s / (n + 1e-8) : s;
     }
   }
   if (mode == LossAggMode::kSeqMeanTokenSumNorm)

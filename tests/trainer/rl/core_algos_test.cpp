@@ -136,8 +136,10 @@ TEST(MaskedStats, SumMeanVarWhitenMatchReference) {
   for (auto& r : unshifted)
     for (auto& x : r) x += ref_masked_mean(v, m);
   expect_close(masked_whiten(tv, tm, /*shift_mean=*/false), unshifted, "masked_whiten shift_mean=false");
-  // A bool mask gives the same answers as the float one.
-  expect_close(masked_mean(tv, tm.to(torch::kBool)), ref_masked_mean(v, m), "masked_mean bool mask");
+  // A bool (or int64) mask counts in float32 as verl's torch does: the epsilon vanishes.
+  expect_close(masked_mean(tv, tm.to(torch::kBool)), ref_masked_mean_int(v, m), "masked_mean bool mask");
+  expect_close(masked_mean(tv, tm.to(torch::kLong)), ref_masked_mean_int(v, m), "masked_mean int64 mask");
+  expect_close(masked_var(tv, tm.to(torch::kLong)), ref_masked_var_int(v, m), "masked_var int64 mask");
 }
 
 TEST(MaskedStats, MeanAlongADim) {
@@ -147,8 +149,7 @@ TEST(MaskedStats, MeanAlongADim) {
   for (size_t i = 0; i < v.size(); ++i) per_row.push_back(ref_masked_mean({v[i]}, {m[i]}));
   const auto along_rows = masked_mean(to_tensor(v), to_tensor(m), 1);
   expect_close(along_rows, per_row, "masked_mean dim=1");
-  expect_close(masked_mean(to_tensor(v), to_tensor(m), -1, /*all=*/false), per_row,
-               "masked_mean dim=-1 all=false");
+  expect_close(masked_mean(to_tensor(v), to_tensor(m), -1), per_row, "masked_mean axis=-1");
   EXPECT_EQ(along_rows[2].item<double>(), 0.0);  // the all-masked row: 0 / (0 + 1e-8)
   Vec per_col;
   for (size_t t = 0; t < v[0].size(); ++t) {
@@ -238,14 +239,16 @@ TEST(Advantages, GaeRaggedMasksMatchReference) {
 }
 
 TEST(Advantages, GrpoHandComputed) {
-  // Group 7 scores {1, 0}: mean 0.5, unbiased std √0.5. Group −3 = {5} alone: mean 0, std 1.
+  // Group 7 scores {1, 0}: mean 0.5, unbiased std √0.5. Group −3 = {5} alone: mean 0, std 1 as a
+  // float32 tensor in verl, so 5 / float32(1 + 1e-6) = 5 / 1.00000095367431640625.
   const auto r = to_tensor(Mat{{0, 1}, {0, 0}, {2, 3}});
   const auto m = to_tensor(Mat{{1, 1}, {1, 1}, {1, 0}});
   const std::vector<int64_t> index = {7, 7, -3};
   const double a = 0.5 / (std::sqrt(0.5) + 1e-6);
   const auto out = compute_grpo_outcome_advantage(r, m, index);
-  expect_close(out.advantages, Mat{{a, a}, {-a, -a}, {5 / (1 + 1e-6), 0}}, "grpo (hand)");
-  expect_close(out.returns, Mat{{a, a}, {-a, -a}, {5 / (1 + 1e-6), 0}}, "grpo returns = advantages");
+  const double single = 5 / 1.00000095367431640625;
+  expect_close(out.advantages, Mat{{a, a}, {-a, -a}, {single, 0}}, "grpo (hand)");
+  expect_close(out.returns, Mat{{a, a}, {-a, -a}, {single, 0}}, "grpo returns = advantages");
   const auto dr = compute_grpo_outcome_advantage(r, m, index, 1e-6, /*norm_adv_by_std_in_grpo=*/false);
   expect_close(dr.advantages, Mat{{0.5, 0.5}, {-0.5, -0.5}, {5, 0}}, "dr.grpo (hand)");
 }
@@ -358,11 +361,15 @@ TEST(Losses, AggLossHandComputedWithAllMaskedRow) {
   // Row sums of the valid tokens: 1+2 = 3, 4, and an all-masked row.
   const auto l = to_tensor(Mat{{1, 2, 3}, {4, 5, 6}, {7, 8, 9}});
   const auto m = to_tensor(Mat{{1, 1, 0}, {1, 0, 0}, {0, 0, 0}});
-  expect_close(agg_loss(l, m, LossAggMode::kTokenMean), 7.0 / (3.0 + 1e-8), "agg token-mean (hand)");
+  // verl: token-mean divides by the plain count, seq-mean-token-mean each row by (count + 1e-8).
+  expect_close(agg_loss(l, m, LossAggMode::kTokenMean), 7.0 / 3.0, "agg token-mean (hand)");
   expect_close(agg_loss(l, m, LossAggMode::kSeqMeanTokenSum), (3.0 + 4.0) / 2, "agg seq-mean-token-sum (hand)");
-  expect_close(agg_loss(l, m, LossAggMode::kSeqMeanTokenMean), (1.5 + 4.0) / 2, "agg seq-mean-token-mean (hand)");
+  expect_close(agg_loss(l, m, LossAggMode::kSeqMeanTokenMean), (3.0 / (2 + 1e-8) + 4.0 / (1 + 1e-8)) / 2,
+               "agg seq-mean-token-mean (hand)");
   expect_close(agg_loss(l, m, LossAggMode::kSeqMeanTokenSumNorm), 7.0 / 3, "agg seq-mean-token-sum-norm L=3");
-  expect_close(agg_loss(l, m, LossAggMode::kSeqMeanTokenSumNorm, 10), 0.7, "agg seq-mean-token-sum-norm L=10");
+  GlobalBatchInfo norm10;
+  norm10.loss_scale_factor = 10;
+  expect_close(agg_loss(l, m, LossAggMode::kSeqMeanTokenSumNorm, norm10), 0.7, "agg seq-mean-token-sum-norm L=10");
   // Nothing valid at all: 0, not NaN.
   for (const auto mode : kAllModes)
     expect_close(agg_loss(l, torch::zeros_like(m), mode), 0.0, std::string("agg empty ") + mode_name(mode));
@@ -404,7 +411,7 @@ TEST(Losses, PolicyLossHandComputed) {
   const auto lp = to_tensor(Mat{{std::log(1.5), std::log(4.0)}});
   const auto out = compute_policy_loss(old_lp, lp, to_tensor(Mat{{1.0, -1.0}}), to_tensor(Mat{{1.0, 1.0}}),
                                        0.2, 0.2, 3.0, LossAggMode::kTokenMean);
-  expect_close(out.pg_loss, 1.8 / (2 + 1e-8), "pg_loss (hand)");
+  expect_close(out.pg_loss, 1.8 / 2, "pg_loss (hand, token-mean: no epsilon)");
   expect_close(out.pg_clipfrac, 1.0 / (2 + 1e-8), "pg_clipfrac (hand)");
   expect_close(out.pg_clipfrac_lower, 1.0 / (2 + 1e-8), "pg_clipfrac_lower (hand)");
   expect_close(out.ppo_kl, -(std::log(1.5) + std::log(4.0)) / (2 + 1e-8), "ppo_kl (hand)");
@@ -504,7 +511,7 @@ TEST(Losses, ValueLossWithClippingMatchesReference) {
   // Hand: V_old = 0, R = 2, v = 1 → clipped to 0.5: max(1, 2.25)·0.5 = 1.125, clipped.
   const auto hand = compute_value_loss(to_tensor(Mat{{1.0}}), to_tensor(Mat{{2.0}}), to_tensor(Mat{{0.0}}),
                                        to_tensor(Mat{{1.0}}), 0.5, LossAggMode::kTokenMean);
-  expect_close(hand.vf_loss, 0.5 * 2.25 / (1 + 1e-8), "vf_loss (hand)");
+  expect_close(hand.vf_loss, 0.5 * 2.25, "vf_loss (hand, token-mean: no epsilon)");
   expect_close(hand.vf_clipfrac, 1.0 / (1 + 1e-8), "vf_clipfrac (hand)");
 }
 

@@ -51,7 +51,14 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(actor_rollout_ref.actor.clip_ratio_low, "Lower clip range; -1 = clip_ratio."),
       HS_CONFIG_KEY(actor_rollout_ref.actor.clip_ratio_high, "Upper clip range; -1 = clip_ratio (DAPO uses 0.28)."),
       HS_CONFIG_KEY(actor_rollout_ref.actor.clip_ratio_c, "Dual-clip constant for negative advantages; must be > 1."),
-      HS_CONFIG_KEY(actor_rollout_ref.actor.loss_agg_mode, "How per-token losses are aggregated."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.loss_agg_mode, "How per-token losses are aggregated (gspo always uses seq-mean-token-mean, as verl)."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.loss_scale_factor, "Divisor of seq-mean-token-sum-norm; -1 = the padded response length (verl's null)."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.policy_loss.loss_mode, "Policy loss: vanilla (PPO, dual clip), gspo (sequence-level ratio), gpg (-logp*A), clip_cov or kl_cov (covariance-selected tokens)."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.policy_loss.clip_cov_ratio, "clip_cov: share of valid tokens whose gradient is cut, in (0, 1]."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.policy_loss.clip_cov_lb, "clip_cov: lower bound of the covariance window; < clip_cov_ub."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.policy_loss.clip_cov_ub, "clip_cov: upper bound of the covariance window."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.policy_loss.kl_cov_ratio, "kl_cov: share of valid tokens (largest covariance) that get the KL term, in (0, 1]."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.policy_loss.ppo_kl_coef, "kl_cov: weight of abs(logp - old_logp) on the selected tokens; >= 0."),
       HS_CONFIG_KEY(actor_rollout_ref.actor.entropy_coeff, "Weight of the entropy bonus."),
       HS_CONFIG_KEY(actor_rollout_ref.actor.use_kl_loss, "Add a KL(actor, reference) term to the actor loss (GRPO style)."),
       HS_CONFIG_KEY(actor_rollout_ref.actor.kl_loss_coef, "Weight of the KL loss."),
@@ -123,7 +130,7 @@ const std::vector<Key>& keys() {
 
       HS_CONFIG_KEY(algorithm.gamma, "Discount factor."),
       HS_CONFIG_KEY(algorithm.lam, "GAE lambda."),
-      HS_CONFIG_KEY(algorithm.adv_estimator, "Advantage estimator; gae needs a critic, grpo/rloo/reinforce_plus_plus_baseline need rollout.n >= 2."),
+      HS_CONFIG_KEY(algorithm.adv_estimator, "Advantage estimator (docs/algorithms.md); gae needs a critic, the group estimators (grpo, rloo, reinforce_plus_plus_baseline, opo, grpo_passk, gpg) need rollout.n >= 2."),
       HS_CONFIG_KEY(algorithm.norm_adv_by_std_in_grpo, "Divide GRPO advantages by the group std (false = Dr. GRPO)."),
       HS_CONFIG_KEY(algorithm.use_kl_in_reward, "Subtract beta * KL(actor, reference) from the token rewards."),
       HS_CONFIG_KEY(algorithm.kl_penalty, "KL estimator of the in-reward penalty."),
@@ -206,6 +213,7 @@ const Config& defaults() {
 
 const char* to_string(AdvEstimator v) { return detail::canonical_name(v); }
 const char* to_string(LossAggMode v) { return detail::canonical_name(v); }
+const char* to_string(PolicyLossMode v) { return detail::canonical_name(v); }
 const char* to_string(KlPenalty v) { return detail::canonical_name(v); }
 const char* to_string(KlCtrlType v) { return detail::canonical_name(v); }
 const char* to_string(Truncation v) { return detail::canonical_name(v); }
@@ -237,6 +245,7 @@ std::vector<std::string> spellings() {
   template std::vector<std::string> spellings<E>();
 HS_CONFIG_ENUM(AdvEstimator)
 HS_CONFIG_ENUM(LossAggMode)
+HS_CONFIG_ENUM(PolicyLossMode)
 HS_CONFIG_ENUM(KlPenalty)
 HS_CONFIG_ENUM(KlCtrlType)
 HS_CONFIG_ENUM(Truncation)

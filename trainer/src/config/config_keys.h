@@ -38,7 +38,10 @@ struct EnumSpellings<AdvEstimator> {
       {AdvEstimator::kRloo, "rloo"},
       {AdvEstimator::kReinforcePlusPlus, "reinforce_plus_plus"},
       {AdvEstimator::kReinforcePlusPlusBaseline, "reinforce_plus_plus_baseline"},
-      {AdvEstimator::kRemax, "remax"}};
+      {AdvEstimator::kRemax, "remax"},
+      {AdvEstimator::kOpo, "opo"},
+      {AdvEstimator::kGrpoPassk, "grpo_passk"},
+      {AdvEstimator::kGpg, "gpg"}};
 };
 template <>
 struct EnumSpellings<LossAggMode> {
@@ -47,6 +50,15 @@ struct EnumSpellings<LossAggMode> {
       {LossAggMode::kSeqMeanTokenSum, "seq-mean-token-sum"},
       {LossAggMode::kSeqMeanTokenMean, "seq-mean-token-mean"},
       {LossAggMode::kSeqMeanTokenSumNorm, "seq-mean-token-sum-norm"}};
+};
+template <>
+struct EnumSpellings<PolicyLossMode> {
+  static constexpr Spelling<PolicyLossMode> kAll[] = {
+      {PolicyLossMode::kVanilla, "vanilla"},
+      {PolicyLossMode::kGspo, "gspo"},
+      {PolicyLossMode::kGpg, "gpg"},
+      {PolicyLossMode::kClipCov, "clip_cov"},
+      {PolicyLossMode::kKlCov, "kl_cov"}};
 };
 template <>
 struct EnumSpellings<KlPenalty> {
@@ -146,7 +158,7 @@ struct Field {
 
 using AnyField = std::variant<Field<bool>, Field<int>, Field<std::uint64_t>, Field<double>,
                               Field<std::string>, Field<StringList>, Field<IntList>, Field<NumberPair>,
-                              Field<AdvEstimator>, Field<LossAggMode>, Field<KlPenalty>,
+                              Field<AdvEstimator>, Field<LossAggMode>, Field<PolicyLossMode>, Field<KlPenalty>,
                               Field<KlCtrlType>, Field<Truncation>, Field<ActorStrategy>,
                               Field<WarmupStyle>, Field<ResumeMode>, Field<DeviceKind>,
                               Field<DistBackendChoice>, Field<ReshardMode>, Field<Precision>,

@@ -188,10 +188,11 @@ void check_supported(const Config& c, Problems& p) {
   if (c.world_size() > 1) {
     // These whiten or adapt over the whole batch, which data-parallel ranks do not hold.
     const auto est = c.algorithm.adv_estimator;
+    // gpg scales by the batch's share of non-zero scores, a whole-batch statistic as well.
     if (est == AdvEstimator::kGae || est == AdvEstimator::kReinforcePlusPlus ||
-        est == AdvEstimator::kReinforcePlusPlusBaseline)
-      p.unsupported(fmt::format("algorithm.adv_estimator={} with more than one rank (it whitens advantages over the "
-                                "whole batch; use grpo, rloo or remax, or one rank)",
+        est == AdvEstimator::kReinforcePlusPlusBaseline || est == AdvEstimator::kGpg)
+      p.unsupported(fmt::format("algorithm.adv_estimator={} with more than one rank (it normalises advantages over "
+                                "the whole batch; use grpo, rloo, opo, grpo_passk or remax, or one rank)",
                                 to_string(est)));
     if (c.algorithm.use_kl_in_reward && c.algorithm.kl_ctrl.type == KlCtrlType::kAdaptive)
       p.unsupported("algorithm.kl_ctrl.type=adaptive with more than one rank (set it to fixed)");
@@ -414,6 +415,23 @@ void validate(const Config& c) {
           actor.clip_ratio_c);
   }
   if (!(actor.kl_loss_coef >= 0.0)) p.add("actor_rollout_ref.actor.kl_loss_coef = {}: must be >= 0", actor.kl_loss_coef);
+  if (actor.loss_scale_factor != -1.0 && !(actor.loss_scale_factor > 0.0)) {
+    p.add("actor_rollout_ref.actor.loss_scale_factor = {}: must be -1 (the padded response length) or > 0",
+          actor.loss_scale_factor);
+  }
+  // verl asserts clip_cov_ratio > 0 and kl_cov_ratio > 0; a share above 1 selects every token.
+  const auto& pl = actor.policy_loss;
+  for (const auto& [key, value] : {std::pair{"actor_rollout_ref.actor.policy_loss.clip_cov_ratio", pl.clip_cov_ratio},
+                                   std::pair{"actor_rollout_ref.actor.policy_loss.kl_cov_ratio", pl.kl_cov_ratio}}) {
+    if (!(value > 0.0 && value <= 1.0)) p.add("{} = {}: must be in (0, 1] (verl's default is 0.0002)", key, value);
+  }
+  if (!(pl.clip_cov_lb < pl.clip_cov_ub)) {
+    p.add("actor_rollout_ref.actor.policy_loss.clip_cov_lb = {} must be < clip_cov_ub = {} (verl's defaults: 1 and 5)",
+          pl.clip_cov_lb, pl.clip_cov_ub);
+  }
+  if (!(pl.ppo_kl_coef >= 0.0)) {
+    p.add("actor_rollout_ref.actor.policy_loss.ppo_kl_coef = {}: must be >= 0 (verl's default is 0.1)", pl.ppo_kl_coef);
+  }
   if (!(actor.grad_clip > 0.0)) p.add("actor_rollout_ref.actor.grad_clip = {}: must be > 0", actor.grad_clip);
   p.optim("actor_rollout_ref.actor.optim", actor.optim);
   p.unset_or_at_least_1("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
@@ -432,7 +450,8 @@ void validate(const Config& c) {
                         rollout.log_prob_micro_batch_size_per_gpu);
   const auto estimator = c.algorithm.adv_estimator;
   if (rollout.n == 1 && (estimator == AdvEstimator::kGrpo || estimator == AdvEstimator::kRloo ||
-                         estimator == AdvEstimator::kReinforcePlusPlusBaseline)) {
+                         estimator == AdvEstimator::kReinforcePlusPlusBaseline || estimator == AdvEstimator::kOpo ||
+                         estimator == AdvEstimator::kGrpoPassk || estimator == AdvEstimator::kGpg)) {
     p.add("algorithm.adv_estimator = {} compares the responses to one prompt, but "
           "actor_rollout_ref.rollout.n = 1: set actor_rollout_ref.rollout.n >= 2 (e.g. 5) or use "
           "another estimator", to_string(estimator));

@@ -22,6 +22,13 @@ AdvantageReturn compute_advantage(const RolloutBatch& batch, const AlgorithmConf
                                                                     batch.uid);
     case AdvEstimator::kRemax:
       return compute_remax_outcome_advantage(batch.token_level_rewards, batch.reward_baselines, batch.response_mask);
+    case AdvEstimator::kOpo:
+      return compute_opo_outcome_advantage(batch.token_level_rewards, batch.response_mask, batch.uid);
+    case AdvEstimator::kGrpoPassk:
+      return compute_grpo_passk_outcome_advantage(batch.token_level_rewards, batch.response_mask, batch.uid, 1e-6,
+                                                  alg.norm_adv_by_std_in_grpo);
+    case AdvEstimator::kGpg:
+      return compute_gpg_outcome_advantage(batch.token_level_rewards, batch.response_mask, batch.uid);
   }
   throw std::invalid_argument("compute_advantage: unknown algorithm.adv_estimator");
 }

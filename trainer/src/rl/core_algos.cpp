@@ -31,8 +31,9 @@ constexpr double kLogRatioClamp = 20.0;
 constexpr double kLowVarKlLogRatioClamp = 20.0;
 constexpr double kLowVarKlValueClamp = 10.0;
 
-/// The mask in the dtype of `like`, so sums and products stay in that dtype (a bool or int mask
-/// would otherwise promote to the default float dtype).
+/// The mask as a 0/1 (or weight) tensor in the dtype of `like`, for recurrences that only
+/// multiply by it (GAE, return-to-go), where the mask's dtype cannot change a value. Statistics
+/// (masked_mean, masked_var, agg_loss) take the mask in its own dtype instead: see core_algos.h.
 torch::Tensor float_mask(const torch::Tensor& mask, const torch::Tensor& like) {
   return mask.to(like.scalar_type());
 }
@@ -99,6 +100,13 @@ GroupStats group_stats(const torch::Tensor& scores, const Groups& groups, bool w
   return stats;
 }
 
+/// std + ε per sample. verl's group of one has std `torch.tensor(1.0)`, a float32 tensor, so its
+/// std + ε is float32(1 + ε) = 1.00000095367431640625 for ε = 1e-6, whatever the scores' dtype.
+torch::Tensor grpo_denominator(const GroupStats& stats, double epsilon) {
+  const double single = static_cast<double>(1.0f + static_cast<float>(epsilon));
+  return torch::where(stats.count > 1, stats.std + epsilon, torch::full_like(stats.std, single));
+}
+
 /// verl's outcome score: the sum of the token-level rewards of each response, (bs, T) → (bs).
 torch::Tensor outcome_scores(const torch::Tensor& token_level_rewards) {
   return token_level_rewards.sum(-1);
@@ -125,46 +133,46 @@ torch::Tensor masked_return_to_go(const torch::Tensor& rewards, const torch::Ten
 // Masked statistics (verl torch_functional)
 // ---------------------------------------------------------------------------------------------
 
-torch::Tensor masked_sum(const torch::Tensor& values, const torch::Tensor& mask) {
+torch::Tensor masked_sum(const torch::Tensor& values, const torch::Tensor& mask, std::optional<int64_t> axis) {
   check_same_shape(values, "values", mask, "mask");
-  return (values * float_mask(mask, values)).sum();
+  // Zero the masked-off values first (a NaN times 0 is still NaN), then multiply by the mask so
+  // that a weighted mask weights; the product promotes as torch does (int/bool mask: values' dtype).
+  const auto valid = torch::where(mask.to(torch::kBool), values, torch::zeros_like(values));
+  const auto product = valid * mask;
+  return axis ? product.sum(*axis) : product.sum();
 }
 
-// dim >= 0 reduces along that dim; dim < 0 reduces over every element when `all` is true (the
-// default, verl's axis=None) and along that (negative, counted from the end) dim otherwise.
-torch::Tensor masked_mean(const torch::Tensor& values, const torch::Tensor& mask, int64_t dim, bool all) {
-  check_same_shape(values, "values", mask, "mask");
-  const auto m = float_mask(mask, values);
-  if (dim >= 0 || !all) {
-    return (values * m).sum(dim) / (m.sum(dim) + kMaskedMeanEps);
-  }
-  return (values * m).sum() / (m.sum() + kMaskedMeanEps);
+torch::Tensor masked_mean(const torch::Tensor& values, const torch::Tensor& mask, std::optional<int64_t> axis) {
+  // Σm + 1e-8 in the mask's dtype: an integer or bool mask sums to int64, and int64 + a double
+  // scalar is float32 in torch (so the epsilon vanishes for Σm >= 1), as in verl.
+  const auto count = axis ? mask.sum(*axis) : mask.sum();
+  return masked_sum(values, mask, axis) / (count + kMaskedMeanEps);
 }
 
 torch::Tensor masked_var(const torch::Tensor& values, const torch::Tensor& mask, bool unbiased) {
   check_same_shape(values, "values", mask, "mask");
-  const auto m = float_mask(mask, values);
-  const auto mean = masked_mean(values, m);
-  auto variance = masked_mean((values - mean).square(), m);
+  const auto mean = masked_mean(values, mask);
+  auto variance = masked_mean((values - mean).square(), mask);
   if (unbiased) {
     // verl raises for Σm == 0 and Σm == 1; Σm <= 1 also covers fractional masks, whose Bessel
     // factor would be negative or infinite.
-    const double mask_sum = m.sum().item<double>();
-    if (mask_sum <= 1.0) {
+    const auto mask_sum = mask.sum();
+    const double n = mask_sum.item<double>();
+    if (n <= 1.0) {
       throw std::invalid_argument(
-          "masked_var: the mask selects " + std::to_string(mask_sum) +
+          "masked_var: the mask selects " + std::to_string(n) +
           " element(s); an unbiased variance needs more than one (check the response_mask, or "
           "whiten over a larger batch)");
     }
-    variance = variance * (mask_sum / (mask_sum - 1.0));
+    // N/(N−1) as torch computes it: int64/int64 is a float32 number, a float mask keeps its dtype.
+    variance = variance * (mask_sum / (mask_sum - 1));
   }
   return variance;
 }
 
 torch::Tensor masked_whiten(const torch::Tensor& values, const torch::Tensor& mask, bool shift_mean) {
-  const auto m = float_mask(mask, values);
-  const auto mean = masked_mean(values, m);
-  const auto var = masked_var(values, m);
+  const auto mean = masked_mean(values, mask);
+  const auto var = masked_var(values, mask);
   auto whitened = (values - mean) * torch::rsqrt(var + kWhitenEps);
   if (!shift_mean) whitened = whitened + mean;
   return whitened;
@@ -223,7 +231,7 @@ AdvantageReturn compute_gae_advantage_return(const torch::Tensor& token_level_re
   const auto advantages_raw = torch::stack(adv, 1);
   AdvantageReturn out;
   out.returns = advantages_raw + values;
-  out.advantages = masked_whiten(advantages_raw, m);
+  out.advantages = masked_whiten(advantages_raw, response_mask);
   return out;
 }
 
@@ -238,9 +246,9 @@ AdvantageReturn compute_grpo_outcome_advantage(const torch::Tensor& token_level_
   const auto groups = dense_groups(index, scores.size(0), scores.device());
   const auto stats = group_stats(scores, groups, norm_adv_by_std_in_grpo);
   // Dr. GRPO (norm_adv_by_std_in_grpo = false) drops the division by the group std.
-  const auto adv = norm_adv_by_std_in_grpo ? (scores - stats.mean) / (stats.std + epsilon)
+  const auto adv = norm_adv_by_std_in_grpo ? (scores - stats.mean) / grpo_denominator(stats, epsilon)
                                            : scores - stats.mean;
-  const auto advantages = adv.unsqueeze(-1) * float_mask(response_mask, adv);
+  const auto advantages = adv.unsqueeze(-1) * response_mask;
   return {advantages, advantages};
 }
 
@@ -259,7 +267,86 @@ AdvantageReturn compute_rloo_outcome_advantage(const torch::Tensor& token_level_
   const auto n = stats.count;
   const auto factor = n / (n - 1).clamp_min(1);
   const auto adv = torch::where(n > 1, scores * factor - stats.mean * factor, scores);
-  const auto advantages = adv.unsqueeze(-1) * float_mask(response_mask, adv);
+  const auto advantages = adv.unsqueeze(-1) * response_mask;
+  return {advantages, advantages};
+}
+
+AdvantageReturn compute_grpo_passk_outcome_advantage(const torch::Tensor& token_level_rewards,
+                                                     const torch::Tensor& response_mask,
+                                                     const std::vector<int64_t>& index, double epsilon,
+                                                     bool norm_adv_by_std_in_grpo) {
+  torch::NoGradGuard no_grad;
+  check_bt(token_level_rewards, "token_level_rewards");
+  check_same_shape(response_mask, "response_mask", token_level_rewards, "token_level_rewards");
+  const auto scores = outcome_scores(token_level_rewards);
+  const int64_t bs = scores.size(0);
+  TORCH_CHECK(static_cast<int64_t>(index.size()) == bs, "index holds ", index.size(),
+              " group ids but the batch has ", bs, " samples; pass one uid per sample");
+  // Members of each group in batch order, groups in order of first appearance (verl's dicts).
+  std::vector<int64_t> order;
+  std::unordered_map<int64_t, std::vector<int64_t>> members;
+  for (int64_t i = 0; i < bs; ++i) {
+    auto [it, inserted] = members.try_emplace(index[static_cast<size_t>(i)]);
+    if (inserted) order.push_back(index[static_cast<size_t>(i)]);
+    it->second.push_back(i);
+  }
+  auto adv = torch::zeros_like(scores);
+  for (const int64_t uid : order) {
+    const auto& rows = members.at(uid);
+    if (rows.size() < 2) {
+      throw std::invalid_argument("compute_grpo_passk_outcome_advantage: group " + std::to_string(uid) + " has " +
+                                  std::to_string(rows.size()) +
+                                  " sample(s); pass@k needs at least 2 per prompt (set rollout.n >= 2)");
+    }
+    const auto rewards = scores.index_select(0, torch::tensor(rows, torch::kLong).to(scores.device()));  // (k)
+    const auto [top, top_idx] = torch::topk(rewards, 2);
+    auto a = top[0] - top[1];
+    if (norm_adv_by_std_in_grpo) a = a / (rewards.std() + epsilon);
+    adv[rows.at(static_cast<size_t>(top_idx[0].item<int64_t>()))] = a;
+  }
+  const auto advantages = adv.unsqueeze(-1) * response_mask;
+  return {advantages, advantages};
+}
+
+AdvantageReturn compute_opo_outcome_advantage(const torch::Tensor& token_level_rewards,
+                                              const torch::Tensor& response_mask,
+                                              const std::vector<int64_t>& index) {
+  torch::NoGradGuard no_grad;
+  check_bt(token_level_rewards, "token_level_rewards");
+  check_same_shape(response_mask, "response_mask", token_level_rewards, "token_level_rewards");
+  const auto scores = outcome_scores(token_level_rewards);
+  const auto groups = dense_groups(index, scores.size(0), scores.device());
+  // Lengths in the mask's dtype, the product with the scores promoted as torch does.
+  const auto lengths = response_mask.sum(-1);
+  const auto weighted = lengths * scores;
+  const auto zeros = torch::zeros({groups.num_groups}, weighted.options());
+  const auto num = zeros.index_add(0, groups.id, weighted);
+  const auto den = torch::zeros({groups.num_groups}, lengths.options()).index_add(0, groups.id, lengths);
+  const auto counts = torch::zeros({groups.num_groups}, torch::kLong).to(scores.device())
+                          .index_add(0, groups.id, torch::ones_like(groups.id));
+  // A group of one has baseline 0 (verl); so does a group whose responses are all empty (0/0).
+  const auto baseline = torch::where((counts > 1) & (den != 0), num / torch::where(den == 0, torch::ones_like(den), den),
+                                     torch::zeros_like(num));
+  const auto adv = scores - baseline.index_select(0, groups.id).to(scores.scalar_type());
+  const auto advantages = adv.unsqueeze(-1) * response_mask;
+  return {advantages, advantages};
+}
+
+AdvantageReturn compute_gpg_outcome_advantage(const torch::Tensor& token_level_rewards,
+                                              const torch::Tensor& response_mask,
+                                              const std::vector<int64_t>& index, double f_norm) {
+  torch::NoGradGuard no_grad;
+  check_bt(token_level_rewards, "token_level_rewards");
+  check_same_shape(response_mask, "response_mask", token_level_rewards, "token_level_rewards");
+  const auto scores = outcome_scores(token_level_rewards);
+  const int64_t bs = scores.size(0);
+  // α = bs / max(1, #non-zero scores): int64 / int64, a float32 number in torch.
+  const auto nonzero = torch::count_nonzero(scores).clamp_min(1);
+  const auto alpha = torch::full({}, bs, torch::kLong).to(scores.device()) / nonzero;
+  const auto groups = dense_groups(index, bs, scores.device());
+  const auto stats = group_stats(scores, groups, /*with_std=*/false);
+  const auto adv = alpha * (scores - stats.mean) / f_norm;
+  const auto advantages = adv.unsqueeze(-1) * response_mask;
   return {advantages, advantages};
 }
 
@@ -272,7 +359,7 @@ AdvantageReturn compute_reinforce_plus_plus_outcome_advantage(const torch::Tenso
   const auto m = float_mask(response_mask, token_level_rewards);
   AdvantageReturn out;
   out.returns = masked_return_to_go(token_level_rewards, m, gamma);
-  out.advantages = masked_whiten(out.returns, m) * m;
+  out.advantages = masked_whiten(out.returns, response_mask) * response_mask;
   return out;
 }
 
@@ -283,12 +370,11 @@ AdvantageReturn compute_reinforce_plus_plus_baseline_outcome_advantage(
   torch::NoGradGuard no_grad;
   check_bt(token_level_rewards, "token_level_rewards");
   check_same_shape(response_mask, "response_mask", token_level_rewards, "token_level_rewards");
-  const auto m = float_mask(response_mask, token_level_rewards);
   const auto scores = outcome_scores(token_level_rewards);
   const auto groups = dense_groups(index, scores.size(0), scores.device());
   const auto stats = group_stats(scores, groups, /*with_std=*/false);
-  const auto centred = (scores - stats.mean).unsqueeze(-1) * m;  // (bs, T)
-  const auto advantages = masked_whiten(centred, m) * m;
+  const auto centred = (scores - stats.mean).unsqueeze(-1) * response_mask;  // (bs, T)
+  const auto advantages = masked_whiten(centred, response_mask) * response_mask;
   return {advantages, advantages};
 }
 
@@ -313,28 +399,38 @@ AdvantageReturn compute_remax_outcome_advantage(const torch::Tensor& token_level
 // ---------------------------------------------------------------------------------------------
 
 torch::Tensor agg_loss(const torch::Tensor& loss_mat, const torch::Tensor& loss_mask, LossAggMode mode,
-                       double norm) {
+                       const GlobalBatchInfo& info) {
   check_bt(loss_mat, "loss_mat");
   check_same_shape(loss_mask, "loss_mask", loss_mat, "loss_mat");
-  const auto m = float_mask(loss_mask, loss_mat);
+  const auto dp = static_cast<double>(info.dp_size);
+  // A zero count means nothing is valid and the numerator is exactly 0: divide by 1 instead of
+  // giving verl's 0/0 = NaN (the one deviation, see core_algos.h).
+  const auto nonzero = [](const torch::Tensor& count) {
+    return torch::where(count == 0, torch::ones_like(count), count);
+  };
   switch (mode) {
-    case LossAggMode::kTokenMean:
-      return masked_mean(loss_mat, m);
+    case LossAggMode::kTokenMean: {
+      const auto total = masked_sum(loss_mat, loss_mask);
+      if (info.batch_num_tokens) return total / std::max(*info.batch_num_tokens, 1.0) * dp;
+      return total / nonzero(loss_mask.sum()) * dp;
+    }
     case LossAggMode::kSeqMeanTokenSum:
     case LossAggMode::kSeqMeanTokenMean: {
-      const auto tokens = m.sum(-1);  // (bs)
-      auto seq_losses = (loss_mat * m).sum(-1);
-      if (mode == LossAggMode::kSeqMeanTokenMean) {
-        seq_losses = seq_losses / torch::where(tokens > 0, tokens, torch::ones_like(tokens));
-      }
-      // Sequences without a valid token are left out of the mean; an empty batch gives 0.
-      const auto valid = (tokens > 0).to(loss_mat.scalar_type());
-      return (seq_losses * valid).sum() / valid.sum().clamp_min(1);
+      const auto row_count = loss_mask.sum(-1);          // (bs), in the mask's dtype
+      // (bs) token-sums; verl multiplies without zeroing here, which differs only for a NaN or
+      // inf in padding — masked_sum keeps those out.
+      auto seq_losses = masked_sum(loss_mat, loss_mask, -1);
+      if (mode == LossAggMode::kSeqMeanTokenMean) seq_losses = seq_losses / (row_count + kMaskedMeanEps);
+      const auto seq_mask = (row_count > 0).to(torch::kFloat);  // rows without a valid token drop out
+      const auto total = masked_sum(seq_losses, seq_mask);
+      if (info.global_batch_size) return total / std::max(*info.global_batch_size, 1.0) * dp;
+      return total / nonzero(seq_mask.sum()) * dp;
     }
     case LossAggMode::kSeqMeanTokenSumNorm: {
-      // Dr. GRPO: a constant normaliser (the max response length) instead of token counts.
-      const double divisor = norm > 0 ? norm : static_cast<double>(loss_mat.size(1));
-      return (loss_mat * m).sum() / divisor;
+      // Dr. GRPO: a constant normaliser (the padded length) instead of token counts; verl does
+      // not multiply this one by dp_size.
+      const double divisor = info.loss_scale_factor ? *info.loss_scale_factor : static_cast<double>(loss_mat.size(1));
+      return masked_sum(loss_mat, loss_mask, -1).sum() / divisor;
     }
   }
   throw std::invalid_argument("agg_loss: unknown LossAggMode " + std::to_string(static_cast<int>(mode)));
@@ -343,17 +439,18 @@ torch::Tensor agg_loss(const torch::Tensor& loss_mat, const torch::Tensor& loss_
 PolicyLossOutput compute_policy_loss(const torch::Tensor& old_log_prob, const torch::Tensor& log_prob,
                                      const torch::Tensor& advantages, const torch::Tensor& response_mask,
                                      double clip_ratio_low, double clip_ratio_high, double clip_ratio_c,
-                                     LossAggMode loss_agg_mode) {
+                                     LossAggMode loss_agg_mode, const GlobalBatchInfo& info,
+                                     const torch::Tensor& rollout_is_weights) {
   check_bt(log_prob, "log_prob");
   check_same_shape(old_log_prob, "old_log_prob", log_prob, "log_prob");
   check_same_shape(advantages, "advantages", log_prob, "log_prob");
   check_same_shape(response_mask, "response_mask", log_prob, "log_prob");
+  if (rollout_is_weights.defined()) check_same_shape(rollout_is_weights, "rollout_is_weights", log_prob, "log_prob");
   if (!(clip_ratio_c > 1.0)) {
     throw std::invalid_argument("compute_policy_loss: clip_ratio_c (dual clip) must be > 1, got " +
                                 std::to_string(clip_ratio_c) +
                                 "; set actor_rollout_ref.actor.clip_ratio_c (default 3.0)");
   }
-  const auto m = float_mask(response_mask, log_prob);
   const auto neg_approx_kl = (log_prob - old_log_prob).clamp(-kLogRatioClamp, kLogRatioClamp);
   const auto ratio = torch::exp(neg_approx_kl);
 
@@ -364,42 +461,44 @@ PolicyLossOutput compute_policy_loss(const torch::Tensor& old_log_prob, const to
   const auto losses3 = -advantages * clip_ratio_c;
   const auto clipped2 = torch::minimum(losses3, clipped1);
   const auto negative = advantages < 0;
-  const auto pg_losses = torch::where(negative, clipped2, clipped1);
+  auto pg_losses = torch::where(negative, clipped2, clipped1);
+  // Rollout correction: the truncated IS weights scale the already clipped per-token loss.
+  if (rollout_is_weights.defined()) pg_losses = pg_losses * rollout_is_weights;
 
   PolicyLossOutput out;
-  out.pg_loss = agg_loss(pg_losses, m, loss_agg_mode);
-  // Metrics: detached, they only get logged.
-  out.pg_clipfrac = masked_mean((losses2 > losses1).to(m.scalar_type()), m).detach();
-  out.ppo_kl = masked_mean(-neg_approx_kl, m).detach();
+  out.pg_loss = agg_loss(pg_losses, response_mask, loss_agg_mode, info);
+  // Metrics: detached, they only get logged. The 0/1 indicators are float32 as verl's .float()
+  // makes them; with an integer mask their means stay float32.
+  out.pg_clipfrac = masked_mean((losses2 > losses1).to(torch::kFloat), response_mask).detach();
+  out.ppo_kl = masked_mean(-neg_approx_kl, response_mask).detach();
   out.pg_clipfrac_lower =
-      masked_mean(((clipped1 > losses3) & negative).to(m.scalar_type()), m).detach();
+      masked_mean((clipped1 > losses3).to(torch::kFloat) * negative.to(torch::kFloat), response_mask).detach();
   return out;
 }
 
 ValueLossOutput compute_value_loss(const torch::Tensor& vpreds, const torch::Tensor& returns,
                                    const torch::Tensor& values, const torch::Tensor& response_mask,
-                                   double cliprange_value, LossAggMode loss_agg_mode) {
+                                   double cliprange_value, LossAggMode loss_agg_mode, const GlobalBatchInfo& info) {
   check_bt(vpreds, "vpreds");
   check_same_shape(returns, "returns", vpreds, "vpreds");
   check_same_shape(values, "values", vpreds, "vpreds");
   check_same_shape(response_mask, "response_mask", vpreds, "vpreds");
-  const auto m = float_mask(response_mask, vpreds);
   // verl clip_by_value: max(min(v, V_old + c), V_old − c).
   const auto vpred_clipped =
       torch::maximum(torch::minimum(vpreds, values + cliprange_value), values - cliprange_value);
   const auto losses1 = (vpreds - returns).square();
   const auto losses2 = (vpred_clipped - returns).square();
   ValueLossOutput out;
-  out.vf_loss = 0.5 * agg_loss(torch::maximum(losses1, losses2), m, loss_agg_mode);
-  out.vf_clipfrac = masked_mean((losses2 > losses1).to(m.scalar_type()), m).detach();
+  out.vf_loss = 0.5 * agg_loss(torch::maximum(losses1, losses2), response_mask, loss_agg_mode, info);
+  out.vf_clipfrac = masked_mean((losses2 > losses1).to(torch::kFloat), response_mask).detach();
   return out;
 }
 
 torch::Tensor compute_entropy_loss(const torch::Tensor& logits, const torch::Tensor& response_mask,
-                                   LossAggMode loss_agg_mode) {
+                                   LossAggMode loss_agg_mode, const GlobalBatchInfo& info) {
   TORCH_CHECK(logits.dim() == 3, "compute_entropy_loss: logits must be (bs, T, V), got shape ",
               logits.sizes());
-  return agg_loss(entropy_from_logits(logits), response_mask, loss_agg_mode);
+  return agg_loss(entropy_from_logits(logits), response_mask, loss_agg_mode, info);
 }
 
 torch::Tensor kl_penalty(const torch::Tensor& logprob, const torch::Tensor& ref_logprob, KlPenalty kind) {
@@ -468,14 +567,13 @@ KlInRewardOutput apply_kl_penalty(const torch::Tensor& token_level_scores, const
   check_bt(token_level_scores, "token_level_scores");
   check_same_shape(old_log_prob, "old_log_prob", token_level_scores, "token_level_scores");
   check_same_shape(response_mask, "response_mask", token_level_scores, "token_level_scores");
-  const auto m = float_mask(response_mask, old_log_prob);
-  const auto kld = kl_penalty(old_log_prob, ref_log_prob, kind) * m;
+  const auto kld = kl_penalty(old_log_prob, ref_log_prob, kind) * response_mask;
   const double beta = controller.value();
 
   KlInRewardOutput out;
   out.token_level_rewards = token_level_scores - beta * kld;
   // verl: the per-sequence masked mean (an all-masked row counts as 0), averaged over the batch.
-  out.current_kl = masked_mean(kld, m, /*dim=*/1).mean().item<double>();
+  out.current_kl = masked_mean(kld, response_mask, /*axis=*/-1).mean().item<double>();
   controller.update(out.current_kl, token_level_scores.size(0));
   return out;
 }

@@ -63,12 +63,17 @@ std::vector<torch::Tensor> Optimizer::state_tensors() const {
 }
 
 double Optimizer::step() {
-  // Data parallel with replicated parameters: each rank's gradient is already weighted by its
-  // share of the global loss count (micro_batch_weight), so the sum over dp is the gradient of the
-  // whole batch. One flat buffer, one all_reduce per optimizer step. Sharded (fsdp): one flat
-  // reduce_scatter instead, each rank keeping the summed gradient of its rows.
+  // Data parallel: gradients are averaged over dp, as FSDP and DDP do. Each rank's loss was
+  // normalised by agg_loss with the global batch info (global counts, times dp_size), so the
+  // average is the gradient of the whole mini-batch's loss. Replicated parameters: one flat
+  // all_reduce; sharded (fsdp): one flat reduce_scatter, each rank keeping its rows. The division
+  // by dp follows the summing collective.
+  const double inv_dp = 1.0 / static_cast<double>(parallel_.dp->size());
   if (zero_) {
     zero_->reduce_scatter_grads();
+    if (parallel_.dp->size() > 1)
+      for (auto& p : params_)
+        if (p.grad().defined()) p.grad().mul_(inv_dp);
   } else if (parallel_.dp->size() > 1) {
     std::vector<torch::Tensor> grads;
     for (auto& p : params_) {
@@ -77,6 +82,7 @@ double Optimizer::step() {
     }
     auto flat = torch::cat(grads);
     parallel_.dp->all_reduce(flat, ReduceOp::kSum);
+    flat.mul_(inv_dp);
     std::int64_t offset = 0;
     for (auto& p : params_) {
       const auto n = p.numel();
@@ -251,28 +257,20 @@ torch::Tensor response_values(Transformer& model, const RolloutBatch& batch) {
   return values.slice(1, p - 1, p + batch.response_length() - 1);
 }
 
-double loss_agg_count(const torch::Tensor& mask, LossAggMode mode) {
-  switch (mode) {
-    case LossAggMode::kTokenMean: return mask.sum().item<double>();
-    case LossAggMode::kSeqMeanTokenSum:
-    case LossAggMode::kSeqMeanTokenMean: return (mask.sum(-1) > 0).sum().item<double>();
-    case LossAggMode::kSeqMeanTokenSumNorm: return 1.0;
-  }
-  return 1.0;
+GlobalBatchInfo global_batch_info(const torch::Tensor& mini_mask, Communicator& dp, double loss_scale_factor) {
+  // (valid tokens, sequences with a valid token) of this rank's share, summed over dp in one call.
+  auto counts = torch::stack({mini_mask.sum().to(torch::kFloat64), (mini_mask.sum(-1) > 0).sum().to(torch::kFloat64)})
+                    .cpu();
+  if (dp.size() > 1) dp.all_reduce(counts, ReduceOp::kSum);
+  GlobalBatchInfo info;
+  info.dp_size = dp.size();
+  info.batch_num_tokens = counts[0].item<double>();
+  info.global_batch_size = counts[1].item<double>();
+  if (loss_scale_factor > 0) info.loss_scale_factor = loss_scale_factor;
+  return info;
 }
 
-double global_loss_agg_count(const torch::Tensor& mask, LossAggMode mode, Communicator& dp) {
-  if (mode == LossAggMode::kSeqMeanTokenSumNorm || dp.size() == 1) return loss_agg_count(mask, mode);
-  auto count = torch::full({1}, loss_agg_count(mask, mode), torch::kFloat64);
-  dp.all_reduce(count, ReduceOp::kSum);
-  return count.item<double>();
-}
-
-double micro_batch_weight(const torch::Tensor& micro_mask, double mini_count, LossAggMode mode) {
-  if (mode == LossAggMode::kSeqMeanTokenSumNorm) return 1.0;
-  const double floor = mode == LossAggMode::kTokenMean ? 1e-8 : 1.0;
-  return loss_agg_count(micro_mask, mode) / std::max(floor, mini_count);
-}
+bool has_valid_token(const torch::Tensor& mask) { return mask.sum().item<double>() > 0; }
 
 // ---------------------------------------------------------------------------------------------
 
@@ -302,42 +300,44 @@ Metrics PPOActor::update_policy(const RolloutBatch& batch, std::int64_t step, st
       const auto micro_batches = config_.use_dynamic_bsz
                                      ? split_rows_by_tokens(mb.attention_mask, config_.ppo_max_token_len_per_gpu)
                                      : split_rows(mb.size(), micro);
-      const double mini_count = global_loss_agg_count(mb.response_mask, config_.loss_agg_mode, *parallel_.dp);
-      // Micro-batches with a loss weight (the same list on every pipeline stage: it depends on the
+      // verl's global batch info: each micro-batch's loss is normalised by the mini-batch's global
+      // counts (and times dp, the gradients being averaged over dp), so the sum over micro-batches
+      // needs no further weight.
+      const GlobalBatchInfo info = global_batch_info(mb.response_mask, *parallel_.dp, config_.loss_scale_factor);
+      // Micro-batches with a valid token (the same list on every pipeline stage: it depends on the
       // data only), run through the stages in the 1F1B order; the loss on the last stage.
       std::vector<RolloutBatch> ubs;
-      std::vector<double> weights;
       for (const auto& rows : micro_batches) {
         RolloutBatch ub = mb.select(rows);
-        const double weight = micro_batch_weight(ub.response_mask, mini_count, config_.loss_agg_mode);
-        if (weight == 0.0) continue;
+        if (!has_valid_token(ub.response_mask)) continue;  // its loss and gradient are exactly 0
         ubs.push_back(ub.to(device));
-        weights.push_back(weight);
       }
+      // Loss-like metrics are summed over the mini-batch's micro-batches (each is a share of the
+      // mini-batch's loss), ratios are averaged per micro-batch (verl's SUM and MEAN aggregations).
+      Averager mini_sums;
       pipeline_forward_backward(model_, ubs, [&](std::size_t m, const torch::Tensor& logits) {
         const RolloutBatch& ub = ubs[m];
-        const double weight = weights[m];
         const bool need_entropy = config_.entropy_coeff != 0.0;
         auto [log_prob, entropy_tokens] = response_log_probs_of_logits(logits, ub, temperature_, true);
-        auto pg = compute_policy_loss(ub.old_log_probs, log_prob, ub.advantages, ub.response_mask,
-                                      config_.effective_clip_low(), config_.effective_clip_high(),
-                                      config_.clip_ratio_c, config_.loss_agg_mode);
-        auto entropy = agg_loss(entropy_tokens, ub.response_mask, config_.loss_agg_mode);
+        auto pg = compute_policy_loss_for_mode(config_, ub.old_log_probs, log_prob, ub.advantages, ub.response_mask,
+                                               info);
+        auto entropy = agg_loss(entropy_tokens, ub.response_mask, config_.loss_agg_mode, info);
         auto policy_loss = need_entropy ? pg.pg_loss - config_.entropy_coeff * entropy : pg.pg_loss;
         if (config_.use_kl_loss) {
           auto kld = kl_penalty(log_prob, ub.ref_log_probs, config_.kl_loss_type);
-          auto kl_loss = agg_loss(kld, ub.response_mask, config_.loss_agg_mode);
+          auto kl_loss = agg_loss(kld, ub.response_mask, config_.loss_agg_mode, info);
           policy_loss = policy_loss + config_.kl_loss_coef * kl_loss;
-          metrics.add("actor/kl_loss", kl_loss.item<double>());
+          mini_sums.add("actor/kl_loss", kl_loss.item<double>());
           metrics.add("actor/kl_coef", config_.kl_loss_coef);
         }
-        metrics.add("actor/pg_loss", pg.pg_loss.item<double>());
-        metrics.add("actor/pg_clipfrac", pg.pg_clipfrac.item<double>());
-        metrics.add("actor/ppo_kl", pg.ppo_kl.item<double>());
-        metrics.add("actor/pg_clipfrac_lower", pg.pg_clipfrac_lower.item<double>());
-        metrics.add("actor/entropy", entropy.item<double>());
-        return policy_loss * weight;
+        mini_sums.add("actor/pg_loss", pg.pg_loss.item<double>());
+        mini_sums.add("actor/entropy", entropy.item<double>());
+        if (pg.pg_clipfrac.defined()) metrics.add("actor/pg_clipfrac", pg.pg_clipfrac.item<double>());
+        if (pg.ppo_kl.defined()) metrics.add("actor/ppo_kl", pg.ppo_kl.item<double>());
+        if (pg.pg_clipfrac_lower.defined()) metrics.add("actor/pg_clipfrac_lower", pg.pg_clipfrac_lower.item<double>());
+        return policy_loss;
       });
+      for (const auto& name : mini_sums.order) metrics.add(name, mini_sums.sums.at(name).first);
       metrics.add("actor/grad_norm", optimizer_.step());
     }
   }
@@ -386,19 +386,20 @@ Metrics PPOCritic::update_critic(const RolloutBatch& batch, std::int64_t step) {
       const auto micro_batches = config_.use_dynamic_bsz
                                      ? split_rows_by_tokens(mb.attention_mask, config_.ppo_max_token_len_per_gpu)
                                      : split_rows(mb.size(), config_.ppo_micro_batch_size_per_gpu);
-      const double mini_count = global_loss_agg_count(mb.response_mask, config_.loss_agg_mode, *parallel_.dp);
+      const GlobalBatchInfo info = global_batch_info(mb.response_mask, *parallel_.dp, /*loss_scale_factor=*/-1);
+      double vf_loss_sum = 0;
       for (const auto& rows : micro_batches) {
         const RolloutBatch ub = mb.select(rows).to(device);
-        const double weight = micro_batch_weight(ub.response_mask, mini_count, config_.loss_agg_mode);
-        if (weight == 0.0) continue;
+        if (!has_valid_token(ub.response_mask)) continue;  // its loss and gradient are exactly 0
         auto vpreds = response_values(model_, ub);
         auto vl = compute_value_loss(vpreds, ub.returns, ub.values, ub.response_mask, config_.cliprange_value,
-                                     config_.loss_agg_mode);
-        (vl.vf_loss * weight).backward();
-        metrics.add("critic/vf_loss", vl.vf_loss.item<double>());
+                                     config_.loss_agg_mode, info);
+        vl.vf_loss.backward();
+        vf_loss_sum += vl.vf_loss.item<double>();
         metrics.add("critic/vf_clipfrac", vl.vf_clipfrac.item<double>());
         metrics.add("critic/vpred_mean", masked_mean(vpreds.detach(), ub.response_mask).item<double>());
       }
+      metrics.add("critic/vf_loss", vf_loss_sum);
       metrics.add("critic/grad_norm", optimizer_.step());
     }
   }

@@ -22,7 +22,12 @@ class ConfigError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class AdvEstimator { kGae, kGrpo, kRloo, kReinforcePlusPlus, kReinforcePlusPlusBaseline, kRemax };
+enum class AdvEstimator {
+  kGae, kGrpo, kRloo, kReinforcePlusPlus, kReinforcePlusPlusBaseline, kRemax,
+  kOpo, kGrpoPassk, kGpg,  // verl "opo", "grpo_passk", "gpg" (core_algos.h)
+};
+/// actor.policy_loss.loss_mode: verl's registered policy losses (core_algos.h).
+enum class PolicyLossMode { kVanilla, kGspo, kGpg, kClipCov, kKlCov };
 enum class LossAggMode { kTokenMean, kSeqMeanTokenSum, kSeqMeanTokenMean, kSeqMeanTokenSumNorm };
 /// KL estimators (verl's kl_penalty): k1 "kl", "abs", k2 "mse", k3 "low_var_kl".
 enum class KlPenalty { kKl, kAbs, kMse, kLowVarKl };
@@ -68,6 +73,7 @@ enum class TokenizerKind { kChar };
 // (config_keys.h) serves the loader, to_string and from_string.
 const char* to_string(AdvEstimator v);
 const char* to_string(LossAggMode v);
+const char* to_string(PolicyLossMode v);
 const char* to_string(KlPenalty v);
 const char* to_string(KlCtrlType v);
 const char* to_string(Truncation v);
@@ -133,6 +139,16 @@ struct FsdpConfig {
   bool optimizer_offload = false;  // AdamW's moments to the host during rollout
 };
 
+/// actor.policy_loss (verl PolicyLossConfig; defaults from verl's actor.yaml).
+struct PolicyLossConfig {
+  PolicyLossMode loss_mode = PolicyLossMode::kVanilla;
+  double clip_cov_ratio = 0.0002;  // clip_cov: share of tokens whose gradient is cut, in (0, 1]
+  double clip_cov_lb = 1.0;        // clip_cov: covariance window (lb, ub), lb < ub
+  double clip_cov_ub = 5.0;
+  double kl_cov_ratio = 0.0002;    // kl_cov: share of tokens that get the KL term, in (0, 1]
+  double ppo_kl_coef = 0.1;        // kl_cov: weight of |logp − old_logp| on those tokens, >= 0
+};
+
 struct ActorConfig {
   ActorStrategy strategy = ActorStrategy::kFsdp;  // fsdp (ZeRO-3 shards over dp) | megatron (replicated over dp)
   int ppo_mini_batch_size = 256;       // prompts; x rollout.n samples
@@ -144,6 +160,8 @@ struct ActorConfig {
   double clip_ratio_high = -1;  // -1: clip_ratio
   double clip_ratio_c = 3.0;    // dual-clip constant, > 1
   LossAggMode loss_agg_mode = LossAggMode::kTokenMean;
+  double loss_scale_factor = -1;  // seq-mean-token-sum-norm divisor; -1 = the padded response length
+  PolicyLossConfig policy_loss{};
   double entropy_coeff = 0.0;
   bool use_kl_loss = false;
   double kl_loss_coef = 0.001;

@@ -17,6 +17,7 @@
 
 #include "hybridscope/trainer/data/batch.h"
 #include "hybridscope/trainer/config/config.h"
+#include "hybridscope/trainer/rl/core_algos.h"
 #include "hybridscope/trainer/rl/metrics.h"
 #include "hybridscope/trainer/model/model.h"
 #include "hybridscope/trainer/dist/parallel.h"
@@ -141,17 +142,14 @@ class PPOCritic {
   Optimizer optimizer_;
 };
 
-/// What a loss aggregation averages over in `mask` (B, R): tokens (token-mean), valid sequences
-/// (seq-mean-*), 1 for seq-mean-token-sum-norm (its normaliser is fixed).
-double loss_agg_count(const torch::Tensor& mask, LossAggMode mode);
-/// loss_agg_count of the whole mini-batch across the data-parallel group (summed over `dp`; one
-/// all_reduce when dp has more than one rank).
-double global_loss_agg_count(const torch::Tensor& mask, LossAggMode mode, Communicator& dp);
+/// verl's global batch info of a mini-batch whose rows are spread over `dp`: its valid tokens and
+/// its sequences with a valid token, summed over dp (one all_reduce when dp has more than one
+/// rank), dp_size, and loss_scale_factor when > 0 (else agg_loss's default, the padded length).
+/// Passed to agg_loss for every micro-batch, it makes Σ_micro-batches mean_over_dp of the losses
+/// the loss of the whole mini-batch (core_algos.h).
+GlobalBatchInfo global_batch_info(const torch::Tensor& mini_mask, Communicator& dp, double loss_scale_factor);
 
-/// The weight of a micro-batch's aggregated loss so that the sum over micro-batches — and over
-/// data-parallel ranks, when `mini_count` is the global count — equals the mini-batch's aggregate
-/// exactly: token-mean by token share, seq-mean-* by valid-sequence share, seq-mean-token-sum-norm
-/// 1 (its normaliser is fixed).
-double micro_batch_weight(const torch::Tensor& micro_mask, double mini_count, LossAggMode mode);
+/// Whether `mask` selects any token (a micro-batch without one contributes exactly 0).
+bool has_valid_token(const torch::Tensor& mask);
 
 }  // namespace hs::trainer
