@@ -558,3 +558,21 @@ TEST(Trainer, DynamicSamplingKeepsVariedGroupsUnderOverlongShaping) {
   EXPECT_LT(m.at("critic/score/mean"), 0.0);
   EXPECT_GE(m.at("critic/score/min"), -1.0);
 }
+
+// Rejection reaches the update: bounds [0.4, 0.5] that no ratio (≈ 1 on the same weights) meets
+// reject every token, so the update's mask is empty — every micro-batch is skipped (no pg_loss),
+// no gradient — while the response lengths (from the attention mask, as verl's) stay what was generated.
+TEST(Trainer, RolloutRejectionOfEveryTokenLeavesNothingToLearn) {
+  const auto dir = scratch("reject_all");
+  PPOTrainer(tiny_config(dir, {"trainer.total_training_steps=1", "algorithm.rollout_correction.rollout_rs=token",
+                               "algorithm.rollout_correction.rollout_rs_threshold=0.5",
+                               "algorithm.rollout_correction.rollout_rs_threshold_lower=0.4"}),
+             quiet())
+      .fit();
+  const auto m = metrics_of(dir + "/run.sqlite", 1);
+  ASSERT_TRUE(m.count("rollout_corr/rollout_rs_masked_fraction"));
+  EXPECT_DOUBLE_EQ(m.at("rollout_corr/rollout_rs_masked_fraction"), 1.0);
+  EXPECT_FALSE(m.count("actor/pg_loss"));
+  EXPECT_DOUBLE_EQ(m.at("actor/grad_norm"), 0.0);
+  EXPECT_GT(m.at("response_length/mean"), 0.0);
+}

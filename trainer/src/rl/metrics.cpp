@@ -49,7 +49,9 @@ Metrics compute_data_metrics(const RolloutBatch& batch, bool use_critic, int max
     const double var_diff = r.numel() > 1 ? (r - values).var().item<double>() : 0.0;
     out.emplace_back("critic/vf_explained_var", 1.0 - var_diff / (var_returns + 1e-5));
   }
-  const auto response_length = batch.response_mask.sum(-1).to(torch::kFloat64);
+  // Lengths from the attention mask, as verl's _compute_response_info: rollout rejection narrows
+  // the response mask of the update, not what was generated.
+  const auto response_length = batch.attention_mask.slice(1, batch.prompt_length()).sum(-1).to(torch::kFloat64);
   const auto prompt_length =
       batch.attention_mask.slice(1, 0, batch.prompt_length()).sum(-1).to(torch::kFloat64);
   add_stats(out, "response_length", response_length);
@@ -63,7 +65,7 @@ Metrics compute_data_metrics(const RolloutBatch& batch, bool use_critic, int max
 
 Metrics compute_timing_metrics(const RolloutBatch& batch,
                                const std::vector<std::pair<const char*, double>>& phase_seconds) {
-  const double response_tokens = batch.response_mask.sum().item<double>();
+  const double response_tokens = batch.attention_mask.slice(1, batch.prompt_length()).sum().item<double>();
   const double overall_tokens = batch.attention_mask.sum().item<double>();
   Metrics out;
   for (const auto& [name, seconds] : phase_seconds) {

@@ -319,8 +319,9 @@ Metrics PPOActor::update_policy(const RolloutBatch& batch, std::int64_t step, st
         const RolloutBatch& ub = ubs[m];
         const bool need_entropy = config_.entropy_coeff != 0.0;
         auto [log_prob, entropy_tokens] = response_log_probs_of_logits(logits, ub, temperature_, true);
+        // rollout correction's IS weights (undefined when off) multiply the per-token loss after clipping.
         auto pg = compute_policy_loss_for_mode(config_, ub.old_log_probs, log_prob, ub.advantages, ub.response_mask,
-                                               info);
+                                               info, ub.rollout_is_weights);
         auto entropy = agg_loss(entropy_tokens, ub.response_mask, config_.loss_agg_mode, info);
         auto policy_loss = need_entropy ? pg.pg_loss - config_.entropy_coeff * entropy : pg.pg_loss;
         if (config_.use_kl_loss) {
