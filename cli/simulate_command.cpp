@@ -24,6 +24,30 @@ namespace sim = hs::bench::sim;
 
 namespace {
 
+// "8,16,32" (empty: 8, 16, ..., 1024); SimError naming a bad item.
+std::vector<int> parse_ranks(const std::string& list) {
+  std::vector<int> ranks;
+  for (std::size_t at = 0; !list.empty() && at <= list.size();) {
+    const std::size_t comma = std::min(list.find(',', at), list.size());
+    const std::string item = list.substr(at, comma - at);
+    std::size_t used = 0;
+    int n = 0;
+    try {
+      n = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || n < 1)
+      throw sim::SimError(fmt::format("--ranks {}: '{}' is not a world size >= 1; give sizes separated by commas, "
+                                      "e.g. --ranks 8,16,32", list, item));
+    ranks.push_back(n);
+    at = comma + 1;
+  }
+  if (ranks.empty())
+    for (int n = 8; n <= 1024; n *= 2) ranks.push_back(n);
+  return ranks;
+}
+
 void apply_efficiency(sim::Efficiencies& e, const std::string& assignment) {
   const auto eq = assignment.find('=');
   const std::map<std::string, double*> fields = {{"prefill", &e.prefill_compute},
@@ -58,9 +82,8 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& args) {
   std::string names;
   for (const auto& n : trainer::model_shape_names()) names += (names.empty() ? "" : ", ") + n;
   cmd->add_option("--model", args.model, "Model shape, replacing the config's hybridscope.model (" + names + ")");
-  cmd->add_option("--ranks", args.ranks, "World sizes to project (default 8,16,...,1024)")
-      ->delimiter(',')
-      ->check(CLI::PositiveNumber);
+  // One token, comma-separated, so that key=value overrides after it stay overrides.
+  cmd->add_option("--ranks", args.ranks_list, "World sizes to project, comma-separated (default 8,16,...,1024)");
   cmd->add_option("--prompt-length", args.prompt_length, "Mean prompt tokens (default data.max_prompt_length)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--response-length", args.response_length,
@@ -122,8 +145,8 @@ int run_simulate(const SimulateArgs& args) {
   };
   const double prompt = args.prompt_length > 0 ? args.prompt_length : config.data.max_prompt_length;
   const double response = args.response_length > 0 ? args.response_length : config.data.max_response_length;
-  const int first_world = args.ranks.empty() ? 8 : args.ranks.front();
-  sim::StepInputs base = sim::step_inputs_from_config(lookup, first_world, {prompt, response, 0});
+  const std::vector<int> ranks = parse_ranks(args.ranks_list);
+  sim::StepInputs base = sim::step_inputs_from_config(lookup, ranks.front(), {prompt, response, 0});
 
   // The hardware and its calibration.
   const sim::HardwareSpec hardware = sim::read_hardware(args.hardware_path);
@@ -154,9 +177,6 @@ int run_simulate(const SimulateArgs& args) {
   for (const auto& a : args.efficiency) apply_efficiency(base.efficiency, a);
   if (!args.efficiency.empty()) origin += "; set on the command line: " + fmt::format("{}", fmt::join(args.efficiency, ", "));
 
-  std::vector<int> ranks = args.ranks;
-  if (ranks.empty())
-    for (int n = 8; n <= 1024; n *= 2) ranks.push_back(n);
   sim::Projection projection = sim::project(base, comm, ranks);
   projection.assumptions = sim::projection_assumptions(base, comm, origin);
 

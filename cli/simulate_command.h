@@ -16,7 +16,7 @@ struct SimulateArgs {
   std::string config_path;
   std::string model;                 // a model_shapes.h name; overrides the config's shape
   std::vector<std::string> overrides;
-  std::vector<int> ranks;            // world sizes to project
+  std::string ranks_list;            // world sizes to project, comma-separated ("": 8..1024)
   double prompt_length = 0;          // mean tokens (0: data.max_prompt_length)
   double response_length = 0;        // mean tokens (0: data.max_response_length)
   std::string calibrate_db;          // fit the efficiencies on this benchmark database's cells

@@ -104,6 +104,8 @@ StepInputs step_inputs_from_config(const ConfigLookup& config, int ranks, const 
   in.master_bytes_per_param = 4.0;
   in.gradient_checkpointing = flag(config, "actor_rollout_ref.model.enable_gradient_checkpointing");
   in.critic = config("algorithm.adv_estimator").value_or("grpo") == "gae";
+  in.reward_model = flag(config, "reward_model.enable");
+  in.optimizer_offload = flag(config, "actor_rollout_ref.actor.fsdp_config.optimizer_offload");
   in.reference_sharded = false;
   const std::string lp_key = "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu";  // -1 / absent: whole batch
   in.log_prob_micro_batch_size_per_gpu = config(lp_key) ? std::max(0, static_cast<int>(number(config, lp_key))) : 0;

@@ -64,10 +64,14 @@ std::string memory_refusal(const MemoryEstimate& m) {
         "lower ppo_micro_batch_size_per_gpu",
         m.training_peak / kGB, m.capacity / kGB, m.master_weights / kGB, m.gradients / kGB, m.optimizer / kGB,
         m.reference_weights / kGB, m.activations / kGB, m.logits / kGB);
+  // The optimizer state still on the device during generation (0 when offloaded): the rest of the peak.
+  const double resident_optimizer =
+      m.generation_peak - m.master_weights - m.reference_weights - m.generation_weights - m.kv_cache;
   return fmt::format(
       "generation needs {:.1f} GB per rank > {:.1f} GB (master weights {:.1f}, optimizer {:.1f}, reference {:.1f}, "
-      "rollout weights {:.1f}, KV cache {:.1f}): raise rollout tp, use hybrid resharding or offload the optimizer",
-      m.generation_peak / kGB, m.capacity / kGB, m.master_weights / kGB, m.optimizer / kGB,
+      "rollout weights {:.1f}, KV cache {:.1f}): raise rollout tp, use hybrid resharding, lower max_num_seqs or "
+      "offload the optimizer",
+      m.generation_peak / kGB, m.capacity / kGB, m.master_weights / kGB, resident_optimizer / kGB,
       m.reference_weights / kGB, m.generation_weights / kGB, m.kv_cache / kGB);
 }
 

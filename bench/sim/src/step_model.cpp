@@ -94,6 +94,15 @@ LengthSpread response_spread(const StepInputs& in) noexcept {
   return {2.0 * R - hi, hi};
 }
 
+double sequences_per_replica(const StepInputs& in) noexcept {
+  return static_cast<double>(in.prompts) * in.samples_per_prompt / (in.train.world() / in.rollout_tp);
+}
+
+double decoded_at_once(const StepInputs& in) noexcept {
+  const double b = sequences_per_replica(in);
+  return in.max_num_seqs > 0 ? std::min(b, static_cast<double>(in.max_num_seqs)) : b;
+}
+
 trainer::ModelShape trainer_model_shape(const StepInputs& in) {
   trainer::ModelShape s;
   s.vocab_size = static_cast<int>(in.model.vocab_size);
@@ -150,10 +159,8 @@ MemoryEstimate estimate_memory(const StepInputs& in, const HardwareSpec& hw, con
   m.logits = t * shape.vocab_size * 4.0 * 2.0 / tp;
   m.training_peak = m.master_weights + m.gradients + m.optimizer + m.reference_weights + m.activations + m.logits;
 
-  const double b = sequences / (in.train.world() / in.rollout_tp);
   m.generation_weights = static_cast<double>(sw.max_peak_parameter_bytes);
-  const double concurrent = in.max_num_seqs > 0 ? std::min(b, static_cast<double>(in.max_num_seqs)) : b;
-  m.kv_cache = concurrent * S * kv_bytes_per_token(shape, in.kv_bytes_per_element) / in.rollout_tp;
+  m.kv_cache = decoded_at_once(in) * S * kv_bytes_per_token(shape, in.kv_bytes_per_element) / in.rollout_tp;
   m.generation_peak = m.master_weights + (in.optimizer_offload ? 0.0 : m.optimizer) + m.reference_weights +
                       m.generation_weights + m.kv_cache;
   m.capacity = hw.device.memory_capacity_bytes / device_sharing(in, hw);
@@ -179,13 +186,13 @@ PhaseTimes simulate_step(const StepInputs& in, const CommCalibration& comm) {
   // Generation: each replica (rollout_tp consecutive ranks) gets b sequences.
   const double sequences = static_cast<double>(in.prompts) * in.samples_per_prompt;
   const int tp_g = in.rollout_tp;
-  const double b = sequences / (world / tp_g);
+  const double b = sequences_per_replica(in);
   const double P = in.prompt_length, R = in.response_length;
   t.prefill_s = share * probes::forward_flops(m, b * P, b * P * P) / (tp_g * peak * eff.prefill_compute);
   const double weight_shard_bytes = params * in.weight_bytes_per_param / tp_g;
   const double kv_token_shard_bytes = kv_bytes_per_token(m, in.kv_bytes_per_element) / tp_g;
   // Decoding runs at most max_num_seqs sequences at once: waves of `concurrent`, the last smaller.
-  const double concurrent = in.max_num_seqs > 0 ? std::min(b, static_cast<double>(in.max_num_seqs)) : b;
+  const double concurrent = decoded_at_once(in);
   const double full_waves = std::floor(b / concurrent), last_wave = b - full_waves * concurrent;
   const LinkLevel gen_level = link_level_for_strided_group(tp_g, 1, node_ranks);
   const double activation = m.hidden_size * in.weight_bytes_per_param;

@@ -3,6 +3,8 @@
 // last bits (tests/trainer/rl/rollout_correction_test.cpp checks against a torch re-implementation).
 #include "hybridscope/trainer/rl/rollout_correction.h"
 
+#include "hybridscope/trainer/rl/core_algos.h"
+
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -18,15 +20,6 @@ namespace {
 // exp(±20): verl's SAFETY_BOUND on log ratios before exponentiating.
 constexpr double kSafetyBound = 20.0;
 
-// verl_F.masked_sum / masked_mean: masked-off values replaced by 0 before summing; the mean
-// divides by Σmask + 1e-8. `dim` -1 over the last axis, else over everything.
-torch::Tensor vsum(const torch::Tensor& v, const torch::Tensor& m, bool rows = false) {
-  const auto kept = torch::where(m.to(torch::kBool), v, torch::zeros_like(v));
-  return rows ? kept.sum(-1) : kept.sum();
-}
-torch::Tensor vmean(const torch::Tensor& v, const torch::Tensor& m, bool rows = false) {
-  return rows ? vsum(v, m, true) / (m.sum(-1) + 1e-8) : vsum(v, m) / (m.sum() + 1e-8);
-}
 double item(const torch::Tensor& t) { return t.item<double>(); }
 
 void check(const torch::Tensor& old_log_prob, const torch::Tensor& rollout_log_prob, const torch::Tensor& mask) {
@@ -49,13 +42,13 @@ void weight_metrics(const std::string& prefix, const torch::Tensor& weights, con
   if (sequence_level) {
     out.emplace_back(prefix + "_max", item(torch::exp(torch::clamp_max(log_ratio_for_metrics.max(), kSafetyBound))));
     out.emplace_back(prefix + "_min", item(torch::exp(log_ratio_for_metrics.min())));
-    out.emplace_back(prefix + "_mean", item(vmean(weights, mask)));
+    out.emplace_back(prefix + "_mean", item(masked_mean(weights, mask)));
     out.emplace_back(prefix + "_ratio_fraction_high", item((log_ratio_for_metrics > log_upper).to(torch::kFloat).mean()));
     out.emplace_back(prefix + "_ratio_fraction_low", item((log_ratio_for_metrics < log_lower).to(torch::kFloat).mean()));
   } else {
-    out.emplace_back(prefix + "_mean", item(vmean(weights, mask)));
-    out.emplace_back(prefix + "_ratio_fraction_high", item(vmean((weights > upper).to(torch::kFloat), mask)));
-    out.emplace_back(prefix + "_ratio_fraction_low", item(vmean((weights < lower).to(torch::kFloat), mask)));
+    out.emplace_back(prefix + "_mean", item(masked_mean(weights, mask)));
+    out.emplace_back(prefix + "_ratio_fraction_high", item(masked_mean((weights > upper).to(torch::kFloat), mask)));
+    out.emplace_back(prefix + "_ratio_fraction_low", item(masked_mean((weights < lower).to(torch::kFloat), mask)));
     const auto valid = mask.to(torch::kBool);
     out.emplace_back(prefix + "_max",
                      item(weights.masked_fill(~valid, -std::numeric_limits<double>::infinity()).max()));
@@ -63,15 +56,15 @@ void weight_metrics(const std::string& prefix, const torch::Tensor& weights, con
   }
   const auto clamped = weights.clamp(lower, upper);
   if (item(mask.sum()) > 1) {
-    const auto mean = vmean(clamped, mask);
-    const auto var = vmean(clamped.square(), mask) - mean.square();
+    const auto mean = masked_mean(clamped, mask);
+    const auto var = masked_mean(clamped.square(), mask) - mean.square();
     out.emplace_back(prefix + "_std", item(torch::sqrt(torch::clamp_min(var, 0.0))));
   } else {
     out.emplace_back(prefix + "_std", 0.0);
   }
-  const auto normalized = clamped / (vmean(clamped, mask) + 1e-8);
-  out.emplace_back(prefix + "_eff_sample_size", 1.0 / item(vmean(normalized.square(), mask)));
-  const auto seq_mean = vmean(weights, mask, /*rows=*/true);
+  const auto normalized = clamped / (masked_mean(clamped, mask) + 1e-8);
+  out.emplace_back(prefix + "_eff_sample_size", 1.0 / item(masked_mean(normalized.square(), mask)));
+  const auto seq_mean = masked_mean(weights, mask, -1);
   out.emplace_back(prefix + "_seq_mean", item(seq_mean.mean()));
   out.emplace_back(prefix + "_seq_std", seq_mean.numel() > 1 ? item(seq_mean.std()) : 0.0);
   out.emplace_back(prefix + "_seq_max", item(seq_mean.max()));
@@ -86,7 +79,8 @@ void weight_metrics(const std::string& prefix, const torch::Tensor& weights, con
 std::pair<torch::Tensor, torch::Tensor> level_ratio(const torch::Tensor& log_ratio, const torch::Tensor& mask,
                                                     const std::string& level) {
   if (level == "token") return {torch::exp(torch::clamp(log_ratio, -kSafetyBound, kSafetyBound)), log_ratio};
-  const auto per_row = level == "sequence" ? vsum(log_ratio, mask, true).unsqueeze(-1) : vmean(log_ratio, mask, true).unsqueeze(-1);
+  const auto per_row =
+      (level == "sequence" ? masked_sum(log_ratio, mask, -1) : masked_mean(log_ratio, mask, -1)).unsqueeze(-1);
   return {torch::exp(torch::clamp(per_row, -kSafetyBound, kSafetyBound)).expand_as(log_ratio), per_row};
 }
 
@@ -113,13 +107,13 @@ Metrics rollout_mismatch_metrics(const torch::Tensor& old_log_prob, const torch:
   }
 
   // compute_offpolicy_metrics.
-  const auto mean_training = vmean(old_log_prob, response_mask, true);  // (B)
+  const auto mean_training = masked_mean(old_log_prob, response_mask, -1);  // (B)
   out.emplace_back("rollout_corr/training_ppl", item(torch::exp(-mean_training).mean()));
   out.emplace_back("rollout_corr/training_log_ppl", item((-mean_training).mean()));
-  out.emplace_back("rollout_corr/kl", item(vmean(rollout_log_prob - old_log_prob, response_mask)));
+  out.emplace_back("rollout_corr/kl", item(masked_mean(rollout_log_prob - old_log_prob, response_mask)));
   const auto log_ratio = old_log_prob - rollout_log_prob;
-  out.emplace_back("rollout_corr/k3_kl", item(vmean(torch::exp(log_ratio) - log_ratio - 1, response_mask)));
-  const auto mean_rollout = vmean(rollout_log_prob, response_mask, true);
+  out.emplace_back("rollout_corr/k3_kl", item(masked_mean(torch::exp(log_ratio) - log_ratio - 1, response_mask)));
+  const auto mean_rollout = masked_mean(rollout_log_prob, response_mask, -1);
   out.emplace_back("rollout_corr/rollout_ppl", item(torch::exp(-mean_rollout).mean()));
   out.emplace_back("rollout_corr/rollout_log_ppl", item((-mean_rollout).mean()));
   const auto log_ppl_diff = mean_rollout - mean_training;
@@ -129,8 +123,8 @@ Metrics rollout_mismatch_metrics(const torch::Tensor& old_log_prob, const torch:
   out.emplace_back("rollout_corr/log_ppl_diff_min", item(log_ppl_diff.min()));
   out.emplace_back("rollout_corr/ppl_ratio", item(torch::exp(log_ppl_diff).mean()));
   const auto rho = torch::exp(torch::clamp(log_ratio, -kSafetyBound, kSafetyBound));
-  out.emplace_back("rollout_corr/chi2_token", item(vmean(rho.square(), response_mask) - 1.0));
-  const auto log_ratio_sum = torch::clamp(vsum(log_ratio, response_mask, true), -kSafetyBound, kSafetyBound);
+  out.emplace_back("rollout_corr/chi2_token", item(masked_mean(rho.square(), response_mask) - 1.0));
+  const auto log_ratio_sum = torch::clamp(masked_sum(log_ratio, response_mask, -1), -kSafetyBound, kSafetyBound);
   out.emplace_back("rollout_corr/chi2_seq", item(torch::exp(2.0 * log_ratio_sum).mean() - 1.0));
   return out;
 }
@@ -153,9 +147,9 @@ RolloutCorrection compute_rollout_correction(const torch::Tensor& old_log_prob, 
     if (config.rollout_is_batch_normalize) {
       torch::Tensor mean;
       if (config.rollout_is == "token") {
-        mean = vmean(weights, response_mask);
+        mean = masked_mean(weights, response_mask);
       } else {
-        const auto seq_weights = vmean(weights, response_mask, true);
+        const auto seq_weights = masked_mean(weights, response_mask, -1);
         const auto seq_mask = (response_mask.sum(-1) > 0).to(weights.dtype());
         mean = (seq_weights * seq_mask).sum() / seq_mask.sum().clamp_min(1e-8);
       }
@@ -177,10 +171,10 @@ RolloutCorrection compute_rollout_correction(const torch::Tensor& old_log_prob, 
     const auto keep = ((weights >= lower) & (weights <= upper)).to(weights.dtype());
     weight_metrics("rollout_rs", weights, for_metrics, response_mask, config.rollout_rs != "token", upper, lower,
                    metrics);
-    metrics.emplace_back("rollout_rs_masked_fraction", item(vmean(1 - keep, response_mask)));
+    metrics.emplace_back("rollout_rs_masked_fraction", item(masked_mean(1 - keep, response_mask)));
     metrics.emplace_back("rollout_rs_seq_masked_fraction",
                          config.rollout_rs == "token"
-                             ? item((vsum(1 - keep, response_mask, true) > 0).to(torch::kFloat).mean())
+                             ? item((masked_sum(1 - keep, response_mask, -1) > 0).to(torch::kFloat).mean())
                              : item((1 - keep.select(1, 0)).mean()));
     out.response_mask = response_mask * keep;
   }
@@ -191,7 +185,7 @@ RolloutCorrection compute_rollout_correction(const torch::Tensor& old_log_prob, 
     const auto has = catastrophic.any(-1, /*keepdim=*/true);
     metrics.emplace_back("rollout_is_veto_fraction", item(has.to(torch::kFloat).mean()));
     metrics.emplace_back("rollout_is_catastrophic_token_fraction",
-                         item(vmean(catastrophic.to(torch::kFloat), response_mask)));
+                         item(masked_mean(catastrophic.to(torch::kFloat), response_mask)));
     out.response_mask = out.response_mask * (~has).to(out.response_mask.dtype());
   } else {
     metrics.emplace_back("rollout_is_veto_fraction", 0.0);

@@ -46,7 +46,8 @@ struct RecordedShape {
 ///                ppo_epochs (resolve_batches derives the counts)
 ///   ref pass     actor.use_kl_loss or algorithm.use_kl_in_reward
 ///   switch       hybridscope.reshard.mode, tie_word_embeddings, the precision's bytes on the wire
-///   critic       algorithm.adv_estimator gae; gradient checkpointing from the model key
+///   critic       algorithm.adv_estimator gae; gradient checkpointing from the model key; a
+///                reward model from reward_model.enable; actor.fsdp_config.optimizer_offload
 ///   vocabulary   hybridscope.model.vocab_size, or the tokenizer's (0), as the trainer takes it
 /// hybridscope's own engine: FSDP gathers once per pass (ZeroShards), a replicated reference.
 /// Placement is left to the caller (read_measured_cells: every rank on one host).

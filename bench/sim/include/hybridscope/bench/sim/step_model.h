@@ -230,6 +230,11 @@ void resolve_batches(StepInputs& inputs);
 /// gpu_memory_utilization), CUDA context and NCCL buffers (~1–3 GB per GPU).
 MemoryEstimate estimate_memory(const StepInputs& inputs, const HardwareSpec& hw, const SwitchTimes& weight_switch);
 
+/// Sequences one rollout replica generates: prompts · n / (world / rollout_tp).
+double sequences_per_replica(const StepInputs& inputs) noexcept;
+/// Sequences it decodes at once: sequences_per_replica, at most max_num_seqs (when > 0).
+double decoded_at_once(const StepInputs& inputs) noexcept;
+
 /// The trainer's ModelShape of `inputs` (the planner's parameter list: llama_parameters).
 trainer::ModelShape trainer_model_shape(const StepInputs& inputs);
 
