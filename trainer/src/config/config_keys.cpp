@@ -24,6 +24,14 @@ AnyField make_field(T* (*get)(Config&), const T* (*view)(const Config&)) {
         doc                                                                                \
   }
 
+// A key whose member is named otherwise (a member of that name is taken by a method).
+#define HS_CONFIG_KEY_AS(path, member, doc)                                                \
+  Key {                                                                                    \
+    #path, make_field(+[](Config& c) { return &c.member; },                                \
+                      +[](const Config& c) { return &c.member; }),                         \
+        doc                                                                                \
+  }
+
 const std::vector<Key>& keys() {
   static const std::vector<Key> table = {
       HS_CONFIG_KEY(data.train_files, "Training prompts (JSONL with verl's row fields)."),
@@ -37,10 +45,13 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(data.truncation, "What to do with a prompt longer than max_prompt_length."),
       HS_CONFIG_KEY(data.shuffle, "Shuffle the training prompts every epoch."),
       HS_CONFIG_KEY(data.seed, "Seed of the shuffling permutation."),
+      HS_CONFIG_KEY(data.tokenizer, "Directory holding tokenizer.json (hybridscope.tokenizer=hf); empty = actor_rollout_ref.model.path."),
+      HS_CONFIG_KEY(data.filter_overlong_prompts, "Drop rows whose templated prompt exceeds max_prompt_length when loading (counted in the log) instead of applying data.truncation."),
 
       HS_CONFIG_KEY(actor_rollout_ref.hybrid_engine, "Actor and rollout share weights and switch layouts (3D-HybridEngine); always true here (false is refused)."),
       HS_CONFIG_KEY(actor_rollout_ref.model.path, "HuggingFace-layout model directory; empty = random init with hybridscope.model."),
       HS_CONFIG_KEY(actor_rollout_ref.model.enable_gradient_checkpointing, "Recompute activations in backward to save memory."),
+      HS_CONFIG_KEY(actor_rollout_ref.model.use_remove_padding, "verl's packing switch: accepted; results are the same either way and the forward still computes over padding."),
 
       HS_CONFIG_KEY(actor_rollout_ref.actor.strategy, "Training layout along dp: fsdp (ZeRO-3 parameter shards) or megatron (replicated parameters)."),
       HS_CONFIG_KEY(actor_rollout_ref.actor.ppo_mini_batch_size, "Prompts per PPO mini-batch (x rollout.n samples), split over data-parallel ranks."),
@@ -80,6 +91,7 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(actor_rollout_ref.actor.fsdp_config.optimizer_offload, "AdamW's moments to host memory while generating."),
 
       HS_CONFIG_KEY(actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu, "Samples per reference log-prob pass on one rank; -1 = whole batch."),
+      HS_CONFIG_KEY(actor_rollout_ref.ref.fsdp_config.param_offload, "Reference weights in host memory except while computing log-probs."),
 
       HS_CONFIG_KEY(actor_rollout_ref.rollout.name, "Generation engine: hybridscope, the built-in paged-KV engine (verl's vllm/sglang/hf are refused)."),
       HS_CONFIG_KEY(actor_rollout_ref.rollout.temperature, "Sampling temperature."),
@@ -100,6 +112,7 @@ const std::vector<Key>& keys() {
 
       HS_CONFIG_KEY(critic.model.path, "Critic weights; empty = the actor's weights with a fresh value head."),
       HS_CONFIG_KEY(critic.model.enable_gradient_checkpointing, "Recompute activations in backward to save memory."),
+      HS_CONFIG_KEY(critic.model.use_remove_padding, "verl's packing switch: accepted; results are the same either way and the forward still computes over padding."),
       HS_CONFIG_KEY(critic.ppo_mini_batch_size, "Prompts per critic mini-batch (x rollout.n samples)."),
       HS_CONFIG_KEY(critic.ppo_micro_batch_size_per_gpu, "Samples per forward/backward pass on one rank; -1 = the whole mini-batch."),
       HS_CONFIG_KEY(critic.ppo_epochs, "Passes over each batch of experience."),
@@ -177,7 +190,9 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(hybridscope.model.rms_norm_eps, "RMSNorm epsilon."),
       HS_CONFIG_KEY(hybridscope.model.tie_word_embeddings, "Share the input embedding and the output head."),
       HS_CONFIG_KEY(hybridscope.model.initializer_range, "Std of the normal weight initialisation."),
-      HS_CONFIG_KEY(hybridscope.tokenizer, "Tokenizer: char, the built-in character tokenizer (98 ids)."),
+      HS_CONFIG_KEY(hybridscope.model.architecture, "Decoder family: llama, qwen2 (q/k/v biases) or qwen3 (per-head q/k RMSNorm)."),
+      HS_CONFIG_KEY_AS(hybridscope.model.head_dim, hybridscope.model.explicit_head_dim, "Attention head width; 0 = hidden_size / num_attention_heads (Qwen3 sets 128)."),
+      HS_CONFIG_KEY(hybridscope.tokenizer, "Tokenizer: char (the built-in character tokenizer, 98 ids) or hf (data.tokenizer's tokenizer.json and chat template)."),
       HS_CONFIG_KEY(hybridscope.kv_block_size, "Tokens per KV-cache block."),
       HS_CONFIG_KEY(hybridscope.kv_num_blocks, "KV blocks in the pool; -1 = sized from max_num_seqs and the sequence length (on CUDA no more than rollout.gpu_memory_utilization leaves)."),
       HS_CONFIG_KEY(hybridscope.num_threads, "Intra-op threads (inter-op is 1)."),
@@ -203,6 +218,7 @@ const std::vector<Key>& keys() {
 }
 
 #undef HS_CONFIG_KEY
+#undef HS_CONFIG_KEY_AS
 
 const Config& defaults() {
   static const Config* const config = new Config();  // never destroyed: safe at exit
@@ -227,6 +243,7 @@ const char* to_string(Precision v) { return detail::canonical_name(v); }
 const char* to_string(AttentionKernel v) { return detail::canonical_name(v); }
 const char* to_string(RewardRule v) { return detail::canonical_name(v); }
 const char* to_string(TokenizerKind v) { return detail::canonical_name(v); }
+const char* to_string(ModelArchitecture v) { return detail::canonical_name(v); }
 
 template <class E>
 std::optional<E> from_string(std::string_view name) {
@@ -259,6 +276,7 @@ HS_CONFIG_ENUM(Precision)
 HS_CONFIG_ENUM(AttentionKernel)
 HS_CONFIG_ENUM(RewardRule)
 HS_CONFIG_ENUM(TokenizerKind)
+HS_CONFIG_ENUM(ModelArchitecture)
 #undef HS_CONFIG_ENUM
 
 }  // namespace hs::trainer

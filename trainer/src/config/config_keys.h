@@ -124,7 +124,13 @@ struct EnumSpellings<RewardRule> {
 
 template <>
 struct EnumSpellings<TokenizerKind> {
-  static constexpr Spelling<TokenizerKind> kAll[] = {{TokenizerKind::kChar, "char"}};
+  static constexpr Spelling<TokenizerKind> kAll[] = {{TokenizerKind::kChar, "char"}, {TokenizerKind::kHf, "hf"}};
+};
+template <>
+struct EnumSpellings<ModelArchitecture> {
+  static constexpr Spelling<ModelArchitecture> kAll[] = {{ModelArchitecture::kLlama, "llama"},
+                                                         {ModelArchitecture::kQwen2, "qwen2"},
+                                                         {ModelArchitecture::kQwen3, "qwen3"}};
 };
 
 template <class E>
@@ -162,7 +168,8 @@ using AnyField = std::variant<Field<bool>, Field<int>, Field<std::uint64_t>, Fie
                               Field<KlCtrlType>, Field<Truncation>, Field<ActorStrategy>,
                               Field<WarmupStyle>, Field<ResumeMode>, Field<DeviceKind>,
                               Field<DistBackendChoice>, Field<ReshardMode>, Field<Precision>,
-                              Field<AttentionKernel>, Field<RewardRule>, Field<TokenizerKind>>;
+                              Field<AttentionKernel>, Field<RewardRule>, Field<TokenizerKind>,
+                              Field<ModelArchitecture>>;
 
 struct Key {
   std::string path;  // verl's dotted path, identical to the member path in Config

@@ -150,6 +150,11 @@ std::optional<Placement> resolve_placement(const Config& c, Problems& p) {
           "estimator and the rule reward, or leave the placement colocated)");
     return std::nullopt;
   }
+  if (c.actor_rollout_ref.ref.fsdp_config.param_offload) {
+    p.add("actor_rollout_ref.ref.fsdp_config.param_offload = true with hybridscope.placement.ref: the split "
+          "reference ranks hold nothing else, so there is nothing to offload for — set it false or colocate");
+    return std::nullopt;
+  }
   if (!c.use_reference()) {
     p.add("hybridscope.placement.ref is set, but this run has no reference policy (set "
           "actor_rollout_ref.actor.use_kl_loss=true or algorithm.use_kl_in_reward=true, or leave the placement "
@@ -345,10 +350,18 @@ void validate(const Config& c) {
     p.add("hybridscope.model.hidden_size ({}), num_attention_heads ({}) and num_key_value_heads ({}) "
           "must all be >= 1", shape.hidden_size, shape.num_attention_heads, shape.num_key_value_heads);
   } else {
-    if (shape.hidden_size % shape.num_attention_heads != 0) {
+    if (shape.explicit_head_dim < 0) {
+      p.add("hybridscope.model.head_dim = {}: must be >= 0 (0 = hidden_size / num_attention_heads)",
+            shape.explicit_head_dim);
+    } else if (shape.explicit_head_dim > 0) {
+      if (shape.explicit_head_dim % 2 != 0) {
+        p.add("hybridscope.model.head_dim = {} is odd: rotary embeddings rotate pairs of dimensions, so "
+              "choose an even head_dim", shape.explicit_head_dim);
+      }
+    } else if (shape.hidden_size % shape.num_attention_heads != 0) {
       p.add("hybridscope.model.hidden_size ({}) is not divisible by hybridscope.model.num_attention_heads "
-            "({}): head_dim = hidden_size / num_attention_heads must be a whole number",
-            shape.hidden_size, shape.num_attention_heads);
+            "({}): head_dim = hidden_size / num_attention_heads must be a whole number, or set "
+            "hybridscope.model.head_dim", shape.hidden_size, shape.num_attention_heads);
     } else if (shape.head_dim() % 2 != 0) {
       p.add("head_dim = hybridscope.model.hidden_size ({}) / hybridscope.model.num_attention_heads ({}) "
             "= {} is odd: rotary embeddings rotate pairs of dimensions, so choose an even head_dim",
@@ -361,7 +374,15 @@ void validate(const Config& c) {
     }
   }
   // The model's vocabulary holds every id the tokenizer makes (a larger one is a benchmark shape).
-  if (const int tokens = make_tokenizer(c.hybridscope.tokenizer)->vocab_size();
+  // (A tokenizer.json's vocabulary is checked against the model when both are loaded.)
+  if (c.hybridscope.tokenizer == TokenizerKind::kHf && c.data.tokenizer.empty() &&
+      c.actor_rollout_ref.model.path.empty()) {
+    p.add("hybridscope.tokenizer = hf needs a directory holding tokenizer.json: set data.tokenizer (or "
+          "actor_rollout_ref.model.path, where verl takes it from)");
+  }
+  if (const int tokens = c.hybridscope.tokenizer == TokenizerKind::kChar
+                             ? make_tokenizer(c.hybridscope.tokenizer)->vocab_size()
+                             : 0;
       shape.vocab_size > 0 && shape.vocab_size < tokens) {
     p.add("hybridscope.model.vocab_size = {} is smaller than the {} tokenizer's vocabulary ({}): raise it, or set 0 "
           "to take the tokenizer's", shape.vocab_size, to_string(c.hybridscope.tokenizer), tokens);

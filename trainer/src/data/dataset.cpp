@@ -135,7 +135,6 @@ Example parse_row(const std::string& line_text, const std::string& file, int lin
     throw DataError(at + "prompt cannot be tokenized: " + e.what());
   }
   ex.prompt_ids.insert(ex.prompt_ids.begin(), tokenizer.bos_token_id());
-  truncate_prompt(ex.prompt_ids, data, at);
   return ex;
 }
 
@@ -182,9 +181,20 @@ RLDataset RLDataset::load(const std::string& path, const Tokenizer& tokenizer, c
     if (line == 1 && text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // UTF-8 byte order mark
     if (is_blank(text)) continue;
     if (!text.empty() && text.back() == '\r') text.pop_back();  // CRLF files
-    dataset.examples_.push_back(parse_row(text, path, line, tokenizer, data));
+    Example ex = parse_row(text, path, line, tokenizer, data);
+    if (data.filter_overlong_prompts && ex.prompt_ids.size() > static_cast<std::size_t>(data.max_prompt_length)) {
+      ++dataset.filtered_;  // verl's filter_overlong_prompts: the row is dropped, not cut
+      continue;
+    }
+    truncate_prompt(ex.prompt_ids, data, where(path, line));
+    dataset.examples_.push_back(std::move(ex));
   }
   if (in.bad()) throw DataError(path + ":" + std::to_string(line + 1) + ": read error");
+  if (dataset.examples_.empty() && dataset.filtered_ > 0) {
+    throw DataError(path + ": every one of its " + std::to_string(dataset.filtered_) + " prompts is longer than "
+                    "data.max_prompt_length = " + std::to_string(data.max_prompt_length) +
+                    " tokens and data.filter_overlong_prompts dropped them all; raise max_prompt_length");
+  }
   if (dataset.examples_.empty()) {
     throw DataError(path + ": data file is empty (no rows in " + std::to_string(line) +
                     " lines); expected one JSON object per line");

@@ -72,6 +72,9 @@ std::string CharTokenizer::decode(const std::vector<std::int32_t>& ids, bool ski
 std::unique_ptr<Tokenizer> make_tokenizer(TokenizerKind kind) {
   switch (kind) {
     case TokenizerKind::kChar: return std::make_unique<CharTokenizer>();
+    case TokenizerKind::kHf:
+      throw TokenizerError("hybridscope.tokenizer = hf is read from a directory (data.tokenizer): load it "
+                           "with load_hf_tokenizer (bpe_tokenizer.h)");
   }
   throw std::logic_error("make_tokenizer: a TokenizerKind outside the enum");
 }

@@ -116,9 +116,16 @@ std::vector<ParamSpec> llama_parameters(const ModelShape& s, int element_size) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     add(p + "input_layernorm.weight", {C}, -1, l);
     add(p + "self_attn.q_proj.weight", {H * D, C}, 0, l, D);
+    if (s.qkv_bias()) add(p + "self_attn.q_proj.bias", {H * D}, 0, l, D);
     add(p + "self_attn.k_proj.weight", {KV * D, C}, 0, l, D);
+    if (s.qkv_bias()) add(p + "self_attn.k_proj.bias", {KV * D}, 0, l, D);
     add(p + "self_attn.v_proj.weight", {KV * D, C}, 0, l, D);
+    if (s.qkv_bias()) add(p + "self_attn.v_proj.bias", {KV * D}, 0, l, D);
     add(p + "self_attn.o_proj.weight", {C, H * D}, 1, l, D);
+    if (s.qk_norm()) {
+      add(p + "self_attn.q_norm.weight", {D}, -1, l);
+      add(p + "self_attn.k_norm.weight", {D}, -1, l);
+    }
     add(p + "post_attention_layernorm.weight", {C}, -1, l);
     add(p + "mlp.gate_proj.weight", {F, C}, 0, l);
     add(p + "mlp.up_proj.weight", {F, C}, 0, l);

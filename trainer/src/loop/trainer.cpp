@@ -40,6 +40,7 @@
 #include "hybridscope/trainer/model/device.h"
 #include "hybridscope/trainer/dist/topology.h"
 #include "hybridscope/trainer/hybrid/hybrid_actor.h"
+#include "hybridscope/trainer/hybrid/offload.h"
 #include "hybridscope/trainer/loop/reference_server.h"
 #include "hybridscope/trainer/loop/rollout_phase.h"
 #include "hybridscope/trainer/loop/run_recording.h"
@@ -104,6 +105,8 @@ struct PPOTrainer::State {
 
   std::unique_ptr<HybridActor> actor;  // null on a rank of a split reference
   Transformer ref_model{nullptr};      // colocated: on the actor's ranks; split: the reference ranks'
+  /// ref.fsdp_config.param_offload: the reference's weights wait in host memory between its phases.
+  HostOffload ref_offload;
   std::unique_ptr<PPOCritic> critic;
   std::unique_ptr<KlController> kl_ctrl;
   std::unique_ptr<RolloutPhase> rollout;
@@ -168,6 +171,11 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
   s.tokenizer = make_tokenizer(cfg.hybridscope.tokenizer);
   s.train_data = RLDataset::load(cfg.data.train_files, *s.tokenizer, cfg.data);
   s.val_data = RLDataset::load(cfg.data.val_files, *s.tokenizer, cfg.data);
+  if (cfg.data.filter_overlong_prompts && s.topology.rank() == 0) {
+    fmt::print("data.filter_overlong_prompts: dropped {} of {} training and {} of {} validation prompts longer than "
+               "{} tokens\n", s.train_data.filtered(), s.train_data.filtered() + s.train_data.size(),
+               s.val_data.filtered(), s.val_data.filtered() + s.val_data.size(), cfg.data.max_prompt_length);
+  }
   // Dynamic sampling draws data.gen_batch_size prompts per generation round (verl's DAPO loader).
   const int draw = cfg.algorithm.filter_groups.enable && cfg.data.gen_batch_size > 0 ? cfg.data.gen_batch_size
                                                                                       : cfg.data.train_batch_size;
@@ -338,10 +346,17 @@ Metrics PPOTrainer::State::step() {
     if (cfg.use_reference()) {
       HS_PROBE_RANGE(timings, "ref", kPhase);
       torch::NoGradGuard no_grad;
-      batch.ref_log_probs = topology.split() ? remote_ref_log_probs(topology, batch)
-                                             : micro_batched_log_probs(ref_model, batch,
-                                                                       arr.ref.log_prob_micro_batch_size_per_gpu,
-                                                                       arr.rollout.temperature);
+      if (topology.split()) {
+        batch.ref_log_probs = remote_ref_log_probs(topology, batch);
+      } else {
+        const std::int64_t onloaded = ref_offload.onload();
+        batch.ref_log_probs = micro_batched_log_probs(ref_model, batch, arr.ref.log_prob_micro_batch_size_per_gpu,
+                                                      arr.rollout.temperature);
+        if (arr.ref.fsdp_config.param_offload) {
+          ref_offload.offload(ref_model->parameters());
+          metrics.emplace_back("perf/ref_offload_bytes", static_cast<double>(onloaded));
+        }
+      }
     }
     if (critic) {
       HS_PROBE_RANGE(timings, "values", kPhase);
@@ -563,6 +578,7 @@ void PPOTrainer::State::prepare(FitSummary& summary) {
     }
     ref_model->eval();
     for (auto& p : ref_model->parameters()) p.set_requires_grad(false);
+    if (cfg.actor_rollout_ref.ref.fsdp_config.param_offload) ref_offload.offload(ref_model->parameters());
   }
   if (critic && !resume_dir && cfg.critic.model.path.empty()) copy_backbone(actor_model, critic->model());
   if (topology.world() > 1 && critic) broadcast_parameters(*topology.global_world, *critic->model());

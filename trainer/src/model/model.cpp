@@ -96,6 +96,29 @@ std::int64_t split(std::int64_t n, int parts, const char* what) {
   return n / parts;
 }
 
+// (D/2) float64 rotary frequencies: HF's _compute_default_rope_parameters, and for rope_type
+// llama3 _compute_llama3_parameters (transformers modeling_rope_utils): with old = original
+// max_position_embeddings and wavelength w = 2*pi / inv_freq, w > old / low_freq_factor is
+// divided by factor, w < old / high_freq_factor kept, and between them
+// (1 - s) * inv_freq / factor + s * inv_freq with s = (old / w - low) / (high - low).
+torch::Tensor rotary_inv_freq(const ModelShape& shape) {
+  const std::int64_t D = shape.head_dim();
+  auto f64 = torch::TensorOptions().dtype(torch::kDouble);
+  auto inv_freq = torch::pow(shape.rope_theta, -torch::arange(0, D, 2, f64) / static_cast<double>(D));
+  const auto& r = shape.rope_scaling;
+  if (r.type == RopeScaling::Type::kDefault) return inv_freq;
+  const double old_context = r.original_max_position_embeddings;
+  const double low_wavelen = old_context / r.low_freq_factor;
+  const double high_wavelen = old_context / r.high_freq_factor;
+  constexpr double kPi = 3.14159265358979323846;  // math.pi
+  auto wavelen = 2.0 * kPi / inv_freq;
+  auto scaled = torch::where(wavelen > low_wavelen, inv_freq / r.factor, inv_freq);
+  auto smooth = (old_context / wavelen - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
+  auto smoothed = (1.0 - smooth) * scaled / r.factor + smooth * scaled;
+  auto medium = wavelen.ge(high_wavelen).logical_and(wavelen.le(low_wavelen));
+  return torch::where(medium, smoothed, scaled);
+}
+
 torch::Tensor apply_rotary(const torch::Tensor& x, const AttentionBatch& batch) {
   // HF: x * cos + rotate_half(x) * sin, rotate_half(x) = cat(-x2, x1) = roll(x, D/2) * sign;
   // the sign is folded into batch.sin.  x (B, T, heads, D)
@@ -174,23 +197,34 @@ AttentionImpl::AttentionImpl(const ModelShape& shape, const ParallelContext& par
   const double init = shape.initializer_range;
   // Column-parallel split by whole heads: rank r holds query heads [r*H/tp, (r+1)*H/tp) and KV
   // heads [r*KV/tp, ...), so every local query head's KV head h/G is local too.
+  const bool bias = shape.qkv_bias();
   q_proj = register_module("q_proj", ColumnParallelLinear(C, shape.num_attention_heads * D,
-                                                          parallel.tp, false, false, init));
+                                                          parallel.tp, false, bias, init));
   k_proj = register_module("k_proj", ColumnParallelLinear(C, shape.num_key_value_heads * D,
-                                                          parallel.tp, false, false, init));
+                                                          parallel.tp, false, bias, init));
   v_proj = register_module("v_proj", ColumnParallelLinear(C, shape.num_key_value_heads * D,
-                                                          parallel.tp, false, false, init));
+                                                          parallel.tp, false, bias, init));
   o_proj = register_module("o_proj", RowParallelLinear(shape.num_attention_heads * D, C,
                                                        parallel.tp, false, init));
+  if (shape.qk_norm()) {
+    q_norm = register_module("q_norm", RMSNorm(D, shape.rms_norm_eps));
+    k_norm = register_module("k_norm", RMSNorm(D, shape.rms_norm_eps));
+  }
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionBatch& batch,
                                      int layer) {
   const auto B = batch.batch, T = batch.tokens, L = batch.keys;
   const auto KV = kv_heads_, D = head_dim_, G = heads_ / kv_heads_;
-  auto q = apply_rotary(q_proj(x).view({B, T, heads_, D}), batch);  // (B, T, H, D)
-  auto k = apply_rotary(k_proj(x).view({B, T, KV, D}), batch);      // (B, T, KV, D)
-  auto v = v_proj(x).view({B, T, KV, D});                           // (B, T, KV, D)
+  auto q = q_proj(x).view({B, T, heads_, D});  // (B, T, H, D)
+  auto k = k_proj(x).view({B, T, KV, D});      // (B, T, KV, D)
+  auto v = v_proj(x).view({B, T, KV, D});      // (B, T, KV, D)
+  if (!q_norm.is_empty()) {
+    q = q_norm(q);
+    k = k_norm(k);
+  }
+  q = apply_rotary(q, batch);
+  k = apply_rotary(k, batch);
 
   torch::Tensor kb, vb;  // (B * KV, L, D): each (sequence, KV head) pair's keys and values
   if (batch.cache != nullptr) {
@@ -281,11 +315,11 @@ BackboneImpl::BackboneImpl(const ModelShape& shape, const ParallelContext& paral
   }
   if (stage.last) norm = register_module("norm", RMSNorm(shape.hidden_size, shape.rms_norm_eps));
 
-  // HF LlamaRotaryEmbedding (default rope type): inv_freq_i = theta^(-2i/D), angle = pos *
-  // inv_freq, halves repeated. Computed in float64, stored in the module's dtype.
+  // HF LlamaRotaryEmbedding: inv_freq_i = theta^(-2i/D) (rope_scaling.h for llama3's scaling),
+  // angle = pos * inv_freq, halves repeated. Computed in float64, stored in the module's dtype.
   const std::int64_t D = shape.head_dim();
   auto f64 = torch::TensorOptions().dtype(torch::kDouble);
-  auto inv_freq = torch::pow(shape.rope_theta, -torch::arange(0, D, 2, f64) / static_cast<double>(D));
+  auto inv_freq = rotary_inv_freq(shape);
   auto angles = torch::outer(torch::arange(shape.max_position_embeddings, f64), inv_freq);  // (P, D/2)
   auto sign = torch::cat({-torch::ones({D / 2}, f64), torch::ones({D / 2}, f64)});
   auto emb = torch::cat({angles, angles}, -1);  // (P, D)
@@ -365,9 +399,9 @@ void validate(const ModelShape& s, const ParallelContext& parallel) {
       s.intermediate_size <= 0 || s.num_hidden_layers < 0 || s.max_position_embeddings <= 0) {
     fail("sizes must be positive");
   }
-  if (s.hidden_size % s.num_attention_heads != 0) {
+  if (s.explicit_head_dim == 0 && s.hidden_size % s.num_attention_heads != 0) {
     fail("hidden_size " + std::to_string(s.hidden_size) + " is not divisible by num_attention_heads " +
-         std::to_string(s.num_attention_heads));
+         std::to_string(s.num_attention_heads) + " (or give head_dim)");
   }
   if (s.num_attention_heads % s.num_key_value_heads != 0) {
     fail("num_attention_heads " + std::to_string(s.num_attention_heads) +

@@ -4,7 +4,7 @@
 // query attention over either the current tokens (training forward) or a paged KV cache
 // (rollout), the SwiGLU MLP and the decoder layer. Module and parameter names are HuggingFace's
 // (self_attn.q_proj.weight, mlp.gate_proj.weight, ...), so named_parameters() is a Llama state
-// dict. Not a general layer library: only what the Llama/Qwen2 family needs.
+// dict. Not a general layer library: only what the Llama/Qwen2/Qwen3 family needs.
 //
 // Shapes: B batch, T new tokens, L keys attended (T for the training forward, the gathered
 // context for the cached one), C hidden, H query heads, KV key/value heads, G = H / KV, D head
@@ -107,7 +107,9 @@ struct AttentionBatch {
 };
 
 /// Grouped-query self-attention with HF-style rotary embeddings; q/k/v column-parallel split per
-/// head, o row-parallel.
+/// head, o row-parallel. Qwen2: q/k/v biases (split with their rows). Qwen3: q_norm / k_norm, an
+/// RMSNorm over each head's D features of q and k before the rotary embedding (HF Qwen3Attention),
+/// replicated over the tp group.
 class AttentionImpl : public torch::nn::Module {
  public:
   AttentionImpl(const ModelShape& shape, const ParallelContext& parallel);
@@ -117,6 +119,7 @@ class AttentionImpl : public torch::nn::Module {
 
   ColumnParallelLinear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr};
   RowParallelLinear o_proj{nullptr};
+  RMSNorm q_norm{nullptr}, k_norm{nullptr};  // Qwen3 only
 
  private:
   std::int64_t heads_;     // H on this rank

@@ -4,8 +4,9 @@
 // bytes of JSON {name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__":
 // {str: str}} padded with spaces to a multiple of 8, then the tensors' raw little-endian bytes,
 // offsets relative to the end of the header, covering the data without holes or overlaps.
-// A model directory is config.json (LlamaConfig fields) + model.safetensors, or shards listed in
-// model.safetensors.index.json. With tensor parallelism, saving gathers every split weight along
+// A model directory is config.json (hf_config.h) + model.safetensors, or shards listed in
+// model.safetensors.index.json; loading reads the headers first and then only the slices this
+// rank holds (its pipeline stage's tensors, its tp rows or columns). With tensor parallelism, saving gathers every split weight along
 // its split dimension (world rank 0 writes) and loading takes this rank's slice.
 #include <torch/torch.h>
 
@@ -20,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hybridscope/trainer/model/hf_config.h"
 #include "hybridscope/trainer/model/model.h"
 #include "model/model_layers.h"
 
@@ -90,73 +92,164 @@ Json read_json(const fs::path& path) {
   }
 }
 
-template <typename T>
-T config_value(const Json& config, const char* key, const fs::path& path) {
-  if (!config.contains(key) || config[key].is_null()) {
-    throw std::runtime_error(path.string() + ": missing required key '" + key + "'");
+/// One tensor of a safetensors file, located but not read.
+struct TensorEntry {
+  fs::path file;
+  torch::ScalarType dtype;
+  std::vector<std::int64_t> shape;
+  std::uint64_t offset = 0;  // of its first byte from the start of the file
+  std::uint64_t bytes = 0;
+};
+
+/// The tensors of one safetensors file, from its header alone (checked: dtypes, shapes, offsets
+/// inside the data section, no overlaps, no holes), in header order.
+std::vector<std::pair<std::string, TensorEntry>> read_safetensors_header(const fs::path& path) {
+  require_little_endian();
+  const std::string where = "load_safetensors(" + path.string() + ")";
+  std::error_code ec;
+  const auto file_size = fs::file_size(path, ec);
+  if (ec) throw std::runtime_error(where + ": cannot open: " + ec.message());
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(where + ": cannot open");
+  unsigned char length[8];
+  if (file_size < 8 || !in.read(reinterpret_cast<char*>(length), 8)) {
+    throw std::runtime_error(where + ": shorter than the 8-byte header length");
   }
+  std::uint64_t header_size = 0;
+  for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | length[i];
+  if (header_size > kMaxHeaderBytes || header_size > file_size - 8) {
+    throw std::runtime_error(where + ": header length " + std::to_string(header_size) +
+                             " does not fit the file (" + std::to_string(file_size) + " bytes)");
+  }
+  std::string text(header_size, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(header_size));
+  Json header;
   try {
-    return config[key].get<T>();
+    header = Json::parse(text);
   } catch (const Json::exception& e) {
-    throw std::runtime_error(path.string() + ": key '" + key + "' has the wrong type: " + e.what());
+    throw std::runtime_error(where + ": header is not valid JSON: " + e.what());
   }
-}
+  if (!header.is_object()) throw std::runtime_error(where + ": header is not a JSON object");
 
-template <typename T>
-T config_value_or(const Json& config, const char* key, T fallback, const fs::path& path) {
-  if (!config.contains(key) || config[key].is_null()) return fallback;
-  return config_value<T>(config, key, path);
-}
-
-ModelShape shape_from_config(const fs::path& path) {
-  const Json config = read_json(path);
-  if (config.contains("rope_scaling") && !config["rope_scaling"].is_null()) {
-    throw std::runtime_error(path.string() + ": rope_scaling is set; only the default rotary "
-                             "embedding is implemented — use a checkpoint without rope_scaling");
-  }
-  ModelShape s;
-  s.vocab_size = config_value<int>(config, "vocab_size", path);
-  s.hidden_size = config_value<int>(config, "hidden_size", path);
-  s.intermediate_size = config_value<int>(config, "intermediate_size", path);
-  s.num_hidden_layers = config_value<int>(config, "num_hidden_layers", path);
-  s.num_attention_heads = config_value<int>(config, "num_attention_heads", path);
-  // HF LlamaConfig defaults for the optional keys.
-  s.num_key_value_heads = config_value_or<int>(config, "num_key_value_heads", s.num_attention_heads, path);
-  s.max_position_embeddings = config_value_or<int>(config, "max_position_embeddings", 2048, path);
-  s.rope_theta = config_value_or<double>(config, "rope_theta", 10000.0, path);
-  s.rms_norm_eps = config_value_or<double>(config, "rms_norm_eps", 1e-6, path);
-  s.tie_word_embeddings = config_value_or<bool>(config, "tie_word_embeddings", false, path);
-  s.initializer_range = config_value_or<double>(config, "initializer_range", 0.02, path);
-  if (s.num_attention_heads > 0 && config.contains("head_dim") && !config["head_dim"].is_null() &&
-      config_value<int>(config, "head_dim", path) != s.hidden_size / s.num_attention_heads) {
-    throw std::runtime_error(path.string() + ": head_dim differs from hidden_size / "
-                             "num_attention_heads, which this model does not support");
-  }
-  return s;
-}
-
-// Every tensor of the checkpoint in `dir`: model.safetensors, or the shards of
-// model.safetensors.index.json.
-std::map<std::string, torch::Tensor> load_checkpoint_tensors(const fs::path& dir) {
-  std::map<std::string, torch::Tensor> tensors;
-  std::vector<fs::path> files;
-  if (fs::exists(dir / "model.safetensors")) {
-    files.push_back(dir / "model.safetensors");
-  } else if (fs::exists(dir / "model.safetensors.index.json")) {
-    const Json index = read_json(dir / "model.safetensors.index.json");
-    std::set<std::string> shards;
-    if (index.contains("weight_map") && index["weight_map"].is_object()) {
-      for (const auto& item : index["weight_map"].items()) shards.insert(item.value().get<std::string>());
+  const std::uint64_t data_start = 8 + header_size;
+  const std::uint64_t data_size = file_size - data_start;
+  std::vector<std::pair<std::string, TensorEntry>> entries;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
+  for (const auto& item : header.items()) {
+    if (item.key() == "__metadata__") continue;
+    const auto& entry = item.value();
+    const std::string what = where + ": tensor '" + item.key() + "'";
+    TensorEntry e;
+    e.file = path;
+    std::uint64_t begin = 0, end = 0;
+    try {
+      e.dtype = dtype_of(entry.at("dtype").get<std::string>(), what);
+      e.shape = entry.at("shape").get<std::vector<std::int64_t>>();
+      const auto offsets = entry.at("data_offsets").get<std::vector<std::uint64_t>>();
+      if (offsets.size() != 2) throw std::runtime_error(what + ": data_offsets must be [begin, end]");
+      begin = offsets[0];
+      end = offsets[1];
+    } catch (const Json::exception& ex) {
+      throw std::runtime_error(what + ": malformed entry: " + ex.what());
     }
-    for (const auto& shard : shards) files.push_back(dir / shard);
-  } else {
-    throw std::runtime_error(dir.string() + ": neither model.safetensors nor "
-                             "model.safetensors.index.json found");
+    std::uint64_t numel = 1;
+    for (const auto d : e.shape) {
+      if (d < 0) throw std::runtime_error(what + ": negative dimension");
+      numel *= static_cast<std::uint64_t>(d);
+    }
+    e.bytes = numel * c10::elementSize(e.dtype);
+    if (begin > end || end > data_size || end - begin != e.bytes) {
+      throw std::runtime_error(what + ": data_offsets [" + std::to_string(begin) + ", " +
+                               std::to_string(end) + "] do not hold " + std::to_string(e.bytes) +
+                               " bytes inside the " + std::to_string(data_size) + "-byte data section");
+    }
+    e.offset = data_start + begin;
+    ranges.emplace_back(begin, end);
+    entries.emplace_back(item.key(), std::move(e));
   }
-  for (const auto& file : files) {
-    for (auto& [name, t] : load_safetensors(file.string())) tensors[name] = std::move(t);
+  // The data section is exactly the tensors, back to back in some order.
+  std::sort(ranges.begin(), ranges.end());
+  std::uint64_t covered = 0;
+  for (const auto& [begin, end] : ranges) {
+    if (begin != covered) throw std::runtime_error(where + ": tensors overlap or leave a hole in the data");
+    covered = end;
   }
-  return tensors;
+  if (covered != data_size) {
+    throw std::runtime_error(where + ": " + std::to_string(data_size - covered) +
+                             " trailing bytes not covered by any tensor");
+  }
+  return entries;
+}
+
+/// Rows [start, start + length) of `entry` along `dim` (dim < 0: the whole tensor), read from
+/// its file without reading the rest: one read for dim 0, one read per leading index otherwise.
+torch::Tensor read_tensor(const TensorEntry& entry, int dim = -1, std::int64_t start = 0, std::int64_t length = 0) {
+  auto shape = entry.shape;
+  const std::string what = "load_safetensors(" + entry.file.string() + ")";
+  std::ifstream in(entry.file, std::ios::binary);
+  if (!in) throw std::runtime_error(what + ": cannot open");
+  std::int64_t outer = 1, inner = static_cast<std::int64_t>(c10::elementSize(entry.dtype));
+  if (dim >= 0) {
+    for (int d = 0; d < dim; ++d) outer *= shape[static_cast<std::size_t>(d)];
+    for (std::size_t d = static_cast<std::size_t>(dim) + 1; d < shape.size(); ++d) inner *= shape[d];
+    shape[static_cast<std::size_t>(dim)] = length;
+  }
+  auto t = torch::empty(shape, torch::TensorOptions().dtype(entry.dtype));
+  if (t.nbytes() == 0) return t;
+  char* out = static_cast<char*>(t.data_ptr());
+  if (dim < 0) {
+    in.seekg(static_cast<std::streamoff>(entry.offset));
+    if (!in.read(out, static_cast<std::streamsize>(entry.bytes))) throw std::runtime_error(what + ": truncated data");
+    return t;
+  }
+  const std::int64_t full = entry.shape[static_cast<std::size_t>(dim)];
+  const std::int64_t chunk = length * inner;  // bytes per leading index
+  for (std::int64_t o = 0; o < outer; ++o) {
+    in.seekg(static_cast<std::streamoff>(entry.offset + static_cast<std::uint64_t>((o * full + start) * inner)));
+    if (!in.read(out + o * chunk, static_cast<std::streamsize>(chunk))) throw std::runtime_error(what + ": truncated data");
+  }
+  return t;
+}
+
+// Every tensor of the checkpoint in `dir`, located: model.safetensors, or the shards of
+// model.safetensors.index.json (each name where its weight_map says).
+std::map<std::string, TensorEntry> checkpoint_entries(const fs::path& dir) {
+  std::map<std::string, TensorEntry> entries;
+  if (fs::exists(dir / "model.safetensors")) {
+    for (auto& [name, e] : read_safetensors_header(dir / "model.safetensors")) entries[name] = std::move(e);
+    return entries;
+  }
+  const fs::path index_path = dir / "model.safetensors.index.json";
+  if (!fs::exists(index_path)) {
+    throw std::runtime_error(dir.string() + ": neither model.safetensors nor model.safetensors.index.json found");
+  }
+  const Json index = read_json(index_path);
+  if (!index.contains("weight_map") || !index["weight_map"].is_object()) {
+    throw std::runtime_error(index_path.string() + ": no weight_map object");
+  }
+  std::map<std::string, std::string> where;  // tensor -> shard file
+  for (const auto& item : index["weight_map"].items()) {
+    if (!item.value().is_string()) throw std::runtime_error(index_path.string() + ": weight_map." + item.key() + " is not a file name");
+    where[item.key()] = item.value().get<std::string>();
+  }
+  std::set<std::string> shards;
+  for (const auto& [name, shard] : where) shards.insert(shard);
+  for (const auto& shard : shards) {
+    for (auto& [name, e] : read_safetensors_header(dir / shard)) {
+      const auto listed = where.find(name);
+      if (listed == where.end() || listed->second != shard) {
+        throw std::runtime_error((dir / shard).string() + ": tensor '" + name + "' is not listed for this shard in " +
+                                 index_path.string());
+      }
+      entries[name] = std::move(e);
+    }
+  }
+  for (const auto& [name, shard] : where) {
+    if (entries.count(name) == 0) {
+      throw std::runtime_error(index_path.string() + ": tensor '" + name + "' is listed in " + shard + " but not there");
+    }
+  }
+  return entries;
 }
 
 }  // namespace
@@ -212,86 +305,8 @@ void save_safetensors(const std::string& path,
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> load_safetensors(const std::string& path) {
-  require_little_endian();
-  const std::string where = "load_safetensors(" + path + ")";
-  std::error_code ec;
-  const auto file_size = fs::file_size(path, ec);
-  if (ec) throw std::runtime_error(where + ": cannot open: " + ec.message());
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(where + ": cannot open");
-  unsigned char length[8];
-  if (file_size < 8 || !in.read(reinterpret_cast<char*>(length), 8)) {
-    throw std::runtime_error(where + ": shorter than the 8-byte header length");
-  }
-  std::uint64_t header_size = 0;
-  for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | length[i];
-  if (header_size > kMaxHeaderBytes || header_size > file_size - 8) {
-    throw std::runtime_error(where + ": header length " + std::to_string(header_size) +
-                             " does not fit the file (" + std::to_string(file_size) + " bytes)");
-  }
-  std::string text(header_size, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(header_size));
-  Json header;
-  try {
-    header = Json::parse(text);
-  } catch (const Json::exception& e) {
-    throw std::runtime_error(where + ": header is not valid JSON: " + e.what());
-  }
-  if (!header.is_object()) throw std::runtime_error(where + ": header is not a JSON object");
-
-  const std::uint64_t data_start = 8 + header_size;
-  const std::uint64_t data_size = file_size - data_start;
   std::vector<std::pair<std::string, torch::Tensor>> tensors;
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
-  for (const auto& item : header.items()) {
-    if (item.key() == "__metadata__") continue;
-    const auto& entry = item.value();
-    const std::string what = where + ": tensor '" + item.key() + "'";
-    std::vector<std::int64_t> shape;
-    std::uint64_t begin = 0, end = 0;
-    torch::ScalarType type;
-    try {
-      type = dtype_of(entry.at("dtype").get<std::string>(), what);
-      shape = entry.at("shape").get<std::vector<std::int64_t>>();
-      const auto offsets = entry.at("data_offsets").get<std::vector<std::uint64_t>>();
-      if (offsets.size() != 2) throw std::runtime_error(what + ": data_offsets must be [begin, end]");
-      begin = offsets[0];
-      end = offsets[1];
-    } catch (const Json::exception& e) {
-      throw std::runtime_error(what + ": malformed entry: " + e.what());
-    }
-    std::uint64_t numel = 1;
-    for (const auto d : shape) {
-      if (d < 0) throw std::runtime_error(what + ": negative dimension");
-      numel *= static_cast<std::uint64_t>(d);
-    }
-    const auto bytes = numel * c10::elementSize(type);
-    if (begin > end || end > data_size || end - begin != bytes) {
-      throw std::runtime_error(what + ": data_offsets [" + std::to_string(begin) + ", " +
-                               std::to_string(end) + "] do not hold " + std::to_string(bytes) +
-                               " bytes inside the " + std::to_string(data_size) + "-byte data section");
-    }
-    auto t = torch::empty(shape, torch::TensorOptions().dtype(type));
-    if (bytes > 0) {
-      in.seekg(static_cast<std::streamoff>(data_start + begin));
-      if (!in.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(bytes))) {
-        throw std::runtime_error(what + ": truncated data");
-      }
-    }
-    ranges.emplace_back(begin, end);
-    tensors.emplace_back(item.key(), std::move(t));
-  }
-  // The data section is exactly the tensors, back to back in some order.
-  std::sort(ranges.begin(), ranges.end());
-  std::uint64_t covered = 0;
-  for (const auto& [begin, end] : ranges) {
-    if (begin != covered) throw std::runtime_error(where + ": tensors overlap or leave a hole in the data");
-    covered = end;
-  }
-  if (covered != data_size) {
-    throw std::runtime_error(where + ": " + std::to_string(data_size - covered) +
-                             " trailing bytes not covered by any tensor");
-  }
+  for (const auto& [name, entry] : read_safetensors_header(path)) tensors.emplace_back(name, read_tensor(entry));
   return tensors;
 }
 
@@ -317,37 +332,13 @@ void save_pretrained(Transformer& model, const std::string& dir) {
     }
   }
   if (parallel.world->rank() == 0) {
-    const auto& s = model->shape();
-    const bool value_head = model->head() == HeadKind::kValue;
-    Json config = Json::object();
-    config["architectures"] = {value_head ? "LlamaForTokenClassification" : "LlamaForCausalLM"};
-    config["model_type"] = "llama";
-    config["vocab_size"] = s.vocab_size;
-    config["hidden_size"] = s.hidden_size;
-    config["intermediate_size"] = s.intermediate_size;
-    config["num_hidden_layers"] = s.num_hidden_layers;
-    config["num_attention_heads"] = s.num_attention_heads;
-    config["num_key_value_heads"] = s.num_key_value_heads;
-    config["head_dim"] = s.head_dim();
-    config["max_position_embeddings"] = s.max_position_embeddings;
-    config["rope_theta"] = s.rope_theta;
-    config["rope_scaling"] = nullptr;
-    config["rms_norm_eps"] = s.rms_norm_eps;
-    config["hidden_act"] = "silu";
-    config["attention_bias"] = false;
-    config["mlp_bias"] = false;
-    config["initializer_range"] = s.initializer_range;
-    config["tie_word_embeddings"] = s.tie_word_embeddings;
-    config["torch_dtype"] = torch_dtype_name(tensors.empty() ? torch::kFloat : tensors.front().second.scalar_type());
-    if (value_head) {  // num_labels 1, as HF writes it
-      config["id2label"] = {{"0", "LABEL_0"}};
-      config["label2id"] = {{"LABEL_0", 0}};
-    }
+    const auto dtype = torch_dtype_name(tensors.empty() ? torch::kFloat : tensors.front().second.scalar_type());
+    const auto config = hf_config_json(model->shape(), model->head() == HeadKind::kValue, dtype);
     fs::create_directories(dir);
     {
       std::ofstream out(fs::path(dir) / "config.json", std::ios::trunc);
       if (!out) throw std::runtime_error("save_pretrained: cannot write " + (fs::path(dir) / "config.json").string());
-      out << config.dump(2) << '\n';
+      out << config;
     }
     save_safetensors((fs::path(dir) / "model.safetensors").string(), tensors, {{"format", "pt"}});
   }
@@ -356,8 +347,16 @@ void save_pretrained(Transformer& model, const std::string& dir) {
 
 Transformer load_pretrained(const std::string& dir, HeadKind head, ParallelContext parallel) {
   const fs::path root(dir);
-  Transformer model(shape_from_config(root / "config.json"), head, std::move(parallel));
-  auto loaded = load_checkpoint_tensors(root);
+  const auto config = read_hf_config((root / "config.json").string());
+  const auto entries = checkpoint_entries(root);
+  Transformer model(config.shape, head, std::move(parallel));
+  // A float64 checkpoint stays float64 (the parity tests' reference precision); 16-bit and float32
+  // ones load into float32 parameters — exact for bf16/f16 — which are the master weights that
+  // hybridscope.precision computes from.
+  const bool all_f64 = !entries.empty() && std::all_of(entries.begin(), entries.end(), [](const auto& e) {
+    return e.second.dtype == torch::kDouble;
+  });
+  if (config.dtype == "float64" || all_f64) model->to(torch::kDouble);
   const auto dims = detail::tensor_parallel_dims(*model);
   const auto& tp = *model->parallel().tp;
 
@@ -365,32 +364,35 @@ Transformer load_pretrained(const std::string& dir, HeadKind head, ParallelConte
   std::set<std::string> used;
   for (auto& item : model->named_parameters()) {
     const auto& name = item.key();
-    auto found = loaded.find(name);
-    if (found == loaded.end()) {
+    auto found = entries.find(name);
+    if (found == entries.end()) {
       // A critic initialised from an actor checkpoint keeps its freshly initialised score head
       // (HF and verl do the same).
       if (head == HeadKind::kValue && name.rfind("score.", 0) == 0) continue;
       throw std::runtime_error(dir + ": tensor '" + name + "' is missing from the checkpoint");
     }
-    auto t = found->second;
+    const auto& entry = found->second;
+    // The full shape this parameter has in the checkpoint; a tp rank reads only its slice.
+    auto full = item.value().sizes().vec();
     const auto split = dims.find(name);
-    if (split != dims.end() && tp.size() > 1) {
-      const auto local = item.value().size(split->second);
-      if (t.dim() > split->second && t.size(split->second) == local * tp.size()) {
-        t = t.narrow(split->second, local * tp.rank(), local);
-      }
+    const bool sliced = split != dims.end() && tp.size() > 1;
+    if (sliced) full[static_cast<std::size_t>(split->second)] *= tp.size();
+    if (entry.shape != full) {
+      throw std::runtime_error(dir + ": tensor '" + name + "' has shape " + c10::str(entry.shape) +
+                               " in the checkpoint; the model built from config.json expects " + c10::str(full));
     }
-    if (t.sizes() != item.value().sizes()) {
-      throw std::runtime_error(dir + ": tensor '" + name + "' has shape " + c10::str(t.sizes()) +
-                               " in the checkpoint; the model built from config.json expects " +
-                               c10::str(item.value().sizes()) +
-                               (split != dims.end() ? " on each of the tp ranks" : ""));
+    torch::Tensor t;
+    if (sliced) {
+      const auto local = item.value().size(split->second);
+      t = read_tensor(entry, split->second, local * tp.rank(), local);
+    } else {
+      t = read_tensor(entry);
     }
     item.value().copy_(t);
     used.insert(name);
   }
   // A pipeline stage loads its own part of a whole checkpoint (model.h: layers [s·L/p, (s+1)·L/p),
-  // the embedding on the first stage, model.norm and the head on the last).
+  // the embedding on the first stage, model.norm and the head on the last) and reads nothing else.
   const auto& pp = *model->parallel().pp;
   auto other_stage = [&](const std::string& name) {
     if (pp.size() == 1) return false;
@@ -402,13 +404,14 @@ Transformer load_pretrained(const std::string& dir, HeadKind head, ParallelConte
     if (name.rfind("model.embed_tokens.", 0) == 0) return !model->is_first_stage();
     return !model->is_last_stage();  // model.norm, lm_head, score
   };
-  for (const auto& [name, t] : loaded) {
+  for (const auto& item : entries) {
+    const auto& name = item.first;
     if (used.count(name) != 0 || other_stage(name)) continue;
     const bool other_head = name == "lm_head.weight" || name.rfind("score.", 0) == 0;
     const bool derived = name.size() >= 19 && name.compare(name.size() - 19, 19, "rotary_emb.inv_freq") == 0;
     if (!other_head && !derived) {
-      throw std::runtime_error(dir + ": unexpected tensor '" + name + "' in the checkpoint (this "
-                               "model has no such parameter)");
+      throw std::runtime_error(dir + ": unexpected tensor '" + name + "' in the checkpoint (this " +
+                               hf_class_prefix(model->shape().architecture) + " model has no such parameter)");
     }
   }
   return model;

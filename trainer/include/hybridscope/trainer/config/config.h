@@ -62,8 +62,13 @@ enum class AttentionKernel {
 };
 /// reward_model.rule: the built-in rule reward (reward.h).
 enum class RewardRule { kGsm8k };
-/// hybridscope.tokenizer: char = the built-in character tokenizer (tokenizer.h).
-enum class TokenizerKind { kChar };
+/// hybridscope.tokenizer: char = the built-in character tokenizer; hf = a HuggingFace tokenizer
+/// directory's tokenizer.json (byte-level BPE) with its chat template (tokenizer.h, bpe_tokenizer.h).
+enum class TokenizerKind { kChar, kHf };
+/// hybridscope.model.architecture / a checkpoint's config.json model_type: the decoder family.
+/// llama: Llama 2/3 (no attention biases); qwen2: Qwen2/Qwen2.5 (q/k/v biases); qwen3: Qwen3
+/// (per-head RMSNorm of q and k before the rotary embedding, explicit head_dim, no biases).
+enum class ModelArchitecture { kLlama, kQwen2, kQwen3 };
 
 // verl spellings of the enums above ("gae", "grpo", "rloo", "reinforce_plus_plus",
 // "reinforce_plus_plus_baseline", "remax"; "token-mean", ...; "kl"/"k1", "abs", "mse"/"k2",
@@ -87,6 +92,7 @@ const char* to_string(Precision v);
 const char* to_string(AttentionKernel v);
 const char* to_string(RewardRule v);
 const char* to_string(TokenizerKind v);
+const char* to_string(ModelArchitecture v);
 
 /// The value a spelling names, for command-line tools that take one value outside a config
 /// (E is one of the enums above); std::nullopt when `name` is no spelling of E.
@@ -108,6 +114,12 @@ struct DataConfig {
   Truncation truncation = Truncation::kError;
   bool shuffle = true;
   int seed = 1;
+  /// verl's data.tokenizer: directory holding tokenizer.json (hybridscope.tokenizer = hf); empty =
+  /// actor_rollout_ref.model.path.
+  std::string tokenizer;
+  /// verl's data.filter_overlong_prompts: drop rows whose templated prompt is longer than
+  /// max_prompt_length when loading (counted in the log) instead of applying data.truncation.
+  bool filter_overlong_prompts = false;
 };
 
 struct OptimConfig {
@@ -124,6 +136,10 @@ struct OptimConfig {
 struct ModelConfig {
   std::string path;  // HuggingFace-layout directory (config.json + model.safetensors); empty = random init
   bool enable_gradient_checkpointing = false;
+  /// verl's use_remove_padding: accepted for verl's scripts; results do not depend on it (the
+  /// forward masks padding either way) and this trainer still computes over the padding
+  /// (docs/config.md, "verl keys with no effect on results").
+  bool use_remove_padding = false;
 };
 
 /// verl's actor.megatron section: the training layout's model-parallel sizes (dp = world/(tp·pp)).
@@ -177,8 +193,15 @@ struct ActorConfig {
   double effective_clip_high() const { return clip_ratio_high >= 0 ? clip_ratio_high : clip_ratio; }
 };
 
+/// verl's ref.fsdp_config: the reference policy's weights wait in host memory except while it
+/// computes log-probs.
+struct RefFsdpConfig {
+  bool param_offload = false;
+};
+
 struct RefConfig {
   int log_prob_micro_batch_size_per_gpu = -1;  // -1 = whole batch
+  RefFsdpConfig fsdp_config{};
 };
 
 struct SamplingParams {
@@ -309,6 +332,20 @@ struct TrainerConfig {
 };
 
 /// Shape of a randomly initialised model (Llama/Qwen2 naming, as in HuggingFace config.json).
+/// Rotary frequency scaling (config.json rope_scaling / rope_parameters). kDefault: inv_freq_i =
+/// theta^(-2i/D). kLlama3: Llama 3.1's piecewise scaling of inv_freq (HF
+/// _compute_llama3_parameters): wavelengths longer than original_max_position_embeddings /
+/// low_freq_factor are divided by factor, shorter than .../ high_freq_factor kept, and the band
+/// between interpolated smoothly.
+struct RopeScaling {
+  enum class Type { kDefault, kLlama3 };
+  Type type = Type::kDefault;
+  double factor = 8.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int original_max_position_embeddings = 8192;
+};
+
 struct ModelShape {
   int vocab_size = 0;  // 0: take the tokenizer's vocabulary size
   int hidden_size = 128;
@@ -321,8 +358,15 @@ struct ModelShape {
   double rms_norm_eps = 1e-6;
   bool tie_word_embeddings = false;
   double initializer_range = 0.02;
+  ModelArchitecture architecture = ModelArchitecture::kLlama;
+  int explicit_head_dim = 0;  // config.json head_dim (Qwen3: 128 whatever the width); 0 = hidden / heads
+  RopeScaling rope_scaling{};  // from a checkpoint's config.json only (no hybridscope.model key)
 
-  int head_dim() const { return hidden_size / num_attention_heads; }
+  int head_dim() const { return explicit_head_dim > 0 ? explicit_head_dim : hidden_size / num_attention_heads; }
+  /// Qwen2's q/k/v projections carry biases (o_proj and the MLP do not).
+  bool qkv_bias() const { return architecture == ModelArchitecture::kQwen2; }
+  /// Qwen3 normalises each head of q and k (RMSNorm over head_dim) before the rotary embedding.
+  bool qk_norm() const { return architecture == ModelArchitecture::kQwen3; }
 };
 
 /// Supervised warm-up that produces the base policy the RL run starts from (prompt -> answer).

@@ -38,16 +38,20 @@ struct Example {
 class RLDataset {
  public:
   /// Reads every row of `path` (JSONL). `prompt_key` names the prompt field. Prompts longer than
-  /// max_prompt_length tokens: error (naming file:line and the keys data.max_prompt_length /
-  /// data.truncation), or cut on the left/right as verl does.
+  /// max_prompt_length tokens: dropped with data.filter_overlong_prompts (counted in filtered()),
+  /// else an error (naming file:line and the keys data.max_prompt_length / data.truncation), or
+  /// cut on the left/right as verl does.
   static RLDataset load(const std::string& path, const Tokenizer& tokenizer, const DataConfig& data);
 
   std::size_t size() const { return examples_.size(); }
   const Example& operator[](std::size_t i) const { return examples_.at(i); }
   const std::vector<Example>& examples() const { return examples_; }
+  /// Rows dropped by data.filter_overlong_prompts.
+  std::size_t filtered() const { return filtered_; }
 
  private:
   std::vector<Example> examples_;
+  std::size_t filtered_ = 0;
 };
 
 /// Epoch-based sampler over dataset indices with drop_last (as verl's StatefulDataLoader):

@@ -91,7 +91,9 @@ struct ParamSpec {
 /// The actor's parameters (LM head) for `shape` with the names, shapes and tp dims of the
 /// trainer's Transformer (model.h): q/k/v/gate/up and lm_head split along dim 0 (column
 /// parallel; whole heads per rank since H and KV are multiples of tp), o/down along dim 1 (row
-/// parallel), the embedding and the norms replicated. Tied embeddings: no lm_head.
+/// parallel), the embedding and the norms replicated. Tied embeddings: no lm_head. Qwen2's q/k/v
+/// biases split with their rows (whole heads); Qwen3's q_norm / k_norm (D) are replicated. In the
+/// order of the Transformer's named_parameters().
 std::vector<ParamSpec> llama_parameters(const ModelShape& shape, int element_size = 4);
 
 /// One parameter's placement on a mesh.

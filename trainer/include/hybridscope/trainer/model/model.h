@@ -1,6 +1,7 @@
-// model.h — Llama/Qwen2-style decoder-only transformer in LibTorch.
+// model.h — Llama/Qwen2/Qwen3 decoder-only transformer in LibTorch.
 //
-// RMSNorm, rotary position embeddings, SwiGLU MLP, grouped-query attention, optional tied
+// RMSNorm, rotary position embeddings (default or Llama 3's scaling), SwiGLU MLP, grouped-query
+// attention (Qwen2: q/k/v biases; Qwen3: per-head q/k RMSNorm, explicit head_dim), optional tied
 // embeddings; an LM head (actor, reference) or a scalar value head (critic, reward model).
 // Linear layers are tensor-parallel aware (ColumnParallelLinear / RowParallelLinear over
 // ParallelContext::tp); with a one-rank context they are plain linears. Parameter names follow
@@ -115,12 +116,16 @@ class TransformerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Transformer);
 
-/// Writes `model` (a whole model or tp shards, not a pipeline stage) as HuggingFace's layout: dir/config.json (LlamaConfig fields, architectures
-/// LlamaForCausalLM or LlamaForTokenClassification-like value head) and dir/model.safetensors.
+/// Writes `model` (a whole model or tp shards, not a pipeline stage) as HuggingFace's layout, in
+/// its architecture's naming (hf_config.h: model_type, {Llama,Qwen2,Qwen3}ForCausalLM or
+/// ...ForTokenClassification for a value head): dir/config.json and dir/model.safetensors in the
+/// parameters' dtype. With tp the split weights are gathered and world rank 0 writes.
 void save_pretrained(Transformer& model, const std::string& dir);
-/// Reads a directory written by save_pretrained (or any Llama/Qwen2 safetensors checkpoint with
-/// the same names); a tp shard takes its slices, a pipeline stage its layers. Throws
-/// std::runtime_error naming the file and the problem.
+/// Reads a HuggingFace model directory (config.json per hf_config.h, model.safetensors or the
+/// shards of model.safetensors.index.json, F32/BF16/F16/F64 tensors). Each rank reads only what
+/// it holds: a pipeline stage its layers, a tp rank its rows or columns of the split weights.
+/// Parameters are float32 (16-bit tensors widen exactly), float64 for a float64 checkpoint.
+/// Throws std::runtime_error (HfConfigError for config.json) naming the file and the problem.
 Transformer load_pretrained(const std::string& dir, HeadKind head, ParallelContext parallel = {});
 
 /// Safetensors I/O (https://huggingface.co/docs/safetensors): 8-byte little-endian header size,

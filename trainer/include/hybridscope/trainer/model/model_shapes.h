@@ -4,8 +4,8 @@
 //             2 layers, 4 heads, 2 KV heads — 1.6 MiB in float32
 //   bench-41m hidden 768, MLP 2048, 4 layers, 12 heads, vocab 8192 — 156 MiB in float32
 //   llama2-7b Llama-2-7B: hidden 4096, MLP 11008, 32 layers, 32 heads, vocab 32000
-//   qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-7b  Qwen2.5's sizes (config.json of each; 0.5B and 1.5B tie
-//             their embeddings) without the q/k/v biases, which this Llama model does not have:
+//   qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-7b  Qwen2.5 (architecture qwen2, q/k/v biases) at the
+//             sizes of each config.json; 0.5B and 1.5B tie their embeddings:
 //             hidden 896 / 1536 / 3584, MLP 4864 / 8960 / 18944, 24 / 28 / 28 layers, 14 / 12 / 28
 //             heads, 2 / 2 / 4 KV heads, vocab 151936 / 151936 / 152064, rope theta 1e6
 #pragma once
@@ -45,6 +45,7 @@ inline ModelShape model_shape_by_name(const std::string& name) {
     if (name == "qwen2.5-7b") set(152064, 3584, 18944, 28, 28, 4);
     s.tie_word_embeddings = name != "qwen2.5-7b";
     s.rope_theta = 1e6;
+    s.architecture = ModelArchitecture::kQwen2;
   } else {
     std::string names;
     for (const auto& n : model_shape_names()) names += (names.empty() ? "" : ", ") + n;
