@@ -33,6 +33,8 @@
 #include "hybridscope/trainer/dist/process_group.h"
 #include "hybridscope/trainer/hybrid/layout.h"
 #include "hybridscope/trainer/data/tokenizer.h"
+#include "hybridscope/trainer/loop/checkpoint.h"
+#include "hybridscope/trainer/loop/checkpoint.h"
 #include "hybridscope/trainer/loop/trainer.h"
 
 namespace {
@@ -116,6 +118,17 @@ int main(int argc, char** argv) {
   auto* merge = app.add_subcommand("merge", "Merge a multi-rank run's per-rank files (RUN.sqlite.rank<K>) into RUN.sqlite");
   merge->add_option("db", merge_db, "The run database")->required()->check(CLI::ExistingFile);
 
+  // checkpoint merge
+  auto* checkpoint_cmd = app.add_subcommand("checkpoint", "Work with trainer checkpoints");
+  checkpoint_cmd->require_subcommand(1);
+  std::string merge_actor_dir, merge_out_dir;
+  auto* checkpoint_merge = checkpoint_cmd->add_subcommand(
+      "merge", "Assemble a sharded actor checkpoint (tp/pp/fsdp ranks' pieces) into one HuggingFace directory");
+  checkpoint_merge->add_option("actor_dir", merge_actor_dir, "The checkpoint's actor directory (.../global_step_<N>/actor)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  checkpoint_merge->add_option("out_dir", merge_out_dir, "Where to write config.json and model.safetensors")->required();
+
   // reshard-plan
   hs::cli::ReshardPlanArgs reshard_args;
   auto* reshard_plan = hs::cli::add_reshard_plan_command(app, reshard_args);
@@ -174,6 +187,12 @@ int main(int argc, char** argv) {
     if (diagnose_cmd->parsed()) return hs::cli::run_diagnose(diagnose_args);
     if (report_cmd->parsed()) return hs::cli::run_report(report_args);
     if (simulate_cmd->parsed()) return hs::cli::run_simulate(simulate_args);
+    if (checkpoint_merge->parsed()) {
+      const auto parameters = hs::trainer::merge_actor_shards(merge_actor_dir, merge_out_dir);
+      fmt::print("merged the shards of {} into {} ({} parameters): load it with actor_rollout_ref.model.path={} or "
+                 "transformers' from_pretrained\n", merge_actor_dir, merge_out_dir, parameters, merge_out_dir);
+      return 0;
+    }
     if (merge->parsed()) {
       const auto report = hs::probes::merge_rank_files(merge_db);
       for (const auto& line : report.messages) fmt::print("{}\n", line);

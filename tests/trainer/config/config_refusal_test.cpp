@@ -231,8 +231,6 @@ const std::vector<Refusal> kRefusals = {
      {"trainer.n_gpus_per_node=4", "data.train_batch_size=2", "actor_rollout_ref.actor.ppo_mini_batch_size=2",
       "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2", "actor_rollout_ref.rollout.tensor_model_parallel_size=1"},
      "data.train_batch_size = 2 prompts cannot be split evenly over the 4 generation replicas"},
-    {"NoCheckpointOfAShardedActor", {"trainer.n_gpus_per_node=2", "actor_rollout_ref.actor.strategy=fsdp", "trainer.save_freq=5"},
-     "trainer.save_freq = 5: checkpoints of a sharded actor (tp=1 pp=1, or actor_rollout_ref.actor.strategy=fsdp over dp=2)"},
     // valid, but not supported by this build (was check_supported in the trainer)
     {"CriticWithModelParallelActor", {"algorithm.adv_estimator=gae", "trainer.n_gpus_per_node=2",
                                       "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"},

@@ -492,7 +492,7 @@ TEST(ConfigErrors, EnumKeysListTheValuesAndSuggestTheNearest) {
       {"actor_rollout_ref.actor.optim.warmup_style=cosin", "actor_rollout_ref.actor.optim.warmup_style: expected one of constant, cosine, got 'cosin' — did you mean cosine?"},
       {"critic.optim.warmup_style=linear", "critic.optim.warmup_style: expected one of constant, cosine, got 'linear'"},
       {"reward_model.rule=gms8k", "reward_model.rule: expected one of gsm8k, got 'gms8k' — did you mean gsm8k?"},
-      {"hybridscope.tokenizer=gpt2-bpe", "hybridscope.tokenizer: expected one of char, got 'gpt2-bpe'"},
+      {"hybridscope.tokenizer=gpt2-bpe", "hybridscope.tokenizer: expected one of char, hf, got 'gpt2-bpe'"},
       {"hybridscope.placement.ref=[2, x]", "hybridscope.placement.ref: expected a list of integers such as [0, 1], got [2, x]"},
   };
   for (const auto& [override_text, expected] : cases) {

@@ -17,6 +17,7 @@
 #include "dist/dist_test_util.h"
 #include "hybridscope/trainer/hybrid/layout.h"
 #include "hybridscope/trainer/data/tokenizer.h"
+#include "hybridscope/trainer/model/model.h"
 
 namespace {
 
@@ -145,6 +146,62 @@ TEST(Launch, FourRanksCompleteAndMergeIntoOneRun) {
 // with rollout tp 1 (4 replicas), so every train->rollout switch reshards. With HybridFlow's
 // grouping each rank receives the other half of every tp-split parameter — (t − t_g)/(t_g·t) of
 // their bytes — and nothing of the replicated ones; rollout->train moves nothing.
+// Runs `steps` tiny GRPO steps on 4 ranks in `dir` (kept between calls) with `extra` overrides;
+// asserts the launcher succeeded.
+void launch_four_ranks_in(const std::string& dir, int steps, const std::vector<std::string>& extra) {
+  fs::create_directories(dir);
+  std::vector<std::string> argv = {kBinary, "launch", "-n", "4", "--log-dir", dir + "/logs", "--"};
+  for (auto& a : tiny_grpo(dir, steps)) argv.push_back(a);
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  const pid_t launcher = hs::test::spawn(argv, {}, dir + "/out.txt", dir + "/err.txt");
+  const int status = hs::test::wait_for(launcher, std::chrono::seconds(300));
+  EXPECT_TRUE(hs::test::exited_ok(status)) << read_all(dir + "/err.txt") << read_all(dir + "/out.txt");
+}
+
+// Every metric of `step` but the timings, as "name=value" lines.
+std::vector<std::string> step_metrics(const std::string& db, int step) {
+  return hs::test::query_rows(
+      db, fmt::format("SELECT n.value || '=' || m.value FROM step_metrics m JOIN strings n ON n.id = m.name_id "
+                      "WHERE m.step = {} AND n.value NOT LIKE 'timing%' AND n.value NOT LIKE 'perf/%' "
+                      "ORDER BY n.value", step));
+}
+
+// A sharded actor (tp 2 x fsdp over dp 2) checkpoints every rank's piece; a run stopped after step
+// 2 resumes from them and its step 3 equals the uninterrupted run's; both final checkpoints merge
+// (`hybridscope checkpoint merge`) into the same HuggingFace model.
+TEST(Launch, ShardedActorCheckpointResumesExactlyAndMerges) {
+  const std::string root = fs::path(hs::test::temp_db("launch_test", "sharded_ckpt")).string();
+  const std::vector<std::string> sharded = {
+      "hybridscope.model.num_key_value_heads=2", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
+      "actor_rollout_ref.actor.strategy=fsdp", "trainer.save_freq=2"};
+  launch_four_ranks_in(root + "/full", 3, sharded);
+  launch_four_ranks_in(root + "/part", 2, sharded);
+  auto resume = sharded;
+  resume.push_back("trainer.resume_mode=auto");
+  launch_four_ranks_in(root + "/part", 3, resume);
+  if (HasFailure()) return;
+  EXPECT_NE(read_all(root + "/part/out.txt").find("resumed from"), std::string::npos) << read_all(root + "/part/out.txt");
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_TRUE(fs::exists(root + "/part/ckpt/global_step_2/actor/shards/rank_" + std::to_string(r) + ".safetensors"));
+  }
+  const auto expected = step_metrics(root + "/full/run.sqlite", 3);
+  EXPECT_GT(expected.size(), 20u);
+  EXPECT_EQ(step_metrics(root + "/part/run.sqlite", 3), expected);
+
+  for (const char* run : {"full", "part"}) {
+    const std::string out = root + "/" + run + "/merged";
+    const pid_t merge = hs::test::spawn({kBinary, "checkpoint", "merge", root + "/" + run + "/ckpt/global_step_3/actor", out},
+                                        {}, root + "/merge_out.txt", root + "/merge_err.txt");
+    ASSERT_TRUE(hs::test::exited_ok(hs::test::wait_for(merge, std::chrono::seconds(120)))) << read_all(root + "/merge_err.txt");
+  }
+  auto full = hs::trainer::load_pretrained(root + "/full/merged", hs::trainer::HeadKind::kLm);
+  auto part = hs::trainer::load_pretrained(root + "/part/merged", hs::trainer::HeadKind::kLm);
+  auto a = full->named_parameters();
+  auto b = part->named_parameters();
+  ASSERT_EQ(a.keys(), b.keys());
+  for (const auto& key : a.keys()) EXPECT_TRUE(torch::equal(a[key], b[key])) << key;
+}
+
 TEST(Launch, TensorParallelActorReshardsIntoTheRolloutLayout) {
   const std::string db = run_tiny_four_ranks(
       "tp2", {"hybridscope.model.num_key_value_heads=2", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",

@@ -267,7 +267,7 @@ void check_honoured(const Config& c, Problems& p) {
 }
 
 /// The actor's ranks as a training mesh and as generation replicas: whole model replicas, whole
-/// generation tp groups, equal shares of every batch; checkpoints only of an unsharded actor.
+/// generation tp groups, equal shares of every batch.
 void check_actor_layout(const Config& c, const Placement& placement, Problems& p) {
   const auto& d = c.data;
   const auto& actor = c.actor_rollout_ref.actor;
@@ -307,12 +307,6 @@ void check_actor_layout(const Config& c, const Placement& placement, Problems& p
             "multiple of {}", d.gen_batch_size, replicas, replicas);
     }
   }
-  const bool sharded = model_parallel > 1 || (actor.strategy == ActorStrategy::kFsdp && dp > 1);
-  if (sharded && c.trainer.save_freq > 0)
-    p.add("trainer.save_freq = {}: checkpoints of a sharded actor (tp={} pp={}, or actor_rollout_ref.actor.strategy=fsdp "
-          "over dp={}) are not supported by this build of the trainer yet: set trainer.save_freq=-1, or "
-          "actor_rollout_ref.actor.strategy=megatron for data parallel alone",
-          c.trainer.save_freq, mega.tensor_model_parallel_size, mega.pipeline_model_parallel_size, dp);
 }
 
 }  // namespace

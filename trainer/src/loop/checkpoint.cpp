@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include "hybridscope/trainer/model/device.h"
+#include "hybridscope/trainer/model/hf_config.h"
 
 namespace hs::trainer {
 
@@ -74,12 +75,20 @@ void load_weights_into(Transformer& model, const std::string& safetensors_path) 
   }
 }
 
-std::string save_checkpoint(const std::string& root, const TrainerState& state, const CheckpointParts& parts) {
-  const fs::path final_dir = fs::path(root) / ("global_step_" + std::to_string(state.global_step));
-  const fs::path tmp_dir = final_dir.string() + ".tmp";
+std::string checkpoint_staging_dir(const std::string& root, std::int64_t step) {
+  return (fs::path(root) / ("global_step_" + std::to_string(step) + ".tmp")).string();
+}
+
+void begin_checkpoint(const std::string& root, std::int64_t step) {
+  const fs::path tmp_dir = checkpoint_staging_dir(root, step);
   remove_tree(tmp_dir);
   fs::create_directories(tmp_dir);
-  save_role(tmp_dir / "actor", *parts.actor, *parts.actor_optim);
+}
+
+std::string commit_checkpoint(const std::string& root, const TrainerState& state, const CheckpointParts& parts) {
+  const fs::path final_dir = fs::path(root) / ("global_step_" + std::to_string(state.global_step));
+  const fs::path tmp_dir = checkpoint_staging_dir(root, state.global_step);
+  if (parts.actor) save_role(tmp_dir / "actor", *parts.actor, *parts.actor_optim);
   if (parts.critic) save_role(tmp_dir / "critic", *parts.critic, *parts.critic_optim);
   const nlohmann::json meta = {
       {"global_step", state.global_step},
@@ -94,6 +103,155 @@ std::string save_checkpoint(const std::string& root, const TrainerState& state, 
   return final_dir.string();
 }
 
+std::string save_checkpoint(const std::string& root, const TrainerState& state, const CheckpointParts& parts) {
+  begin_checkpoint(root, state.global_step);
+  return commit_checkpoint(root, state, parts);
+}
+
+void save_actor_shard(const std::string& staging_dir, const ActorShard& shard) {
+  const fs::path actor = fs::path(staging_dir) / "actor";
+  const fs::path shards = actor / "shards";
+  fs::create_directories(shards);
+  const std::string r = std::to_string(shard.rank);
+  save_safetensors((shards / ("rank_" + r + ".safetensors")).string(), shard.pieces, {{"format", "pt"}});
+  torch::save(*shard.optim, (shards / ("optim_" + r + ".pt")).string());
+  if (shard.rank == 0) {
+    const nlohmann::json layout = {
+        {"mesh", {{"pp", shard.mesh.pp}, {"tp", shard.mesh.tp}, {"dp", shard.mesh.dp}}},
+        {"dp_sharding", shard.sharding == DpSharding::kSharded ? "sharded" : "replicated"},
+        {"ranks", shard.mesh.world()},
+    };
+    write_text_atomically(actor / "layout.json", layout.dump(2));
+    write_text_atomically(actor / "config.json", hf_config_json(shard.shape, false, "float32"));
+  }
+}
+
+namespace {
+
+struct SavedLayout {
+  MeshShape mesh;
+  DpSharding sharding = DpSharding::kReplicated;
+};
+
+SavedLayout read_layout(const fs::path& actor_dir) {
+  const fs::path path = actor_dir / "layout.json";
+  std::ifstream in(path);
+  if (!in) {
+    throw std::runtime_error(path.string() + " not found: " + actor_dir.string() +
+                             " is not a sharded actor checkpoint (a whole actor is a HuggingFace directory already)");
+  }
+  try {
+    const auto j = nlohmann::json::parse(in);
+    SavedLayout l;
+    l.mesh = {j.at("mesh").at("pp").get<int>(), j.at("mesh").at("tp").get<int>(), j.at("mesh").at("dp").get<int>()};
+    l.sharding = j.at("dp_sharding").get<std::string>() == "sharded" ? DpSharding::kSharded : DpSharding::kReplicated;
+    return l;
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(path.string() + ": " + e.what());
+  }
+}
+
+std::string describe(const MeshShape& m, DpSharding s) {
+  return "pp=" + std::to_string(m.pp) + " tp=" + std::to_string(m.tp) + " dp=" + std::to_string(m.dp) +
+         (s == DpSharding::kSharded ? " (fsdp)" : " (megatron)");
+}
+
+}  // namespace
+
+TrainerState load_trainer_state(const std::string& dir) {
+  const fs::path path = fs::path(dir) / "trainer_state.json";
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("checkpoint is missing " + path.string());
+  const auto meta = nlohmann::json::parse(in);
+  TrainerState state;
+  state.global_step = meta.at("global_step").get<std::int64_t>();
+  state.data.epoch = meta.at("data").at("epoch").get<std::int64_t>();
+  state.data.batch_in_epoch = meta.at("data").at("batch_in_epoch").get<std::int64_t>();
+  state.kl_coef = meta.at("kl_coef").get<double>();
+  state.seed = meta.at("seed").get<std::uint64_t>();
+  return state;
+}
+
+void load_actor_shard(const std::string& dir, const ActorShard& shard) {
+  const fs::path actor = fs::path(dir) / "actor";
+  const SavedLayout saved = read_layout(actor);
+  if (saved.mesh.pp != shard.mesh.pp || saved.mesh.tp != shard.mesh.tp || saved.mesh.dp != shard.mesh.dp ||
+      saved.sharding != shard.sharding) {
+    throw std::runtime_error(dir + " was saved with " + describe(saved.mesh, saved.sharding) + ", this run trains with " +
+                             describe(shard.mesh, shard.sharding) + ": resume in the layout it was saved in, or merge it "
+                             "(hybridscope checkpoint merge " + actor.string() + " OUT) and start from "
+                             "actor_rollout_ref.model.path=OUT");
+  }
+  const std::string r = std::to_string(shard.rank);
+  const fs::path file = actor / "shards" / ("rank_" + r + ".safetensors");
+  if (!fs::exists(file)) throw std::runtime_error("checkpoint is missing " + file.string());
+  std::map<std::string, torch::Tensor> saved_pieces;
+  for (auto& [name, t] : load_safetensors(file.string())) saved_pieces.emplace(name, t);
+  torch::NoGradGuard no_grad;
+  for (const auto& [name, piece] : shard.pieces) {
+    const auto it = saved_pieces.find(name);
+    if (it == saved_pieces.end()) throw std::runtime_error(file.string() + " has no tensor " + name);
+    if (it->second.sizes() != piece.sizes()) {
+      throw std::runtime_error(file.string() + ": " + name + " has shape " + c10::str(it->second.sizes()) +
+                               ", this rank holds " + c10::str(piece.sizes()));
+    }
+    piece.copy_(it->second);
+  }
+  const fs::path optim = actor / "shards" / ("optim_" + r + ".pt");
+  if (!fs::exists(optim)) throw std::runtime_error("checkpoint is missing " + optim.string());
+  torch::load(*shard.optim, optim.string(), shard.pieces.empty() ? torch::Device(torch::kCPU) : shard.pieces.front().second.device());
+}
+
+std::int64_t merge_actor_shards(const std::string& actor_dir, const std::string& out_dir) {
+  const fs::path actor(actor_dir);
+  const SavedLayout saved = read_layout(actor);
+  const auto config = read_hf_config((actor / "config.json").string());
+  const auto specs = llama_parameters(config.shape);
+  const LayoutSet layout = training_layout(specs, saved.mesh, saved.sharding);
+  std::vector<std::map<std::string, torch::Tensor>> pieces(static_cast<std::size_t>(saved.mesh.world()));
+  for (int r = 0; r < saved.mesh.world(); ++r) {
+    const fs::path file = actor / "shards" / ("rank_" + std::to_string(r) + ".safetensors");
+    if (!fs::exists(file)) throw std::runtime_error("cannot merge: " + file.string() + " is missing");
+    for (auto& [name, t] : load_safetensors(file.string())) pieces[static_cast<std::size_t>(r)].emplace(name, t);
+  }
+  std::vector<std::pair<std::string, torch::Tensor>> merged;
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const auto& spec = specs[i];
+    auto full = torch::zeros(spec.shape, torch::kFloat);
+    auto covered = torch::zeros(spec.shape, torch::kBool);
+    for (int r = 0; r < saved.mesh.world(); ++r) {
+      const auto box = layout.box(i, r);
+      if (!box || box->numel() == 0) continue;
+      const auto& rank_pieces = pieces[static_cast<std::size_t>(r)];
+      const auto it = rank_pieces.find(spec.name);
+      if (it == rank_pieces.end()) {
+        throw std::runtime_error("cannot merge: rank_" + std::to_string(r) + ".safetensors has no " + spec.name);
+      }
+      auto target = full;
+      auto mark = covered;
+      for (std::size_t d = 0; d < box->ranges.size(); ++d) {
+        const auto& range = box->ranges[d];
+        target = target.narrow(static_cast<std::int64_t>(d), range.begin, range.size());
+        mark = mark.narrow(static_cast<std::int64_t>(d), range.begin, range.size());
+      }
+      if (it->second.sizes().vec() != box->shape()) {
+        throw std::runtime_error("cannot merge: rank_" + std::to_string(r) + ".safetensors holds " + spec.name + " as " +
+                                 c10::str(it->second.sizes()) + ", its layout box is " + c10::str(box->shape()));
+      }
+      target.copy_(it->second);
+      mark.fill_(true);
+    }
+    if (!covered.all().item<bool>()) throw std::runtime_error("cannot merge: no rank holds part of " + spec.name);
+    total += full.numel();
+    merged.emplace_back(spec.name, full);
+  }
+  fs::create_directories(out_dir);
+  write_text_atomically(fs::path(out_dir) / "config.json", hf_config_json(config.shape, false, "float32"));
+  save_safetensors((fs::path(out_dir) / "model.safetensors").string(), merged, {{"format", "pt"}});
+  return total;
+}
+
 std::optional<std::string> find_latest_checkpoint(const std::string& root) {
   std::ifstream in(fs::path(root) / kLatestFile);
   std::int64_t step = -1;
@@ -104,23 +262,15 @@ std::optional<std::string> find_latest_checkpoint(const std::string& root) {
 }
 
 TrainerState load_checkpoint(const std::string& dir, const CheckpointParts& parts) {
+  const TrainerState state = load_trainer_state(dir);
   const fs::path base(dir);
-  std::ifstream in(base / "trainer_state.json");
-  if (!in) throw std::runtime_error("checkpoint is missing " + (base / "trainer_state.json").string());
-  const auto meta = nlohmann::json::parse(in);
-  load_role(base / "actor", *parts.actor, *parts.actor_optim);
+  if (parts.actor) load_role(base / "actor", *parts.actor, *parts.actor_optim);
   if (parts.critic) {
     if (!fs::exists(base / "critic"))
       throw std::runtime_error(dir + " has no critic/ but this run uses one (algorithm.adv_estimator=gae): "
                                "start a new run with a different trainer.default_local_dir or resume_mode=disable");
     load_role(base / "critic", *parts.critic, *parts.critic_optim);
   }
-  TrainerState state;
-  state.global_step = meta.at("global_step").get<std::int64_t>();
-  state.data.epoch = meta.at("data").at("epoch").get<std::int64_t>();
-  state.data.batch_in_epoch = meta.at("data").at("batch_in_epoch").get<std::int64_t>();
-  state.kl_coef = meta.at("kl_coef").get<double>();
-  state.seed = meta.at("seed").get<std::uint64_t>();
   return state;
 }
 

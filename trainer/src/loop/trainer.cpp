@@ -40,6 +40,7 @@
 #include "hybridscope/trainer/model/device.h"
 #include "hybridscope/trainer/dist/topology.h"
 #include "hybridscope/trainer/hybrid/hybrid_actor.h"
+#include "hybridscope/trainer/dist/zero.h"
 #include "hybridscope/trainer/hybrid/offload.h"
 #include "hybridscope/trainer/loop/reference_server.h"
 #include "hybridscope/trainer/loop/rollout_phase.h"
@@ -123,6 +124,8 @@ struct PPOTrainer::State {
   Metrics step();
   /// perf/*, memory peaks, the KV pool and the step counters of a step that trained on `batch`.
   void add_perf_metrics(const RolloutBatch& batch, Metrics& metrics);
+  /// This actor rank's piece of a sharded checkpoint (aliasing its live tensors).
+  ActorShard actor_shard();
   /// DAPO's group filter: keeps the prompts (and their n responses and log-probs) whose responses
   /// do not all score alike under algorithm.filter_groups.metric (acc, score: the rule score;
   /// seq_reward: with the overlong shaping). Every rank holds every response, so all agree.
@@ -400,8 +403,8 @@ Metrics PPOTrainer::State::step() {
     }
     if (cfg.trainer.save_freq > 0 && (step % cfg.trainer.save_freq == 0 || last)) {
       HS_PROBE_RANGE(timings, "save_checkpoint", kCheckpoint);
-      if (topology.actor_rank == 0) save(step);  // replicas are identical: one copy
-      topology.parallel.world->barrier();        // nobody resumes from a half-written checkpoint
+      save(step);
+      topology.parallel.world->barrier();  // nobody resumes from a half-written checkpoint
     }
   }
   add_perf_metrics(batch, metrics);
@@ -490,7 +493,34 @@ void PPOTrainer::State::save(std::int64_t step) {
   state.seed = cfg.hybridscope.seed;
   CheckpointParts parts{&actor->model, &actor->worker->optimizer().adamw(), critic ? &critic->model() : nullptr,
                         critic ? &critic->optimizer().adamw() : nullptr};
-  save_checkpoint(checkpoint_root, state, parts);
+  const bool lead = topology.actor_rank == 0;
+  if (!topology.sharded()) {
+    if (lead) save_checkpoint(checkpoint_root, state, parts);  // replicas are identical: one copy
+    return;
+  }
+  // Every actor rank writes its piece into the staging directory; the lead renames it into place.
+  if (lead) begin_checkpoint(checkpoint_root, step);
+  topology.parallel.world->barrier();
+  save_actor_shard(checkpoint_staging_dir(checkpoint_root, step), actor_shard());
+  topology.parallel.world->barrier();
+  parts.actor = nullptr;
+  if (lead) commit_checkpoint(checkpoint_root, state, parts);
+}
+
+ActorShard PPOTrainer::State::actor_shard() {
+  ActorShard shard;
+  shard.rank = topology.actor_rank;
+  shard.mesh = topology.mesh;
+  shard.sharding = topology.dp_sharding;
+  shard.shape = actor->model->shape();
+  Optimizer& optimizer = actor->worker->optimizer();
+  if (ZeroShards* zero = optimizer.zero_shards()) {
+    shard.pieces = zero->named_shards();  // fsdp: this rank's dp row blocks of its tp/pp slices
+  } else {
+    for (const auto& item : actor->model->named_parameters()) shard.pieces.emplace_back(item.key(), item.value());
+  }
+  shard.optim = &optimizer.adamw();
+  return shard;
 }
 
 void PPOTrainer::State::prepare(FitSummary& summary) {
@@ -506,10 +536,6 @@ void PPOTrainer::State::prepare(FitSummary& summary) {
     throw ConfigError(fmt::format("found checkpoint {}, but a split placement cannot resume yet: set "
                                   "trainer.resume_mode=disable or move the checkpoint directory",
                                   *resume_dir));
-  if (resume_dir && topology.sharded())
-    throw ConfigError(fmt::format("found checkpoint {}, but a tensor- or pipeline-parallel actor cannot resume yet: set "
-                                  "trainer.resume_mode=disable or move the checkpoint directory",
-                                  *resume_dir));
   // The warm-up trains the whole model (on every rank alike); a sharded actor takes its shard after.
   Transformer& whole = actor->whole();
   Transformer& actor_model = actor->model;
@@ -517,17 +543,18 @@ void PPOTrainer::State::prepare(FitSummary& summary) {
     HS_PROBE_RANGE(timings, "load_checkpoint", kCheckpoint);
     // The reference is the policy the run started from, not the resumed actor.
     if (cfg.use_reference()) {
-      if (warmup_configured) {
-        ref_model = load_pretrained(base_dir, HeadKind::kLm);
+      if (warmup_configured) {  // a sharded actor's reference reads its own slices
+        ref_model = load_pretrained(base_dir, HeadKind::kLm, topology.sharded() ? topology.parallel : ParallelContext{});
         ref_model->to(topology.device);
-      } else {
+      } else if (!topology.sharded()) {
         ref_model = Transformer(actor_model->shape(), HeadKind::kLm);
         ref_model->to(topology.device);
         copy_backbone(actor_model, ref_model);
-      }
+      }  // sharded: built below from the initial weights, as in a fresh run
     }
-    CheckpointParts parts{&actor_model, &actor->worker->optimizer().adamw(), critic ? &critic->model() : nullptr,
-                          critic ? &critic->optimizer().adamw() : nullptr};
+    // A sharded actor loads its own piece after take_shard() below.
+    CheckpointParts parts{topology.sharded() ? nullptr : &actor_model, &actor->worker->optimizer().adamw(),
+                          critic ? &critic->model() : nullptr, critic ? &critic->optimizer().adamw() : nullptr};
     const TrainerState state = load_checkpoint(*resume_dir, parts);
     global_step = state.global_step;
     recording->set_step(global_step);
@@ -563,6 +590,7 @@ void PPOTrainer::State::prepare(FitSummary& summary) {
   }
   if (topology.world() > 1) broadcast_parameters(*topology.global_world, *whole);  // replicas start identical
   actor->take_shard();
+  if (resume_dir && topology.sharded()) load_actor_shard(*resume_dir, actor_shard());
   // Reference policy and critic start from the (possibly warmed-up) actor, in its layout (split:
   // the reference ranks took the same weights in the broadcast above).
   if (cfg.use_reference() && !topology.split()) {
