@@ -89,6 +89,9 @@ class BpeTokenizer final : public Tokenizer {
   std::vector<int> special_token_ids() const;
   const std::vector<AddedToken>& added_tokens() const;
 
+  /// Empties the pre-token cache (for benchmarks that measure cold-cache speed).
+  void clear_cache() const;
+
   /// Set by load_hf_tokenizer from tokenizer_config.json; -1 for none.
   void set_special_token_ids(int pad_id, int bos_id, int eos_id);
   void set_name(std::string name);
