@@ -14,6 +14,8 @@ Writes into --out:
                     151643..151664; saved by transformers (tokenizer_config.json, chat template)
                     plus a generation_config.json as Qwen2.5-Instruct ships it.
   qwen2_goldens.json  corpus, HF ids, HF decodes, and Qwen's tiktoken ids for the same corpus.
+  llama3_style/     the same ranks in Llama 3's tokenizer.json shape (its digit-triple regex, no
+                    normalizer, ignore_merges true, <|begin_of_text|>.. specials), and goldens.
   gpt2/             a GPT-2-style tokenizer.json trained here by HF `tokenizers` (ByteLevel with
                     GPT-2's regex, merges as pairs), with added tokens exercising lstrip, rstrip,
                     single_word and normalized, and an NFC normalizer.
@@ -34,6 +36,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 QWEN2_PATTERN = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"""
                  r"""\s*[\r\n]+|\s+(?!\S)|\s+""")
+# Llama 3's pre-tokenizer regex (meta-llama/Meta-Llama-3-8B tokenizer.json): digits in runs of up to 3.
+LLAMA3_PATTERN = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"""
+                  r"""\s*[\r\n]+|\s+(?!\S)|\s+""")
 # Qwen2.5's added tokens (tokenizer_config.json "added_tokens_decoder"): (content, special).
 QWEN25_ADDED = [
     ("<|endoftext|>", True), ("<|im_start|>", True), ("<|im_end|>", True),
@@ -115,8 +120,10 @@ def load_tiktoken_ranks(path):
     return ranks
 
 
-def qwen2_tokenizer(tiktoken_path):
-    """qwen.tiktoken -> HF tokenizers.Tokenizer, as transformers' TikTokenConverter converts it."""
+def qwen2_tokenizer(tiktoken_path, llama3_style=False):
+    """qwen.tiktoken -> HF tokenizers.Tokenizer, as transformers' TikTokenConverter converts it.
+    llama3_style: Llama 3's tokenizer.json shape on the same ranks instead (its regex, no
+    normalizer, ignore_merges, <|begin_of_text|>-style special tokens)."""
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
     ranks = load_tiktoken_ranks(tiktoken_path)
     b2u = bytes_to_unicode()
@@ -131,13 +138,21 @@ def qwen2_tokenizer(tiktoken_path):
         merges.extend(local)
     merges.sort(key=lambda m: m[2])
     merges = [(mapped(a), mapped(b)) for a, b, _ in merges]
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, dropout=None, fuse_unk=False, byte_fallback=False))
-    tok.normalizer = normalizers.NFC()
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, dropout=None, fuse_unk=False, byte_fallback=False,
+                               ignore_merges=llama3_style))
+    if not llama3_style:
+        tok.normalizer = normalizers.NFC()
     tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(QWEN2_PATTERN), behavior="isolated", invert=False),
+        pre_tokenizers.Split(Regex(LLAMA3_PATTERN if llama3_style else QWEN2_PATTERN), behavior="isolated",
+                             invert=False),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
     ])
     tok.decoder = decoders.ByteLevel()
+    if llama3_style:
+        tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in
+                                ("<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
+                                 "<|eot_id|>")])
+        return tok
     for content, special in QWEN25_ADDED:
         if special:
             tok.add_special_tokens([AddedToken(content, special=True, normalized=False)])
@@ -277,6 +292,16 @@ def main():
                    "tiktoken_special_tokens": [[t, i] for i, t in qt.SPECIAL_TOKENS],
                    "vocab_size": len(reloaded), "chat_prompt": chat_check, "cases": qwen_cases},
                   f, ensure_ascii=False)
+
+    llama = qwen2_tokenizer(tiktoken_path, llama3_style=True)
+    ldir = os.path.join(args.out, "llama3_style")
+    os.makedirs(ldir, exist_ok=True)
+    llama.save(os.path.join(ldir, "tokenizer.json"))
+    ltexts = texts + ["<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>",
+                      "12345678901 digits in threes", "  \n\n  x"]
+    with open(os.path.join(args.out, "llama3_style_goldens.json"), "w", encoding="utf-8") as f:
+        json.dump({"tokenizer_json": os.path.join(ldir, "tokenizer.json"), "vocab_size": llama.get_vocab_size(True),
+                   "cases": encode_all(llama, ltexts)}, f, ensure_ascii=False)
 
     gtexts = gpt2_texts() + texts
     gpt2 = gpt2_style_tokenizer(texts)
