@@ -281,6 +281,54 @@ TEST(BpeTokenizer, RefusesWhatItDoesNotImplement) {
   }
 }
 
+/// A model directory around the tiny tokenizer, with the given side files.
+std::string tiny_model_dir(const std::string& name, const json& tokenizer_config, const json& generation_config,
+                           const json& model_config) {
+  const auto dir = std::filesystem::temp_directory_path() / ("hs_bpe_dir_" + std::to_string(::getpid())) / name;
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "tokenizer.json") << tiny_tokenizer_json().dump();
+  if (!tokenizer_config.is_null()) std::ofstream(dir / "tokenizer_config.json") << tokenizer_config.dump();
+  if (!generation_config.is_null()) std::ofstream(dir / "generation_config.json") << generation_config.dump();
+  if (!model_config.is_null()) std::ofstream(dir / "config.json") << model_config.dump();
+  return dir.string();
+}
+
+TEST(BpeTokenizer, LoadsTheSideFilesOfAModelDirectory) {
+  // {"content": ...} special tokens, a list of named chat templates, eos from config.json when
+  // there is no generation_config.json.
+  const HfTokenizer a = load_hf_tokenizer(tiny_model_dir(
+      "a",
+      json{{"eos_token", {{"content", "<|end|>"}, {"lstrip", false}}}, {"bos_token", nullptr}, {"add_bos_token", true},
+           {"chat_template", json::array({json{{"name", "tool_use"}, {"template", "x"}},
+                                          json{{"name", "default"}, {"template", "{{ messages }}"}}})}},
+      nullptr, json{{"eos_token_id", 104}}));
+  EXPECT_EQ(a.tokenizer->eos_token_id(), 300);
+  EXPECT_EQ(a.tokenizer->bos_token_id(), -1);
+  EXPECT_EQ(a.tokenizer->pad_token_id(), -1);
+  EXPECT_TRUE(a.add_bos_token);
+  EXPECT_EQ(a.chat_template, "{{ messages }}");
+  EXPECT_EQ(a.eos_token_ids, (std::vector<int>{104}));
+  // generation_config.json wins over config.json; a list is kept in order.
+  const HfTokenizer b = load_hf_tokenizer(tiny_model_dir("b", json{{"eos_token", "<|end|>"}, {"pad_token", "<|end|>"}},
+                                                         json{{"eos_token_id", json::array({300, 33})}},
+                                                         json{{"eos_token_id", 104}}));
+  EXPECT_EQ(b.eos_token_ids, (std::vector<int>{300, 33}));
+  EXPECT_EQ(b.tokenizer->pad_token_id(), 300);
+  EXPECT_FALSE(b.add_bos_token);
+  // Neither: the tokenizer config's eos_token.
+  const HfTokenizer c = load_hf_tokenizer(tiny_model_dir("c", json{{"eos_token", "<|end|>"}}, nullptr, nullptr));
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int>{300}));
+  // A named token the tokenizer lacks is an error naming the file and the key.
+  try {
+    (void)load_hf_tokenizer(tiny_model_dir("d", json{{"eos_token", "<|eot_id|>"}}, nullptr, nullptr));
+    ADD_FAILURE() << "loaded";
+  } catch (const TokenizerError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("tokenizer_config.json: eos_token '<|eot_id|>' is not a token"), std::string::npos) << msg;
+  }
+  EXPECT_THROW((void)load_hf_tokenizer("/nonexistent/model/dir"), TokenizerError);
+}
+
 TEST(BpeTokenizer, TiktokenFileErrorsNameTheLine) {
   const auto path = std::filesystem::temp_directory_path() / ("hs_bpe_tiktoken_" + std::to_string(::getpid()));
   std::ofstream(path) << "IQ== 0\nnot-base64! 1\n";
