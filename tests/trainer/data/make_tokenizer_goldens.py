@@ -33,24 +33,10 @@ import sys
 import unicodedata
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-QWEN2_PATTERN = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"""
-                 r"""\s*[\r\n]+|\s+(?!\S)|\s+""")
-# Llama 3's pre-tokenizer regex (meta-llama/Meta-Llama-3-8B tokenizer.json): digits in runs of up to 3.
-LLAMA3_PATTERN = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"""
-                  r"""\s*[\r\n]+|\s+(?!\S)|\s+""")
-# Qwen2.5's added tokens (tokenizer_config.json "added_tokens_decoder"): (content, special).
-QWEN25_ADDED = [
-    ("<|endoftext|>", True), ("<|im_start|>", True), ("<|im_end|>", True),
-    ("<|object_ref_start|>", True), ("<|object_ref_end|>", True), ("<|box_start|>", True),
-    ("<|box_end|>", True), ("<|quad_start|>", True), ("<|quad_end|>", True),
-    ("<|vision_start|>", True), ("<|vision_end|>", True), ("<|vision_pad|>", True),
-    ("<|image_pad|>", True), ("<|video_pad|>", True), ("<tool_call>", False),
-    ("</tool_call>", False), ("<|fim_prefix|>", False), ("<|fim_middle|>", False),
-    ("<|fim_suffix|>", False), ("<|fim_pad|>", False), ("<|repo_name|>", False),
-    ("<|file_sep|>", False),
-]
-
+# The Qwen tokenizer's construction is the user-facing script's (scripts/make_qwen_tokenizer.py).
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "scripts"))
+from make_qwen_tokenizer import (LLAMA3_PATTERN, QWEN2_PATTERN, bytes_to_unicode, qwen2_tokenizer,  # noqa: E402
+                                 qwen_tiktoken_path, write_qwen25_dir)
 
 def corpus():
     """Hand-written hard cases, then seeded random strings over many scripts."""
@@ -94,71 +80,6 @@ def corpus():
             chars.append(chr(rng.randint(lo, hi)))
         texts.append("".join(chars))
     return texts
-
-
-def bytes_to_unicode():
-    """GPT-2's table (openai/gpt-2 encoder.py)."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, (chr(c) for c in cs)))
-
-
-def load_tiktoken_ranks(path):
-    import base64
-    ranks = {}
-    with open(path, "rb") as f:
-        for line in f:
-            if line.strip():
-                token, rank = line.split()
-                ranks[base64.b64decode(token)] = int(rank)
-    return ranks
-
-
-def qwen2_tokenizer(tiktoken_path, llama3_style=False):
-    """qwen.tiktoken -> HF tokenizers.Tokenizer, as transformers' TikTokenConverter converts it.
-    llama3_style: Llama 3's tokenizer.json shape on the same ranks instead (its regex, no
-    normalizer, ignore_merges, <|begin_of_text|>-style special tokens)."""
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
-    ranks = load_tiktoken_ranks(tiktoken_path)
-    b2u = bytes_to_unicode()
-    mapped = lambda b: "".join(b2u[x] for x in b)
-    vocab = {mapped(t): r for t, r in ranks.items()}
-    merges = []
-    for token, rank in ranks.items():
-        if len(token) == 1:
-            continue
-        local = [(token[:k], token[k:], rank) for k in range(1, len(token)) if token[:k] in ranks and token[k:] in ranks]
-        local.sort(key=lambda m: (ranks[m[0]], ranks[m[1]]))
-        merges.extend(local)
-    merges.sort(key=lambda m: m[2])
-    merges = [(mapped(a), mapped(b)) for a, b, _ in merges]
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, dropout=None, fuse_unk=False, byte_fallback=False,
-                               ignore_merges=llama3_style))
-    if not llama3_style:
-        tok.normalizer = normalizers.NFC()
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(LLAMA3_PATTERN if llama3_style else QWEN2_PATTERN), behavior="isolated",
-                             invert=False),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
-    tok.decoder = decoders.ByteLevel()
-    if llama3_style:
-        tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in
-                                ("<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
-                                 "<|eot_id|>")])
-        return tok
-    for content, special in QWEN25_ADDED:
-        if special:
-            tok.add_special_tokens([AddedToken(content, special=True, normalized=False)])
-        else:
-            tok.add_tokens([AddedToken(content, special=False, normalized=False)])
-    return tok
 
 
 def gpt2_style_tokenizer(texts):
@@ -269,16 +190,9 @@ def main():
     from transformers import PreTrainedTokenizerFast
 
     texts = corpus()
-    tiktoken_path = os.path.join(os.path.dirname(qwen_tokenizer.__file__), "resources", "qwen.tiktoken")
-    qwen = qwen2_tokenizer(tiktoken_path)
-    with open(os.path.join(HERE, "chat_templates", "qwen2.5-instruct.jinja"), encoding="utf-8") as f:
-        qwen25_template = f.read()
-    fast = PreTrainedTokenizerFast(tokenizer_object=qwen, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                   bos_token=None, chat_template=qwen25_template)
+    tiktoken_path = qwen_tiktoken_path()
     qdir = os.path.join(args.out, "qwen2")
-    fast.save_pretrained(qdir)
-    with open(os.path.join(qdir, "generation_config.json"), "w") as f:  # as Qwen2.5-7B-Instruct ships it
-        json.dump({"bos_token_id": 151643, "eos_token_id": [151645, 151643], "pad_token_id": 151643}, f, indent=2)
+    qwen = write_qwen25_dir(qdir)
     reloaded = PreTrainedTokenizerFast.from_pretrained(qdir)
     conv = [{"role": "user", "content": "What is 2+2?"}]
     chat_check = reloaded.apply_chat_template(conv, tokenize=False, add_generation_prompt=True)

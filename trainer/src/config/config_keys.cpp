@@ -174,6 +174,7 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(trainer.test_freq, "Validate every this many steps; -1 = only before/after training."),
       HS_CONFIG_KEY(trainer.resume_mode, "auto: resume from the latest checkpoint in default_local_dir; disable: start fresh."),
       HS_CONFIG_KEY(trainer.val_before_train, "Validate once before the first step."),
+      HS_CONFIG_KEY(trainer.log_val_generations, "Validation samples printed per validation: the decoded prompt and response, the ground truth and the score; 0 = none."),
       HS_CONFIG_KEY(trainer.critic_warmup, "Steps during which only the critic is updated."),
       HS_CONFIG_KEY(trainer.default_local_dir, "Checkpoint directory; ${a.b} refers to another key."),
       HS_CONFIG_KEY(trainer.balance_batch, "Reorder each batch so data-parallel ranks get equal token counts."),

@@ -27,15 +27,15 @@ std::string where(const std::string& file, int line) { return file + ":" + std::
 /// Type name for messages ("number", "array", ...).
 std::string type_of(const json& j) { return j.type_name(); }
 
-/// The prompt text: a plain string, or chat messages whose contents are concatenated in order
-/// (the char tokenizer has no chat template, so roles do not appear in the text).
-std::string prompt_text(const json& prompt, const std::string& prompt_key, const std::string& at) {
-  if (prompt.is_string()) return prompt.get<std::string>();
+/// The prompt as chat messages: a list of {"role", "content"} objects, or a plain string taken as
+/// one user message.
+std::vector<ChatMessage> prompt_messages(const json& prompt, const std::string& prompt_key, const std::string& at) {
+  if (prompt.is_string()) return {ChatMessage{"user", prompt.get<std::string>()}};
   const std::string expected = "prompt '" + prompt_key + "' (data.prompt_key) must be a string or a list of "
                                "{\"role\": ..., \"content\": ...} messages";
   if (!prompt.is_array()) throw DataError(at + expected + ", got " + type_of(prompt));
   if (prompt.empty()) throw DataError(at + expected + ", got an empty list");
-  std::string text;
+  std::vector<ChatMessage> messages;
   for (std::size_t i = 0; i < prompt.size(); ++i) {
     const json& message = prompt[i];
     const std::string item = " (message " + std::to_string(i) + ")";
@@ -48,8 +48,24 @@ std::string prompt_text(const json& prompt, const std::string& prompt_key, const
     if (content == message.end() || !content->is_string()) {
       throw DataError(at + expected + item + ": 'content' is missing or not a string");
     }
-    text += content->get<std::string>();
+    messages.push_back({role->get<std::string>(), content->get<std::string>()});
   }
+  return messages;
+}
+
+/// The prompt text: with a chat template, the messages rendered with the generation prompt (verl's
+/// apply_chat_template(add_generation_prompt=True)); without one, their contents concatenated in
+/// order (the char tokenizer has no template, so roles do not appear in the text).
+std::string prompt_text(const std::vector<ChatMessage>& messages, const ChatTemplate* chat, const std::string& at) {
+  if (chat != nullptr) {
+    try {
+      return chat->apply(messages, /*add_generation_prompt=*/true);
+    } catch (const TokenizerError& e) {
+      throw DataError(at + "the chat template cannot render this prompt: " + e.what());
+    }
+  }
+  std::string text;
+  for (const auto& m : messages) text += m.content;
   return text;
 }
 
@@ -82,7 +98,7 @@ void truncate_prompt(std::vector<std::int32_t>& ids, const DataConfig& data, con
 }
 
 Example parse_row(const std::string& line_text, const std::string& file, int line, const Tokenizer& tokenizer,
-                  const DataConfig& data) {
+                  const DataConfig& data, const ChatTemplate* chat) {
   const std::string at = where(file, line);
   json row;
   try {
@@ -108,7 +124,7 @@ Example parse_row(const std::string& line_text, const std::string& file, int lin
     throw DataError(at + "missing prompt key '" + data.prompt_key +
                     "' (data.prompt_key); add it to the row or set data.prompt_key to the row's prompt field");
   }
-  ex.prompt = prompt_text(*prompt, data.prompt_key, at);
+  ex.prompt = prompt_text(prompt_messages(*prompt, data.prompt_key, at), chat, at);
 
   const auto reward_model = row.find("reward_model");
   if (reward_model == row.end() || !reward_model->is_object()) {
@@ -134,7 +150,9 @@ Example parse_row(const std::string& line_text, const std::string& file, int lin
   } catch (const TokenizerError& e) {
     throw DataError(at + "prompt cannot be tokenized: " + e.what());
   }
-  ex.prompt_ids.insert(ex.prompt_ids.begin(), tokenizer.bos_token_id());
+  // A chat template writes its own bos where the model wants one (Llama 3's <|begin_of_text|>;
+  // Qwen has none), and verl tokenizes its output with add_special_tokens=False.
+  if (chat == nullptr) ex.prompt_ids.insert(ex.prompt_ids.begin(), tokenizer.bos_token_id());
   return ex;
 }
 
@@ -162,7 +180,8 @@ std::uint64_t uniform_below(std::mt19937_64& engine, std::uint64_t bound) {
 
 }  // namespace
 
-RLDataset RLDataset::load(const std::string& path, const Tokenizer& tokenizer, const DataConfig& data) {
+RLDataset RLDataset::load(const std::string& path, const Tokenizer& tokenizer, const DataConfig& data,
+                          const ChatTemplate* chat_template) {
   if (data.max_prompt_length < 1) {
     throw ConfigError("data.max_prompt_length must be at least 1 (it counts the bos token), got " +
                       std::to_string(data.max_prompt_length));
@@ -181,7 +200,7 @@ RLDataset RLDataset::load(const std::string& path, const Tokenizer& tokenizer, c
     if (line == 1 && text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // UTF-8 byte order mark
     if (is_blank(text)) continue;
     if (!text.empty() && text.back() == '\r') text.pop_back();  // CRLF files
-    Example ex = parse_row(text, path, line, tokenizer, data);
+    Example ex = parse_row(text, path, line, tokenizer, data, chat_template);
     if (data.filter_overlong_prompts && ex.prompt_ids.size() > static_cast<std::size_t>(data.max_prompt_length)) {
       ++dataset.filtered_;  // verl's filter_overlong_prompts: the row is dropped, not cut
       continue;

@@ -46,6 +46,7 @@ HybridActor::HybridActor(const Config& cfg, Topology& topology, Transformer whol
   // A model vocabulary larger than the tokenizer's (hybridscope.model.vocab_size, a benchmark
   // shape) pays for its full LM head but never samples an id the tokenizer cannot decode.
   rollout->limit_sampling_to(tokenizer.vocab_size());
+  rollout->set_stop_token_ids(tokenizer.stop_token_ids());
   hybrid_switch = std::make_unique<HybridSwitch>(model, *rollout, rollout_cfg.free_cache_engine, probes,
                                                  topology.memory_device);
   if (resharder) {

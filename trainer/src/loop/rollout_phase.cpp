@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "hybridscope/trainer/dist/topology.h"
 #include "hybridscope/trainer/hybrid/hybrid_actor.h"
 #include "hybridscope/trainer/loop/run_recording.h"
@@ -283,6 +285,15 @@ double RolloutPhase::validate(const RLDataset& data, std::int64_t step, std::map
     for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = i;
     const RolloutBatch batch = make_batch(examples, rows, result.responses, 1);
     const auto scores = score(batch, /*shape_overlong=*/false).sum(-1);  // val/mean@1: the rule score
+    // trainer.log_val_generations: the first samples of the first replica's first chunk, decoded.
+    const auto logged = static_cast<std::size_t>(std::max(0, cfg_.trainer.log_val_generations));
+    if (actor_.replica == 0 && start == first && logged > 0) {
+      for (std::size_t i = 0; i < std::min(logged, examples.size()); ++i) {
+        fmt::print("[validation step {} sample {}] score {:.3f}, ground truth {}\n[prompt]\n{}\n[response]\n{}\n", step, i,
+                   scores[static_cast<std::int64_t>(i)].item<double>(), examples[i]->ground_truth, examples[i]->prompt,
+                   tokenizer_.decode(result.responses[i], /*skip_special_tokens=*/false));
+      }
+    }
     for (std::int64_t b = 0; b < batch.size(); ++b) {
       const double v = scores[b].item<double>();
       const auto k = static_cast<std::int64_t>(source_index.at(batch.data_source[static_cast<std::size_t>(b)]));

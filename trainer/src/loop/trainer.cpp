@@ -53,6 +53,7 @@
 #include "hybridscope/trainer/rl/advantage.h"
 #include "hybridscope/trainer/rl/rollout_correction.h"
 #include "hybridscope/trainer/rl/sft.h"
+#include "hybridscope/trainer/data/text_setup.h"
 #include "hybridscope/trainer/data/tokenizer.h"
 #include "loop/random_streams.h"
 
@@ -98,6 +99,7 @@ struct PPOTrainer::State {
   std::unique_ptr<RunRecording> recording;
   Topology topology;
   std::unique_ptr<Tokenizer> tokenizer;
+  std::optional<ChatTemplate> chat_template;  // hybridscope.tokenizer = hf: what every prompt goes through
   RLDataset train_data;
   RLDataset val_data;
   std::unique_ptr<DataLoader> loader;
@@ -171,9 +173,12 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
   s.topology.open_groups(cfg, s.recording->probes());
   const bool probe = s.recording->probes().on();
 
-  s.tokenizer = make_tokenizer(cfg.hybridscope.tokenizer);
-  s.train_data = RLDataset::load(cfg.data.train_files, *s.tokenizer, cfg.data);
-  s.val_data = RLDataset::load(cfg.data.val_files, *s.tokenizer, cfg.data);
+  TextSetup text = make_text_setup(cfg);
+  s.tokenizer = std::move(text.tokenizer);
+  s.chat_template = std::move(text.chat_template);
+  const ChatTemplate* chat = s.chat_template ? &*s.chat_template : nullptr;
+  s.train_data = RLDataset::load(cfg.data.train_files, *s.tokenizer, cfg.data, chat);
+  s.val_data = RLDataset::load(cfg.data.val_files, *s.tokenizer, cfg.data, chat);
   if (cfg.data.filter_overlong_prompts && s.topology.rank() == 0) {
     fmt::print("data.filter_overlong_prompts: dropped {} of {} training and {} of {} validation prompts longer than "
                "{} tokens\n", s.train_data.filtered(), s.train_data.filtered() + s.train_data.size(),
@@ -196,6 +201,18 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
   Transformer full = model_path.empty() ? make_model(shape, HeadKind::kLm, stream_seed(seed, 0, kInitStream))
                                         : load_pretrained(model_path, HeadKind::kLm);
   full->to(s.topology.device);  // every model is built (or loaded) on the CPU, then lives on the device
+  if (full->shape().vocab_size < s.tokenizer->vocab_size()) {
+    throw ConfigError(fmt::format("the model's vocabulary ({} ids{}) is smaller than the {} tokenizer's ({}): use the "
+                                  "model's own tokenizer, or raise hybridscope.model.vocab_size",
+                                  full->shape().vocab_size, model_path.empty() ? "" : ", " + model_path,
+                                  s.tokenizer->name(), s.tokenizer->vocab_size()));
+  }
+  if (!model_path.empty() &&
+      cfg.data.max_prompt_length + cfg.data.max_response_length > full->shape().max_position_embeddings) {
+    throw ConfigError(fmt::format("data.max_prompt_length + data.max_response_length = {} exceeds the max_position_embeddings "
+                                  "({}) of {}: shorten them", cfg.data.max_prompt_length + cfg.data.max_response_length,
+                                  full->shape().max_position_embeddings, model_path));
+  }
   if (s.topology.serves_ref()) {
     // A rank of a split reference: it holds the whole reference policy (replicated over its pool)
     // and serves the actor's ref phase (reference_server.h).
@@ -569,7 +586,8 @@ void PPOTrainer::State::prepare(FitSummary& summary) {
     const int every = std::max(1, cfg.hybridscope.warmup.steps / 5);
     const RLDataset warmup_data = cfg.hybridscope.warmup.files.empty()
                                       ? train_data
-                                      : RLDataset::load(cfg.hybridscope.warmup.files, *tokenizer, cfg.data);
+                                      : RLDataset::load(cfg.hybridscope.warmup.files, *tokenizer, cfg.data,
+                                                        chat_template ? &*chat_template : nullptr);
     const double loss = supervised_warmup(
         whole, warmup_data, *tokenizer, cfg.hybridscope.warmup, cfg.hybridscope.seed,
         [&](int done, int total, double l) {

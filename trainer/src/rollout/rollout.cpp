@@ -254,6 +254,12 @@ void RolloutEngine::size_pool_by_memory(const ModelShape& local, torch::Dtype dt
   if (allocator_.num_blocks() != blocks) allocator_ = KvBlockAllocator(blocks, allocator_.block_size());
 }
 
+void RolloutEngine::set_stop_token_ids(const std::vector<std::int32_t>& ids) {
+  extra_stop_ids_.clear();
+  for (const auto id : ids)
+    if (id != eos_token_id_) extra_stop_ids_.push_back(id);
+}
+
 void RolloutEngine::limit_sampling_to(std::int64_t vocab_size) {
   if (vocab_size < 1 || vocab_size > model_->shape().vocab_size) {
     throw std::invalid_argument("limit_sampling_to: " + std::to_string(vocab_size) + " ids must be in 1.." +
@@ -417,7 +423,9 @@ void RolloutEngine::run_wave(const GenerationRequest& request, std::size_t first
       response.push_back(static_cast<std::int32_t>(tok[r]));
       log_probs[rows[r]].push_back(lpp[r]);
       ++result.generated_tokens;
-      if (tok[r] != eos_token_id_ && response.size() < max_len) still.push_back(rows[r]);
+      const bool stop = tok[r] == eos_token_id_ ||
+                        std::find(extra_stop_ids_.begin(), extra_stop_ids_.end(), tok[r]) != extra_stop_ids_.end();
+      if (!stop && response.size() < max_len) still.push_back(rows[r]);
     }
     active.swap(still);
   };

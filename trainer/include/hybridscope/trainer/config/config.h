@@ -325,6 +325,7 @@ struct TrainerConfig {
   int test_freq = -1;             // steps; -1 = only before/after training
   ResumeMode resume_mode = ResumeMode::kAuto;
   bool val_before_train = true;
+  int log_val_generations = 0;   // validation samples printed (prompt, response, score) per validation
   int critic_warmup = 0;          // steps during which only the critic is updated
   std::string default_local_dir = "checkpoints/${trainer.project_name}/${trainer.experiment_name}";
   bool balance_batch = false;

@@ -95,6 +95,11 @@ class BpeTokenizer final : public Tokenizer {
   /// Set by load_hf_tokenizer from tokenizer_config.json; -1 for none.
   void set_special_token_ids(int pad_id, int bos_id, int eos_id);
   void set_name(std::string name);
+  /// The ids a response ends at (generation_config.json's eos_token_id list); empty = {eos}.
+  void set_stop_token_ids(std::vector<std::int32_t> ids) { stop_ids_ = std::move(ids); }
+  std::vector<std::int32_t> stop_token_ids() const override {
+    return stop_ids_.empty() ? std::vector<std::int32_t>{eos_token_id()} : stop_ids_;
+  }
 
   /// Opaque state (bpe_tokenizer_impl.h), public only so the loaders' helpers can fill it.
   struct Impl;
@@ -102,6 +107,7 @@ class BpeTokenizer final : public Tokenizer {
  private:
   explicit BpeTokenizer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+  std::vector<std::int32_t> stop_ids_;
 };
 
 /// Loads a HF model directory's tokenizer: dir/tokenizer.json, bos/eos/pad token names from

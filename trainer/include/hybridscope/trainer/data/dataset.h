@@ -1,9 +1,10 @@
 // dataset.h — verl-style JSONL datasets: loading, prompt encoding, truncation, batching order.
 // Deliberately free of LibTorch.
 //
-// Row fields follow verl: data_source, prompt (a string, or chat messages
-// [{"role": "user", "content": ...}] whose contents are concatenated — the char tokenizer has no
-// chat template), ability, reward_model.{style, ground_truth}, extra_info (kept as JSON text).
+// Row fields follow verl: data_source, prompt (chat messages [{"role": "user", "content": ...}]
+// rendered by the tokenizer's chat template, or concatenated for the char tokenizer, which has
+// none; a plain string is one user message), ability, reward_model.{style, ground_truth},
+// extra_info (kept as JSON text).
 #pragma once
 
 #include <cstddef>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "hybridscope/trainer/config/config.h"
+#include "hybridscope/trainer/data/chat_template.h"
 #include "hybridscope/trainer/data/tokenizer.h"
 
 namespace hs::trainer {
@@ -25,7 +27,7 @@ class DataError : public std::runtime_error {
 
 struct Example {
   std::string data_source;
-  std::string prompt;                    // the prompt text after the chat messages are joined
+  std::string prompt;                    // the prompt text: the chat template's rendering, or the joined contents
   std::string ability;
   std::string reward_style;              // reward_model.style ("rule")
   std::string ground_truth;              // reward_model.ground_truth
@@ -41,7 +43,11 @@ class RLDataset {
   /// max_prompt_length tokens: dropped with data.filter_overlong_prompts (counted in filtered()),
   /// else an error (naming file:line and the keys data.max_prompt_length / data.truncation), or
   /// cut on the left/right as verl does.
-  static RLDataset load(const std::string& path, const Tokenizer& tokenizer, const DataConfig& data);
+  /// With `chat_template` the prompt's messages (a plain string: one user message) are rendered
+  /// with the generation prompt and tokenized as they are (the template writes any bos); without
+  /// one their contents are joined and bos is put first.
+  static RLDataset load(const std::string& path, const Tokenizer& tokenizer, const DataConfig& data,
+                        const ChatTemplate* chat_template = nullptr);
 
   std::size_t size() const { return examples_.size(); }
   const Example& operator[](std::size_t i) const { return examples_.at(i); }

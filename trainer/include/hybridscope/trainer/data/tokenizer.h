@@ -1,8 +1,9 @@
 // tokenizer.h — text <-> token ids. Deliberately free of LibTorch.
 //
 // The Tokenizer interface is what the trainer, dataset and rollout use; CharTokenizer is the
-// built-in one for the verifiable tasks in datasets/. A HuggingFace tokenizer.json BPE can
-// implement the same interface later (make_tokenizer is the one place that picks).
+// built-in one for the verifiable tasks in datasets/, BpeTokenizer (bpe_tokenizer.h) a
+// HuggingFace tokenizer.json or tiktoken vocabulary. make_text_setup (text_setup.h) is the one
+// place that picks.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,10 @@ class Tokenizer {
   virtual int bos_token_id() const = 0;
   virtual int eos_token_id() const = 0;
   virtual std::string name() const = 0;
+  /// Ids that end a response (the rollout stops at any of them): eos, and for a HuggingFace model
+  /// every eos_token_id of its generation_config.json (Qwen2.5-Instruct: <|im_end|> and
+  /// <|endoftext|>).
+  virtual std::vector<std::int32_t> stop_token_ids() const { return {eos_token_id()}; }
 };
 
 /// Character tokenizer: 0 <pad>, 1 <bos>, 2 <eos>, then printable ASCII 32..126 (ids 3..97).
@@ -47,7 +52,8 @@ class CharTokenizer final : public Tokenizer {
   std::string name() const override { return "char"; }
 };
 
-/// The tokenizer hybridscope.tokenizer names (its spellings are the loader's, config.h).
+/// The built-in tokenizer `kind` names (char); hf is read from a directory (text_setup.h).
 std::unique_ptr<Tokenizer> make_tokenizer(TokenizerKind kind);
+
 
 }  // namespace hs::trainer

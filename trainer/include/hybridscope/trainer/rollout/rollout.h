@@ -102,6 +102,9 @@ class RolloutEngine {
   /// embedding is larger, as vLLM ignores a padded vocabulary (Qwen2.5's 151936 rows over a
   /// 151665-id tokenizer; a benchmark shape over the char tokenizer).
   void limit_sampling_to(std::int64_t vocab_size);
+  /// A response also ends at any of `ids` (generation_config.json's eos list), besides the eos id
+  /// the engine was built with.
+  void set_stop_token_ids(const std::vector<std::int32_t>& ids);
 
   const KvBlockAllocator& allocator() const { return allocator_; }
   std::int64_t cache_bytes() const;
@@ -119,6 +122,7 @@ class RolloutEngine {
 
   Transformer model_;
   int eos_token_id_;
+  std::vector<std::int32_t> extra_stop_ids_;  // set_stop_token_ids, besides eos_token_id_
   int pad_token_id_;
   int max_num_seqs_;
   int max_seq_len_;
