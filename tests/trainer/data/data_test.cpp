@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <numeric>
 #include <set>
 #include <stdexcept>
@@ -15,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hybridscope/trainer/data/chat_template.h"
 #include "hybridscope/trainer/data/dataset.h"
 #include "hybridscope/trainer/rl/reward.h"
 #include "hybridscope/trainer/data/tokenizer.h"
@@ -270,6 +272,70 @@ TEST_F(DatasetTest, TruncationFollowsVerl) {
 
   data.max_prompt_length = 0;
   EXPECT_THROW(RLDataset::load(path, tok, data), ConfigError);
+}
+
+TEST_F(DatasetTest, FilterOverlongPromptsDropsRowsAndCountsThem) {
+  // Rows of 7 ("37+58=" + bos) and 11 tokens; with the filter the long one is dropped, not cut.
+  const std::string path = write("long.jsonl", std::string(kChatRow) + "\n" +
+                                                   R"({"prompt": "0123456789", "reward_model": {"ground_truth": "x"}})" +
+                                                   "\n");
+  DataConfig data;
+  data.max_prompt_length = 7;
+  data.filter_overlong_prompts = true;
+  const RLDataset kept = RLDataset::load(path, CharTokenizer{}, data);
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept.filtered(), 1u);
+  EXPECT_EQ(kept[0].prompt, "37+58=");
+  data.max_prompt_length = 3;  // nothing fits: an error that says so, not an empty dataset
+  const std::string msg = message_of<DataError>([&] { RLDataset::load(path, CharTokenizer{}, data); });
+  EXPECT_NE(msg.find("every one of its 2 prompts"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("data.filter_overlong_prompts"), std::string::npos) << msg;
+}
+
+/// Bytes as ids 0..255, so any rendered template encodes; no bos (as Qwen's tokenizer).
+class ByteTokenizer final : public Tokenizer {
+ public:
+  std::vector<std::int32_t> encode(std::string_view text) const override {
+    std::vector<std::int32_t> ids;
+    for (unsigned char c : text) ids.push_back(c);
+    return ids;
+  }
+  std::string decode(const std::vector<std::int32_t>& ids, bool) const override {
+    std::string text;
+    for (auto id : ids) text += static_cast<char>(id);
+    return text;
+  }
+  int vocab_size() const override { return 256; }
+  int pad_token_id() const override { return 0; }
+  int bos_token_id() const override { return -1; }
+  int eos_token_id() const override { return 0; }
+  std::string name() const override { return "bytes"; }
+};
+
+TEST_F(DatasetTest, AChatTemplateRendersTheMessagesAndAddsNoBos) {
+  std::ifstream in(std::string(HS_SOURCE_DIR) + "/tests/trainer/data/chat_templates/qwen2.5-instruct.jinja");
+  std::stringstream text;
+  text << in.rdbuf();
+  const ChatTemplate chat = ChatTemplate::from_text(text.str());
+  const std::string path = write(
+      "chat.jsonl",
+      R"({"prompt": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"}], "reward_model": {"ground_truth": "4"}})"
+      "\n"
+      R"({"prompt": "3+3?", "reward_model": {"ground_truth": "6"}})"
+      "\n");
+  const RLDataset ds = RLDataset::load(path, ByteTokenizer{}, DataConfig{}, &chat);
+  // Qwen2.5's ChatML as transformers renders it (chat_template_test.cpp checks the renderer itself).
+  EXPECT_EQ(ds[0].prompt,
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n");
+  // A plain string is one user message, under the template's default system message.
+  EXPECT_EQ(ds[1].prompt,
+            "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+            "<|im_start|>user\n3+3?<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(ds[0].prompt_ids, ByteTokenizer{}.encode(ds[0].prompt));  // no bos in front
+  // Without a template the contents are joined and bos is put first (the char tokenizer's path).
+  const RLDataset joined = RLDataset::load(path, ByteTokenizer{}, DataConfig{});
+  EXPECT_EQ(joined[0].prompt, "Be brief.2+2?");
+  EXPECT_EQ(joined[0].prompt_ids.front(), -1);
 }
 
 // The committed datasets: well formed, answers right, validation disjoint from train.
