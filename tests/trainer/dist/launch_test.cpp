@@ -166,14 +166,15 @@ std::vector<std::string> step_metrics(const std::string& db, int step) {
                       "ORDER BY n.value", step));
 }
 
-// A sharded actor (tp 2 x fsdp over dp 2) checkpoints every rank's piece; a run stopped after step
-// 2 resumes from them and its step 3 equals the uninterrupted run's; both final checkpoints merge
-// (`hybridscope checkpoint merge`) into the same HuggingFace model.
+// A sharded Qwen2 actor (tp 2 x fsdp over dp 2, q/k/v biases split over tp) checkpoints every
+// rank's piece; a run stopped after step 2 resumes from them and its step 3 equals the
+// uninterrupted run's; both final checkpoints merge (`hybridscope checkpoint merge`) into the same
+// HuggingFace model.
 TEST(Launch, ShardedActorCheckpointResumesExactlyAndMerges) {
   const std::string root = fs::path(hs::test::temp_db("launch_test", "sharded_ckpt")).string();
   const std::vector<std::string> sharded = {
       "hybridscope.model.num_key_value_heads=2", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
-      "actor_rollout_ref.actor.strategy=fsdp", "trainer.save_freq=2"};
+      "actor_rollout_ref.actor.strategy=fsdp", "trainer.save_freq=2", "hybridscope.model.architecture=qwen2"};
   launch_four_ranks_in(root + "/full", 3, sharded);
   launch_four_ranks_in(root + "/part", 2, sharded);
   auto resume = sharded;
@@ -196,6 +197,7 @@ TEST(Launch, ShardedActorCheckpointResumesExactlyAndMerges) {
   }
   auto full = hs::trainer::load_pretrained(root + "/full/merged", hs::trainer::HeadKind::kLm);
   auto part = hs::trainer::load_pretrained(root + "/part/merged", hs::trainer::HeadKind::kLm);
+  EXPECT_EQ(part->shape().architecture, hs::trainer::ModelArchitecture::kQwen2);
   auto a = full->named_parameters();
   auto b = part->named_parameters();
   ASSERT_EQ(a.keys(), b.keys());

@@ -167,10 +167,34 @@ TEST(ReshardExecutor, HybridWithRolloutTpAboveTrainingTp) {
   }
 }
 
+// Qwen2 (q/k/v biases split with their rows) and Qwen3 (replicated q/k norms, head_dim 8 apart
+// from hidden / heads) reshard bit for bit in every mode, on a tp and a pp/dp mesh.
+TEST(ReshardExecutor, QwenActorsWeightsAndBytesMatchThePlan) {
+  for (const auto arch : {ModelArchitecture::kQwen2, ModelArchitecture::kQwen3}) {
+    ModelShape shape = tiny_llama();
+    shape.architecture = arch;
+    if (arch == ModelArchitecture::kQwen3) shape.explicit_head_dim = 8;
+    for (const Case& c : {Case{1, 4, 1, 2}, Case{2, 2, 1, 1}}) {
+      for (ReshardMode mode : kModes) {
+        const std::string tag = std::string(to_string(arch)) + "_" + tag_of(c, mode, DpSharding::kReplicated);
+        auto plan = std::make_shared<const ReshardPlan>(
+            plan_reshard(llama_parameters(shape), {c.pp, c.tp, c.dp}, DpSharding::kReplicated, c.t_g, mode));
+        const auto received = run_plan(plan, tag);
+        for (std::size_t r = 0; r < received.size(); ++r) {
+          EXPECT_EQ(received[r], plan->ranks[r].bytes_received) << tag << " rank " << r;
+        }
+      }
+    }
+  }
+}
+
 TEST(ReshardExecutor, ParameterSpecsOfTheModelEqualLlamaParameters) {
-  for (bool tied : {false, true}) {
+  for (const auto& [tied, arch] : {std::pair{false, ModelArchitecture::kLlama}, std::pair{true, ModelArchitecture::kLlama},
+                                   std::pair{false, ModelArchitecture::kQwen2}, std::pair{true, ModelArchitecture::kQwen3}}) {
     ModelShape shape = tiny_llama();
     shape.tie_word_embeddings = tied;
+    shape.architecture = arch;
+    if (arch == ModelArchitecture::kQwen3) shape.explicit_head_dim = 8;
     ParallelContext ctx;
     ctx.tp = std::make_shared<ThreadCommunicator>(1, std::make_shared<ThreadGroup>(2), "tp");
     Transformer model(shape, HeadKind::kLm, ctx);  // rank 1 of tp 2: shards, global shapes restored

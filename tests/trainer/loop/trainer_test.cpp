@@ -285,6 +285,11 @@ TEST(Trainer, EveryEstimatorAndKlModeRunsAndRecords) {
        "actor/kl_loss"},
       {"klreward", {"algorithm.use_kl_in_reward=true", "algorithm.kl_penalty=k2"}, "actor/reward_kl_penalty"},
       {"rm", {"reward_model.enable=true"}, "critic/score/mean"},
+      // Qwen3's q/k norms and a head_dim of its own, in bf16, through rollout, reference and update.
+      {"qwen3",
+       {"hybridscope.model.architecture=qwen3", "hybridscope.model.head_dim=48", "hybridscope.precision=bf16",
+        "actor_rollout_ref.actor.use_kl_loss=true"},
+       "actor/kl_loss"},
       // Every model under bf16 autocast at once: actor (generating itself), reference, critic, reward model.
       {"bf16",
        {"hybridscope.precision=bf16", "algorithm.adv_estimator=gae", "actor_rollout_ref.actor.use_kl_loss=true",

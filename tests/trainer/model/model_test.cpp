@@ -366,9 +366,14 @@ struct CachedDriver {
   }
 };
 
-void check_incremental_matches_full(torch::Dtype dtype, double tolerance) {
+void check_incremental_matches_full(torch::Dtype dtype, double tolerance, const ModelShape& shape = tiny_shape()) {
   torch::NoGradGuard no_grad;
-  auto model = make_model(tiny_shape());
+  auto model = make_model(shape);
+  if (shape.qkv_bias()) {  // Qwen2's biases start at zero: make them matter
+    torch::NoGradGuard g;
+    for (auto& item : model->named_parameters())
+      if (item.key().find(".bias") != std::string::npos) item.value().normal_(0.0, 0.5);
+  }
   model->to(dtype);
   // Three sequences of 15 tokens; prompts of 7, 2 and 11 tokens; block size 4 so each sequence
   // spans 4 blocks.
@@ -429,6 +434,18 @@ TEST_F(ModelTest, IncrementalDecodingMatchesFullForwardFloat32) {
 
 TEST_F(ModelTest, IncrementalDecodingMatchesFullForwardFloat64) {
   check_incremental_matches_full(torch::kDouble, 1e-12);
+}
+
+// The paged KV cache holds Qwen2's biased K/V and Qwen3's normalised, head_dim-wide K/V (head_dim
+// 32 with hidden 64 and 4 heads, not 16).
+TEST_F(ModelTest, IncrementalDecodingMatchesFullForwardForQwen2AndQwen3) {
+  for (const auto arch : {ModelArchitecture::kQwen2, ModelArchitecture::kQwen3}) {
+    SCOPED_TRACE(to_string(arch));
+    ModelShape shape = tiny_shape();
+    shape.architecture = arch;
+    if (arch == ModelArchitecture::kQwen3) shape.explicit_head_dim = 32;
+    check_incremental_matches_full(torch::kDouble, 1e-12, shape);
+  }
 }
 
 TEST_F(ModelTest, ForkedSequencesShareThePromptAndMatchFullForward) {
