@@ -29,7 +29,7 @@ int run_reshard_plan(const ReshardPlanArgs& args) {
   using namespace hs::trainer;
   const Config cfg = load_config(args.config_path, args.overrides);
   ModelShape shape = cfg.hybridscope.model;
-  if (shape.vocab_size <= 0) shape.vocab_size = make_tokenizer(cfg.hybridscope.tokenizer)->vocab_size();
+  if (shape.vocab_size <= 0) shape.vocab_size = make_tokenizer(resolved_tokenizer(cfg))->vocab_size();
   const auto& megatron = cfg.actor_rollout_ref.actor.megatron;
   const int tp = megatron.tensor_model_parallel_size, pp = megatron.pipeline_model_parallel_size;
   if (args.world % (tp * pp) != 0) {

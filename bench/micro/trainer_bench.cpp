@@ -35,7 +35,7 @@ struct Demo {
   Demo() {
     cfg = load_config(std::string(HS_SOURCE_DIR) + "/configs/demo_grpo.yaml");
     cfg.data.train_files = std::string(HS_SOURCE_DIR) + "/" + cfg.data.train_files;
-    tokenizer = make_tokenizer(cfg.hybridscope.tokenizer);
+    tokenizer = make_tokenizer(resolved_tokenizer(cfg));
     data = RLDataset::load(cfg.data.train_files, *tokenizer, cfg.data);
     shape = cfg.hybridscope.model;
     if (shape.vocab_size <= 0) shape.vocab_size = tokenizer->vocab_size();

@@ -58,7 +58,16 @@ StepInputs step_inputs_from_config(const ConfigLookup& config, int ranks, const 
     const std::string name = config("hybridscope.tokenizer").value_or("char");
     const auto kind = trainer::from_string<trainer::TokenizerKind>(name);
     if (!kind) throw SimError(fmt::format("measured cell: hybridscope.tokenizer = {}: not a tokenizer", name));
-    m.vocab_size = trainer::make_tokenizer(*kind)->vocab_size();
+    // auto is the char tokenizer unless the run named a tokenizer or model directory.
+    const bool char_tokenizer = *kind == trainer::TokenizerKind::kChar ||
+                                (*kind == trainer::TokenizerKind::kAuto && config("data.tokenizer").value_or("").empty() &&
+                                 config("actor_rollout_ref.model.path").value_or("").empty());
+    if (!char_tokenizer) {
+      throw SimError(fmt::format("measured cell: hybridscope.tokenizer = {} with a tokenizer directory and "
+                                 "hybridscope.model.vocab_size 0: the vocabulary is not in the run's config",
+                                 name));
+    }
+    m.vocab_size = trainer::make_tokenizer(trainer::TokenizerKind::kChar)->vocab_size();
   }
   // The parameters the run recorded (norms included), else the dense count.
   if (recorded.actor_param_bytes > 0) in.parameter_count = recorded.actor_param_bytes / bytes;

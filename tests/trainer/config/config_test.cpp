@@ -492,7 +492,7 @@ TEST(ConfigErrors, EnumKeysListTheValuesAndSuggestTheNearest) {
       {"actor_rollout_ref.actor.optim.warmup_style=cosin", "actor_rollout_ref.actor.optim.warmup_style: expected one of constant, cosine, got 'cosin' — did you mean cosine?"},
       {"critic.optim.warmup_style=linear", "critic.optim.warmup_style: expected one of constant, cosine, got 'linear'"},
       {"reward_model.rule=gms8k", "reward_model.rule: expected one of gsm8k, got 'gms8k' — did you mean gsm8k?"},
-      {"hybridscope.tokenizer=gpt2-bpe", "hybridscope.tokenizer: expected one of char, hf, got 'gpt2-bpe'"},
+      {"hybridscope.tokenizer=gpt2-bpe", "hybridscope.tokenizer: expected one of auto, char, hf, got 'gpt2-bpe'"},
       {"hybridscope.placement.ref=[2, x]", "hybridscope.placement.ref: expected a list of integers such as [0, 1], got [2, x]"},
   };
   for (const auto& [override_text, expected] : cases) {
@@ -693,6 +693,23 @@ TEST(ConfigValidate, DistributedKeys) {
   EXPECT_TRUE(Contains(error_of([&] { validate(c); }), "data.train_batch_size (6) is not divisible by the 4 data-parallel ranks"));
   c.actor_rollout_ref.actor.megatron.tensor_model_parallel_size = 3;
   EXPECT_TRUE(Contains(error_of([&] { validate(c); }), "is not divisible by actor_rollout_ref.actor.megatron"));
+}
+
+// verl's example scripts name vllm and wandb: accepted, and each substitution is said, not hidden.
+TEST(ConfigSubstitutions, VerlScriptValuesAreAcceptedAndSaid) {
+  Config plain;
+  EXPECT_TRUE(substitutions(plain).empty());
+  const Config verl = parse_config("", {"actor_rollout_ref.rollout.name=vllm", "trainer.logger=[console, wandb]"});
+  const auto lines = substitutions(verl);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find("rollout.name=vllm: generating with hybridscope's built-in paged-KV engine"), std::string::npos)
+      << lines[0];
+  EXPECT_NE(lines[1].find("trainer.logger 'wandb': not linked into hybridscope"), std::string::npos) << lines[1];
+  // auto: the char tokenizer unless a tokenizer or a model directory with tokenizer.json is named.
+  EXPECT_EQ(resolved_tokenizer(plain), TokenizerKind::kChar);
+  EXPECT_EQ(resolved_tokenizer(parse_config("", {"data.tokenizer=/some/dir"})), TokenizerKind::kHf);
+  EXPECT_EQ(resolved_tokenizer(parse_config("", {"hybridscope.tokenizer=char", "data.tokenizer=/some/dir"})),
+            TokenizerKind::kChar);
 }
 
 TEST(ConfigDocs, CarryTheGeneratedKeyReference) {

@@ -436,6 +436,43 @@ TEST_F(ModelTest, IncrementalDecodingMatchesFullForwardFloat64) {
   check_incremental_matches_full(torch::kDouble, 1e-12);
 }
 
+// enable_gradient_checkpointing: the layers recomputed in the backward give the same loss and
+// gradients (float64: to rounding; under bf16 autocast, where the recomputation repeats the same
+// bf16 kernels: exactly), and no layer activation is kept alive by the graph.
+TEST_F(ModelTest, GradientCheckpointingGivesTheSameGradients) {
+  for (const auto arch : {ModelArchitecture::kLlama, ModelArchitecture::kQwen3}) {
+    ModelShape shape = tiny_shape();
+    shape.architecture = arch;
+    for (const bool bf16 : {false, true}) {
+      SCOPED_TRACE(std::string(to_string(arch)) + (bf16 ? " bf16" : " float64"));
+      auto batch = left_padded({random_tokens(9, 37, 51), random_tokens(5, 37, 52)});
+      std::vector<std::map<std::string, torch::Tensor>> grads;
+      std::vector<double> losses;
+      for (const bool checkpoint : {false, true}) {
+        auto model = make_model(shape);
+        if (!bf16) model->to(torch::kDouble);
+        model->set_compute(compute_options(bf16 ? Precision::kBf16 : Precision::kFp32, AttentionKernel::kEager));
+        model->set_gradient_checkpointing(checkpoint);
+        EXPECT_EQ(model->gradient_checkpointing(), checkpoint);
+        auto logits = model->forward(batch.ids, batch.mask, batch.pos);
+        auto loss = torch::log_softmax(logits, -1).select(-1, 3).mul(batch.mask).sum();
+        loss.backward();
+        losses.push_back(loss.item<double>());
+        std::map<std::string, torch::Tensor> g;
+        for (const auto& item : model->named_parameters()) {
+          ASSERT_TRUE(item.value().grad().defined()) << item.key();
+          g[item.key()] = item.value().grad().to(torch::kDouble);
+        }
+        grads.push_back(g);
+      }
+      EXPECT_EQ(losses[0], losses[1]);
+      double worst = 0;
+      for (const auto& [name, g] : grads[0]) worst = std::max(worst, max_diff(g, grads[1].at(name)));
+      EXPECT_LE(worst, bf16 ? 0.0 : 1e-12);
+    }
+  }
+}
+
 // The paged KV cache holds Qwen2's biased K/V and Qwen3's normalised, head_dim-wide K/V (head_dim
 // 32 with hidden 64 and 4 heads, not 16).
 TEST_F(ModelTest, IncrementalDecodingMatchesFullForwardForQwen2AndQwen3) {

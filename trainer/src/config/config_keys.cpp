@@ -50,7 +50,7 @@ const std::vector<Key>& keys() {
 
       HS_CONFIG_KEY(actor_rollout_ref.hybrid_engine, "Actor and rollout share weights and switch layouts (3D-HybridEngine); always true here (false is refused)."),
       HS_CONFIG_KEY(actor_rollout_ref.model.path, "HuggingFace-layout model directory; empty = random init with hybridscope.model."),
-      HS_CONFIG_KEY(actor_rollout_ref.model.enable_gradient_checkpointing, "Recompute activations in backward to save memory."),
+      HS_CONFIG_KEY(actor_rollout_ref.model.enable_gradient_checkpointing, "Keep only each decoder layer's input in the forward and recompute the layer in the backward (less activation memory, one more forward)."),
       HS_CONFIG_KEY(actor_rollout_ref.model.use_remove_padding, "verl's packing switch: accepted; results are the same either way and the forward still computes over padding."),
 
       HS_CONFIG_KEY(actor_rollout_ref.actor.strategy, "Training layout along dp: fsdp (ZeRO-3 parameter shards) or megatron (replicated parameters)."),
@@ -111,7 +111,7 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(actor_rollout_ref.rollout.val_kwargs.do_sample, "Validation samples; false = greedy."),
 
       HS_CONFIG_KEY(critic.model.path, "Critic weights; empty = the actor's weights with a fresh value head."),
-      HS_CONFIG_KEY(critic.model.enable_gradient_checkpointing, "Recompute activations in backward to save memory."),
+      HS_CONFIG_KEY(critic.model.enable_gradient_checkpointing, "Keep only each decoder layer's input in the forward and recompute the layer in the backward."),
       HS_CONFIG_KEY(critic.model.use_remove_padding, "verl's packing switch: accepted; results are the same either way and the forward still computes over padding."),
       HS_CONFIG_KEY(critic.ppo_mini_batch_size, "Prompts per critic mini-batch (x rollout.n samples)."),
       HS_CONFIG_KEY(critic.ppo_micro_batch_size_per_gpu, "Samples per forward/backward pass on one rank; -1 = the whole mini-batch."),
@@ -193,7 +193,7 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(hybridscope.model.initializer_range, "Std of the normal weight initialisation."),
       HS_CONFIG_KEY(hybridscope.model.architecture, "Decoder family: llama, qwen2 (q/k/v biases) or qwen3 (per-head q/k RMSNorm)."),
       HS_CONFIG_KEY_AS(hybridscope.model.head_dim, hybridscope.model.explicit_head_dim, "Attention head width; 0 = hidden_size / num_attention_heads (Qwen3 sets 128)."),
-      HS_CONFIG_KEY(hybridscope.tokenizer, "Tokenizer: char (the built-in character tokenizer, 98 ids) or hf (data.tokenizer's tokenizer.json and chat template)."),
+      HS_CONFIG_KEY(hybridscope.tokenizer, "Tokenizer: auto (hf when data.tokenizer is set or the model path holds tokenizer.json, else char), char (the built-in character tokenizer, 98 ids) or hf (tokenizer.json and its chat template)."),
       HS_CONFIG_KEY(hybridscope.kv_block_size, "Tokens per KV-cache block."),
       HS_CONFIG_KEY(hybridscope.kv_num_blocks, "KV blocks in the pool; -1 = sized from max_num_seqs and the sequence length (on CUDA no more than rollout.gpu_memory_utilization leaves)."),
       HS_CONFIG_KEY(hybridscope.num_threads, "Intra-op threads (inter-op is 1)."),

@@ -124,7 +124,8 @@ struct EnumSpellings<RewardRule> {
 
 template <>
 struct EnumSpellings<TokenizerKind> {
-  static constexpr Spelling<TokenizerKind> kAll[] = {{TokenizerKind::kChar, "char"}, {TokenizerKind::kHf, "hf"}};
+  static constexpr Spelling<TokenizerKind> kAll[] = {{TokenizerKind::kAuto, "auto"}, {TokenizerKind::kChar, "char"},
+                                                     {TokenizerKind::kHf, "hf"}};
 };
 template <>
 struct EnumSpellings<ModelArchitecture> {

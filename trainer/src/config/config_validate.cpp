@@ -14,6 +14,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <fstream>
 #include <iterator>
 #include <optional>
 #include <string>
@@ -202,8 +203,6 @@ void check_supported(const Config& c, Problems& p) {
     if (c.algorithm.use_kl_in_reward && c.algorithm.kl_ctrl.type == KlCtrlType::kAdaptive)
       p.unsupported("algorithm.kl_ctrl.type=adaptive with more than one rank (set it to fixed)");
   }
-  if (c.actor_rollout_ref.model.enable_gradient_checkpointing || c.critic.model.enable_gradient_checkpointing)
-    p.unsupported("enable_gradient_checkpointing=true (set it to false)");
 }
 
 /// verl keys hybridscope accepts so that verl configs load, but whose other values it cannot
@@ -214,10 +213,10 @@ void check_honoured(const Config& c, Problems& p) {
     p.add("actor_rollout_ref.hybrid_engine = false: hybridscope always runs the hybrid engine (the actor generates "
           "after resharding its own weights, hybridscope.reshard.mode); to give the reference policy its own ranks "
           "use hybridscope.placement.ref, and remove the key or set it to true");
-  if (arr.rollout.name != "hybridscope")
-    p.add("actor_rollout_ref.rollout.name = '{}': hybridscope generates with its built-in paged-KV engine only "
-          "(vLLM, SGLang and HF generate are not linked): set actor_rollout_ref.rollout.name=hybridscope or remove the key",
-          arr.rollout.name);
+  if (arr.rollout.name != "hybridscope" && arr.rollout.name != "vllm" && arr.rollout.name != "sglang")
+    p.add("actor_rollout_ref.rollout.name = '{}': hybridscope generates with its built-in paged-KV engine (vllm and "
+          "sglang are accepted for verl's scripts and stand for it): set actor_rollout_ref.rollout.name=hybridscope or "
+          "remove the key", arr.rollout.name);
   const auto& reward = c.reward_model;
   if (reward.reward_manager != "naive" && reward.reward_manager != "dapo")
     p.add("reward_model.reward_manager = '{}': hybridscope has verl's naive manager (the score on the last response "
@@ -254,7 +253,7 @@ void check_honoured(const Config& c, Problems& p) {
     if (logger == "console") continue;
     named_bad = true;
     if (std::find(kVerlLoggers.begin(), kVerlLoggers.end(), logger) != kVerlLoggers.end()) {
-      p.unsupported("trainer.logger '" + logger + "' (console is built in; every metric also goes to the run database)");
+      // accepted for verl's scripts: substitutions() says that console and the run database stand for it
     } else {
       const auto near = detail::nearest_name(logger, kVerlLoggers);
       p.add("trainer.logger '{}' is no logger{}: hybridscope logs to console (every metric also goes to the run "
@@ -310,6 +309,29 @@ void check_actor_layout(const Config& c, const Placement& placement, Problems& p
 }
 
 }  // namespace
+
+std::vector<std::string> substitutions(const Config& c) {
+  std::vector<std::string> lines;
+  const auto& name = c.actor_rollout_ref.rollout.name;
+  if (name == "vllm" || name == "sglang") {
+    lines.push_back("actor_rollout_ref.rollout.name=" + name + ": generating with hybridscope's built-in paged-KV "
+                    "engine, which stands for " + name + " here (docs/config.md)");
+  }
+  for (const auto& logger : c.trainer.logger) {
+    if (logger == "console") continue;
+    lines.push_back("trainer.logger '" + logger + "': not linked into hybridscope; every metric goes to the console "
+                    "and the run database " + c.hybridscope.db + " (hybridscope report / the viewer read it)");
+  }
+  return lines;
+}
+
+TokenizerKind resolved_tokenizer(const Config& c) {
+  if (c.hybridscope.tokenizer != TokenizerKind::kAuto) return c.hybridscope.tokenizer;
+  if (!c.data.tokenizer.empty()) return TokenizerKind::kHf;
+  const auto& path = c.actor_rollout_ref.model.path;
+  if (!path.empty() && std::ifstream(path + "/tokenizer.json").good()) return TokenizerKind::kHf;
+  return TokenizerKind::kChar;
+}
 
 Placement resolved_placement(const Config& config) {
   Problems p;
@@ -374,12 +396,12 @@ void validate(const Config& c) {
     p.add("hybridscope.tokenizer = hf needs a directory holding tokenizer.json: set data.tokenizer (or "
           "actor_rollout_ref.model.path, where verl takes it from)");
   }
-  if (const int tokens = c.hybridscope.tokenizer == TokenizerKind::kChar
-                             ? make_tokenizer(c.hybridscope.tokenizer)->vocab_size()
+  if (const int tokens = resolved_tokenizer(c) == TokenizerKind::kChar
+                             ? make_tokenizer(TokenizerKind::kChar)->vocab_size()
                              : 0;
       shape.vocab_size > 0 && shape.vocab_size < tokens) {
     p.add("hybridscope.model.vocab_size = {} is smaller than the {} tokenizer's vocabulary ({}): raise it, or set 0 "
-          "to take the tokenizer's", shape.vocab_size, to_string(c.hybridscope.tokenizer), tokens);
+          "to take the tokenizer's", shape.vocab_size, to_string(resolved_tokenizer(c)), tokens);
   }
   if (c.actor_rollout_ref.model.path.empty() &&
       static_cast<long long>(d.max_prompt_length) + d.max_response_length > shape.max_position_embeddings) {

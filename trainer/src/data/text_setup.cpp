@@ -10,7 +10,7 @@ namespace hs::trainer {
 
 TextSetup make_text_setup(const Config& config) {
   TextSetup setup;
-  if (config.hybridscope.tokenizer == TokenizerKind::kChar) {
+  if (resolved_tokenizer(config) == TokenizerKind::kChar) {
     setup.tokenizer = make_tokenizer(TokenizerKind::kChar);
     return setup;
   }

@@ -72,9 +72,10 @@ std::string CharTokenizer::decode(const std::vector<std::int32_t>& ids, bool ski
 std::unique_ptr<Tokenizer> make_tokenizer(TokenizerKind kind) {
   switch (kind) {
     case TokenizerKind::kChar: return std::make_unique<CharTokenizer>();
+    case TokenizerKind::kAuto:
     case TokenizerKind::kHf:
-      throw TokenizerError("hybridscope.tokenizer = hf is read from a directory (data.tokenizer): load it "
-                           "with load_hf_tokenizer (bpe_tokenizer.h)");
+      throw TokenizerError(std::string("hybridscope.tokenizer = ") + to_string(kind) +
+                           " depends on the config's directories: use make_text_setup (text_setup.h)");
   }
   throw std::logic_error("make_tokenizer: a TokenizerKind outside the enum");
 }

@@ -158,6 +158,13 @@ void PPOTrainer::State::apply_compute_options() {
   for (Transformer* model : models)
     if (*model) (*model)->set_compute(options);
   if (critic) critic->model()->set_compute(options);
+  // enable_gradient_checkpointing: the models that train (the actor's modules, and the whole model
+  // the warm-up trains; the critic).
+  if (actor) {
+    for (Transformer* model : {&actor->model, &actor->full})
+      if (*model) (*model)->set_gradient_checkpointing(cfg.actor_rollout_ref.model.enable_gradient_checkpointing);
+  }
+  if (critic) critic->model()->set_gradient_checkpointing(cfg.critic.model.enable_gradient_checkpointing);
 }
 
 PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make_unique<State>()) {
@@ -169,6 +176,9 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
   torch::set_num_threads(cfg.hybridscope.num_threads);
 
   s.topology = Topology::connect(cfg);
+  if (s.topology.rank() == 0) {
+    for (const auto& line : substitutions(cfg)) fmt::print("note: {}\n", line);
+  }
   s.recording = std::make_unique<RunRecording>(cfg, s.topology);
   s.topology.open_groups(cfg, s.recording->probes());
   const bool probe = s.recording->probes().on();

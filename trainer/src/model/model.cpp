@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -358,10 +359,77 @@ void BackboneImpl::rotary_at(const torch::Tensor& position_ids, AttentionBatch& 
   batch.sin = rope_sin.index_select(0, pos).view({batch.batch, batch.tokens, 1, D}).to(dtype);
 }
 
+namespace {
+
+// Gradient checkpointing of one decoder layer (PyTorch's reentrant torch.utils.checkpoint): the
+// forward runs without autograd and keeps only the layer's input and the batch's tensors; the
+// backward runs the layer again with autograd, under the autocast state of the forward, and
+// back-propagates through it — the parameters' gradients accumulate there, the input's is returned.
+// Tensor-parallel layers all-reduce again in the recomputation, as Megatron's do.
+struct CheckpointedLayer : torch::autograd::Function<CheckpointedLayer> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, std::int64_t layer_handle,
+                               std::int64_t index, const AttentionBatch& batch) {
+    ctx->save_for_backward({x});
+    ctx->saved_data["layer"] = layer_handle;
+    ctx->saved_data["index"] = index;
+    ctx->saved_data["shape"] = std::vector<std::int64_t>{batch.batch, batch.tokens, batch.keys};
+    ctx->saved_data["cos"] = batch.cos;
+    ctx->saved_data["sin"] = batch.sin;
+    ctx->saved_data["additive_mask"] = batch.additive_mask;
+    ctx->saved_data["visible"] = batch.visible;
+    const auto device = x.device().type();
+    const bool autocast = at::autocast::is_autocast_enabled(device);
+    ctx->saved_data["autocast"] = autocast;
+    ctx->saved_data["autocast_dtype"] = static_cast<std::int64_t>(at::autocast::get_autocast_dtype(device));
+    torch::NoGradGuard no_grad;
+    return layer_of(ctx)->forward(x, batch, static_cast<int>(index));
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto input = ctx->get_saved_variables()[0].detach().requires_grad_(true);
+    AttentionBatch batch;
+    const auto shape = ctx->saved_data["shape"].toIntVector();
+    batch.batch = shape[0];
+    batch.tokens = shape[1];
+    batch.keys = shape[2];
+    auto tensor = [&](const char* key) {
+      const auto& v = ctx->saved_data[key];
+      return v.isTensor() ? v.toTensor() : torch::Tensor();
+    };
+    batch.cos = tensor("cos");
+    batch.sin = tensor("sin");
+    batch.additive_mask = tensor("additive_mask");
+    batch.visible = tensor("visible");
+    torch::Tensor output;
+    {
+      torch::AutoGradMode grad(true);
+      std::optional<compat::AutocastGuard> autocast;
+      if (ctx->saved_data["autocast"].toBool()) {
+        autocast.emplace(input.device().type(),
+                         static_cast<c10::ScalarType>(ctx->saved_data["autocast_dtype"].toInt()));
+      }
+      output = layer_of(ctx)->forward(input, batch, static_cast<int>(ctx->saved_data["index"].toInt()));
+    }
+    torch::autograd::backward({output}, {grads[0]});
+    return {input.grad(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+  static DecoderLayerImpl* layer_of(AutogradContext* ctx) {
+    return reinterpret_cast<DecoderLayerImpl*>(static_cast<std::intptr_t>(ctx->saved_data["layer"].toInt()));
+  }
+};
+
+}  // namespace
+
 torch::Tensor BackboneImpl::forward(const torch::Tensor& input, const AttentionBatch& batch) {
   auto h = embed_tokens.is_empty() ? input : embed_tokens(input);  // (B, T, C)
+  const bool recompute = checkpoint_layers && torch::GradMode::is_enabled() && batch.cache == nullptr;
   for (std::size_t i = 0; i < typed_layers.size(); ++i) {
-    h = typed_layers[i]->forward(h, batch, first_layer_ + static_cast<int>(i));
+    const int index = first_layer_ + static_cast<int>(i);
+    if (recompute && h.requires_grad()) {
+      const auto handle = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(typed_layers[i].get()));
+      h = CheckpointedLayer::apply(h, handle, static_cast<std::int64_t>(index), batch);
+    } else {
+      h = typed_layers[i]->forward(h, batch, index);
+    }
   }
   return norm.is_empty() ? h : norm(h);
 }
@@ -487,6 +555,10 @@ ComputeOptions compute_options(Precision precision, AttentionKernel attention) {
   options.attention = attention;
   return options;
 }
+
+void TransformerImpl::set_gradient_checkpointing(bool on) { parts_->model->checkpoint_layers = on; }
+
+bool TransformerImpl::gradient_checkpointing() const { return parts_->model->checkpoint_layers; }
 
 void TransformerImpl::set_compute(const ComputeOptions& options) {
   if (options.attention == AttentionKernel::kSdpa && HS_TORCH_HAS_SDPA == 0) {

@@ -180,6 +180,10 @@ class BackboneImpl : public torch::nn::Module {
   void to(torch::Dtype dtype, bool non_blocking = false) override;
   void to(torch::Device device, bool non_blocking = false) override;
 
+  /// enable_gradient_checkpointing: under autograd each decoder layer keeps only its input and is
+  /// computed again in the backward (Megatron's full recomputation, HF's gradient checkpointing).
+  bool checkpoint_layers = false;
+
   torch::nn::Embedding embed_tokens{nullptr};  // first stage only
   /// Container of this stage's decoder layers, each registered under its global index.
   std::shared_ptr<torch::nn::Module> layers;

@@ -63,8 +63,10 @@ enum class AttentionKernel {
 /// reward_model.rule: the built-in rule reward (reward.h).
 enum class RewardRule { kGsm8k };
 /// hybridscope.tokenizer: char = the built-in character tokenizer; hf = a HuggingFace tokenizer
-/// directory's tokenizer.json (byte-level BPE) with its chat template (tokenizer.h, bpe_tokenizer.h).
-enum class TokenizerKind { kChar, kHf };
+/// directory's tokenizer.json (byte-level BPE) with its chat template (text_setup.h); auto = hf when
+/// data.tokenizer is set or actor_rollout_ref.model.path holds a tokenizer.json (as verl reads the
+/// model's tokenizer), else char.
+enum class TokenizerKind { kAuto, kChar, kHf };
 /// hybridscope.model.architecture / a checkpoint's config.json model_type: the decoder family.
 /// llama: Llama 2/3 (no attention biases); qwen2: Qwen2/Qwen2.5 (q/k/v biases); qwen3: Qwen3
 /// (per-head RMSNorm of q and k before the rotary embedding, explicit head_dim, no biases).
@@ -405,7 +407,7 @@ struct PlacementConfig {
 
 struct HybridscopeSection {
   ModelShape model{};
-  TokenizerKind tokenizer = TokenizerKind::kChar;
+  TokenizerKind tokenizer = TokenizerKind::kAuto;
   int kv_block_size = 16;          // tokens per KV-cache block
   int kv_num_blocks = -1;          // -1: sized from max_num_seqs and the sequence length
   int num_threads = 2;             // intra-op threads; interop is 1 (see docs/building.md)
@@ -479,6 +481,14 @@ std::vector<std::pair<std::string, std::string>> config_entries(const Config& co
 /// their values and the fix. The one place that decides whether a config runs: the trainer, the
 /// matrix runner and the command-line tools all call it (parse_config and load_config do).
 void validate(const Config& config);
+
+/// verl values accepted so that verl's example scripts run unchanged, although hybridscope does
+/// something else for them (actor_rollout_ref.rollout.name vllm/sglang: the built-in engine;
+/// trainer.logger wandb, tensorboard, ...: console and the run database): one line each, which the
+/// trainer prints when it starts. Empty when nothing is substituted.
+std::vector<std::string> substitutions(const Config& config);
+/// hybridscope.tokenizer with auto resolved (char or hf), as the trainer and make_text_setup use it.
+TokenizerKind resolved_tokenizer(const Config& config);
 
 /// hybridscope.placement checked and completed over config.world_size() (an empty actor list
 /// takes the ranks the reference leaves). Throws the ConfigError validate() throws for an

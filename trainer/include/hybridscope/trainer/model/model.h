@@ -89,6 +89,11 @@ class TransformerImpl : public torch::nn::Module {
   /// The dtype matmuls run in and the KV cache holds: compute().dtype when it is a 16-bit type,
   /// otherwise the parameters' dtype.
   torch::Dtype compute_dtype() const;
+  /// enable_gradient_checkpointing: training forwards keep only each decoder layer's input and
+  /// recompute the layer in the backward (same results; less activation memory, one more forward
+  /// of the layers). No effect without autograd (log-probs, generation).
+  void set_gradient_checkpointing(bool on);
+  bool gradient_checkpointing() const;
   /// The process groups the layers split over (tp sizes the per-rank heads and KV cache).
   const ParallelContext& parallel() const { return parallel_; }
   /// Number of parameters excluding embeddings' duplicate when tied (this stage's, with pp > 1).
