@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "hybridscope/trainer/data/text_setup.h"
 #include "hybridscope/trainer/dist/topology.h"
 #include "hybridscope/trainer/loop/run_recording.h"
 #include "hybridscope/trainer/rl/ppo_workers.h"
@@ -59,9 +60,13 @@ int serve_reference(const Config& cfg, Topology& topology, RunRecording& recordi
   // up, within the collective timeout), then the actor's rank 0 weights, as the colocated reference.
   if (cfg_ref.model.path.empty() && cfg.hybridscope.warmup.steps > 0) {
     HS_PROBE_RANGE(timings, "warmup", kSetup);
-    const RLDataset warmup_data = cfg.hybridscope.warmup.files.empty()
-                                      ? train_data
-                                      : RLDataset::load(cfg.hybridscope.warmup.files, tokenizer, cfg.data);
+    // The warm-up files through the same chat template as the actor's (text_setup.h).
+    const TextSetup text = cfg.hybridscope.warmup.files.empty() ? TextSetup{} : make_text_setup(cfg);
+    const RLDataset warmup_data =
+        cfg.hybridscope.warmup.files.empty()
+            ? train_data
+            : RLDataset::load(cfg.hybridscope.warmup.files, tokenizer, cfg.data,
+                              text.chat_template ? &*text.chat_template : nullptr);
     supervised_warmup(ref_model, warmup_data, tokenizer, cfg.hybridscope.warmup, cfg.hybridscope.seed,
                       [](int, int, double) {});
   }
