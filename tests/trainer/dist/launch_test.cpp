@@ -204,6 +204,31 @@ TEST(Launch, ShardedActorCheckpointResumesExactlyAndMerges) {
   for (const auto& key : a.keys()) EXPECT_TRUE(torch::equal(a[key], b[key])) << key;
 }
 
+// An actor on a tp 2 x pp 2 mesh started from actor_rollout_ref.model.path reads only its slices
+// (each rank its stage's layers and its tp rows/columns; the reference the same) and trains
+// exactly as the run that warmed up the whole model and saved it there: step 1 equal, metric for
+// metric.
+TEST(Launch, ATensorAndPipelineParallelActorLoadsOnlyItsSlicesOfACheckpoint) {
+  const std::string root = fs::path(hs::test::temp_db("launch_test", "sliced_load")).string();
+  const std::vector<std::string> mesh = {
+      "hybridscope.model.num_key_value_heads=2", "hybridscope.model.num_hidden_layers=2",
+      "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
+      "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2", "actor_rollout_ref.actor.strategy=megatron",
+      "actor_rollout_ref.rollout.tensor_model_parallel_size=2", "actor_rollout_ref.actor.use_kl_loss=true",
+      "hybridscope.model.architecture=qwen2"};
+  auto warm = mesh;
+  warm.push_back("hybridscope.warmup.steps=3");  // trains the whole model, saves it to ckpt/base
+  warm.push_back("hybridscope.warmup.files=" + std::string{HS_SOURCE_DIR} + "/datasets/addition/warmup.jsonl");
+  launch_four_ranks_in(root + "/warm", 1, warm);
+  auto loaded = mesh;
+  loaded.push_back("actor_rollout_ref.model.path=" + root + "/warm/ckpt/base");
+  launch_four_ranks_in(root + "/loaded", 1, loaded);
+  if (HasFailure()) return;
+  const auto expected = step_metrics(root + "/warm/run.sqlite", 1);
+  EXPECT_GT(expected.size(), 20u);
+  EXPECT_EQ(step_metrics(root + "/loaded/run.sqlite", 1), expected);
+}
+
 TEST(Launch, TensorParallelActorReshardsIntoTheRolloutLayout) {
   const std::string db = run_tiny_four_ranks(
       "tp2", {"hybridscope.model.num_key_value_heads=2", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",

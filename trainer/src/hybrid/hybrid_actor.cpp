@@ -17,7 +17,10 @@ namespace hs::trainer {
 HybridActor::HybridActor(const Config& cfg, Topology& topology, Transformer whole_model, const Tokenizer& tokenizer,
                          std::int64_t total_steps, const probes::RunProbes& probes)
     : actor_rank_(topology.actor_rank) {
-  const auto specs = parameter_specs(*whole_model);
+  // A model built over this rank's tp/pp groups is already its module (a pipeline stage holds only
+  // its layers, so the specs come from the shape, which names every parameter alike).
+  in_layout_ = whole_model->parallel().tp->size() > 1 || whole_model->parallel().pp->size() > 1;
+  const auto specs = in_layout_ ? llama_parameters(whole_model->shape()) : parameter_specs(*whole_model);
   training_layout = hs::trainer::training_layout(specs, topology.mesh, topology.dp_sharding);
   module_layout = hs::trainer::training_layout(specs, topology.mesh, DpSharding::kReplicated);
   generation_layout = hs::trainer::generation_layout(training_layout, topology.rollout_tp, cfg.hybridscope.reshard.mode);
@@ -25,7 +28,9 @@ HybridActor::HybridActor(const Config& cfg, Topology& topology, Transformer whol
   replica = gen_coord.dp;
   replicas = generation_layout.mesh.dp;
   replica_lead = gen_coord.tp == 0;
-  if (topology.sharded()) {
+  if (in_layout_) {
+    model = whole_model;
+  } else if (topology.sharded()) {
     full = whole_model;
     model = Transformer(whole_model->shape(), HeadKind::kLm, topology.parallel);
     model->to(topology.device);

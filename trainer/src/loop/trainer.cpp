@@ -207,8 +207,11 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
   if (shape.vocab_size <= 0) shape.vocab_size = s.tokenizer->vocab_size();  // validate() refused a smaller one
   const auto seed = cfg.hybridscope.seed;
   const auto& model_path = cfg.actor_rollout_ref.model.path;
-  // Every rank builds (or loads) the whole model, then keeps its training shard.
+  // Every rank builds the whole model, then keeps its training shard; from a checkpoint, an actor
+  // rank of a tp/pp mesh reads only its own slices (load_pretrained over its groups).
+  const bool sliced = !model_path.empty() && !s.topology.serves_ref() && (s.topology.mesh.tp > 1 || s.topology.mesh.pp > 1);
   Transformer full = model_path.empty() ? make_model(shape, HeadKind::kLm, stream_seed(seed, 0, kInitStream))
+                     : sliced           ? load_pretrained(model_path, HeadKind::kLm, s.topology.parallel)
                                         : load_pretrained(model_path, HeadKind::kLm);
   full->to(s.topology.device);  // every model is built (or loaded) on the CPU, then lives on the device
   if (full->shape().vocab_size < s.tokenizer->vocab_size()) {
@@ -616,13 +619,17 @@ void PPOTrainer::State::prepare(FitSummary& summary) {
       fmt::print("warm-up: {} steps in {}, final loss {:.4f}; base policy saved to {}\n", cfg.hybridscope.warmup.steps,
                  detail::format_duration(summary.warmup_seconds), loss, base_dir);
   }
-  if (topology.world() > 1) broadcast_parameters(*topology.global_world, *whole);  // replicas start identical
+  // Replicas start identical (a model read in slices is: every rank read the same file).
+  if (topology.world() > 1 && !actor->in_layout()) broadcast_parameters(*topology.global_world, *whole);
   actor->take_shard();
   if (resume_dir && topology.sharded()) load_actor_shard(*resume_dir, actor_shard());
   // Reference policy and critic start from the (possibly warmed-up) actor, in its layout (split:
   // the reference ranks took the same weights in the broadcast above).
   if (cfg.use_reference() && !topology.split()) {
-    if (!ref_model) {
+    if (!ref_model && actor->in_layout()) {  // the reference reads its slices of the same checkpoint
+      ref_model = load_pretrained(cfg.actor_rollout_ref.model.path, HeadKind::kLm, topology.parallel);
+      ref_model->to(topology.device);
+    } else if (!ref_model) {
       const bool sharded = static_cast<bool>(actor->full);
       ref_model = Transformer(actor_model->shape(), HeadKind::kLm, sharded ? topology.parallel : ParallelContext{});
       ref_model->to(topology.device);

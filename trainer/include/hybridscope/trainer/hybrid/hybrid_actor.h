@@ -37,9 +37,13 @@ struct Topology;
 struct HybridActor {
   /// Builds the actor from `full` (the whole model, on the device) on an actor rank of `topology`;
   /// `probes` (kept) records the switches. Keeps `full` while the actor holds a shard, until
-  /// take_shard().
+  /// take_shard(). `full` may instead be this rank's module already (a tp/pp slice read from
+  /// actor_rollout_ref.model.path by load_pretrained over topology.parallel): then it becomes the
+  /// actor's modules and there is no whole model to keep (in_layout()).
   HybridActor(const Config& cfg, Topology& topology, Transformer full, const Tokenizer& tokenizer,
               std::int64_t total_steps, const probes::RunProbes& probes);
+  /// The actor was built from its own slices: no rank ever held the whole model.
+  bool in_layout() const { return in_layout_; }
 
   /// After the warm-up or a resume changed the whole model: this rank's shard of it into the
   /// actor's modules (and the fsdp optimizer's row blocks). Nothing when the actor is whole.
@@ -53,6 +57,7 @@ struct HybridActor {
   Transformer& whole() { return full ? full : model; }
 
   Transformer model{nullptr};          // the actor's modules, in the training layout
+
   /// The unsharded actor while setting up, when the actor holds a shard; released by take_shard().
   Transformer full{nullptr};
   /// Generates when the generation layout differs from the training one (filled by resharding).
@@ -70,6 +75,7 @@ struct HybridActor {
   std::unique_ptr<HybridSwitch> hybrid_switch;
 
  private:
+  bool in_layout_ = false;
   /// This rank's module-layout slices of `full`'s parameters (for ZeroShards::load_full_state_dict).
   std::vector<std::pair<std::string, torch::Tensor>> module_slices() const;
   /// The rollout model and the executor of the reshard plan that fills it, when any rank generates
