@@ -163,7 +163,8 @@ SwitchAnalysis switch_analysis(const RunData& data, const std::vector<std::int64
     for (const auto* w : it->second) {
       double inside = 0.0;
       for (const auto& [name, ns] : w->components) {
-        auto pos = std::find_if(sums.begin(), sums.end(), [&](const auto& s) { return s.first == name; });
+        // (a structured binding cannot be captured before C++20: clang refuses it)
+        auto pos = std::find_if(sums.begin(), sums.end(), [&name = name](const auto& s) { return s.first == name; });
         if (pos == sums.end()) pos = sums.insert(sums.end(), {name, 0.0});
         pos->second += static_cast<double>(ns) / kNsPerSecond;
         inside += static_cast<double>(ns) / kNsPerSecond;

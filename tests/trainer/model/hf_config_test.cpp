@@ -137,6 +137,11 @@ TEST(HfConfig, RefusesWhatTheDecoderCannotHonour) {
   missing.erase("hidden_size");
   expect_refused(missing, "hidden_size");
   expect_refused(with("rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}}), "low_freq_factor");
+  // Found by tests/fuzz/fuzz_hf_config: a number beyond int was cast with undefined behaviour.
+  expect_refused(with("vocab_size", 1.519e39), "vocab_size");
+  expect_refused(with("num_hidden_layers", 4294967296LL), "num_hidden_layers");
+  expect_refused(with("hidden_size", 896.5), "hidden_size");
+  expect_refused(with("tie_word_embeddings", 1), "tie_word_embeddings");
 }
 
 TEST(HfConfig, WrittenConfigReadsBackInItsArchitecturesNaming) {

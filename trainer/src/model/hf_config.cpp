@@ -5,8 +5,11 @@
 // embeddings, max_position_embeddings 2048 (llama) or 32768 (qwen2, qwen3), hidden_act silu.
 #include "hybridscope/trainer/model/hf_config.h"
 
+#include <cstdint>
 #include <fstream>
+#include <limits>
 #include <sstream>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -26,12 +29,31 @@ struct Reader {
   }
   bool has(const char* key) const { return has(config, key); }
 
+  // The value at `key` as T, checked first: nlohmann's get<int>() of a number outside int's range
+  // (1e39) is undefined behaviour, not an exception (found by tests/fuzz/fuzz_hf_config).
   template <typename T>
   T get(const Json& object, const char* key, const std::string& shown) const {
-    try {
-      return object[key].get<T>();
-    } catch (const Json::exception& e) {
-      fail("key '" + shown + "' has the wrong type (" + object[key].dump() + "): " + e.what());
+    const Json& v = object[key];
+    if constexpr (std::is_same_v<T, bool>) {
+      if (!v.is_boolean()) fail("key '" + shown + "' must be true or false, got " + v.dump());
+      return v.get<bool>();
+    } else if constexpr (std::is_integral_v<T>) {
+      if (!v.is_number_integer()) fail("key '" + shown + "' must be an integer, got " + v.dump());
+      const bool fits = v.is_number_unsigned()
+                            ? v.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max())
+                            : v.get<std::int64_t>() >= static_cast<std::int64_t>(std::numeric_limits<T>::min()) &&
+                                  v.get<std::int64_t>() <= static_cast<std::int64_t>(std::numeric_limits<T>::max());
+      if (!fits) fail("key '" + shown + "' = " + v.dump() + " is out of range");
+      return v.get<T>();
+    } else if constexpr (std::is_floating_point_v<T>) {
+      if (!v.is_number()) fail("key '" + shown + "' must be a number, got " + v.dump());
+      return v.get<T>();
+    } else {
+      try {
+        return v.get<T>();
+      } catch (const Json::exception& e) {
+        fail("key '" + shown + "' has the wrong type (" + v.dump() + "): " + e.what());
+      }
     }
   }
   template <typename T>
@@ -151,7 +173,11 @@ void read_rope(const Reader& r, ModelShape& s) {
   rs.factor = need("factor");
   rs.low_freq_factor = need("low_freq_factor");
   rs.high_freq_factor = need("high_freq_factor");
-  rs.original_max_position_embeddings = static_cast<int>(need("original_max_position_embeddings"));
+  const double original = need("original_max_position_embeddings");
+  if (!(original >= 1 && original <= std::numeric_limits<int>::max())) {
+    r.fail(section + ".original_max_position_embeddings = " + std::to_string(original) + " is out of range");
+  }
+  rs.original_max_position_embeddings = static_cast<int>(original);
   if (!(rs.factor > 0) || !(rs.low_freq_factor > 0) || !(rs.high_freq_factor > rs.low_freq_factor) ||
       rs.original_max_position_embeddings <= 0) {
     r.fail(section + ": llama3 scaling needs factor > 0, high_freq_factor > low_freq_factor > 0 and "
