@@ -25,6 +25,9 @@ inline std::string temp_db(const std::string& suite, const std::string& name) {
 inline std::vector<std::string> query_rows(const std::string& path, const std::string& sql) {
   sqlite3* db = nullptr;
   EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  // A test polls files that a live run is writing: wait out its write locks instead of failing
+  // with SQLITE_BUSY (seen under a loaded machine in RunnerTest.AKilledMatrixResumesOnlyWhatIsMissing).
+  sqlite3_busy_timeout(db, 10000);
   sqlite3_stmt* st = nullptr;
   EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
   std::vector<std::string> out;
