@@ -1,7 +1,7 @@
 // hf_parity.cpp — hybridscope's decoder against HuggingFace transformers (issue 20).
 //
 // make_references.py (the CTest fixture hf_references) wrote Llama 3 / Qwen2 / Qwen3 checkpoints
-// with transformers, in float32 (5.x and 4.x config layouts), bf16 (sharded) and float64, with the
+// with transformers, in float32 (5.x and 4.x config layouts), bf16 (sharded), f16 and float64, with the
 // logits transformers computes. Here each loads into hybridscope — whole, tensor-parallel over two
 // in-process ranks, and as two pipeline stages — and must give the same logits. Then hybridscope
 // saves each model for check_saved.py (fixture hf_saved), which loads it back into transformers.
@@ -72,6 +72,7 @@ TEST_F(HfParity, CheckpointsWrittenByTransformersGiveTheSameLogits) {
   const Variant variants[] = {{"f32", "logits_f32", 1e-5, torch::kFloat},
                               {"f32-v4", "logits_f32", 1e-5, torch::kFloat},
                               {"bf16", "logits_bf16", 1e-5, torch::kFloat},
+                              {"f16", "logits_f16", 1e-5, torch::kFloat},
                               {"f64", "logits_f64", 1e-12, torch::kDouble}};
   for (const auto& name : kCases) {
     auto refs = refs_of(name);

@@ -9,9 +9,10 @@ and the logits transformers computes for fixed token ids, into OUT/<case>/...:
   f32-v4/    the same weights with the config.json in the 4.x layout (rope_theta, rope_scaling,
              torch_dtype at the top level, no layer_types)
   bf16/      the weights in bfloat16, sharded (model.safetensors.index.json + several files)
+  f16/       the weights in float16
   f64/       the weights in float64
-  refs.safetensors  input_ids (2, T); logits_f32, logits_bf16 (float32 compute over the
-             bf16-rounded weights), logits_f64 (float64 compute; transformers' rotary inv_freq,
+  refs.safetensors  input_ids (2, T); logits_f32, logits_bf16 / logits_f16 (float32
+             compute over the bf16- / f16-rounded weights), logits_f64 (float64 compute; transformers' rotary inv_freq,
              a float32 buffer, recomputed in float64 first: the peer's only float32 piece)
 
 hybridscope's test (hf_parity_test.cpp) loads each directory and compares logits; check_saved.py
@@ -152,6 +153,14 @@ def main():
             refs["logits_bf16"] = bf16(input_ids=ids).logits.float().contiguous()
 
         # sdpa computes in the tensors' dtype; eager attention takes its softmax in float32
+        f16 = cls(config).eval()
+        f16.load_state_dict(model.state_dict())
+        f16.to(torch.float16).save_pretrained(os.path.join(case, "f16"))
+        f16.to(torch.float32)
+        f16.model.rotary_emb.inv_freq = model.model.rotary_emb.inv_freq.clone()
+        with torch.no_grad():
+            refs["logits_f16"] = f16(input_ids=ids).logits.float().contiguous()
+
         f64 = cls._from_config(config, attn_implementation="sdpa").eval()
         f64.load_state_dict(model.state_dict())
         f64.to(torch.float64)
@@ -160,7 +169,7 @@ def main():
         with torch.no_grad():
             refs["logits_f64"] = f64(input_ids=ids).logits.contiguous()
         save_file(refs, os.path.join(case, "refs.safetensors"))
-        print(f"{name}: transformers {transformers.__version__} wrote f32, f32-v4, bf16 (sharded), f64")
+        print(f"{name}: transformers {transformers.__version__} wrote f32, f32-v4, bf16 (sharded), f16, f64")
 
 
 if __name__ == "__main__":
