@@ -81,85 +81,77 @@ const Inputs& inputs() {
   return in;
 }
 
-// The whole text in one encode call; the pre-token cache is warm after the first iteration, as
-// HF's is after its warm-up run.
-void BM_BpeEncode(benchmark::State& state) {
+// The inputs, or nullptr after marking the benchmark skipped with why they are missing.
+const Inputs* ready(benchmark::State& state) {
   const Inputs& in = inputs();
   if (!in.error.empty()) {
     state.SkipWithError(in.error.c_str());
-    return;
+    return nullptr;
   }
+  return &in;
+}
+
+// tokens_per_s (and bytes/s when `bytes` > 0) over every iteration, `tokens` per iteration.
+void report_rate(benchmark::State& state, std::size_t tokens, std::size_t bytes) {
+  const auto iterations = static_cast<double>(state.iterations());
+  if (bytes > 0) state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes));
+  state.counters["tokens_per_s"] = benchmark::Counter(static_cast<double>(tokens) * iterations, benchmark::Counter::kIsRate);
+}
+
+// The whole text in one encode call. Warm: the pre-token cache is filled after the first
+// iteration, as HF's is after its warm-up run. Cold: the cache is emptied before each run, so every
+// pre-token is merged once more.
+void encode_whole(benchmark::State& state, bool cold) {
+  const Inputs* in = ready(state);
+  if (in == nullptr) return;
   std::size_t tokens = 0;
   for (auto _ : state) {
-    const auto ids = in.tokenizer->encode(in.text);
+    if (cold) {
+      state.PauseTiming();
+      in->tokenizer->clear_cache();
+      state.ResumeTiming();
+    }
+    const auto ids = in->tokenizer->encode(in->text);
     tokens = ids.size();
     benchmark::DoNotOptimize(ids.data());
   }
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * in.text.size()));
   state.counters["tokens"] = static_cast<double>(tokens);
-  state.counters["tokens_per_s"] =
-      benchmark::Counter(static_cast<double>(tokens) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  report_rate(state, tokens, in->text.size());
 }
+
+void BM_BpeEncode(benchmark::State& state) { encode_whole(state, false); }
 BENCHMARK(BM_BpeEncode)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(3.0);
 
-// Cold cache: every pre-token is merged once more (the cache is emptied before each run).
-void BM_BpeEncodeColdCache(benchmark::State& state) {
-  const Inputs& in = inputs();
-  if (!in.error.empty()) {
-    state.SkipWithError(in.error.c_str());
-    return;
-  }
-  std::size_t tokens = 0;
-  for (auto _ : state) {
-    state.PauseTiming();
-    in.tokenizer->clear_cache();
-    state.ResumeTiming();
-    const auto ids = in.tokenizer->encode(in.text);
-    tokens = ids.size();
-    benchmark::DoNotOptimize(ids.data());
-  }
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * in.text.size()));
-  state.counters["tokens_per_s"] =
-      benchmark::Counter(static_cast<double>(tokens) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
-}
+void BM_BpeEncodeColdCache(benchmark::State& state) { encode_whole(state, true); }
 BENCHMARK(BM_BpeEncodeColdCache)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(3.0);
 
 // The same text as prompt-sized documents, one encode call each (HF: encode_batch on one thread).
 void BM_BpeEncodeDocuments(benchmark::State& state) {
-  const Inputs& in = inputs();
-  if (!in.error.empty()) {
-    state.SkipWithError(in.error.c_str());
-    return;
-  }
+  const Inputs* in = ready(state);
+  if (in == nullptr) return;
   std::size_t tokens = 0;
   for (auto _ : state) {
     tokens = 0;
-    for (const std::string_view doc : in.documents) {
-      const auto ids = in.tokenizer->encode(doc);
+    for (const std::string_view doc : in->documents) {
+      const auto ids = in->tokenizer->encode(doc);
       tokens += ids.size();
       benchmark::DoNotOptimize(ids.data());
     }
   }
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * in.text.size()));
-  state.counters["documents"] = static_cast<double>(in.documents.size());
-  state.counters["tokens_per_s"] =
-      benchmark::Counter(static_cast<double>(tokens) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["documents"] = static_cast<double>(in->documents.size());
+  report_rate(state, tokens, in->text.size());
 }
 BENCHMARK(BM_BpeEncodeDocuments)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(3.0);
 
 void BM_BpeDecode(benchmark::State& state) {
-  const Inputs& in = inputs();
-  if (!in.error.empty()) {
-    state.SkipWithError(in.error.c_str());
-    return;
-  }
-  const auto ids = in.tokenizer->encode(in.text);
+  const Inputs* in = ready(state);
+  if (in == nullptr) return;
+  const auto ids = in->tokenizer->encode(in->text);
   for (auto _ : state) {
-    const std::string text = in.tokenizer->decode(ids, false);
+    const std::string text = in->tokenizer->decode(ids, false);
     benchmark::DoNotOptimize(text.data());
   }
-  state.counters["tokens_per_s"] =
-      benchmark::Counter(static_cast<double>(ids.size()) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  report_rate(state, ids.size(), 0);
 }
 BENCHMARK(BM_BpeDecode)->Unit(benchmark::kMillisecond)->UseRealTime();
 

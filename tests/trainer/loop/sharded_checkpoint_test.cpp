@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "../../remove_tree.h"
+#include "hybridscope/trainer/dist/mesh_groups.h"
 #include "hybridscope/trainer/hybrid/layout.h"
 #include "hybridscope/trainer/loop/checkpoint.h"
 #include "hybridscope/trainer/model/model.h"
@@ -41,11 +42,7 @@ std::vector<std::pair<std::string, torch::Tensor>> pieces_of(Transformer& full, 
   for (std::size_t i = 0; i < layout.params.size(); ++i) {
     const auto box = layout.box(i, rank);
     if (!box) continue;
-    auto t = params[layout.params[i].spec.name].detach();
-    for (std::size_t d = 0; d < box->ranges.size(); ++d) {
-      t = t.narrow(static_cast<std::int64_t>(d), box->ranges[d].begin, box->ranges[d].size());
-    }
-    out.emplace_back(layout.params[i].spec.name, t.clone());
+    out.emplace_back(layout.params[i].spec.name, box_view(params[layout.params[i].spec.name].detach(), *box).clone());
   }
   return out;
 }

@@ -16,21 +16,16 @@ AnyField make_field(T* (*get)(Config&), const T* (*view)(const Config&)) {
 
 }  // namespace
 
-// The path is written once: stringised for the YAML key, spliced in for the member access.
-#define HS_CONFIG_KEY(member, doc)                                                         \
-  Key {                                                                                    \
-    #member, make_field(+[](Config& c) { return &c.member; },                              \
-                        +[](const Config& c) { return &c.member; }),                       \
-        doc                                                                                \
-  }
-
-// A key whose member is named otherwise (a member of that name is taken by a method).
+// A key and the Config member it fills; the member is named otherwise only where a method takes
+// the key's own name (ModelShape::head_dim()).
 #define HS_CONFIG_KEY_AS(path, member, doc)                                                \
   Key {                                                                                    \
     #path, make_field(+[](Config& c) { return &c.member; },                                \
                       +[](const Config& c) { return &c.member; }),                         \
         doc                                                                                \
   }
+// The path is written once: stringised for the YAML key, spliced in for the member access.
+#define HS_CONFIG_KEY(member, doc) HS_CONFIG_KEY_AS(member, member, doc)
 
 const std::vector<Key>& keys() {
   static const std::vector<Key> table = {

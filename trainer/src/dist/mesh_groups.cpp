@@ -85,6 +85,13 @@ ParallelContext make_generation_context(GroupFactory& groups, const LayoutSet& g
   return ctx;
 }
 
+at::Tensor box_view(const at::Tensor& whole, const Box& box) {
+  at::Tensor view = whole;
+  for (std::size_t d = 0; d < box.ranges.size(); ++d)
+    view = view.slice(static_cast<std::int64_t>(d), box.ranges[d].begin, box.ranges[d].end);
+  return view;
+}
+
 void copy_training_shard(const TransformerImpl& full, TransformerImpl& shard, const LayoutSet& layout, int rank) {
   torch::NoGradGuard no_grad;
   const auto source = full.named_parameters();
@@ -96,9 +103,7 @@ void copy_training_shard(const TransformerImpl& full, TransformerImpl& shard, co
     if (dst == nullptr || !box) continue;
     const auto* src = source.find(name);
     if (src == nullptr) throw LayoutError(fmt::format("copy_training_shard: the full model has no parameter {}", name));
-    at::Tensor piece = *src;
-    for (std::size_t d = 0; d < box->ranges.size(); ++d)
-      piece = piece.slice(static_cast<std::int64_t>(d), box->ranges[d].begin, box->ranges[d].end);
+    const at::Tensor piece = box_view(*src, *box);
     if (piece.sizes() != dst->sizes())
       throw LayoutError(fmt::format("copy_training_shard: {} on rank {} has shape {} but its box is {}", name, rank,
                                     fmt::join(dst->sizes().vec(), "x"), fmt::join(piece.sizes().vec(), "x")));

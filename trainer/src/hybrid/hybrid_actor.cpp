@@ -111,10 +111,7 @@ std::vector<std::pair<std::string, torch::Tensor>> HybridActor::module_slices() 
     const auto box = module_layout.box(p, actor_rank_);
     const auto* tensor = source.find(module_layout.params[p].spec.name);
     if (!box || tensor == nullptr) continue;
-    at::Tensor piece = tensor->detach();
-    for (std::size_t d = 0; d < box->ranges.size(); ++d)
-      piece = piece.slice(static_cast<std::int64_t>(d), box->ranges[d].begin, box->ranges[d].end);
-    out.emplace_back(module_layout.params[p].spec.name, piece.contiguous());
+    out.emplace_back(module_layout.params[p].spec.name, box_view(tensor->detach(), *box).contiguous());
   }
   return out;
 }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "hybridscope/trainer/dist/mesh_groups.h"
 #include "hybridscope/trainer/model/device.h"
 #include "hybridscope/trainer/model/hf_config.h"
 
@@ -228,19 +229,12 @@ std::int64_t merge_actor_shards(const std::string& actor_dir, const std::string&
       if (it == rank_pieces.end()) {
         throw std::runtime_error("cannot merge: rank_" + std::to_string(r) + ".safetensors has no " + spec.name);
       }
-      auto target = full;
-      auto mark = covered;
-      for (std::size_t d = 0; d < box->ranges.size(); ++d) {
-        const auto& range = box->ranges[d];
-        target = target.narrow(static_cast<std::int64_t>(d), range.begin, range.size());
-        mark = mark.narrow(static_cast<std::int64_t>(d), range.begin, range.size());
-      }
       if (it->second.sizes().vec() != box->shape()) {
         throw std::runtime_error("cannot merge: rank_" + std::to_string(r) + ".safetensors holds " + spec.name + " as " +
                                  c10::str(it->second.sizes()) + ", its layout box is " + c10::str(box->shape()));
       }
-      target.copy_(it->second);
-      mark.fill_(true);
+      box_view(full, *box).copy_(it->second);
+      box_view(covered, *box).fill_(true);
     }
     if (!covered.all().item<bool>()) throw std::runtime_error("cannot merge: no rank holds part of " + spec.name);
     total += full.numel();

@@ -74,7 +74,7 @@ ModelArchitecture architecture_of(const Reader& r) {
   if (type == "qwen3") return ModelArchitecture::kQwen3;
   const bool moe = type.find("moe") != std::string::npos || type == "mixtral" || type == "deepseek_v3";
   r.fail("model_type '" + type + "' is not supported" +
-         (moe ? std::string(" (mixture-of-experts models are not implemented)") : std::string()) +
+         (moe ? std::string(" (hybridscope's decoder is dense: it has no mixture-of-experts layers)") : std::string()) +
          "; hybridscope's decoder implements llama (Llama 2/3), qwen2 (Qwen2/Qwen2.5) and qwen3");
 }
 
@@ -83,7 +83,7 @@ void refuse_unsupported(const Reader& r, ModelArchitecture arch) {
   for (const char* key : {"num_experts", "num_local_experts", "n_routed_experts"}) {
     if (r.has(key) && r.config[key].is_number() && r.config[key].get<double>() > 0) {
       r.fail(std::string("'") + key + "' = " + r.config[key].dump() +
-             ": mixture-of-experts layers are not implemented");
+             ": hybridscope's decoder is dense, with no mixture-of-experts layers");
     }
   }
   if (r.has("quantization_config")) r.fail("'quantization_config' is set: quantised checkpoints are not supported");
@@ -91,17 +91,17 @@ void refuse_unsupported(const Reader& r, ModelArchitecture arch) {
     r.fail("hidden_act '" + act + "' is not supported: the MLP is SwiGLU with silu");
   }
   if (r.optional<double>("attention_dropout", 0.0) != 0.0) {
-    r.fail("attention_dropout = " + r.config["attention_dropout"].dump() + ": attention dropout is not implemented (use 0.0)");
+    r.fail("attention_dropout = " + r.config["attention_dropout"].dump() + ": hybridscope's attention has no dropout (use 0.0)");
   }
   if (r.optional<bool>("mlp_bias", false)) r.fail("mlp_bias = true: the MLP has no biases here");
   // Qwen2's q/k/v biases are part of its architecture (transformers hard-codes them); elsewhere
   // attention_bias = true would add biases to q/k/v/o, which this decoder does not have.
   if (arch != ModelArchitecture::kQwen2 && r.optional<bool>("attention_bias", false)) {
-    r.fail("attention_bias = true: only Qwen2's q/k/v biases are implemented (a " + hf_class_prefix(arch) +
-           " model with attention biases is not)");
+    r.fail("attention_bias = true: hybridscope's " + hf_class_prefix(arch) +
+           " has no attention biases (only Qwen2's q/k/v biases exist here)");
   }
   if (r.optional<bool>("use_sliding_window", false)) {
-    r.fail("use_sliding_window = true: sliding-window attention is not implemented (every layer attends to "
+    r.fail("use_sliding_window = true: hybridscope's attention has no sliding window (every layer attends to "
            "the whole context); set it to false if the model was trained without it");
   }
   if (r.has("layer_types")) {
@@ -110,7 +110,7 @@ void refuse_unsupported(const Reader& r, ModelArchitecture arch) {
     for (std::size_t i = 0; i < types.size(); ++i) {
       if (!types[i].is_string() || types[i].get<std::string>() != "full_attention") {
         r.fail("layer_types[" + std::to_string(i) + "] = " + types[i].dump() +
-               ": only full_attention layers are implemented (no sliding-window attention)");
+               ": hybridscope's layers are all full_attention (it has no sliding-window attention)");
       }
     }
   }

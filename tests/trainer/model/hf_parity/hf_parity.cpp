@@ -8,11 +8,9 @@
 #include <torch/torch.h>
 
 #include <cstdlib>
-#include <exception>
 #include <filesystem>
 #include <map>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -90,33 +88,19 @@ TEST_F(HfParity, TensorParallelRanksReadTheirSlicesAndMatch) {
   for (const auto& name : kCases) {
     SCOPED_TRACE(name);
     auto refs = refs_of(name);
-    auto tp_group = std::make_shared<ThreadGroup>(2);
-    auto world_group = std::make_shared<ThreadGroup>(2);
     std::vector<double> err(2, 1.0);
     std::vector<std::int64_t> local_q_rows(2, 0);
-    std::vector<std::exception_ptr> errors(2);
-    auto rank_main = [&](int rank) {
-      try {
-        torch::set_num_threads(1);
-        ParallelContext ctx;
-        ctx.tp = std::make_shared<ThreadCommunicator>(rank, tp_group, "tp");
-        ctx.world = std::make_shared<ThreadCommunicator>(rank, world_group, "world");
-        auto model = load_pretrained((kRefs / name / "f64").string(), HeadKind::kLm, ctx);
-        local_q_rows[static_cast<std::size_t>(rank)] =
-            model->named_parameters()["model.layers.0.self_attn.q_proj.weight"].size(0);
-        err[static_cast<std::size_t>(rank)] = relative_error(forward_all(model, refs.at("input_ids")),
-                                                             refs.at("logits_f64"));
-        save_pretrained(model, (kSaved / (name + "-tp2")).string());
-      } catch (...) {
-        errors[static_cast<std::size_t>(rank)] = std::current_exception();
-      }
-    };
-    std::thread r0(rank_main, 0), r1(rank_main, 1);
-    r0.join();
-    r1.join();
-    for (auto& e : errors) {
-      if (e) std::rethrow_exception(e);
-    }
+    auto tp_group = std::make_shared<ThreadGroup>(2);
+    run_thread_ranks(2, [&](int rank, GroupFactory& groups) {
+      ParallelContext ctx;
+      ctx.tp = std::make_shared<ThreadCommunicator>(rank, tp_group, "tp");
+      ctx.world = groups.world();
+      auto model = load_pretrained((kRefs / name / "f64").string(), HeadKind::kLm, ctx);
+      local_q_rows[static_cast<std::size_t>(rank)] =
+          model->named_parameters()["model.layers.0.self_attn.q_proj.weight"].size(0);
+      err[static_cast<std::size_t>(rank)] = relative_error(forward_all(model, refs.at("input_ids")), refs.at("logits_f64"));
+      save_pretrained(model, (kSaved / (name + "-tp2")).string());
+    });
     const std::int64_t head_dim = name == "qwen3" ? 32 : 16;
     for (int r = 0; r < 2; ++r) {
       EXPECT_LT(err[static_cast<std::size_t>(r)], 1e-12) << "rank " << r;

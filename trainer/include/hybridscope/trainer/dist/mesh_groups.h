@@ -24,6 +24,9 @@ ParallelContext make_training_context(GroupFactory& groups, const MeshShape& mes
 /// generation tp order, dp = the replicas, pp = one rank.
 ParallelContext make_generation_context(GroupFactory& groups, const LayoutSet& generation, int rank);
 
+/// The part of `whole` (a tensor of the parameter's global shape) that `box` covers: a view.
+at::Tensor box_view(const at::Tensor& whole, const Box& box);
+
 /// Copies world rank `rank`'s box (layout.box) of every parameter of `full` (an unsharded model,
 /// the same names) into `shard`, a model built with that rank's context. Parameters `shard` does not
 /// hold (another pipeline stage) are skipped; a parameter of the layout missing from `full`, or a
