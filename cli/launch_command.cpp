@@ -222,7 +222,7 @@ int run_launch(const LaunchArgs& args) {
     r.running = true;
     r.out = Stream{out_pipe[0], "", stdout};
     r.err = Stream{err_pipe[0], "", stderr};
-    fmt::print("launch: rank {} pid {}\n", k, r.pid);
+    fmt::print("launch: rank {} pid {}\n", r.rank, r.pid);
   }
   std::fflush(stdout);
 

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -57,9 +58,32 @@ class NetnsHosts {
     return out;
   }
 
-  /// Replaces host h's link discipline with `netem ARGS` (e.g. "delay 20ms loss 2%", "loss 100%").
-  bool netem(int h, const std::string& args) const {
-    return std::system(fmt::format("ip netns exec {} tc qdisc replace dev {} root netem {}", ns(h), dev(h), args).c_str()) == 0;
+  /// Host h's egress limited to `rate_kbit` by a token bucket (tc tbf) with a queue of `queue_bytes`:
+  /// every byte takes 8/rate seconds on the wire, and what overflows the queue is dropped (TCP
+  /// retransmits it). tbf rather than netem: the kernels of these machines have no sch_netem
+  /// (tc answers "Specified qdisc kind is unknown"), nor classifiers or actions.
+  bool limit_rate(int h, int rate_kbit, int burst_bytes, int queue_bytes) const {
+    return std::system(fmt::format("ip netns exec {} tc qdisc replace dev {} root tbf rate {}kbit burst {} limit {}",
+                                   ns(h), dev(h), rate_kbit, burst_bytes, queue_bytes)
+                           .c_str()) == 0;
+  }
+  /// Packets host h's link dropped so far (tc -s), or -1 when unreadable.
+  long long dropped(int h) const {
+    const std::string cmd = fmt::format("ip netns exec {} tc -s qdisc show dev {} | sed -n 's/.*dropped \\([0-9]*\\).*/\\1/p'",
+                                        ns(h), dev(h));
+    FILE* p = ::popen(cmd.c_str(), "r");
+    if (!p) return -1;
+    long long n = -1;
+    if (std::fscanf(p, "%lld", &n) != 1) n = -1;
+    ::pclose(p);
+    return n;
+  }
+  /// The cable pulled: the pair's link down on both sides, every packet between the hosts lost.
+  bool partition() const {
+    bool ok = true;
+    for (int h = 0; h < kHosts; ++h)
+      ok &= std::system(fmt::format("ip -n {} link set {} down", ns(h), dev(h)).c_str()) == 0;
+    return ok;
   }
 
  private:

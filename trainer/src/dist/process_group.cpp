@@ -176,11 +176,17 @@ class C10dCommunicator final : public Communicator {
   void wait(const c10::intrusive_ptr<c10d::Work>& work, const char* op) const {
     try {
       work->wait(timeout_);
+    } catch (const c10::Error& e) {  // without the C++ backtrace c10 appends to what()
+      fail(op, e.what_without_backtrace());
     } catch (const std::exception& e) {
-      throw DistError(fmt::format("{} on group '{}' (rank {} of {}; its ranks: {}) failed: {} — a peer rank died, "
-                                  "stopped or became unreachable, or did not join within hybridscope.dist.timeout_s={}",
-                                  op, name_, rank(), size(), members_, e.what(), timeout_.count() / 1000.0));
+      fail(op, e.what());
     }
+  }
+
+  [[noreturn]] void fail(const char* op, const char* why) const {
+    throw DistError(fmt::format("{} on group '{}' (rank {} of {}; its ranks: {}) failed: {} — a peer rank died, "
+                                "stopped or became unreachable, or did not join within hybridscope.dist.timeout_s={}",
+                                op, name_, rank(), size(), members_, why, timeout_.count() / 1000.0));
   }
 
   c10::intrusive_ptr<c10d::Backend> backend_;
