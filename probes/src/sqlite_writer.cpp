@@ -442,7 +442,7 @@ std::int64_t SqliteWriter::insert_run(const RunInfo& info) {
   auto q = [&](const char* column) { return schema::insert_parameter(ranks, column); };
   Statement r;
   db_.prepare(r, schema::insert_statement(ranks, OnConflict::kReplace));
-  expect_values(r, 13, ranks);
+  expect_values(r, 16, ranks);
   sqlite3_bind_int64(r.stmt, q("run_id"), run_id);
   sqlite3_bind_int(r.stmt, q("rank"), rank_);
   sqlite3_bind_int(r.stmt, q("local_rank"), info.local_rank);
@@ -454,6 +454,9 @@ std::int64_t SqliteWriter::insert_run(const RunInfo& info) {
   sqlite3_bind_text(r.stmt, q("status"), to_string(RunStatus::kRunning), -1, SQLITE_STATIC);
   sqlite3_bind_int64(r.stmt, q("dropped_records"), 0);
   sqlite3_bind_int64(r.stmt, q("write_errors"), 0);
+  sqlite3_bind_int64(r.stmt, q("clock_sync_offset_ns"), info.clock_sync_offset_ns);
+  sqlite3_bind_int64(r.stmt, q("clock_sync_error_ns"), info.clock_sync_error_ns);
+  sqlite3_bind_int(r.stmt, q("clock_sync_applied"), info.clock_sync_applied ? 1 : 0);
   if (sqlite3_step(r.stmt) != SQLITE_DONE)
     throw RecorderError(std::string("cannot insert the ranks row: ") + sqlite3_errmsg(db_.get()));
   return run_id;

@@ -63,6 +63,21 @@ TEST(Clock, MonotonicAndEpochOffsetMatchesSystemClock) {
   EXPECT_NEAR(static_cast<double>(now_ns() + epoch_offset_ns()), static_cast<double>(wall), 5e6);  // within 5 ms
 }
 
+// A rank on another host reads rank 0's clock: now_ns() moves by the shift, the UNIX time it maps
+// to does not.
+TEST(Clock, AShiftMovesTheTimelineButNotTheEpochTime) {
+  constexpr std::int64_t kShift = 3'600'000'000'000;  // an hour: another boot's CLOCK_MONOTONIC
+  const std::int64_t before = now_ns(), epoch_before = epoch_offset_ns();
+  set_clock_shift_ns(kShift);
+  const std::int64_t shifted = now_ns(), epoch_shifted = epoch_offset_ns();
+  set_clock_shift_ns(0);
+  EXPECT_EQ(clock_shift_ns(), 0);
+  EXPECT_GE(shifted - before, kShift);
+  EXPECT_LT(shifted - before, kShift + 1'000'000'000);
+  EXPECT_EQ(epoch_before - epoch_shifted, kShift);
+  EXPECT_EQ(epoch_offset_ns(), epoch_before);
+}
+
 TEST(Recorder, WritesRunRangesMetricsAndEndState) {
   const auto path = temp_db("run.sqlite");
   {

@@ -104,6 +104,9 @@ void record_one_of_each(const std::string& path, int rank, std::int64_t run_id) 
   info.local_rank = rank;
   info.device = "cuda:1";
   info.config = {{"a", "1"}};
+  info.clock_sync_offset_ns = -1234;
+  info.clock_sync_error_ns = 56;
+  info.clock_sync_applied = true;
   rec.begin_run(info);
   rec.record_range({"gen", Category::kPhase, 3, 7, 100, 200});
   rec.record_metrics(7, {{"timing_s/gen", 0.5}});
@@ -222,7 +225,8 @@ std::map<std::string, Row> expected_rows(const std::string& run, int rank) {
       {schema::kConfig, {{"run_id", run}, {"key", "a"}, {"value", "1"}}},
       {schema::kRanks,
        {{"run_id", run}, {"rank", r}, {"local_rank", r}, {"device", "cuda:1"}, {"status", "completed"},
-        {"status_message", "done"}, {"dropped_records", "0"}, {"write_errors", "0"}}},
+        {"status_message", "done"}, {"dropped_records", "0"}, {"write_errors", "0"},
+        {"clock_sync_offset_ns", "-1234"}, {"clock_sync_error_ns", "56"}, {"clock_sync_applied", "1"}}},
       {schema::kRuns,
        {{"id", run}, {"name", "schema"}, {"command_line", "hybridscope train"}, {"config_yaml", "a: 1"},
         {"world_size", "2"}, {"torch_version", "2.11.0"}, {"status", "completed"}, {"status_message", "done"},

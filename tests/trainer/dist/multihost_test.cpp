@@ -100,6 +100,17 @@ TEST_F(MultiHost, TwoHostsTrainAndReshardAcrossThem) {
             (std::vector<std::string>{"0|host-a|completed", "1|host-a|completed", "2|host-b|completed",
                                       "3|host-b|completed"}));
   EXPECT_EQ(hs::test::query_row(db, "SELECT COUNT(*) FROM ranks WHERE clock_offset_ns <> 0"), "4");
+  // Each rank estimated rank 0's clock at the rendezvous. These "hosts" share one kernel, so the
+  // true offset is 0: every estimate must hold it within its error bound, and none was applied.
+  EXPECT_EQ(hs::test::query_row(db, "SELECT clock_sync_offset_ns, clock_sync_error_ns, clock_sync_applied FROM ranks "
+                                    "WHERE rank = 0"),
+            "0|0|0");
+  EXPECT_EQ(hs::test::query_row(db, "SELECT COUNT(*) FROM ranks WHERE rank > 0 AND clock_sync_error_ns > 0 AND "
+                                    "ABS(clock_sync_offset_ns) <= clock_sync_error_ns AND clock_sync_applied = 0"),
+            "3");
+  std::printf("clock estimates (offset ± error ns): %s\n",
+              hs::test::query_row(db, "SELECT GROUP_CONCAT(clock_sync_offset_ns || ' ± ' || clock_sync_error_ns, ', ') "
+                                      "FROM ranks WHERE rank > 0").c_str());
   // Each rank received weights in every train -> rollout switch (fsdp shards from all four).
   EXPECT_EQ(hs::test::query_rows(db, "SELECT w.rank, MIN(w.bytes_received) > 0 FROM switches w JOIN strings d ON "
                                      "d.id = w.direction_id WHERE d.value = 'train_to_rollout' GROUP BY w.rank"),

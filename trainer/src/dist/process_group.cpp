@@ -18,7 +18,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <limits>
 #include <optional>
+#include <utility>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -270,6 +273,50 @@ std::string local_address_towards(const DistEnv& env) {
                               env.master_addr));
 }
 
+std::string boot_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id.empty() ? host_name() : id;
+}
+
+std::int64_t monotonic_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Cristian's algorithm against rank 0, one rank at a time: rank r sends its clock, rank 0 answers
+// with its own; of kRounds exchanges the shortest round trip bounds the error best.
+ClockSync sync_with_rank0(Communicator& world, bool same_host) {
+  constexpr int kRounds = 16;
+  ClockSync out;
+  out.same_host = same_host;
+  at::Tensor stamp = at::zeros({1}, at::kLong);
+  std::int64_t best_round_trip = std::numeric_limits<std::int64_t>::max();
+  for (int r = 1; r < world.size(); ++r) {
+    if (world.rank() != 0 && world.rank() != r) continue;
+    for (int i = 0; i < kRounds; ++i) {
+      if (world.rank() == 0) {
+        world.recv(stamp, r);
+        stamp.fill_(monotonic_ns());
+        world.send(stamp, r);
+        continue;
+      }
+      const std::int64_t sent = monotonic_ns();
+      stamp.fill_(sent);
+      world.send(stamp, 0);
+      world.recv(stamp, 0);
+      const std::int64_t received = monotonic_ns();
+      if (received - sent < best_round_trip) {
+        best_round_trip = received - sent;
+        out.offset_ns = stamp.item<std::int64_t>() - (sent + (received - sent) / 2);
+        out.error_ns = (best_round_trip + 1) / 2;
+      }
+    }
+  }
+  return out;
+}
+
 // The interface Gloo's pairs use: GLOO_SOCKET_IFNAME (PyTorch's variable; the first of a list)
 // when set, loopback for a one-host run, else the address on the route to rank 0's host.
 auto gloo_device(const DistEnv& env) {
@@ -292,6 +339,7 @@ struct C10dGroupFactory::Impl {
   std::shared_ptr<Communicator> world;
   std::shared_ptr<::gloo::transport::Device> device;  // Gloo's, made with the world group
   std::vector<std::string> hosts;                     // every world rank's host, from the rendezvous
+  ClockSync clock;                                    // this rank's estimate of rank 0's clock
   std::vector<int> world_ranks;                       // a sub-world's rank i is world rank world_ranks[i]
 
   // "0 (host-a), 1 (host-b)" for a group of `ranks` (this factory's ranks) in world ranks.
@@ -370,10 +418,14 @@ C10dGroupFactory::C10dGroupFactory(const DistEnv& env, ProcessGroupOptions optio
                                                                   ? ""
                                                                   : " " + local_address_towards(env));
     s.store->set(fmt::format("hs/host/{}", env.rank), std::vector<std::uint8_t>(self.begin(), self.end()));
+    const std::string boot = boot_id();
+    s.store->set(fmt::format("hs/boot/{}", env.rank), std::vector<std::uint8_t>(boot.begin(), boot.end()));
     for (int r = 0; r < env.world_size; ++r) {
       const auto bytes = s.store->get(fmt::format("hs/host/{}", r));
       s.hosts.emplace_back(bytes.begin(), bytes.end());
     }
+    const auto rank0_boot = s.store->get("hs/boot/0");
+    s.clock.same_host = std::string(rank0_boot.begin(), rank0_boot.end()) == boot;
   } catch (const DistError&) {
     throw;
   } catch (const std::exception& e) {
@@ -382,8 +434,14 @@ C10dGroupFactory::C10dGroupFactory(const DistEnv& env, ProcessGroupOptions optio
   }
   std::vector<int> all(static_cast<std::size_t>(env.world_size));
   for (int r = 0; r < env.world_size; ++r) all[static_cast<std::size_t>(r)] = r;
+  const probes::RunProbes* probes_given = std::exchange(s.probes, nullptr);  // the clock exchange is not the run's
   s.world = s.make(all, "world");
+  s.clock = sync_with_rank0(*s.world, s.clock.same_host);
+  s.probes = probes_given;
+  if (s.probes) s.world = std::make_shared<ProbedCommunicator>(s.world, *s.probes);
 }
+
+const ClockSync& C10dGroupFactory::clock_sync() const { return impl_->clock; }
 
 const std::vector<std::string>& C10dGroupFactory::hosts() const { return impl_->hosts; }
 

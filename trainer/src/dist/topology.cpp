@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "hybridscope/probes/clock.h"
 #include "hybridscope/probes/run_probes.h"
 #include "hybridscope/trainer/model/device.h"
 #include "hybridscope/trainer/dist/mesh_groups.h"
@@ -53,6 +54,9 @@ Topology Topology::connect(const Config& cfg) {
     fmt::print("dist: {}\n", t.env.describe());  // before the rendezvous: a rank that waits says for what
     std::fflush(stdout);
     t.groups = std::make_unique<C10dGroupFactory>(t.env, pg);
+    // Before anything is recorded: a rank on another host records on rank 0's clock.
+    t.clock_sync = t.groups->clock_sync();
+    if (!t.clock_sync.same_host) probes::set_clock_shift_ns(t.clock_sync.offset_ns);
   }
   return t;
 }

@@ -680,6 +680,9 @@ probes::RunInfo PPOTrainer::State::run_info() const {
   info.world_size = cfg.world_size();
   info.torch_version = TORCH_VERSION;
   info.local_rank = topology.env.local_rank;
+  info.clock_sync_offset_ns = topology.clock_sync.offset_ns;
+  info.clock_sync_error_ns = topology.clock_sync.error_ns;
+  info.clock_sync_applied = !topology.clock_sync.same_host;
   info.device = to_string(cfg.trainer.device);
   return info;
 }

@@ -56,6 +56,11 @@ struct RunInfo {
   std::int64_t run_id = -1;
   int local_rank = 0;          // this rank's index on its host (the ranks table)
   std::string device = "cpu";  // this rank's device ("cpu", "cuda:0", ...)
+  /// The rendezvous' estimate of rank 0's monotonic clock minus this rank's, its error bound (half
+  /// the round trip used) and whether now_ns() was shifted by it (a rank on another host).
+  std::int64_t clock_sync_offset_ns = 0;
+  std::int64_t clock_sync_error_ns = 0;
+  bool clock_sync_applied = false;
 };
 
 enum class RunStatus { kRunning, kCompleted, kFailed, kKilled };

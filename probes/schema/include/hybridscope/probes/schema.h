@@ -21,7 +21,7 @@
 namespace hs::probes::schema {
 
 /// PRAGMA user_version of databases this build writes.
-inline constexpr int kSchemaVersion = 6;
+inline constexpr int kSchemaVersion = 7;
 /// Oldest version opened files are upgraded from in place (kMigrateToV2, kMigrateToV4,
 /// kMigrateToV5*; v3, v4 and v6 also add tables, which create_statements() creates); older or newer
 /// ones are refused.
@@ -412,6 +412,9 @@ inline constexpr Column kRanksColumns[] = {
     {"status_message", kText, 0},
     {"dropped_records", kInteger, kNotNull, nullptr, "0"},
     {"write_errors", kInteger, kNotNull, nullptr, "0"},  // v5
+    {"clock_sync_offset_ns", kInteger, kNotNull, nullptr, "0"},  // v7
+    {"clock_sync_error_ns", kInteger, kNotNull, nullptr, "0"},   // v7
+    {"clock_sync_applied", kInteger, kNotNull, nullptr, "0"},    // v7
 };
 // v6: benchmark matrices.
 inline constexpr Column kMatricesColumns[] = {
@@ -658,6 +661,14 @@ inline constexpr const char* kMigrateToV5Runs = "ALTER TABLE runs ADD COLUMN wri
 inline constexpr const char* kMigrateToV5Ranks =
     "ALTER TABLE ranks ADD COLUMN write_errors INTEGER NOT NULL DEFAULT 0";
 
+/// v6 -> v7: each rank's estimate of rank 0's monotonic clock from the rendezvous (ranks on other
+/// hosts record on rank 0's clock). Only on a file that has the ranks table.
+inline constexpr const char* kMigrateToV7[] = {
+    "ALTER TABLE ranks ADD COLUMN clock_sync_offset_ns INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE ranks ADD COLUMN clock_sync_error_ns INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE ranks ADD COLUMN clock_sync_applied INTEGER NOT NULL DEFAULT 0",
+};
+
 /// The statements that bring a file of schema `version` (kOldestMigratableVersion..kSchemaVersion)
 /// up to kSchemaVersion, in order; create_statements() runs after them and adds the tables the file
 /// lacks. `lacks_column(table, column)` answers for the file: true when `table` exists without
@@ -675,6 +686,8 @@ std::vector<std::string> migration_statements(int version, LacksColumn&& lacks_c
     if (lacks_column(kRuns, "write_errors")) out.emplace_back(kMigrateToV5Runs);
     if (lacks_column(kRanks, "write_errors")) out.emplace_back(kMigrateToV5Ranks);
   }
+  if (version >= 1 && version < 7 && lacks_column(kRanks, "clock_sync_offset_ns"))
+    for (const char* statement : kMigrateToV7) out.emplace_back(statement);
   return out;
 }
 

@@ -35,6 +35,17 @@ struct ProcessGroupOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};
 };
 
+/// Every rank's estimate of rank 0's monotonic clock, made at the rendezvous (Cristian's algorithm:
+/// of 16 timestamp exchanges with rank 0, the one with the shortest round trip). A rank on another
+/// host than rank 0 (another boot: /proc/sys/kernel/random/boot_id differs) has another
+/// CLOCK_MONOTONIC; the trainer shifts its probes' clock by offset_ns (probes::set_clock_shift_ns)
+/// so that all records share rank 0's timeline, within ± error_ns.
+struct ClockSync {
+  std::int64_t offset_ns = 0;  // rank 0's clock minus this rank's (0 on rank 0)
+  std::int64_t error_ns = 0;   // half the round trip of the exchange used
+  bool same_host = true;       // booted with rank 0: one clock, the estimate's true value is 0
+};
+
 /// The groups of one world over c10d. Construction is the rendezvous: rank 0 serves the TCPStore,
 /// every rank connects and the world group is formed. Each group gets its own PrefixStore over
 /// the one TCPStore ("group/<n>/", n counting new_group calls, which every rank makes in the same
@@ -54,6 +65,8 @@ class C10dGroupFactory final : public GroupFactory {
   /// Every world rank's host as the rendezvous exchanged it ("name address"; the name alone on
   /// loopback), indexed by world rank.
   const std::vector<std::string>& hosts() const;
+  /// This rank's estimate of rank 0's clock, made when the world was formed.
+  const ClockSync& clock_sync() const;
   /// Groups made from now on are wrapped in a ProbedCommunicator recording through `probes`
   /// (null: unprobed). For a trainer that needs the world before its rank's database is open.
   void set_probes(const probes::RunProbes* probes);

@@ -37,6 +37,7 @@ struct Topology {
   std::vector<int> ref_ranks;          // world ranks of a split reference; empty = colocated
   int actor_rank = 0;                  // this rank in the actor pool (its mesh rank); -1: a reference rank
 
+  ClockSync clock_sync;                           // world > 1: the estimate of rank 0's clock (applied on other hosts)
   std::unique_ptr<C10dGroupFactory> groups;       // world > 1 only
   std::unique_ptr<C10dGroupFactory> pool_groups;  // split: the actor pool's own world (members only)
   SingleRankGroupFactory one_rank;                // a one-process run's rollout and reshard groups
