@@ -15,7 +15,8 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(fuzz_config fuzz_hf_config fuzz_tokenizer_json fuzz_tokenizer_encode fuzz_jsonl fuzz_run_database)
+[ ${#targets[@]} -eq 0 ] && targets=(fuzz_config fuzz_hf_config fuzz_tokenizer_json fuzz_tokenizer_encode fuzz_tiktoken fuzz_jsonl
+                                    fuzz_run_database fuzz_safetensors_header)
 build=build/fuzz
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1"
 if [ ! -f "$build/build.ninja" ]; then
@@ -36,6 +37,8 @@ seed fuzz_tokenizer_json tests/fuzz/seeds/tokenizer_json/*
 seed fuzz_tokenizer_encode datasets/gsm8k/test-8.jsonl tests/trainer/data/chat_templates/*.jinja README.md
 seed fuzz_jsonl datasets/gsm8k/test-8.jsonl datasets/addition/val.jsonl
 seed fuzz_run_database $(find tests/fuzz/seeds -name '*.sqlite' 2>/dev/null)
+seed fuzz_safetensors_header tests/fuzz/seeds/safetensors/*
+seed fuzz_tiktoken tests/fuzz/seeds/tiktoken/*
 
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"

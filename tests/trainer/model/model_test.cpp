@@ -712,6 +712,20 @@ TEST_F(ModelTest, SafetensorsRejectsDamagedFiles) {
   EXPECT_THROW(load_safetensors((dir / "missing.safetensors").string()), std::runtime_error);
   EXPECT_THROW(save_safetensors(path.string(), {{"a", torch::zeros({1})}, {"a", torch::zeros({1})}}),
                std::runtime_error);
+  // A shape whose byte count wraps 64 bits (2^31 x 2^31 x 2^2 F32 = 2^64 + 16 bytes -> 16) used to
+  // match 16-byte offsets and describe a tensor far larger than the file.
+  const std::string header = R"({"a":{"dtype":"F32","shape":[2147483648,2147483648,4],"data_offsets":[0,16]}})";
+  std::string wrapped(8, '\0');
+  wrapped[0] = static_cast<char>(header.size());
+  wrapped += header + std::string(16, '\0');
+  try {
+    load_safetensors(write(wrapped));
+    ADD_FAILURE() << "a shape of 2^64 + 16 bytes was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'a': its shape holds more bytes than 64 bits count"),
+              std::string::npos)
+        << e.what();
+  }
   hs::test::remove_tree(dir);
 }
 

@@ -1,9 +1,6 @@
 // safetensors.cpp — safetensors files and HuggingFace model directories.
 //
-// Format (https://huggingface.co/docs/safetensors): an 8-byte little-endian header length N, N
-// bytes of JSON {name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__":
-// {str: str}} padded with spaces to a multiple of 8, then the tensors' raw little-endian bytes,
-// offsets relative to the end of the header, covering the data without holes or overlaps.
+// Format: safetensors_header.h, which reads and checks the header.
 // A model directory is config.json (hf_config.h) + model.safetensors, or shards listed in
 // model.safetensors.index.json; loading reads the headers first and then only the slices this
 // rank holds (its pipeline stage's tensors, its tp rows or columns). With tensor parallelism, saving gathers every split weight along
@@ -23,6 +20,7 @@
 
 #include "hybridscope/trainer/model/hf_config.h"
 #include "hybridscope/trainer/model/model.h"
+#include "hybridscope/trainer/model/safetensors_header.h"
 #include "model/model_layers.h"
 
 namespace hs::trainer {
@@ -30,8 +28,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
-
-constexpr std::uint64_t kMaxHeaderBytes = 100u << 20;  // as the reference implementation
 
 struct DtypeName {
   const char* name;
@@ -101,83 +97,19 @@ struct TensorEntry {
   std::uint64_t bytes = 0;
 };
 
-/// The tensors of one safetensors file, from its header alone (checked: dtypes, shapes, offsets
-/// inside the data section, no overlaps, no holes), in header order.
-std::vector<std::pair<std::string, TensorEntry>> read_safetensors_header(const fs::path& path) {
-  require_little_endian();
+/// The tensors of one safetensors file, from its header alone (safetensors_header.h checks it),
+/// in header order.
+std::vector<std::pair<std::string, TensorEntry>> tensor_entries(const fs::path& path) {
   const std::string where = "load_safetensors(" + path.string() + ")";
   std::error_code ec;
   const auto file_size = fs::file_size(path, ec);
   if (ec) throw std::runtime_error(where + ": cannot open: " + ec.message());
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(where + ": cannot open");
-  unsigned char length[8];
-  if (file_size < 8 || !in.read(reinterpret_cast<char*>(length), 8)) {
-    throw std::runtime_error(where + ": shorter than the 8-byte header length");
-  }
-  std::uint64_t header_size = 0;
-  for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | length[i];
-  if (header_size > kMaxHeaderBytes || header_size > file_size - 8) {
-    throw std::runtime_error(where + ": header length " + std::to_string(header_size) +
-                             " does not fit the file (" + std::to_string(file_size) + " bytes)");
-  }
-  std::string text(header_size, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(header_size));
-  Json header;
-  try {
-    header = Json::parse(text);
-  } catch (const Json::exception& e) {
-    throw std::runtime_error(where + ": header is not valid JSON: " + e.what());
-  }
-  if (!header.is_object()) throw std::runtime_error(where + ": header is not a JSON object");
-
-  const std::uint64_t data_start = 8 + header_size;
-  const std::uint64_t data_size = file_size - data_start;
   std::vector<std::pair<std::string, TensorEntry>> entries;
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
-  for (const auto& item : header.items()) {
-    if (item.key() == "__metadata__") continue;
-    const auto& entry = item.value();
-    const std::string what = where + ": tensor '" + item.key() + "'";
-    TensorEntry e;
-    e.file = path;
-    std::uint64_t begin = 0, end = 0;
-    try {
-      e.dtype = dtype_of(entry.at("dtype").get<std::string>(), what);
-      e.shape = entry.at("shape").get<std::vector<std::int64_t>>();
-      const auto offsets = entry.at("data_offsets").get<std::vector<std::uint64_t>>();
-      if (offsets.size() != 2) throw std::runtime_error(what + ": data_offsets must be [begin, end]");
-      begin = offsets[0];
-      end = offsets[1];
-    } catch (const Json::exception& ex) {
-      throw std::runtime_error(what + ": malformed entry: " + ex.what());
-    }
-    std::uint64_t numel = 1;
-    for (const auto d : e.shape) {
-      if (d < 0) throw std::runtime_error(what + ": negative dimension");
-      numel *= static_cast<std::uint64_t>(d);
-    }
-    e.bytes = numel * c10::elementSize(e.dtype);
-    if (begin > end || end > data_size || end - begin != e.bytes) {
-      throw std::runtime_error(what + ": data_offsets [" + std::to_string(begin) + ", " +
-                               std::to_string(end) + "] do not hold " + std::to_string(e.bytes) +
-                               " bytes inside the " + std::to_string(data_size) + "-byte data section");
-    }
-    e.offset = data_start + begin;
-    ranges.emplace_back(begin, end);
-    entries.emplace_back(item.key(), std::move(e));
-  }
-  // The data section is exactly the tensors, back to back in some order.
-  std::sort(ranges.begin(), ranges.end());
-  std::uint64_t covered = 0;
-  for (const auto& [begin, end] : ranges) {
-    if (begin != covered) throw std::runtime_error(where + ": tensors overlap or leave a hole in the data");
-    covered = end;
-  }
-  if (covered != data_size) {
-    throw std::runtime_error(where + ": " + std::to_string(data_size - covered) +
-                             " trailing bytes not covered by any tensor");
-  }
+  for (auto& e : hs::trainer::read_safetensors_header(in, file_size, where))
+    entries.emplace_back(e.name, TensorEntry{path, dtype_of(e.dtype, where + ": tensor '" + e.name + "'"),
+                                             std::move(e.shape), e.offset, e.bytes});
   return entries;
 }
 
@@ -216,7 +148,7 @@ torch::Tensor read_tensor(const TensorEntry& entry, int dim = -1, std::int64_t s
 std::map<std::string, TensorEntry> checkpoint_entries(const fs::path& dir) {
   std::map<std::string, TensorEntry> entries;
   if (fs::exists(dir / "model.safetensors")) {
-    for (auto& [name, e] : read_safetensors_header(dir / "model.safetensors")) entries[name] = std::move(e);
+    for (auto& [name, e] : tensor_entries(dir / "model.safetensors")) entries[name] = std::move(e);
     return entries;
   }
   const fs::path index_path = dir / "model.safetensors.index.json";
@@ -235,7 +167,7 @@ std::map<std::string, TensorEntry> checkpoint_entries(const fs::path& dir) {
   std::set<std::string> shards;
   for (const auto& [name, shard] : where) shards.insert(shard);
   for (const auto& shard : shards) {
-    for (auto& [name, e] : read_safetensors_header(dir / shard)) {
+    for (auto& [name, e] : tensor_entries(dir / shard)) {
       const auto listed = where.find(name);
       if (listed == where.end() || listed->second != shard) {
         throw std::runtime_error((dir / shard).string() + ": tensor '" + name + "' is not listed for this shard in " +
@@ -306,7 +238,7 @@ void save_safetensors(const std::string& path,
 
 std::vector<std::pair<std::string, torch::Tensor>> load_safetensors(const std::string& path) {
   std::vector<std::pair<std::string, torch::Tensor>> tensors;
-  for (const auto& [name, entry] : read_safetensors_header(path)) tensors.emplace_back(name, read_tensor(entry));
+  for (const auto& [name, entry] : tensor_entries(path)) tensors.emplace_back(name, read_tensor(entry));
   return tensors;
 }
 
