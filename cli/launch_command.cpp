@@ -98,9 +98,16 @@ CLI::App* add_launch_command(CLI::App& app, LaunchArgs& args) {
   auto* cmd = app.add_subcommand(
       "launch", "Start N local ranks of this binary (RANK/WORLD_SIZE/... set), prefix and log their output");
   cmd->add_option("-n,--nproc", args.nproc, "Ranks to start on this host")->required()->check(CLI::Range(1, 1024));
-  cmd->add_option("--master-port", args.master_port, "TCPStore port of rank 0 (default: a free port)")
+  cmd->add_option("--nnodes", args.nnodes, "Hosts in the run, each running this launcher (default 1)")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--node-rank", args.node_rank, "This host's index, 0 .. nnodes-1; node 0 runs rank 0 (default 0)")
+      ->check(CLI::Range(0, 4095));
+  cmd->add_option("--master-port", args.master_port,
+                  "TCPStore port of rank 0 (default: a free port; required with --nnodes > 1)")
       ->check(CLI::Range(0, 65535));
-  cmd->add_option("--master-addr", args.master_addr, "Address of rank 0's TCPStore (default 127.0.0.1)");
+  cmd->add_option("--master-addr", args.master_addr,
+                  "Address of rank 0's TCPStore, an address of node 0 that every host reaches; the store listens "
+                  "on it only (default 127.0.0.1)");
   cmd->add_option("--log-dir", args.log_dir, "Directory of the per-rank logs rank<K>.log (default out/logs)");
   cmd->add_option("--grace", args.grace_s, "Seconds between SIGTERM and SIGKILL when tearing ranks down (default 5)")
       ->check(CLI::Range(0.0, 3600.0));
@@ -113,6 +120,15 @@ CLI::App* add_launch_command(CLI::App& app, LaunchArgs& args) {
     if (!args.command.empty() && args.command.front() == "--") args.command.erase(args.command.begin());
     if (args.command.empty())
       throw CLI::ValidationError("launch", "no command for the ranks: e.g. hybridscope launch -n 2 -- train -c x.yaml");
+    if (args.node_rank >= args.nnodes)
+      throw CLI::ValidationError("--node-rank", fmt::format("--node-rank {} is not below --nnodes {}: nodes count 0 .. "
+                                                            "nnodes-1", args.node_rank, args.nnodes));
+    if (args.nnodes > 1 && args.master_port == 0)
+      throw CLI::ValidationError("--master-port", "--nnodes > 1 needs --master-port: every node's launcher must be "
+                                                  "given the same port (a free one on node 0)");
+    if (args.nnodes > 1 && (args.master_addr.rfind("127.", 0) == 0 || args.master_addr == "localhost"))
+      throw CLI::ValidationError("--master-addr", "--nnodes > 1 needs --master-addr: an address of node 0 that every "
+                                                  "node reaches (not loopback)");
   });
   return cmd;
 }
@@ -131,15 +147,21 @@ int run_launch(const LaunchArgs& args) {
     const std::string kv = *e;
     const auto key = kv.substr(0, kv.find('='));
     if (key == "RANK" || key == "WORLD_SIZE" || key == "LOCAL_RANK" || key == "MASTER_ADDR" || key == "MASTER_PORT" ||
-        key == "HS_PARENT_PID")
+        key == "GROUP_RANK" || key == "HS_LAUNCHER" || key == "HS_PARENT_PID")
       continue;
     base_env.push_back(kv);
   }
   if (!std::getenv("OMP_NUM_THREADS")) base_env.push_back("OMP_NUM_THREADS=1");  // as torchrun: no oversubscription
   base_env.push_back(fmt::format("HS_PARENT_PID={}", ::getpid()));  // ranks die with the launcher (main.cpp)
 
-  fmt::print("launch: {} ranks of {} {}, rendezvous at {}:{}, logs in {}\n", args.nproc, self,
-             fmt::join(args.command, " "), args.master_addr, port, args.log_dir);
+  const int world = args.nnodes * args.nproc;
+  if (args.nnodes > 1)
+    fmt::print("launch: node {} of {}: ranks {}..{} of {} ({} {}), rendezvous at {}:{}, logs in {}\n", args.node_rank,
+               args.nnodes, args.node_rank * args.nproc, (args.node_rank + 1) * args.nproc - 1, world, self,
+               fmt::join(args.command, " "), args.master_addr, port, args.log_dir);
+  else
+    fmt::print("launch: {} ranks of {} {}, rendezvous at {}:{}, logs in {}\n", args.nproc, self,
+               fmt::join(args.command, " "), args.master_addr, port, args.log_dir);
   std::fflush(stdout);
 
   g_forward_signal.store(0);
@@ -153,9 +175,9 @@ int run_launch(const LaunchArgs& args) {
   std::vector<Rank> ranks(static_cast<std::size_t>(args.nproc));
   for (int k = 0; k < args.nproc; ++k) {
     Rank& r = ranks[static_cast<std::size_t>(k)];
-    r.rank = k;
-    r.log.open(fs::path(args.log_dir) / fmt::format("rank{}.log", k), std::ios::trunc);
-    if (!r.log) throw std::runtime_error(fmt::format("launch: cannot write {}/rank{}.log", args.log_dir, k));
+    r.rank = args.node_rank * args.nproc + k;
+    r.log.open(fs::path(args.log_dir) / fmt::format("rank{}.log", r.rank), std::ios::trunc);
+    if (!r.log) throw std::runtime_error(fmt::format("launch: cannot write {}/rank{}.log", args.log_dir, r.rank));
     int out_pipe[2], err_pipe[2];
     if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0)
       throw std::runtime_error(std::string("launch: pipe(): ") + std::strerror(errno));
@@ -174,9 +196,11 @@ int run_launch(const LaunchArgs& args) {
     posix_spawnattr_setsigdefault(&attr, &default_signals);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
     std::vector<std::string> env = base_env;
-    env.push_back(fmt::format("RANK={}", k));
+    env.push_back(fmt::format("RANK={}", r.rank));
     env.push_back(fmt::format("LOCAL_RANK={}", k));
-    env.push_back(fmt::format("WORLD_SIZE={}", args.nproc));
+    env.push_back(fmt::format("WORLD_SIZE={}", world));
+    env.push_back(fmt::format("GROUP_RANK={}", args.node_rank));
+    env.push_back("HS_LAUNCHER=hybridscope");
     env.push_back("MASTER_ADDR=" + args.master_addr);
     env.push_back(fmt::format("MASTER_PORT={}", port));
     std::vector<char*> argv{const_cast<char*>(self.c_str())};
@@ -193,7 +217,7 @@ int run_launch(const LaunchArgs& args) {
     if (rc != 0) {
       for (auto& other : ranks)
         if (other.running) ::kill(other.pid, SIGKILL);
-      throw std::runtime_error(fmt::format("launch: cannot start rank {}: {}", k, std::strerror(rc)));
+      throw std::runtime_error(fmt::format("launch: cannot start rank {}: {}", r.rank, std::strerror(rc)));
     }
     r.running = true;
     r.out = Stream{out_pipe[0], "", stdout};

@@ -18,67 +18,6 @@
 namespace hs::trainer {
 namespace {
 
-using EnvVars = std::vector<std::pair<std::string, std::string>>;
-
-class ScopedEnv {
- public:
-  explicit ScopedEnv(const EnvVars& vars) {
-    for (const char* name : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"}) ::unsetenv(name);
-    for (const auto& [k, v] : vars) ::setenv(k.c_str(), v.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    for (const char* name : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"}) ::unsetenv(name);
-  }
-};
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const DistError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-TEST(DistEnv, NoVariablesIsTheOneRankWorld) {
-  ScopedEnv env(EnvVars{});
-  const DistEnv d = dist_env_from_environment();
-  EXPECT_EQ(d.rank, 0);
-  EXPECT_EQ(d.world_size, 1);
-  EXPECT_EQ(d.master_addr, "127.0.0.1");
-}
-
-TEST(DistEnv, ReadsTorchrunVariables) {
-  ScopedEnv env(EnvVars{{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}, {"MASTER_ADDR", "10.0.0.2"},
-                 {"MASTER_PORT", "29611"}});
-  const DistEnv d = dist_env_from_environment();
-  EXPECT_EQ(d.rank, 3);
-  EXPECT_EQ(d.world_size, 4);
-  EXPECT_EQ(d.local_rank, 1);
-  EXPECT_EQ(d.master_addr, "10.0.0.2");
-  EXPECT_EQ(d.master_port, 29611);
-}
-
-TEST(DistEnv, ErrorsNameTheVariable) {
-  {
-    ScopedEnv env(EnvVars{{"RANK", "1"}});
-    EXPECT_NE(error_of([] { dist_env_from_environment(); }).find("WORLD_SIZE is not"), std::string::npos);
-  }
-  {
-    ScopedEnv env(EnvVars{{"RANK", "x"}, {"WORLD_SIZE", "2"}});
-    EXPECT_NE(error_of([] { dist_env_from_environment(); }).find("RANK='x'"), std::string::npos);
-  }
-  {
-    ScopedEnv env(EnvVars{{"RANK", "2"}, {"WORLD_SIZE", "2"}});
-    EXPECT_NE(error_of([] { dist_env_from_environment(); }).find("RANK=2 is not below WORLD_SIZE=2"),
-              std::string::npos);
-  }
-  {
-    ScopedEnv env(EnvVars{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "70000"}});
-    EXPECT_NE(error_of([] { dist_env_from_environment(); }).find("MASTER_PORT=70000"), std::string::npos);
-  }
-}
-
 // Every collective over Gloo between `world` processes: the child checks each result against the
 // arithmetic (exit 0 = all equal); here the comm probe's rows are checked op by op.
 void check_collectives(int world) {

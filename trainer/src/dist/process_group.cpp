@@ -10,7 +10,14 @@
 // version. The multi-process tests (tests/trainer/dist/process_group_test.cpp) check every op.
 #include "hybridscope/trainer/dist/process_group.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string_view>
 
@@ -27,21 +34,6 @@
 namespace hs::trainer {
 
 namespace {
-
-const char* env_or_null(const char* name) {
-  const char* v = std::getenv(name);
-  return (v && *v) ? v : nullptr;
-}
-
-int parse_env_int(const char* name, const char* value, int min_value) {
-  char* end = nullptr;
-  const long v = std::strtol(value, &end, 10);
-  if (end == value || *end != '\0' || v < min_value || v > 1 << 20)
-    throw DistError(fmt::format("environment variable {}='{}' is not an integer >= {}; set it to this rank's value "
-                                "(hybridscope launch, torchrun, srun and mpirun set it)",
-                                name, value, min_value));
-  return static_cast<int>(v);
-}
 
 std::vector<int64_t> prepend(int64_t first, std::vector<int64_t> rest) {
   rest.insert(rest.begin(), first);
@@ -198,32 +190,82 @@ bool is_loopback(const std::string& addr) {
   return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
 }
 
-}  // namespace
-
-DistEnv dist_env_from_environment() {
-  DistEnv env;
-  const char* rank = env_or_null("RANK");
-  const char* world = env_or_null("WORLD_SIZE");
-  if (!rank && !world) return env;
-  if (!rank || !world)
-    throw DistError(fmt::format("{} is set but {} is not: set both (hybridscope launch, torchrun, srun and mpirun "
-                                "set RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT)",
-                                rank ? "RANK" : "WORLD_SIZE", rank ? "WORLD_SIZE" : "RANK"));
-  env.world_size = parse_env_int("WORLD_SIZE", world, 1);
-  env.rank = parse_env_int("RANK", rank, 0);
-  if (env.rank >= env.world_size)
-    throw DistError(fmt::format("RANK={} is not below WORLD_SIZE={}: ranks count 0 .. WORLD_SIZE-1", env.rank,
-                                env.world_size));
-  env.local_rank = env.rank;
-  if (const char* local = env_or_null("LOCAL_RANK")) env.local_rank = parse_env_int("LOCAL_RANK", local, 0);
-  if (const char* addr = env_or_null("MASTER_ADDR")) env.master_addr = addr;
-  if (const char* port = env_or_null("MASTER_PORT")) {
-    env.master_port = parse_env_int("MASTER_PORT", port, 1);
-    if (env.master_port > 65535)
-      throw DistError(fmt::format("MASTER_PORT={} is not a TCP port (1..65535)", env.master_port));
+struct AddrInfo {
+  addrinfo* list = nullptr;
+  AddrInfo(const std::string& host, int port, int socktype) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = socktype;
+    hints.ai_flags = AI_NUMERICSERV;
+    if (const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &list); rc != 0)
+      throw DistError(fmt::format("MASTER_ADDR={}: cannot resolve it: {}", host, ::gai_strerror(rc)));
   }
-  return env;
+  ~AddrInfo() { ::freeaddrinfo(list); }
+  AddrInfo(const AddrInfo&) = delete;
+  AddrInfo& operator=(const AddrInfo&) = delete;
+};
+
+// Rank 0's store socket, listening on MASTER_ADDR:MASTER_PORT only: c10d's TCPStore on its own
+// listens on every interface of the host, which on a shared network exposes an unauthenticated
+// store (docs/launching.md). Handed to the store as TCPStoreOptions::masterListenFd.
+int listen_on_master_address(const DistEnv& env) {
+  const AddrInfo found(env.master_addr, env.master_port, SOCK_STREAM);
+  std::string why = "no address";
+  for (const addrinfo* ai = found.list; ai; ai = ai->ai_next) {
+    const int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) {
+      why = std::strerror(errno);
+      continue;
+    }
+    const int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd, 1024) == 0) return fd;
+    why = std::strerror(errno);
+    ::close(fd);
+  }
+  throw DistError(fmt::format(
+      "rendezvous failed: rank 0 cannot serve the TCPStore on {}:{}: {} — MASTER_ADDR must be an address of rank 0's "
+      "host (the store listens on that address only) and MASTER_PORT a free port",
+      env.master_addr, env.master_port, why));
 }
+
+// This host's address on the route to MASTER_ADDR (a connected UDP socket sends nothing): the
+// address Gloo's pairs listen on, so that ranks on other hosts reach it. A host name that resolves
+// elsewhere (Gloo's default device) breaks in network namespaces and on multi-homed hosts.
+std::string local_address_towards(const DistEnv& env) {
+  const AddrInfo found(env.master_addr, env.master_port, SOCK_DGRAM);
+  for (const addrinfo* ai = found.list; ai; ai = ai->ai_next) {
+    const int fd = ::socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    sockaddr_storage local{};
+    socklen_t len = sizeof(local);
+    const bool ok = ::connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
+                    ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0;
+    ::close(fd);
+    if (!ok) continue;
+    char text[INET6_ADDRSTRLEN] = {};
+    const void* raw = local.ss_family == AF_INET6
+                          ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(&local)->sin6_addr)
+                          : static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(&local)->sin_addr);
+    if (::inet_ntop(local.ss_family, raw, text, sizeof(text))) return text;
+  }
+  throw DistError(fmt::format("no route from this host to MASTER_ADDR={}: set MASTER_ADDR to an address of rank 0's "
+                              "host that this one reaches, or GLOO_SOCKET_IFNAME to the interface to use",
+                              env.master_addr));
+}
+
+// The interface Gloo's pairs use: GLOO_SOCKET_IFNAME (PyTorch's variable; the first of a list)
+// when set, loopback for a one-host run, else the address on the route to rank 0's host.
+auto gloo_device(const DistEnv& env) {
+  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
+    const std::string first = std::string(ifname).substr(0, std::string(ifname).find(','));
+    return c10d::ProcessGroupGloo::createDeviceForInterface(first);
+  }
+  if (is_loopback(env.master_addr)) return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+  return c10d::ProcessGroupGloo::createDeviceForHostname(local_address_towards(env));
+}
+
+}  // namespace
 
 struct C10dGroupFactory::Impl {
   DistEnv env;
@@ -232,6 +274,7 @@ struct C10dGroupFactory::Impl {
   c10::intrusive_ptr<c10d::Store> store;
   int groups_made = 0;
   std::shared_ptr<Communicator> world;
+  std::shared_ptr<::gloo::transport::Device> device;  // Gloo's, made with the world group
 
   std::shared_ptr<Communicator> make(const std::vector<int>& ranks, const std::string& name) {
     const int index = groups_made++;
@@ -248,9 +291,8 @@ struct C10dGroupFactory::Impl {
       staging = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getDevice();
     } else {
       auto opts = c10d::ProcessGroupGloo::Options::create(options.timeout);
-      opts->devices.push_back(is_loopback(env.master_addr)
-                                  ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-                                  : c10d::ProcessGroupGloo::createDefaultDevice());
+      if (!device) device = gloo_device(env);  // one per world: every group's pairs on one interface
+      opts->devices.push_back(device);
       opts->threads = 1;  // one op at a time per group: every call waits for its work
       try {
         backend = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, group_rank, group_size, opts);
@@ -276,12 +318,14 @@ C10dGroupFactory::C10dGroupFactory(const DistEnv& env, ProcessGroupOptions optio
     throw DistError(fmt::format("rank {} of a world of {}: need 0 <= rank < world_size", env.rank, env.world_size));
   c10d::TCPStoreOptions store_opts;
   store_opts.port = static_cast<std::uint16_t>(env.master_port);
-  store_opts.isServer = env.rank == 0;
+  store_opts.isServer = env.rank == 0 && !env.store_served_by_launcher;
+  if (store_opts.isServer) store_opts.masterListenFd = listen_on_master_address(env);
   store_opts.numWorkers = static_cast<std::size_t>(env.world_size);
   store_opts.waitWorkers = true;
   store_opts.timeout = options.timeout;
   try {
     s.store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_opts);
+    if (!env.store_prefix.empty()) s.store = c10::make_intrusive<c10d::PrefixStore>(env.store_prefix, s.store);
   } catch (const std::exception& e) {
     throw DistError(fmt::format(
         "rendezvous failed: rank {} of {} could not {} the TCPStore at {}:{} within {} s: {} — check MASTER_ADDR/"
@@ -326,6 +370,7 @@ std::unique_ptr<C10dGroupFactory> C10dGroupFactory::sub_world(const std::vector<
   impl->env.world_size = static_cast<int>(ranks.size());
   impl->options = impl_->options;
   impl->probes = impl_->probes;
+  impl->device = impl_->device;
   impl->store = c10::make_intrusive<c10d::PrefixStore>(fmt::format("pool/{}/", name), impl_->store);
   std::vector<int> all(ranks.size());
   for (std::size_t r = 0; r < all.size(); ++r) all[r] = static_cast<int>(r);

@@ -1,7 +1,7 @@
 // process_group.h — real process groups: c10d Gloo (CPU tensors) and NCCL (CUDA tensors) behind
 // the Communicator/GroupFactory interface of parallel.h, and the rendezvous that builds them from
-// the environment torchrun, Slurm and mpirun set up (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
-// MASTER_PORT) over one c10d::TCPStore served by rank 0.
+// the rank environment (dist_env.h: hybridscope launch, torchrun, srun, mpirun) over one
+// c10d::TCPStore served by rank 0 on MASTER_ADDR only (or by torchrun's agent).
 //
 // Every collective waits for its c10d work (`work->wait()`) before returning, so the
 // communication probe (ProbedCommunicator) in front of it times complete operations; a collective
@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "hybridscope/trainer/dist/dist_env.h"
 #include "hybridscope/trainer/dist/parallel.h"
 
 namespace hs::probes {
@@ -25,26 +26,6 @@ class RunProbes;
 }
 
 namespace hs::trainer {
-
-/// A rendezvous or process-group problem: names the variable, the peer or the timeout involved.
-class DistError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-/// Where this rank sits in the world and how to reach rank 0's store.
-struct DistEnv {
-  int rank = 0;
-  int world_size = 1;
-  int local_rank = 0;
-  std::string master_addr = "127.0.0.1";  // loopback unless told otherwise
-  int master_port = 29500;
-};
-
-/// Reads RANK, WORLD_SIZE, LOCAL_RANK (default: RANK), MASTER_ADDR (default 127.0.0.1) and
-/// MASTER_PORT (default 29500). With none of them set: the one-rank world. Throws DistError naming
-/// a missing or invalid variable (e.g. RANK set without WORLD_SIZE, RANK >= WORLD_SIZE).
-DistEnv dist_env_from_environment();
 
 enum class DistBackend { kGloo, kNccl };
 
