@@ -19,7 +19,8 @@
 #   munge/                munge.key, munge.socket (AuthInfo=socket=... in slurm.conf), munged.pid/.log
 #   state/ spool/         slurmctld's StateSaveLocation, slurmd's SlurmdSpoolDir
 #   run/ log/             pid files; slurmctld.log and slurmd.log
-# Ports: SlurmctldPort and SlurmdPort are chosen free at the first start and kept in slurm.conf.
+# Ports: SlurmctldPort and SlurmdPort are chosen free (40000-47999) at the first start and kept in
+# slurm.conf.
 # Environment: HS_SLURM_CPUS (CPUs the node declares), HS_SLURM_WAIT_S (how long `start` waits for
 # the node to become idle, default 60).
 set -euo pipefail
@@ -62,14 +63,16 @@ port_in_use() {
     (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
   fi
 }
+# 40000-47999: outside the ports a job's ranks take by default (20000 + job id mod 20000,
+# trainer/dist/dist_env.h).
 free_port() {
   local p
   for _ in $(seq 1 200); do
-    p=$((20000 + RANDOM % 30000))
+    p=$((40000 + RANDOM % 8000))
     [ "$p" = "${1:-}" ] && continue
     port_in_use "$p" || { echo "$p"; return; }
   done
-  die "no free TCP port found between 20000 and 50000"
+  die "no free TCP port found between 40000 and 47999"
 }
 
 need_binaries() {

@@ -94,15 +94,18 @@ std::vector<std::string> current_env() {
 }
 
 // The environment sbatch hands to the job (its default --export=ALL): the runner's, without
-// what would make the job's ranks misread their world — a stale RANK/WORLD_SIZE/LOCAL_RANK or
-// master of an outer launcher, and HS_PARENT_PID (a task's parent is slurmstepd, not the runner,
+// what would make the job's ranks misread their world — the variables of an outer launcher
+// (RANK/WORLD_SIZE/LOCAL_RANK/MASTER_*, `hybridscope launch`'s HS_LAUNCHER, torchrun's
+// TORCHELASTIC_*, mpirun's OMPI_COMM_WORLD_*), which take precedence over Slurm's
+// (trainer/dist/dist_env.h), and HS_PARENT_PID (a task's parent is slurmstepd, not the runner,
 // so the task would exit at once; cli/main.cpp).
 std::vector<std::string> job_env() {
   std::vector<std::string> env;
   for (const auto& kv : current_env()) {
     const auto key = kv.substr(0, kv.find('='));
     if (key == "RANK" || key == "WORLD_SIZE" || key == "LOCAL_RANK" || key == "MASTER_ADDR" || key == "MASTER_PORT" ||
-        key == "HS_PARENT_PID")
+        key == "HS_PARENT_PID" || key == "HS_LAUNCHER" || key.rfind("TORCHELASTIC_", 0) == 0 ||
+        key.rfind("OMPI_COMM_WORLD_", 0) == 0)
       continue;
     env.push_back(kv);
   }

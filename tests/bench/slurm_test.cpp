@@ -22,6 +22,8 @@
 #include <thread>
 #include <vector>
 
+#include "hybridscope/bench/slurm_job.h"
+
 #include "../remove_tree.h"
 #include "../test_db.h"
 
@@ -210,7 +212,7 @@ TEST_F(SlurmTest, AFailedJobIsAFailedRunAndSigintCancelsTheRunningJob) {
                                "    bad: [data.train_files=" + (dir_ / "bad.jsonl").string() + "]\n");
   EXPECT_EQ(run({"bench", spec, "--db", db_, "--slurm"}, "failing.log"), 1) << output("failing.log");
   const auto rows = hs::test::query_rows(
-      db_, "SELECT r.status, r.error LIKE 'Slurm job 1 FAILED (exit code 1)%', r.error LIKE '%data error%' FROM "
+      db_, "SELECT r.status, r.error LIKE 'Slurm job 1 FAILED (exit code 2)%', r.error LIKE '%data error%' FROM "
            "matrix_runs r");
   EXPECT_EQ(rows, std::vector<std::string>{"failed|1|1"}) << output("failing.log");
 
@@ -249,4 +251,58 @@ TEST_F(SlurmTest, AnUnusableClusterIsRefusedWithTheFix) {
       << out;
   EXPECT_NE(out.find("scripts/slurm-cluster.sh start DIR"), std::string::npos) << out;
   EXPECT_FALSE(fs::exists(db_)) << "nothing written before Slurm answered";
+}
+
+// The pieces that need no cluster: the batch script and the reading of `scontrol show job -o`.
+TEST(SlurmJobScript, AsksForTheRanksAndQuotesEveryWord) {
+  hs::bench::SlurmJobRequest request;
+  request.name = "hs-m-cell2-rep1";
+  request.ranks = 4;
+  request.program = "/opt/hs/hybridscope";
+  request.train_args = {"--config", "a b.yaml", "--db", "out/x.sqlite", "data.prompt='it''s'"};
+  request.workdir = "/work dir";
+  request.output_path = "/logs/cell2-rep1.log";
+  hs::bench::SlurmOptions options;
+  options.partition = "gpu";
+  const std::string script = hs::bench::slurm_job_script(request, options);
+  EXPECT_EQ(script.rfind("#!/bin/bash\n", 0), 0u);
+  for (const char* line : {"#SBATCH --job-name=hs-m-cell2-rep1\n", "#SBATCH --ntasks=4\n",
+                           "#SBATCH --output=/logs/cell2-rep1.log\n", "#SBATCH --chdir=\"/work dir\"\n",
+                           "#SBATCH --partition=gpu\n", "unset HS_PARENT_PID\n",
+                           "exec srun --ntasks=4 --kill-on-bad-exit=1 /opt/hs/hybridscope train --config 'a b.yaml' "
+                           "--db out/x.sqlite 'data.prompt='\\''it'\\'''\\''s'\\'''\n"})
+    EXPECT_NE(script.find(line), std::string::npos) << line << "\nnot in\n" << script;
+  // bash reads every word of the srun line back as it was.
+  const std::string srun = "exec srun --ntasks=4 --kill-on-bad-exit=1 ";
+  const std::size_t at = script.find(srun);
+  ASSERT_NE(at, std::string::npos);
+  const std::size_t from = at + srun.size();
+  const std::string words = script.substr(from, script.find('\n', from) - from);
+  const fs::path echo = fs::temp_directory_path() / ("hs_slurm_words_" + std::to_string(::getpid()) + ".sh");
+  std::ofstream(echo) << "printf '%s\\n' " << words << "\n";
+  const auto [rc, out] = shell("bash " + echo.string());
+  fs::remove(echo);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out, "/opt/hs/hybridscope\ntrain\n--config\na b.yaml\n--db\nout/x.sqlite\ndata.prompt='it''s'\n");
+}
+
+TEST(SlurmJobState, ReadsStateExitCodeAndSignal) {
+  using hs::bench::parse_scontrol_job;
+  const auto done = parse_scontrol_job("JobId=7 JobName=x UserId=root(0) JobState=COMPLETED Reason=None "
+                                       "Dependency=(null) ExitCode=0:0 RunTime=00:00:03");
+  EXPECT_TRUE(done.finished());
+  EXPECT_TRUE(done.succeeded());
+  const auto failed = parse_scontrol_job("JobId=8 JobState=FAILED Reason=NonZeroExitCode ExitCode=1:0");
+  EXPECT_TRUE(failed.finished());
+  EXPECT_FALSE(failed.succeeded());
+  EXPECT_EQ(failed.describe(), "FAILED (exit code 1)");
+  const auto killed = parse_scontrol_job("JobId=9 JobState=CANCELLED Reason=None ExitCode=0:15");
+  EXPECT_EQ(killed.describe(), "CANCELLED (signal 15)");
+  EXPECT_FALSE(killed.succeeded());
+  for (const char* active : {"PENDING", "RUNNING", "COMPLETING", "CONFIGURING"})
+    EXPECT_FALSE(parse_scontrol_job(std::string("JobId=1 JobState=") + active + " ExitCode=0:0").finished()) << active;
+  const auto timeout = parse_scontrol_job("JobId=3 JobState=TIMEOUT Reason=TimeLimit ExitCode=0:15");
+  EXPECT_EQ(timeout.describe(), "TIMEOUT (signal 15), reason TimeLimit");
+  // A field name inside another's value is not the field (WorkDir=/JobState=x is a path).
+  EXPECT_EQ(parse_scontrol_job("JobId=4 WorkDir=/a/JobState=X JobState=RUNNING ExitCode=0:0").state, "RUNNING");
 }
