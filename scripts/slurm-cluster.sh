@@ -128,6 +128,9 @@ ReturnToService=2
 # scontrol show job for 5 minutes (the runner polls it).
 KillWait=5
 MinJobAge=300
+# Job ids start at a random number: two test clusters on one host (ctest -j) then give their jobs
+# different default rendezvous ports (20000 + job id mod 20000, trainer/dist/dist_env.h).
+FirstJobId=$((1 + RANDOM % 19000))
 SlurmctldTimeout=30
 SlurmdTimeout=30
 InactiveLimit=0
@@ -151,6 +154,7 @@ start_munged() {
   fi
   chmod 0400 "$m/munge.key"
   rm -f "$m/munge.socket" "$m/munge.socket.lock"
+  started_here+=("$m/munged.pid")
   # --force: munged refuses a key or socket directory it considers insecure for a system daemon;
   # this one serves a single user's test cluster.
   if ! "$(sbin munged)" --socket="$m/munge.socket" --key-file="$m/munge.key" --pid-file="$m/munged.pid" \
@@ -183,6 +187,7 @@ start_daemon() {
   fi
   local args=(-f "$conf")
   [ "$name" = slurmd ] && args+=(-N "$(hostname -s)")
+  started_here+=("$pidfile")
   if ! SLURM_CONF=$conf "$(sbin "$name")" "${args[@]}" >>"$dir/log/$name.out" 2>&1; then
     cat "$dir/log/$name.out" >&2
     log_tail "$logfile"
@@ -202,8 +207,42 @@ start_daemon() {
 
 node_state() { SLURM_CONF=$conf sinfo -h -N -o '%T' 2>/dev/null | head -n 1; }
 
+# terminate "NAME:PID"...: SIGTERM to all at once (each daemon takes about 2 s to exit), SIGKILL
+# to any still there after 10 s (slurmd ignores SIGTERM while it is still registering).
+terminate() {
+  local entry
+  for entry in "$@"; do kill -TERM "${entry#*:}" 2>/dev/null || true; done
+  for entry in "$@"; do
+    for _ in $(seq 1 100); do
+      kill -0 "${entry#*:}" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "${entry#*:}" 2>/dev/null; then
+      log "${entry%%:*} (pid ${entry#*:}) ignored SIGTERM for 10 s; sending SIGKILL"
+      kill -KILL "${entry#*:}" 2>/dev/null || true
+    fi
+    log "${entry%%:*} stopped (pid ${entry#*:})"
+  done
+}
+
+# A failed `start` stops what it started itself (not daemons an earlier `start` left running).
+started_here=()
+undo_failed_start() {
+  local rc=$? pid entries=()
+  [ $rc -eq 0 ] && return
+  for pidfile in "${started_here[@]}"; do
+    pid=$(cat "$pidfile" 2>/dev/null) && entries+=("$(basename "$pidfile" .pid):$pid")
+  done
+  if [ ${#entries[@]} -gt 0 ]; then
+    log "start failed: stopping what it started"
+    terminate "${entries[@]}"
+  fi
+  exit $rc
+}
+
 cmd_start() {
   need_binaries
+  trap undo_failed_start EXIT
   mkdir -p "$dir"/{munge,state,spool,run,log}
   chmod 0700 "$dir/munge"
   [ -s "$conf" ] || write_config
@@ -232,36 +271,23 @@ cmd_start() {
       log_tail "$dir/log/slurmd.log"
       die "the node did not become idle within ${wait_s} s (sinfo says '${state:-nothing}')" ;;
   esac
+  trap - EXIT
   log "node $(hostname -s) $state ($cpus CPUs, partition debug); use it with:"
   echo "export SLURM_CONF=$conf"
 }
 
-# stop_pid NAME PIDFILE: SIGTERM, then SIGKILL after 10 s.
-stop_pid() {
-  local name=$1 pidfile=$2 pid
-  if ! pid_alive "$pidfile"; then
-    rm -f "$pidfile"
-    return
-  fi
-  pid=$(cat "$pidfile")
-  kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 1 100); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    log "$name (pid $pid) ignored SIGTERM for 10 s; sending SIGKILL"
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  rm -f "$pidfile"
-  log "$name stopped (pid $pid)"
-}
-
 cmd_stop() {
   [ -d "$dir" ] || die "$dir does not exist: nothing to stop"
-  stop_pid slurmd "$dir/run/slurmd.pid"
-  stop_pid slurmctld "$dir/run/slurmctld.pid"
-  stop_pid munged "$dir/munge/munged.pid"
+  local entries=()
+  for d in "slurmd:$dir/run/slurmd.pid" "slurmctld:$dir/run/slurmctld.pid" "munged:$dir/munge/munged.pid"; do
+    pid_alive "${d#*:}" && entries+=("${d%%:*}:$(cat "${d#*:}")")
+    rm -f "${d#*:}"
+  done
+  if [ ${#entries[@]} -eq 0 ]; then
+    log "nothing running under $dir"
+    return
+  fi
+  terminate "${entries[@]}"
 }
 
 cmd_status() {

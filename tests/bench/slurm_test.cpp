@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -75,7 +76,7 @@ class SlurmTest : public ::testing::Test {
     cluster_ = (dir_ / "cluster").string();
     const auto [rc, out] = shell("bash " + kClusterScript + " start " + cluster_);
     std::fprintf(stderr, "%s", out.c_str());
-    if (rc != 0) {
+    if (rc != 0) {  // the script has stopped what it started
       const std::string reason = "the Slurm test cluster did not start (scripts/slurm-cluster.sh start exited " +
                                  std::to_string(rc) + "):\n" + out;
       if (const char* required = std::getenv("HS_REQUIRE_SLURM"); required && std::string(required) == "1")
@@ -142,6 +143,14 @@ class SlurmTest : public ::testing::Test {
     }
     return false;
   }
+  // The id of the job the runner's output says it submitted for a run of `tasks` ranks
+  // (`Slurm job ID submitted (N tasks; ...`); "" when none. Job ids start at a random number
+  // (scripts/slurm-cluster.sh).
+  static std::string job_id(const std::string& out, int tasks) {
+    std::smatch m;
+    const std::regex submitted("Slurm job ([0-9]+) submitted \\(" + std::to_string(tasks) + " tasks");
+    return std::regex_search(out, m, submitted) ? m[1].str() : "";
+  }
   // The lines of `squeue` for this cluster (empty: no job pending or running).
   std::string squeue() const { return shell("squeue -h -o '%i %T'").second; }
 
@@ -165,8 +174,10 @@ axes:
       << output("bench.log");
   const std::string out = output("bench.log");
   EXPECT_NE(out.find("every run is a Slurm job"), std::string::npos) << out;
-  EXPECT_NE(out.find("Slurm job 1 submitted (1 tasks"), std::string::npos) << out;
-  EXPECT_NE(out.find("Slurm job 2 submitted (2 tasks"), std::string::npos) << out;
+  const std::string one_rank_job = job_id(out, 1), two_rank_job = job_id(out, 2);
+  ASSERT_NE(one_rank_job, "") << out;
+  ASSERT_NE(two_rank_job, "") << out;
+  EXPECT_EQ(std::stol(two_rank_job), std::stol(one_rank_job) + 1) << "one job per run, one after the other";
 
   // Both (cell, repetition) pairs completed, each with its own run.
   const auto runs = hs::test::query_rows(
@@ -201,7 +212,8 @@ axes:
   const std::string script = read_file(logs / "cell2-rep1.sbatch");
   EXPECT_NE(script.find("#SBATCH --ntasks=2"), std::string::npos) << script;
   EXPECT_NE(script.find("srun --ntasks=2"), std::string::npos) << script;
-  EXPECT_NE(read_file(logs / "cell2-rep1.log").find("hybridscope bench: Slurm job 2 on"), std::string::npos)
+  EXPECT_NE(read_file(logs / "cell2-rep1.log").find("hybridscope bench: Slurm job " + two_rank_job + " on"),
+            std::string::npos)
       << read_file(logs / "cell2-rep1.log");
   EXPECT_EQ(squeue(), "") << "no job left behind";
 }
@@ -211,9 +223,11 @@ TEST_F(SlurmTest, AFailedJobIsAFailedRunAndSigintCancelsTheRunningJob) {
   const auto spec = write_spec("name: failing\nrepetitions: 1\nwarmup_steps: 0\nmeasured_steps: 1\naxes:\n  data:\n"
                                "    bad: [data.train_files=" + (dir_ / "bad.jsonl").string() + "]\n");
   EXPECT_EQ(run({"bench", spec, "--db", db_, "--slurm"}, "failing.log"), 1) << output("failing.log");
+  const std::string failed_job = job_id(output("failing.log"), 1);
+  ASSERT_NE(failed_job, "") << output("failing.log");
   const auto rows = hs::test::query_rows(
-      db_, "SELECT r.status, r.error LIKE 'Slurm job 1 FAILED (exit code 2)%', r.error LIKE '%data error%' FROM "
-           "matrix_runs r");
+      db_, "SELECT r.status, r.error LIKE 'Slurm job " + failed_job +
+               " FAILED (exit code 2)%', r.error LIKE '%data error%' FROM matrix_runs r");
   EXPECT_EQ(rows, std::vector<std::string>{"failed|1|1"}) << output("failing.log");
 
   // SIGINT while the job runs: the job is cancelled, the run and the matrix marked interrupted.
@@ -229,7 +243,9 @@ TEST_F(SlurmTest, AFailedJobIsAFailedRunAndSigintCancelsTheRunningJob) {
   ASSERT_TRUE(running) << output("long.log") << squeue();
   ::kill(runner, SIGINT);
   EXPECT_EQ(wait_exit(runner), 130) << output("long.log");
-  EXPECT_NE(output("long.log").find("cancelling Slurm job 2"), std::string::npos) << output("long.log");
+  const std::string long_job = job_id(output("long.log"), 2);
+  ASSERT_NE(long_job, "") << output("long.log");
+  EXPECT_NE(output("long.log").find("cancelling Slurm job " + long_job), std::string::npos) << output("long.log");
   EXPECT_EQ(hs::test::query_rows(db_, "SELECT status FROM matrices WHERE name = 'long'"),
             std::vector<std::string>{"interrupted"});
   EXPECT_EQ(hs::test::query_rows(db_, "SELECT r.status FROM matrix_runs r JOIN matrices m ON m.id = r.matrix_id "
@@ -237,7 +253,7 @@ TEST_F(SlurmTest, AFailedJobIsAFailedRunAndSigintCancelsTheRunningJob) {
             std::vector<std::string>{"interrupted"})
       << "the second repetition was never submitted";
   EXPECT_EQ(squeue(), "") << "the job was cancelled";
-  EXPECT_NE(shell("scontrol show job -o 2").second.find("JobState=CANCELLED"), std::string::npos);
+  EXPECT_NE(shell("scontrol show job -o " + long_job).second.find("JobState=CANCELLED"), std::string::npos);
 }
 
 TEST_F(SlurmTest, AnUnusableClusterIsRefusedWithTheFix) {
