@@ -253,6 +253,8 @@ TEST_F(SlurmTest, AFailedJobIsAFailedRunAndSigintCancelsTheRunningJob) {
             std::vector<std::string>{"interrupted"})
       << "the second repetition was never submitted";
   EXPECT_EQ(squeue(), "") << "the job was cancelled";
+  EXPECT_EQ(hs::test::query_rows(db_, "SELECT count(*) FROM runs WHERE status = 'running'")[0], "0")
+      << "the cancelled ranks marked their run";
   EXPECT_NE(shell("scontrol show job -o " + long_job).second.find("JobState=CANCELLED"), std::string::npos);
 }
 
