@@ -126,9 +126,9 @@ CLI::App* add_launch_command(CLI::App& app, LaunchArgs& args) {
     if (args.nnodes > 1 && args.master_port == 0)
       throw CLI::ValidationError("--master-port", "--nnodes > 1 needs --master-port: every node's launcher must be "
                                                   "given the same port (a free one on node 0)");
-    if (args.nnodes > 1 && (args.master_addr.rfind("127.", 0) == 0 || args.master_addr == "localhost"))
+    if (args.nnodes > 1 && cmd->count("--master-addr") == 0)
       throw CLI::ValidationError("--master-addr", "--nnodes > 1 needs --master-addr: an address of node 0 that every "
-                                                  "node reaches (not loopback)");
+                                                  "node reaches");
   });
   return cmd;
 }
@@ -222,7 +222,7 @@ int run_launch(const LaunchArgs& args) {
     r.running = true;
     r.out = Stream{out_pipe[0], "", stdout};
     r.err = Stream{err_pipe[0], "", stderr};
-    fmt::print("launch: rank {} pid {}\n", k, r.pid);
+    fmt::print("launch: rank {} pid {}\n", r.rank, r.pid);
   }
   std::fflush(stdout);
 

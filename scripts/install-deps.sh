@@ -30,6 +30,7 @@ debian_packages=(
   xvfb xauth     # the viewer's screenshots under a virtual X server (xvfb-run)
   libpcre2-dev   # the BPE tokenizers' pre-tokenizer split regex (tokenizer.json, tiktoken patterns)
   libicu-dev     # NFC normalisation of tokenizer.json's normalizer
+  iproute2 util-linux  # the multi-host tests: hosts as network namespaces (ip, tc), host names (unshare)
   slurm-wlm munge  # `hybridscope bench --slurm` and its test: a real single-node cluster (scripts/slurm-cluster.sh)
 )
 

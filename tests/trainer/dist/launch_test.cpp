@@ -15,6 +15,7 @@
 
 #include "../../test_db.h"
 #include "dist/dist_test_util.h"
+#include "dist/tiny_grpo.h"
 #include "hybridscope/trainer/hybrid/layout.h"
 #include "hybridscope/trainer/data/tokenizer.h"
 #include "hybridscope/trainer/model/model.h"
@@ -30,24 +31,8 @@ std::string read_all(const std::string& path) {
   return ss.str();
 }
 
-const std::string kBinary = std::string{HS_BINARY_DIR} + "/cli/hybridscope";
-
-// A tiny GRPO run that would take many steps: 4 ranks x 2 prompts x 2 samples.
-std::vector<std::string> tiny_grpo(const std::string& dir, int steps) {
-  return {"train", "--config", std::string{HS_SOURCE_DIR} + "/configs/demo_grpo.yaml", "--no-progress",
-          "--db", dir + "/run.sqlite",
-          "data.train_files=" + std::string{HS_SOURCE_DIR} + "/datasets/addition/train.jsonl",
-          "data.val_files=" + std::string{HS_SOURCE_DIR} + "/datasets/addition/val.jsonl",
-          "data.train_batch_size=8", "actor_rollout_ref.actor.ppo_mini_batch_size=8",
-          "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=-1", "actor_rollout_ref.rollout.n=2",
-          "hybridscope.model.hidden_size=32", "hybridscope.model.intermediate_size=64",
-          "hybridscope.model.num_hidden_layers=1", "hybridscope.model.num_attention_heads=2",
-          "hybridscope.model.num_key_value_heads=1", "hybridscope.warmup.steps=0", "hybridscope.num_threads=1",
-          "hybridscope.peak_flops=1e9", "trainer.val_before_train=false", "trainer.test_freq=-1",
-          "trainer.save_freq=-1", "trainer.resume_mode=disable", "trainer.default_local_dir=" + dir + "/ckpt",
-          "trainer.total_training_steps=" + std::to_string(steps), "trainer.n_gpus_per_node=4",
-          "hybridscope.dist.timeout_s=20"};
-}
+using hs::test::kBinary;
+using hs::test::tiny_grpo;
 
 // A 2-step tiny GRPO run on 4 ranks in `dir` with `extra` overrides; asserts it succeeded and its
 // run completed; returns the run database.

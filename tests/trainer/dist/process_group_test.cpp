@@ -1,22 +1,64 @@
 // process_group_test.cpp — c10d Gloo process groups between real processes (hs_dist_child):
 // the rendezvous environment, every collective's result against its arithmetic, the bytes the
 // communication probe records per op, and data-parallel updates equal to the single-process one.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <functional>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "../../test_db.h"
 #include "dist/dist_test_util.h"
+#include "hybridscope/trainer/dist/free_port.h"
 #include "hybridscope/trainer/dist/process_group.h"
 #include "hybridscope/trainer/dist/probed_communicator.h"
 #include "hybrid/reshard_fixtures.h"
 
 namespace hs::trainer {
 namespace {
+
+// The TCP sockets listening on `port`, as "address:port" in /proc/net/tcp{,6}'s hex.
+std::vector<std::string> listeners_on(int port) {
+  std::vector<std::string> out;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+      std::istringstream row(line);
+      std::string slot, local, remote, state;
+      row >> slot >> local >> remote >> state;
+      const auto colon = local.rfind(':');
+      if (state == "0A" && std::stoi(local.substr(colon + 1), nullptr, 16) == port) out.push_back(local);
+    }
+  }
+  return out;
+}
+
+// c10d's TCPStore alone listens on every interface; rank 0's store listens on MASTER_ADDR only.
+TEST(ProcessGroupGloo, TheStoreListensOnTheMasterAddressOnly) {
+  DistEnv env;
+  env.master_addr = "127.0.0.1";
+  env.master_port = free_loopback_port();
+  ProcessGroupOptions options;
+  options.timeout = std::chrono::seconds(20);
+  const C10dGroupFactory groups(env, options);
+  EXPECT_EQ(listeners_on(env.master_port), (std::vector<std::string>{fmt::format("0100007F:{:04X}", env.master_port)}));
+  EXPECT_EQ(groups.hosts().size(), 1u);
+  // An address that is not this host's is refused at once, naming it.
+  DistEnv elsewhere = env;
+  elsewhere.master_addr = "192.0.2.1";  // TEST-NET-1: never a local address
+  try {
+    C10dGroupFactory refused(elsewhere, options);
+    ADD_FAILURE() << "served a store on an address this host does not have";
+  } catch (const DistError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot serve the TCPStore on 192.0.2.1:"), std::string::npos) << e.what();
+  }
+}
 
 // Every collective over Gloo between `world` processes: the child checks each result against the
 // arithmetic (exit 0 = all equal); here the comm probe's rows are checked op by op.

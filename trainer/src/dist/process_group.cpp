@@ -61,9 +61,13 @@ c10d::ReduceOp to_c10d(ReduceOp op) {
 /// device tensors (weights, gradients, activations) are moved in place.
 class C10dCommunicator final : public Communicator {
  public:
-  C10dCommunicator(c10::intrusive_ptr<c10d::Backend> backend, std::string name, std::chrono::milliseconds timeout,
-                   std::optional<at::Device> staging = std::nullopt)
-      : backend_(std::move(backend)), name_(std::move(name)), timeout_(timeout), staging_(staging) {}
+  C10dCommunicator(c10::intrusive_ptr<c10d::Backend> backend, std::string name, std::string members,
+                   std::chrono::milliseconds timeout, std::optional<at::Device> staging = std::nullopt)
+      : backend_(std::move(backend)),
+        name_(std::move(name)),
+        members_(std::move(members)),
+        timeout_(timeout),
+        staging_(staging) {}
 
   int rank() const override { return backend_->getRank(); }
   int size() const override { return backend_->getSize(); }
@@ -172,19 +176,31 @@ class C10dCommunicator final : public Communicator {
   void wait(const c10::intrusive_ptr<c10d::Work>& work, const char* op) const {
     try {
       work->wait(timeout_);
+    } catch (const c10::Error& e) {  // without the C++ backtrace c10 appends to what()
+      fail(op, e.what_without_backtrace());
     } catch (const std::exception& e) {
-      throw DistError(fmt::format("{} on group '{}' (rank {} of {}) failed: {} — a peer rank died or did not join "
-                                  "within hybridscope.dist.timeout_s={}",
-                                  op, name_, rank(), size(), e.what(), timeout_.count() / 1000.0));
+      fail(op, e.what());
     }
+  }
+
+  [[noreturn]] void fail(const char* op, const char* why) const {
+    throw DistError(fmt::format("{} on group '{}' (rank {} of {}; its ranks: {}) failed: {} — a peer rank died, "
+                                "stopped or became unreachable, or did not join within hybridscope.dist.timeout_s={}",
+                                op, name_, rank(), size(), members_, why, timeout_.count() / 1000.0));
   }
 
   c10::intrusive_ptr<c10d::Backend> backend_;
   std::string name_;
+  std::string members_;  // "0 (host-a), 1 (host-b)": the world ranks a failure may be waiting on
   std::chrono::milliseconds timeout_;
   std::optional<at::Device> staging_;
   bool reduce_scatter_unsupported_ = false;
 };
+
+std::string host_name() {
+  char buf[256] = {};
+  return ::gethostname(buf, sizeof(buf) - 1) == 0 ? std::string(buf) : std::string("unknown");
+}
 
 bool is_loopback(const std::string& addr) {
   return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
@@ -275,6 +291,19 @@ struct C10dGroupFactory::Impl {
   int groups_made = 0;
   std::shared_ptr<Communicator> world;
   std::shared_ptr<::gloo::transport::Device> device;  // Gloo's, made with the world group
+  std::vector<std::string> hosts;                     // every world rank's host, from the rendezvous
+  std::vector<int> world_ranks;                       // a sub-world's rank i is world rank world_ranks[i]
+
+  // "0 (host-a), 1 (host-b)" for a group of `ranks` (this factory's ranks) in world ranks.
+  std::string members(const std::vector<int>& ranks) const {
+    std::string out;
+    for (const int r : ranks) {
+      const int w = world_ranks.empty() ? r : world_ranks[static_cast<std::size_t>(r)];
+      const std::string host = static_cast<std::size_t>(w) < hosts.size() ? hosts[static_cast<std::size_t>(w)] : "?";
+      out += fmt::format("{}{} ({})", out.empty() ? "" : ", ", w, host);
+    }
+    return out;
+  }
 
   std::shared_ptr<Communicator> make(const std::vector<int>& ranks, const std::string& name) {
     const int index = groups_made++;
@@ -302,7 +331,8 @@ struct C10dGroupFactory::Impl {
                                     name, group_size, e.what(), options.timeout.count() / 1000.0));
       }
     }
-    std::shared_ptr<Communicator> comm = std::make_shared<C10dCommunicator>(backend, name, options.timeout, staging);
+    std::shared_ptr<Communicator> comm =
+        std::make_shared<C10dCommunicator>(backend, name, members(ranks), options.timeout, staging);
     if (probes) comm = std::make_shared<ProbedCommunicator>(comm, *probes);
     return comm;
   }
@@ -333,10 +363,29 @@ C10dGroupFactory::C10dGroupFactory(const DistEnv& env, ProcessGroupOptions optio
         env.rank, env.world_size, env.rank == 0 ? "serve" : "reach", env.master_addr, env.master_port,
         options.timeout.count() / 1000.0, e.what()));
   }
+  // Every rank's host (name and the address its pairs use), so that a failed collective names
+  // where its peers run; read while the store is known to be reachable.
+  try {
+    const std::string self = fmt::format("{}{}", host_name(), is_loopback(env.master_addr) || env.world_size == 1
+                                                                  ? ""
+                                                                  : " " + local_address_towards(env));
+    s.store->set(fmt::format("hs/host/{}", env.rank), std::vector<std::uint8_t>(self.begin(), self.end()));
+    for (int r = 0; r < env.world_size; ++r) {
+      const auto bytes = s.store->get(fmt::format("hs/host/{}", r));
+      s.hosts.emplace_back(bytes.begin(), bytes.end());
+    }
+  } catch (const DistError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw DistError(fmt::format("rendezvous failed: rank {} of {} did not hear from every rank within {} s: {}",
+                                env.rank, env.world_size, options.timeout.count() / 1000.0, e.what()));
+  }
   std::vector<int> all(static_cast<std::size_t>(env.world_size));
   for (int r = 0; r < env.world_size; ++r) all[static_cast<std::size_t>(r)] = r;
   s.world = s.make(all, "world");
 }
+
+const std::vector<std::string>& C10dGroupFactory::hosts() const { return impl_->hosts; }
 
 C10dGroupFactory::~C10dGroupFactory() = default;
 
@@ -371,6 +420,9 @@ std::unique_ptr<C10dGroupFactory> C10dGroupFactory::sub_world(const std::vector<
   impl->options = impl_->options;
   impl->probes = impl_->probes;
   impl->device = impl_->device;
+  impl->hosts = impl_->hosts;
+  for (const int r : ranks)
+    impl->world_ranks.push_back(impl_->world_ranks.empty() ? r : impl_->world_ranks[static_cast<std::size_t>(r)]);
   impl->store = c10::make_intrusive<c10d::PrefixStore>(fmt::format("pool/{}/", name), impl_->store);
   std::vector<int> all(ranks.size());
   for (std::size_t r = 0; r < all.size(); ++r) all[r] = static_cast<int>(r);

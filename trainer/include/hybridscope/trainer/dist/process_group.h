@@ -51,6 +51,9 @@ class C10dGroupFactory final : public GroupFactory {
   std::shared_ptr<Communicator> new_group(const std::vector<int>& ranks, const std::string& name) override;
 
   const DistEnv& env() const;
+  /// Every world rank's host as the rendezvous exchanged it ("name address"; the name alone on
+  /// loopback), indexed by world rank.
+  const std::vector<std::string>& hosts() const;
   /// Groups made from now on are wrapped in a ProbedCommunicator recording through `probes`
   /// (null: unprobed). For a trainer that needs the world before its rank's database is open.
   void set_probes(const probes::RunProbes* probes);
