@@ -97,7 +97,7 @@ std::vector<std::string> current_env() {
 // what would make the job's ranks misread their world — the variables of an outer launcher
 // (RANK/WORLD_SIZE/LOCAL_RANK/MASTER_*, `hybridscope launch`'s HS_LAUNCHER, torchrun's
 // TORCHELASTIC_*, mpirun's OMPI_COMM_WORLD_*), which take precedence over Slurm's
-// (trainer/dist/dist_env.h), and HS_PARENT_PID (a task's parent is slurmstepd, not the runner,
+// (docs/launching.md), and HS_PARENT_PID (a task's parent is slurmstepd, not the runner,
 // so the task would exit at once; cli/main.cpp).
 std::vector<std::string> job_env() {
   std::vector<std::string> env;
