@@ -319,10 +319,12 @@ RunnerResult run_matrix(const MatrixSpec& spec, const std::vector<MatrixCell>& c
                                                     queue.size())
                                       : "",
                   result.skipped_cells, log_dir.string()));
-  if (options.slurm.enabled)
+  if (options.slurm.enabled) {
+    const auto& slurm = options.slurm;
     say(fmt::format("bench: every run is a Slurm job ({}{}{})\n", slurm_controller,
-                    options.slurm.partition.empty() ? "" : "; partition " + options.slurm.partition,
-                    options.slurm.sbatch_args.empty() ? "" : "; sbatch " + fmt::format("{}", fmt::join(options.slurm.sbatch_args, " "))));
+                    slurm.partition.empty() ? "" : "; partition " + slurm.partition,
+                    slurm.sbatch_args.empty() ? "" : fmt::format("; sbatch {}", fmt::join(slurm.sbatch_args, " "))));
+  }
   for (const auto& cell : cells)
     if (!cell.valid()) say(fmt::format("bench: cell {} {} skipped: {}\n", cell.index + 1, cell.name, cell.invalid_reason));
 
@@ -383,8 +385,8 @@ RunnerResult run_matrix(const MatrixSpec& spec, const std::vector<MatrixCell>& c
       request.script_path = fs::absolute(log_dir / (tag + ".sbatch"), ec).string();
       outcome = run_on_slurm(request, options.slurm, options.grace_s, say);
     } else {
-      std::vector<std::string> args = {"launch", "-n", std::to_string(cell.ranks), "--log-dir", (log_dir / tag).string(),
-                                       "--grace", fmt::format("{}", options.grace_s), "--"};
+      std::vector<std::string> args = {"launch", "-n", std::to_string(cell.ranks), "--log-dir",
+                                       (log_dir / tag).string(), "--grace", fmt::format("{}", options.grace_s), "--"};
       args.insert(args.end(), train.begin(), train.end());
       outcome = run_locally(program, args, log_path);
     }
