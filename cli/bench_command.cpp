@@ -34,6 +34,15 @@ CLI::App* add_bench_command(CLI::App& app, BenchArgs& args) {
   cmd->add_option("--csv", args.csv_path, "Also write the summary as CSV to this file");
   cmd->add_option("--cv-threshold", args.cv_threshold, "Flag a cell noisy above this step-time CV (default 0.05)")
       ->check(CLI::Range(0.0, 10.0));
+  auto* slurm = cmd->add_flag("--slurm", args.slurm,
+                              "Submit every run as a Slurm batch job (sbatch; ranks started by srun) instead of "
+                              "launching it here; SLURM_CONF names the cluster (scripts/slurm-cluster.sh starts one)");
+  cmd->add_option("--slurm-partition", args.slurm_partition, "With --slurm: the partition (sbatch --partition)")
+      ->needs(slurm);
+  cmd->add_option("--slurm-arg", args.slurm_args,
+                  "With --slurm: one more sbatch argument, e.g. --slurm-arg=--time=30 (repeatable)")
+      ->needs(slurm)
+      ->allow_extra_args(false);
   return cmd;
 }
 
@@ -68,6 +77,9 @@ int run_bench(const BenchArgs& args) {
   options.log_dir = args.log_dir;
   options.resume = args.resume;
   options.command_line = args.command_line;
+  options.slurm.enabled = args.slurm;
+  options.slurm.partition = args.slurm_partition;
+  options.slurm.sbatch_args = args.slurm_args;
   const auto result = bench::run_matrix(spec, cells, options);
 
   const reports::RunDatabase db(args.db_path);

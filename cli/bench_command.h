@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -18,6 +19,9 @@ struct BenchArgs {
   std::string csv_path;   // and as CSV here
   double cv_threshold = 0.05;
   std::string command_line;
+  bool slurm = false;                   // every run a Slurm job (bench/slurm_job.h)
+  std::string slurm_partition;          // sbatch --partition
+  std::vector<std::string> slurm_args;  // more sbatch arguments, as they are
 };
 
 struct SummaryArgs {

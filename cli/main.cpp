@@ -17,6 +17,7 @@
 #include "bench_command.h"
 #include "export_trace_command.h"
 #include "hybridscope/bench/matrix.h"
+#include "hybridscope/bench/slurm_job.h"
 #include "matrix_command.h"
 #include "hybridscope/probes/merge.h"
 #include "reshard_plan_command.h"
@@ -214,6 +215,9 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const hs::trainer::ConfigError& e) {
     fmt::print(stderr, "config error: {}\n", e.what());
+    return 2;
+  } catch (const hs::bench::SlurmError& e) {
+    fmt::print(stderr, "slurm error: {}\n", e.what());
     return 2;
   } catch (const hs::bench::MatrixError& e) {
     fmt::print(stderr, "matrix spec error: {}\n", e.what());

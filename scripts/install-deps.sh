@@ -2,7 +2,7 @@
 # Installs what hybridscope needs to build and test, and nothing more:
 #   - Debian packages (compiler toolchain, yaml-cpp, nlohmann-json, CLI11, spdlog/fmt, SQLite,
 #     GoogleTest, Google Benchmark, ccache; Chromium and poppler-utils for the PDF report;
-#     Qt 6 base/charts/svg and Xvfb for the viewer);
+#     Qt 6 base/charts/svg and Xvfb for the viewer; Slurm and MUNGE for `bench --slurm`'s test);
 #   - LibTorch from the PyTorch wheel on PyPI, into a virtual environment outside the build tree
 #     ($HS_DEPS_DIR, default ~/.local/share/hybridscope) so that every clone finds it again.
 # Idempotent: when everything is present it only checks and exits in about a second.
@@ -31,6 +31,7 @@ debian_packages=(
   libpcre2-dev   # the BPE tokenizers' pre-tokenizer split regex (tokenizer.json, tiktoken patterns)
   libicu-dev     # NFC normalisation of tokenizer.json's normalizer
   iproute2 util-linux  # the multi-host tests: hosts as network namespaces (ip, tc), host names (unshare)
+  slurm-wlm munge  # `hybridscope bench --slurm` and its test: a real single-node cluster (scripts/slurm-cluster.sh)
 )
 
 install_debian() {

@@ -14,10 +14,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "hybridscope/bench/run_environment.h"
 #include "hybridscope/probes/matrix_log.h"
@@ -134,6 +136,81 @@ std::pair<int, bool> wait_cell(pid_t pid) {
   }
 }
 
+// How a run's processes ended, locally or as a Slurm job.
+struct CellOutcome {
+  bool exited_ok = false;  // every rank exited with status 0
+  bool signalled = false;  // the runner passed a stop signal on
+  std::string how;         // for the error: "<program> exited with status 1", "Slurm job 7 FAILED (exit code 1)"
+  std::string note;        // for the progress line: ", Slurm job 7"
+};
+
+CellOutcome run_locally(const std::string& program, const std::vector<std::string>& args, const std::string& log_path) {
+  const pid_t pid = spawn_cell(program, args, log_path);
+  const auto [status, signalled] = wait_cell(pid);
+  CellOutcome outcome;
+  outcome.exited_ok = status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  outcome.signalled = signalled;
+  outcome.how = fmt::format("{} {}", program, status < 0 ? "could not be waited for" : describe(status));
+  return outcome;
+}
+
+// Submits the run as a Slurm job and polls it until it ends. A stop signal cancels the job
+// (scancel: SIGTERM to its tasks, SIGKILL after the cluster's KillWait); a second signal, or the
+// grace period passing, kills it at once. A refused submission is a failed run, as is a controller
+// that stops answering for options.unreachable_s.
+template <typename Say>
+CellOutcome run_on_slurm(const SlurmJobRequest& request, const SlurmOptions& options, double grace_s, Say say) {
+  CellOutcome outcome;
+  std::optional<SlurmJob> job;
+  try {
+    job = SlurmJob::submit(request, options);
+  } catch (const SlurmError& e) {
+    outcome.how = e.what();
+    return outcome;
+  }
+  outcome.note = fmt::format(", Slurm job {}", job->id());
+  say(fmt::format("      Slurm job {} submitted ({} tasks; script {}; output {})\n", job->id(), request.ranks,
+                  request.script_path, request.output_path));
+  const auto poll = std::chrono::duration<double>(options.poll_s);
+  auto last_answer = Clock::now(), last_query = Clock::now() - std::chrono::hours(1);
+  std::optional<Clock::time_point> cancelled_at;
+  bool killed = false;
+  while (true) {
+    const auto now = Clock::now();
+    const int sig = g_stop_signal.exchange(0);
+    const bool grace_over = cancelled_at && !killed && now - *cancelled_at > std::chrono::duration<double>(grace_s);
+    if (sig || grace_over) {
+      outcome.signalled = outcome.signalled || sig != 0;
+      killed = cancelled_at.has_value();  // the second time: at once
+      job->cancel(/*now=*/killed);
+      if (!cancelled_at) cancelled_at = now;
+      say(fmt::format("      {} Slurm job {}\n", killed ? "killing" : "cancelling", job->id()));
+    }
+    if (cancelled_at && now - *cancelled_at > std::chrono::duration<double>(grace_s + 60.0)) {
+      outcome.how = fmt::format("Slurm job {} did not end within {:.0f} s of scancel", job->id(), grace_s + 60.0);
+      return outcome;
+    }
+    if (now - last_query >= poll) {
+      last_query = now;
+      if (const auto state = job->query()) {
+        last_answer = now;
+        if (state->finished()) {
+          outcome.exited_ok = state->succeeded();
+          outcome.how = fmt::format("Slurm job {} {}", job->id(), state->describe());
+          return outcome;
+        }
+      } else if (now - last_answer > std::chrono::duration<double>(options.unreachable_s)) {
+        job->cancel(/*now=*/true);
+        outcome.how = fmt::format("the Slurm controller did not answer `scontrol show job {}` for {:.0f} s (job "
+                                  "cancelled)",
+                                  job->id(), options.unreachable_s);
+        return outcome;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
 // Mean step time of a run's measured steps (steps after the warm-up), from its step metrics.
 double measured_step_seconds(const std::string& db_path, std::int64_t run_id, int warmup_steps) {
   const reports::RunDatabase db(db_path);
@@ -184,6 +261,8 @@ RunnerResult run_matrix(const MatrixSpec& spec, const std::vector<MatrixCell>& c
     std::fputs(line.c_str(), out);
     std::fflush(out);
   };
+  // Slurm must answer before anything is written: a matrix of runs that all fail to submit helps nobody.
+  const std::string slurm_controller = options.slurm.enabled ? check_slurm() : "";
   std::error_code ec;
   const std::string program =
       options.program.empty() ? fs::read_symlink("/proc/self/exe", ec).string() : options.program;
@@ -240,6 +319,12 @@ RunnerResult run_matrix(const MatrixSpec& spec, const std::vector<MatrixCell>& c
                                                     queue.size())
                                       : "",
                   result.skipped_cells, log_dir.string()));
+  if (options.slurm.enabled) {
+    const auto& slurm = options.slurm;
+    say(fmt::format("bench: every run is a Slurm job ({}{}{})\n", slurm_controller,
+                    slurm.partition.empty() ? "" : "; partition " + slurm.partition,
+                    slurm.sbatch_args.empty() ? "" : fmt::format("; sbatch {}", fmt::join(slurm.sbatch_args, " "))));
+  }
   for (const auto& cell : cells)
     if (!cell.valid()) say(fmt::format("bench: cell {} {} skipped: {}\n", cell.index + 1, cell.name, cell.invalid_reason));
 
@@ -285,13 +370,26 @@ RunnerResult run_matrix(const MatrixSpec& spec, const std::vector<MatrixCell>& c
       runs_before = log.max_run_id();
       matrix_run = log.begin_run(result.matrix_id, cell.index, rep, log_path, env);
     }
-    std::vector<std::string> args = {"launch", "-n", std::to_string(cell.ranks), "--log-dir",
-                                     (log_dir / tag).string(), "--grace", fmt::format("{}", options.grace_s), "--",
-                                     "train", "--config", spec.base_config, "--no-progress", "--db", db_path.string()};
-    args.insert(args.end(), cell.overrides.begin(), cell.overrides.end());
+    std::vector<std::string> train = {"train", "--config", spec.base_config, "--no-progress", "--db", db_path.string()};
+    train.insert(train.end(), cell.overrides.begin(), cell.overrides.end());
     const auto start = Clock::now();
-    const pid_t pid = spawn_cell(program, args, log_path);
-    const auto [status, signalled] = wait_cell(pid);
+    CellOutcome outcome;
+    if (options.slurm.enabled) {
+      SlurmJobRequest request;
+      request.name = fmt::format("hs-{}-{}", spec.name, tag);
+      request.ranks = cell.ranks;
+      request.program = program;
+      request.train_args.assign(train.begin() + 1, train.end());
+      request.workdir = fs::current_path(ec).string();
+      request.output_path = fs::absolute(log_path, ec).string();
+      request.script_path = fs::absolute(log_dir / (tag + ".sbatch"), ec).string();
+      outcome = run_on_slurm(request, options.slurm, options.grace_s, say);
+    } else {
+      std::vector<std::string> args = {"launch", "-n", std::to_string(cell.ranks), "--log-dir",
+                                       (log_dir / tag).string(), "--grace", fmt::format("{}", options.grace_s), "--"};
+      args.insert(args.end(), train.begin(), train.end());
+      outcome = run_locally(program, args, log_path);
+    }
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
 
     // What every rank flushed is kept: a run that ended early still has per-rank files to merge.
@@ -304,11 +402,11 @@ RunnerResult run_matrix(const MatrixSpec& spec, const std::vector<MatrixCell>& c
     }
     probes::MatrixLog log(db_path.string());
     const std::optional<std::int64_t> run_id = log.first_run_after(runs_before);
-    const bool ok = status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && run_id;
-    if (signalled || g_stop_signal.load()) {
+    const bool ok = outcome.exited_ok && run_id;
+    if (outcome.signalled || g_stop_signal.load()) {
       log.end_run(matrix_run, "interrupted", run_id, "stopped by a signal to the runner", load_average());
-      say(fmt::format("      interrupted after {}{}; `hybridscope bench {} --db {} --resume` continues\n",
-                      duration(seconds), merge_note, spec.path, db_path.string()));
+      say(fmt::format("      interrupted after {}{}{}; `hybridscope bench {} --db {} --resume` continues\n",
+                      duration(seconds), outcome.note, merge_note, spec.path, db_path.string()));
       result.interrupted = true;
       break;
     }
@@ -320,11 +418,12 @@ RunnerResult run_matrix(const MatrixSpec& spec, const std::vector<MatrixCell>& c
         step = measured_step_seconds(db_path.string(), *run_id, spec.warmup_steps);
       } catch (const std::exception&) {
       }
-      say(fmt::format("      ok in {} (run {}, {:.3f} s/step){}\n", duration(seconds), *run_id, step, merge_note));
+      say(fmt::format("      ok in {} (run {}, {:.3f} s/step{}){}\n", duration(seconds), *run_id, step, outcome.note,
+                      merge_note));
     } else {
       const std::string error =
-          fmt::format("{} {}{}; last lines of {}:\n{}", program, status < 0 ? "could not be waited for" : describe(status),
-                      run_id ? "" : " before recording a run", log_path, last_lines(log_path, 15));
+          fmt::format("{}{}; last lines of {}:\n{}", outcome.how, run_id ? "" : " before recording a run", log_path,
+                      last_lines(log_path, 15));
       log.end_run(matrix_run, "failed", run_id, error, load_average());
       ++result.failed;
       say(fmt::format("      FAILED in {}: {}{}\n", duration(seconds), error, merge_note));

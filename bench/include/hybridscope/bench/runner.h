@@ -9,6 +9,10 @@
 // kept, marked interrupted); `resume` runs only the (cell, repetition) pairs without a completed
 // run. Ranks never outlive the runner: each child dies with its parent (HS_PARENT_PID).
 //
+// With RunnerOptions::slurm enabled every run is a Slurm batch job instead (slurm_job.h): its
+// ranks are srun's tasks, its job id goes into the progress output and the run's log, a job that
+// does not complete is a failed run, and SIGINT/SIGTERM cancel it (scancel).
+//
 // What this is not: the summary (reports/matrix_summary.h reads what this writes).
 #pragma once
 
@@ -18,6 +22,7 @@
 #include <vector>
 
 #include "hybridscope/bench/matrix.h"
+#include "hybridscope/bench/slurm_job.h"
 
 namespace hs::bench {
 
@@ -29,6 +34,7 @@ struct RunnerOptions {
   std::string command_line;  // recorded in matrices.command_line
   double grace_s = 5.0;      // SIGTERM -> SIGKILL grace handed to the launcher
   FILE* progress = stdout;   // progress lines; nullptr: silent
+  SlurmOptions slurm;        // enabled: each run is a Slurm job instead of a local `launch`
 };
 
 struct RunnerResult {
@@ -43,7 +49,8 @@ struct RunnerResult {
 
 /// Runs the matrix (see above). Throws MatrixError when `resume` finds no matrix of this name in
 /// the database or one whose cells differ from `cells` (the spec changed: run it into a new file),
-/// and probes::RecorderError when the database cannot be written.
+/// and probes::RecorderError when the database cannot be written; with `options.slurm` enabled,
+/// SlurmError before anything is written when Slurm cannot be used (check_slurm()).
 RunnerResult run_matrix(const MatrixSpec& spec, const std::vector<MatrixCell>& cells, const RunnerOptions& options);
 
 }  // namespace hs::bench
