@@ -32,7 +32,9 @@ std::string error_of(const Vars& vars) {
 }
 
 TEST(DistEnv, NoVariablesIsTheOneRankWorld) {
-  const DistEnv d = read({{"PATH", "/usr/bin"}, {"SLURM_JOB_ID", "7"}});  // a batch script without srun
+  // A batch script without srun (what sbatch --ntasks=2 gives it, read on Slurm 22.05): no step.
+  const DistEnv d = read({{"PATH", "/usr/bin"}, {"SLURM_JOB_ID", "7"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"},
+                          {"SLURM_LOCALID", "0"}, {"SLURM_JOB_NODELIST", "vm"}});
   EXPECT_EQ(d.rank, 0);
   EXPECT_EQ(d.world_size, 1);
   EXPECT_EQ(d.master_addr, "127.0.0.1");
