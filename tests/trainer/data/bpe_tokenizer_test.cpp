@@ -338,6 +338,20 @@ TEST(BpeTokenizer, TiktokenFileErrorsNameTheLine) {
   } catch (const TokenizerError& e) {
     EXPECT_NE(std::string(e.what()).find(":2: expected '<base64 token> <rank>'"), std::string::npos) << e.what();
   }
+  // Found by fuzz_tiktoken: one rank of 2e9 made a table of 2e9 ids (64 GB) before anything
+  // else was checked. And a rank with trailing text was read as its leading digits.
+  for (const auto& [text, want] : std::vector<std::pair<std::string, std::string>>{
+           {"IQ== 0\nIg== 2000000000\n", "rank 2000000000 with only 2 tokens"},
+           {"IQ== 0\nIg== 1x\n", ":2: expected '<base64 token> <rank>'"}}) {
+    std::ofstream(path) << text;
+    try {
+      (void)BpeTokenizer::from_tiktoken(path.string(), "\\S+", {});
+      ADD_FAILURE() << text << " loaded";
+    } catch (const TokenizerError& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  }
+  std::filesystem::remove(path);
 }
 
 }  // namespace

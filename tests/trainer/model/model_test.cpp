@@ -714,17 +714,24 @@ TEST_F(ModelTest, SafetensorsRejectsDamagedFiles) {
                std::runtime_error);
   // A shape whose byte count wraps 64 bits (2^31 x 2^31 x 2^2 F32 = 2^64 + 16 bytes -> 16) used to
   // match 16-byte offsets and describe a tensor far larger than the file.
-  const std::string header = R"({"a":{"dtype":"F32","shape":[2147483648,2147483648,4],"data_offsets":[0,16]}})";
-  std::string wrapped(8, '\0');
-  wrapped[0] = static_cast<char>(header.size());
-  wrapped += header + std::string(16, '\0');
-  try {
-    load_safetensors(write(wrapped));
-    ADD_FAILURE() << "a shape of 2^64 + 16 bytes was accepted";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("tensor 'a': its shape holds more bytes than 64 bits count"),
-              std::string::npos)
-        << e.what();
+  // And (found by fuzz_safetensors_header) an offset or dimension that is not an integer: nlohmann
+  // converted 5.6e29 to uint64_t unchecked, undefined behaviour.
+  for (const auto& [header, want] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"a":{"dtype":"F32","shape":[2147483648,2147483648,4],"data_offsets":[0,16]}})",
+            "tensor 'a': its shape holds more bytes than 64 bits count"},
+           {R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,5.6e29]}})",
+            "tensor 'a': data_offsets must be [begin, end], two non-negative integers"},
+           {R"({"a":{"dtype":"F32","shape":[4.0],"data_offsets":[0,16]}})",
+            "tensor 'a': shape must be an array of integers"}}) {
+    std::string bytes(8, '\0');
+    bytes[0] = static_cast<char>(header.size());
+    bytes += header + std::string(16, '\0');
+    try {
+      load_safetensors(write(bytes));
+      ADD_FAILURE() << header << " was accepted";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
   }
   hs::test::remove_tree(dir);
 }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -302,10 +303,11 @@ BpeTokenizer BpeTokenizer::from_tiktoken(const std::string& path, const std::str
       }
     }
     int rank = -1;
-    try {
-      if (ok) rank = std::stoi(line.substr(space + 1));
-    } catch (const std::exception&) {
-      ok = false;
+    if (ok) {  // the whole rest of the line, a non-negative integer
+      const char* first = line.data() + space + 1;
+      const char* last = line.data() + line.size();
+      const auto [end, ec] = std::from_chars(first, last, rank);
+      ok = ec == std::errc() && end == last;
     }
     if (!ok || rank < 0 || bytes.empty()) {
       throw TokenizerError(path + ":" + std::to_string(line_no) + ": expected '<base64 token> <rank>', got '" +
@@ -315,6 +317,13 @@ BpeTokenizer BpeTokenizer::from_tiktoken(const std::string& path, const std::str
   }
   int max_rank = -1;
   for (const auto& [bytes, rank] : ranks) max_rank = std::max(max_rank, rank);
+  // Ids are array indices: a rank far past the token count would make a table of empty ids (a
+  // fuzzed "AA== 2000000000" asked for 64 GB). tiktoken's files number their tokens 0..N-1.
+  constexpr int kMaxHoles = 1 << 16;
+  if (max_rank >= static_cast<int>(ranks.size()) + kMaxHoles) {
+    throw TokenizerError(path + ": rank " + std::to_string(max_rank) + " with only " + std::to_string(ranks.size()) +
+                         " tokens: a tiktoken rank file numbers its tokens 0..N-1");
+  }
   impl->id_bytes.assign(static_cast<std::size_t>(max_rank + 1), std::string());
   impl->has_id.assign(static_cast<std::size_t>(max_rank + 1), 0);
   for (auto& [bytes, rank] : ranks) {

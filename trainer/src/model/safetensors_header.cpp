@@ -74,11 +74,19 @@ std::vector<SafetensorsEntry> read_safetensors_header(std::istream& in, std::uin
     std::uint64_t begin = 0, end = 0;
     try {
       e.dtype = entry.at("dtype").get<std::string>();
-      e.shape = entry.at("shape").get<std::vector<std::int64_t>>();
-      const auto offsets = entry.at("data_offsets").get<std::vector<std::uint64_t>>();
-      if (offsets.size() != 2) throw std::runtime_error(what + ": data_offsets must be [begin, end]");
-      begin = offsets[0];
-      end = offsets[1];
+      // Integers only: nlohmann converts a float such as 5e29 to an integer type unchecked (UB).
+      const auto& shape = entry.at("shape");
+      const auto& offsets = entry.at("data_offsets");
+      if (!shape.is_array()) throw std::runtime_error(what + ": shape must be an array of integers");
+      for (const auto& d : shape) {
+        if (!d.is_number_integer()) throw std::runtime_error(what + ": shape must be an array of integers");
+        e.shape.push_back(d.get<std::int64_t>());
+      }
+      if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+          !offsets[1].is_number_unsigned())
+        throw std::runtime_error(what + ": data_offsets must be [begin, end], two non-negative integers");
+      begin = offsets[0].get<std::uint64_t>();
+      end = offsets[1].get<std::uint64_t>();
     } catch (const Json::exception& ex) {
       throw std::runtime_error(what + ": malformed entry: " + ex.what());
     }
