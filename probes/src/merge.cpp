@@ -167,9 +167,14 @@ MergeReport merge_rank_files(const std::string& db_path) {
         report.rows_copied += copied;
         report.messages.push_back(file + ": run " + id + ", " + std::to_string(copied) + " rows");
       }
-      // How the run ended: a completed run with a rank that did not complete has failed.
+      // How the run ended: a completed run with a rank that did not complete has failed. Its lost
+      // records are every rank's (each ranks row counts its own; the runs row only rank 0's until
+      // now).
       for (const auto& run : runs) {
         if (run[2] == "0") continue;
+        db.exec("UPDATE main.runs SET dropped_records = (SELECT COALESCE(SUM(dropped_records), 0) FROM main.ranks "
+                "WHERE run_id = " + run[0] + "), write_errors = (SELECT COALESCE(SUM(write_errors), 0) FROM "
+                "main.ranks WHERE run_id = " + run[0] + ") WHERE id = " + run[0]);
         const auto bad = rows(db, "SELECT rank, status, COALESCE(status_message, '') FROM main.ranks WHERE run_id = " +
                                       run[0] + " AND status <> 'completed' ORDER BY rank LIMIT 1");
         if (bad.empty()) continue;
