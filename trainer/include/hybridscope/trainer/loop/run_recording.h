@@ -51,6 +51,10 @@ class RunRecording {
   void set_step(std::int64_t step) { probes_->set_step(step); }
   /// Step end: the GPU activity CUPTI holds, then everything the recorder holds, into the database.
   void flush();
+  /// After flush(), at a step boundary: with hybridscope.recorder.on_write_error=stop and records
+  /// this rank's recorder failed to write, why the run must stop ("the recorder of rank 0 could not
+  /// write 97 records: " and SQLite's error, the OS error, the database); empty otherwise.
+  std::string stop_reason() const;
 
   /// Memory probe at a phase boundary (nothing when the probes are off): the device's or the CPU
   /// tracking allocator's memory, and the KV block pool (`stats`, `cache_bytes`).
@@ -63,6 +67,7 @@ class RunRecording {
   int rank_;
   int memory_device_;
   int memory_interval_ms_;
+  OnWriteError on_write_error_;
   std::unique_ptr<probes::Recorder> recorder_;
   std::unique_ptr<probes::RunProbes> probes_;
   probes::StepTimings timings_;
