@@ -163,4 +163,36 @@ TEST_F(FullDisk, TwoRanksContinueToTheEndAndTheMergeKeepsEachRanksLostRecords) {
     EXPECT_TRUE(contains(err_, rank)) << err_;
 }
 
+// Two ranks with stop: both stop at the same step boundary (the stop flag's all-reduce), each
+// naming its own file; the launcher reports the failure, rank 1's file is left for `hybridscope
+// merge`, which completes the run afterwards: both ranks failed, the database intact.
+TEST_F(FullDisk, TwoRanksStopAtTheSameStepAndALaterMergeCompletesTheRun) {
+  std::vector<std::string> args{"launch", "-n", "2", "--log-dir", (dir_ / "logs").string(), "--"};
+  for (auto& a : tiny_grpo(db(), ckpt(), kSteps)) args.push_back(a);
+  args.push_back("trainer.n_gpus_per_node=2");
+  args.push_back("hybridscope.recorder.on_write_error=stop");
+  const int status = run(args);
+  ASSERT_TRUE(status != -1 && WIFEXITED(status)) << "exited, not killed at the safety deadline: " << err_;
+  EXPECT_NE(WEXITSTATUS(status), 0) << err_;
+  EXPECT_FALSE(contains(out_, "step  150/150")) << out_;
+  const auto stop_line = [&](int rank) {
+    const std::string prefix = "[rank " + std::to_string(rank) + "] run database error: stopped after step ";
+    const auto at = err_.find(prefix);
+    return at == std::string::npos ? std::string() : err_.substr(at + prefix.size(), err_.find(' ', at + prefix.size()) - at - prefix.size());
+  };
+  EXPECT_FALSE(stop_line(0).empty()) << err_;
+  EXPECT_EQ(stop_line(0), stop_line(1)) << "the same step boundary: " << err_;
+  EXPECT_TRUE(contains(err_, "writing " + db() + ".rank1")) << err_;
+  ASSERT_TRUE(fs::exists(db() + ".rank1")) << "left for hybridscope merge";
+
+  ASSERT_TRUE(hs::test::exited_ok(run({"merge", db()}))) << err_ << out_;
+  EXPECT_TRUE(contains(out_, "merged 1 rank files")) << out_;
+  EXPECT_FALSE(fs::exists(db() + ".rank1"));
+  EXPECT_EQ(hs::test::query_row(db(), "PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(hs::test::query_rows(db(), "SELECT rank, status, write_errors > 0 FROM ranks ORDER BY rank"),
+            (std::vector<std::string>{"0|failed|1", "1|failed|1"}));
+  EXPECT_EQ(hs::test::query_row(db(), "SELECT status FROM runs"), "failed");
+  EXPECT_EQ(hs::test::query_row(db(), "SELECT COUNT(DISTINCT rank) FROM ranges WHERE step = 1"), "2");
+}
+
 }  // namespace
