@@ -110,17 +110,17 @@ final_bytes=$(sqlite3 "file:$db?mode=ro" 'SELECT page_count * page_size FROM pra
 n=$(($(wc -l < "$samples") - 1))
 
 printf '\nsoak: %s steps in %.0f s, %s samples every %s s (%s)\n' "$steps" "$seconds" "$n" "$interval" "$samples"
-printf '%-44s %s\n' "quantity" "value"
-printf '%-44s %.1f (R^2 %s)\n' "RSS slope, KiB per 1000 steps (after 10%)" "$(awk -v b="$rss_per_step" 'BEGIN { print b * 1000 }')" "$rss_r2"
-printf '%-44s %.1f\n' "RSS slope, KiB per minute (after 10%)" "$(awk -v b="$rss_per_second" 'BEGIN { print b * 60 }')"
-printf '%-44s %s -> %s\n' "RSS KiB, first -> last (after 10%)" "$first_rss" "$last_rss"
+printf '%-52s %s\n' "quantity" "value"
+printf '%-52s %.1f (R^2 %s)\n' "RSS slope, KiB per 1000 steps (after 10%)" "$(awk -v b="$rss_per_step" 'BEGIN { print b * 1000 }')" "$rss_r2"
+printf '%-52s %.1f\n' "RSS slope, KiB per minute (after 10%)" "$(awk -v b="$rss_per_second" 'BEGIN { print b * 60 }')"
+printf '%-52s %s -> %s\n' "RSS KiB, first -> last (after 10%)" "$first_rss" "$last_rss"
 if [ -n "$cached_from" ]; then
-  printf '%-44s %.1f (R^2 %s)\n' "RSS slope, KiB/1000 steps, cache full (>= $cached_from)" \
+  printf '%-52s %.1f (R^2 %s)\n' "RSS slope, KiB/1000 steps, cache full (>= $cached_from)" \
     "$(awk -v b="$rss_per_step_cached" 'BEGIN { print b * 1000 }')" "$rss_cached_r2"
-  printf '%-44s %.1f\n' "RSS slope, KiB per minute, cache full" "$(awk -v b="$rss_per_second_cached" 'BEGIN { print b * 60 }')"
+  printf '%-52s %.1f\n' "RSS slope, KiB per minute, cache full" "$(awk -v b="$rss_per_second_cached" 'BEGIN { print b * 60 }')"
 else
-  printf '%-44s %s\n' "RSS slope once the page cache is full" "n/a: the database never passed 64 MiB (run more --steps)"
+  printf '%-52s %s\n' "RSS slope once the page cache is full" "n/a: the database never passed 64 MiB (run more --steps)"
 fi
-printf '%-44s %.0f (R^2 %s)\n' "database growth, bytes per step" "$db_per_step" "$db_r2"
-printf '%-44s %s\n' "database at the end, bytes" "$final_bytes"
-printf '%-44s %s\n' "runs.status" "$(sqlite3 "file:$db?mode=ro" 'SELECT status || '"'"' (write_errors '"'"' || write_errors || '"'"', dropped '"'"' || dropped_records || '"'"')'"'"' FROM runs')"
+printf '%-52s %.0f (R^2 %s)\n' "database growth, bytes per step" "$db_per_step" "$db_r2"
+printf '%-52s %s\n' "database at the end, bytes" "$final_bytes"
+printf '%-52s %s\n' "runs.status" "$(sqlite3 "file:$db?mode=ro" 'SELECT status || '"'"' (write_errors '"'"' || write_errors || '"'"', dropped '"'"' || dropped_records || '"'"')'"'"' FROM runs')"

@@ -252,6 +252,12 @@ void SqliteWriter::write(Drain& d) {
   } catch (...) {
     if (sqlite3_errcode(db_.get()) != SQLITE_OK) note_error();  // BEGIN or COMMIT failed
     sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+    // Strings interned in this transaction are gone with it: forget every cached id, so that no
+    // later row references a string that was never committed (each is looked up again).
+    ids_by_pointer_.clear();
+    ids_by_value_.clear();
+    last_name_ = nullptr;
+    last_name_id_ = -1;
     // The drained ranges are gone with the transaction: never written twice, counted once.
     std::size_t i = 0;
     for (Chunk* c : d.full)

@@ -95,6 +95,7 @@ class FullDisk : public ::testing::Test {
   // the lost records; the run's row names ENOSPC and the database, or stderr says it could not.
   void expect_marked_and_intact(const std::string& status) {
     EXPECT_EQ(hs::test::query_row(db(), "PRAGMA integrity_check"), "ok");
+    EXPECT_TRUE(hs::test::query_rows(db(), "PRAGMA foreign_key_check").empty()) << "no row names a lost string";
     EXPECT_EQ(hs::test::query_row(db(), "SELECT MIN(step) FROM ranges"), "1") << "the steps before the disk filled";
     const bool row_updated = !contains(err_, "could not record how the run ended");
     if (row_updated) {
@@ -154,6 +155,7 @@ TEST_F(FullDisk, TwoRanksContinueToTheEndAndTheMergeKeepsEachRanksLostRecords) {
   EXPECT_TRUE(contains(out_, "[rank 0] step  150/150")) << out_;
   EXPECT_FALSE(fs::exists(db() + ".rank1")) << "merged at the end: " << err_;
   EXPECT_EQ(hs::test::query_row(db(), "PRAGMA integrity_check"), "ok");
+  EXPECT_TRUE(hs::test::query_rows(db(), "PRAGMA foreign_key_check").empty());
   EXPECT_EQ(hs::test::query_rows(db(), "SELECT rank, status, write_errors > 0 FROM ranks ORDER BY rank"),
             (std::vector<std::string>{"0|completed|1", "1|completed|1"}));
   EXPECT_EQ(hs::test::query_row(db(), "SELECT write_errors FROM runs"),
@@ -189,6 +191,7 @@ TEST_F(FullDisk, TwoRanksStopAtTheSameStepAndALaterMergeCompletesTheRun) {
   EXPECT_TRUE(contains(out_, "merged 1 rank files")) << out_;
   EXPECT_FALSE(fs::exists(db() + ".rank1"));
   EXPECT_EQ(hs::test::query_row(db(), "PRAGMA integrity_check"), "ok");
+  EXPECT_TRUE(hs::test::query_rows(db(), "PRAGMA foreign_key_check").empty());
   EXPECT_EQ(hs::test::query_rows(db(), "SELECT rank, status, write_errors > 0 FROM ranks ORDER BY rank"),
             (std::vector<std::string>{"0|failed|1", "1|failed|1"}));
   EXPECT_EQ(hs::test::query_row(db(), "SELECT status FROM runs"), "failed");

@@ -185,9 +185,10 @@ TEST_F(MergeKill, AMergeKilledBetweenRankFilesIsCompletedLaterAndMergingAgainCha
   EXPECT_NE(read_all(out(3)).find("merged 1 rank files"), std::string::npos) << read_all(out(3));
   EXPECT_EQ(counts(db_), complete);
   EXPECT_FALSE(fs::exists(rank1));
-  EXPECT_EQ(test::query_row(db_, "SELECT COUNT(*) FROM strings") ,
+  EXPECT_EQ(test::query_row(db_, "SELECT COUNT(*) FROM strings"),
             test::query_row(db_, "SELECT COUNT(DISTINCT value) FROM strings"));
   EXPECT_EQ(test::query_row(db_, "PRAGMA integrity_check"), "ok");
+  EXPECT_TRUE(test::query_rows(db_, "PRAGMA foreign_key_check").empty()) << "every remapped id names its row";
 }
 
 }  // namespace

@@ -96,6 +96,27 @@ void RunRecording::end(probes::RunStatus status, const std::string& message) {
                rank_, recorder_->path(), recorder_->write_error());
 }
 
+RunRecording::StopRequest RunRecording::agree_on_stop(Communicator& world, int signal) const {
+  StopRequest stop;
+  stop.signal = signal;
+  stop.write_failed_rank = stop_reason().empty() ? -1 : rank_;
+  if (world.size() > 1) {  // max over ranks; the rank as 1 + rank, so that none (-1) is 0
+    auto flags = torch::tensor({std::int64_t{stop.signal}, std::int64_t{stop.write_failed_rank + 1}}, torch::kInt64);
+    world.all_reduce(flags, ReduceOp::kMax);
+    stop.signal = static_cast<int>(flags[0].item<std::int64_t>());
+    stop.write_failed_rank = static_cast<int>(flags[1].item<std::int64_t>()) - 1;
+  }
+  return stop;
+}
+
+std::string RunRecording::write_stop_message(const StopRequest& stop, std::int64_t step) const {
+  const std::string own = stop_reason();
+  return fmt::format("stopped after step {} (hybridscope.recorder.on_write_error=stop): {}", step,
+                     !own.empty() ? own
+                                  : fmt::format("the recorder of rank {} could not write records (its log says why)",
+                                                stop.write_failed_rank));
+}
+
 std::string RunRecording::stop_reason() const {
   if (on_write_error_ != OnWriteError::kStop || recorder_->failed_writes() == 0) return {};
   return fmt::format("the recorder of rank {} could not write {} records: {}", rank_, recorder_->failed_writes(),

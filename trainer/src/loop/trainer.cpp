@@ -744,28 +744,15 @@ FitSummary PPOTrainer::fit() {
     double step_seconds_sum = 0;
     while (s.global_step < s.total_steps) {
       // A stop request on any rank stops every rank at the same step boundary: a signal, or a rank
-      // whose recorder failed to write with hybridscope.recorder.on_write_error=stop (1 + its rank).
-      int sig = g_stop_signal.load();
-      const std::string write_stop = s.recording->stop_reason();
-      int write_stop_rank = write_stop.empty() ? 0 : 1 + s.topology.rank();
-      if (s.topology.world() > 1) {
-        auto flags = torch::tensor({std::int64_t{sig}, std::int64_t{write_stop_rank}}, torch::kInt64);
-        s.topology.global_world->all_reduce(flags, ReduceOp::kMax);
-        sig = static_cast<int>(flags[0].item<std::int64_t>());
-        write_stop_rank = static_cast<int>(flags[1].item<std::int64_t>());
-      }
-      if (sig) {
+      // whose recorder failed to write with hybridscope.recorder.on_write_error=stop.
+      const auto stop = s.recording->agree_on_stop(*s.topology.global_world, g_stop_signal.load());
+      if (const int sig = stop.signal) {
         const std::string message = fmt::format("stopped by signal {} after step {}", sig, s.global_step);
         s.recording->end(probes::RunStatus::kKilled, message);
         throw std::runtime_error(message);
       }
-      if (write_stop_rank) {  // the catch below marks the run failed with this message
-        throw probes::RecorderError(fmt::format(
-            "stopped after step {} (hybridscope.recorder.on_write_error=stop): {}", s.global_step,
-            !write_stop.empty() ? write_stop
-                                : fmt::format("the recorder of rank {} could not write records (its log says why)",
-                                              write_stop_rank - 1)));
-      }
+      if (stop.write_failed_rank >= 0)  // the catch below marks the run failed with this message
+        throw probes::RecorderError(s.recording->write_stop_message(stop, s.global_step));
       const Metrics metrics = s.train_step();
       ++summary.steps_run;
       step_seconds_sum += find(metrics, "perf/time_per_step");

@@ -56,6 +56,20 @@ class RunRecording {
   /// write 97 records: " and SQLite's error, the OS error, the database); empty otherwise.
   std::string stop_reason() const;
 
+  /// Whether the run stops at this step boundary, agreed by every rank: the highest stop signal any
+  /// rank received (0: none) and, with on_write_error=stop, a rank whose recorder failed a write
+  /// (-1: none).
+  struct StopRequest {
+    int signal = 0;
+    int write_failed_rank = -1;
+  };
+  /// One all-reduce over `world` (none when it is one rank): every rank of `world`, the actor's and
+  /// a split reference's alike, calls it at the same step boundaries. `signal`: this rank's.
+  StopRequest agree_on_stop(Communicator& world, int signal) const;
+  /// The message a stop for a failed write ends the run with, after `step`: this rank's own
+  /// failure (stop_reason()) when it has one, else the failing rank's number.
+  std::string write_stop_message(const StopRequest& stop, std::int64_t step) const;
+
   /// Memory probe at a phase boundary (nothing when the probes are off): the device's or the CPU
   /// tracking allocator's memory, and the KV block pool (`stats`, `cache_bytes`).
   void sample(const char* phase, const KvPoolStats& stats, std::int64_t cache_bytes);
