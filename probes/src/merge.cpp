@@ -184,10 +184,13 @@ MergeReport merge_rank_files(const std::string& db_path) {
       }
       db.exec("DROP TABLE temp.smap");
       db.exec("COMMIT");
-    } catch (...) {
+    } catch (const std::exception& e) {
       sqlite3_exec(db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
       sqlite3_exec(db.get(), "DETACH DATABASE src", nullptr, nullptr, nullptr);
-      throw;
+      // A full disk, most likely: nothing of this file was merged, and the user must learn how to
+      // finish once there is room.
+      throw RecorderError(std::string("merge: ") + e.what() + "; " + file + " is kept, not merged: run `hybridscope merge " +
+                          db_path + "` once that is fixed (what was merged before stays)");
     }
     db.exec("DETACH DATABASE src");
     if (!keep_file) {
