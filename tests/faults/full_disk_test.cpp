@@ -66,7 +66,7 @@ class FullDisk : public ::testing::Test {
     fs::create_directories(disk_);
     const std::string err = (dir_ / "mount.txt").string();
     const pid_t pid =
-        hs::test::spawn({"/bin/mount", "-t", "tmpfs", "-o", "size=2m,mode=0755", "tmpfs", disk_.string()}, {}, err, err);
+        hs::test::spawn({"/bin/mount", "-t", "tmpfs", "-o", "size=" + size_ + ",mode=0755", "tmpfs", disk_.string()}, {}, err, err);
     mounted_ = hs::test::exited_ok(hs::test::wait_for(pid, std::chrono::seconds(60)));
     if (!mounted_) GTEST_SKIP() << "cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN): " << read_all(err);
   }
@@ -76,6 +76,19 @@ class FullDisk : public ::testing::Test {
       EXPECT_TRUE(hs::test::exited_ok(hs::test::wait_for(pid, std::chrono::seconds(60)))) << "umount " << disk_;
     }
     hs::test::remove_tree(dir_);
+  }
+
+  // The step each rank in `ranks` said it stopped after ("" when it did not say so).
+  std::vector<std::string> stop_steps(int ranks) const {
+    std::vector<std::string> steps;
+    for (int rank = 0; rank < ranks; ++rank) {
+      const std::string prefix = "[rank " + std::to_string(rank) + "] run database error: stopped after step ";
+      const auto at = err_.find(prefix);
+      steps.push_back(at == std::string::npos
+                          ? std::string()
+                          : err_.substr(at + prefix.size(), err_.find(' ', at + prefix.size()) - at - prefix.size()));
+    }
+    return steps;
   }
 
   // Runs `args` (after the binary) to its end; its wait status, its output in out_ and err_.
@@ -111,6 +124,7 @@ class FullDisk : public ::testing::Test {
     EXPECT_FALSE(fs::exists(db() + "-reserve")) << "the recorder gives its reserve back";
   }
 
+  std::string size_ = "2m";  // the tmpfs: room for the schema and the run rows of two ranks' files
   fs::path dir_, disk_;
   bool mounted_ = false;
   std::string out_, err_;
@@ -177,13 +191,9 @@ TEST_F(FullDisk, TwoRanksStopAtTheSameStepAndALaterMergeCompletesTheRun) {
   ASSERT_TRUE(status != -1 && WIFEXITED(status)) << "exited, not killed at the safety deadline: " << err_;
   EXPECT_NE(WEXITSTATUS(status), 0) << err_;
   EXPECT_FALSE(contains(out_, "step  150/150")) << out_;
-  const auto stop_line = [&](int rank) {
-    const std::string prefix = "[rank " + std::to_string(rank) + "] run database error: stopped after step ";
-    const auto at = err_.find(prefix);
-    return at == std::string::npos ? std::string() : err_.substr(at + prefix.size(), err_.find(' ', at + prefix.size()) - at - prefix.size());
-  };
-  EXPECT_FALSE(stop_line(0).empty()) << err_;
-  EXPECT_EQ(stop_line(0), stop_line(1)) << "the same step boundary: " << err_;
+  const auto steps = stop_steps(2);
+  EXPECT_FALSE(steps[0].empty()) << err_;
+  EXPECT_EQ(steps[0], steps[1]) << "the same step boundary: " << err_;
   EXPECT_TRUE(contains(err_, "writing " + db() + ".rank1")) << err_;
   ASSERT_TRUE(fs::exists(db() + ".rank1")) << "left for hybridscope merge";
 
@@ -196,6 +206,37 @@ TEST_F(FullDisk, TwoRanksStopAtTheSameStepAndALaterMergeCompletesTheRun) {
             (std::vector<std::string>{"0|failed|1", "1|failed|1"}));
   EXPECT_EQ(hs::test::query_row(db(), "SELECT status FROM runs"), "failed");
   EXPECT_EQ(hs::test::query_row(db(), "SELECT COUNT(DISTINCT rank) FROM ranges WHERE step = 1"), "2");
+}
+
+// Four ranks with the reference split onto ranks 2 and 3 (hybridscope.placement): the reference
+// ranks serve in their own loop, which must take part in the same stop agreement as the actor's
+// ranks, or they would wait in a collective the actor ranks never reach.
+class FullDiskFourRanks : public FullDisk {
+ protected:
+  FullDiskFourRanks() { size_ = "4m"; }  // four files' schemas and run rows
+};
+
+TEST_F(FullDiskFourRanks, ASplitReferenceStopsAtTheSameStepAsTheActor) {
+  std::vector<std::string> args{"launch", "-n", "4", "--log-dir", (dir_ / "logs").string(), "--"};
+  for (auto& a : tiny_grpo(db(), ckpt(), kSteps)) args.push_back(a);
+  for (const char* a : {"trainer.n_gpus_per_node=4", "hybridscope.model.num_key_value_heads=2",
+                        "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
+                        "actor_rollout_ref.rollout.tensor_model_parallel_size=1", "actor_rollout_ref.actor.use_kl_loss=true",
+                        "hybridscope.placement.actor=[0,1]", "hybridscope.placement.ref=[2,3]",
+                        "hybridscope.recorder.on_write_error=stop"})
+    args.emplace_back(a);
+  const int status = run(args);
+  ASSERT_TRUE(status != -1 && WIFEXITED(status)) << "exited, not killed at the safety deadline: " << err_;
+  EXPECT_NE(WEXITSTATUS(status), 0) << err_;
+  const auto steps = stop_steps(4);
+  EXPECT_FALSE(steps[0].empty()) << err_;
+  for (int rank = 1; rank < 4; ++rank) EXPECT_EQ(steps[static_cast<std::size_t>(rank)], steps[0]) << err_;
+
+  ASSERT_TRUE(hs::test::exited_ok(run({"merge", db()}))) << err_ << out_;
+  EXPECT_EQ(hs::test::query_row(db(), "PRAGMA integrity_check"), "ok");
+  EXPECT_TRUE(hs::test::query_rows(db(), "PRAGMA foreign_key_check").empty());
+  EXPECT_EQ(hs::test::query_rows(db(), "SELECT rank, status FROM ranks ORDER BY rank"),
+            (std::vector<std::string>{"0|failed", "1|failed", "2|failed", "3|failed"}));
 }
 
 }  // namespace
