@@ -1,5 +1,6 @@
 // full_disk_test.cpp — `hybridscope train` whose run database lives on a filesystem that fills up
-// mid-run: a 2 MiB tmpfs the test mounts (root; skipped with the reason where mount is refused).
+// mid-run: a 2 MiB tmpfs the test mounts (4 MiB for four ranks' files; root: skipped with the
+// reason where mount is refused).
 // The schema and the run row fit; SQLite's WAL, which appends every step's changed pages, fills the
 // rest within the first few dozen steps of the tiny model. What must hold, as configured by
 // hybridscope.recorder.on_write_error:
