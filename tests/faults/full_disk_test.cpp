@@ -17,6 +17,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "../process.h"
 #include "../remove_tree.h"
 #include "../test_db.h"
+#include "../tmpfs.h"
 
 namespace {
 
@@ -65,16 +67,12 @@ class FullDisk : public ::testing::Test {
     hs::test::remove_tree(dir_);
     disk_ = dir_ / "disk";
     fs::create_directories(disk_);
-    const std::string err = (dir_ / "mount.txt").string();
-    const pid_t pid =
-        hs::test::spawn({"/bin/mount", "-t", "tmpfs", "-o", "size=" + size_ + ",mode=0755", "tmpfs", disk_.string()}, {}, err, err);
-    mounted_ = hs::test::exited_ok(hs::test::wait_for(pid, std::chrono::seconds(60)));
-    if (!mounted_) GTEST_SKIP() << "cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN): " << read_all(err);
+    tmpfs_ = std::make_unique<hs::test::Tmpfs>(disk_.string(), size_);
+    if (!tmpfs_->mounted()) GTEST_SKIP() << tmpfs_->refusal();
   }
   void TearDown() override {
-    if (mounted_) {
-      const pid_t pid = hs::test::spawn({"/bin/umount", disk_.string()}, {});
-      EXPECT_TRUE(hs::test::exited_ok(hs::test::wait_for(pid, std::chrono::seconds(60)))) << "umount " << disk_;
+    if (tmpfs_ && tmpfs_->mounted()) {
+      EXPECT_TRUE(tmpfs_->unmount()) << "umount " << disk_;
     }
     hs::test::remove_tree(dir_);
   }
@@ -126,7 +124,7 @@ class FullDisk : public ::testing::Test {
 
   std::string size_ = "2m";  // the tmpfs: room for the schema and the run rows of two ranks' files
   fs::path dir_, disk_;
-  bool mounted_ = false;
+  std::unique_ptr<hs::test::Tmpfs> tmpfs_;
   std::string out_, err_;
 };
 

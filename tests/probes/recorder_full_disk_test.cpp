@@ -4,15 +4,13 @@
 // fault through `hybridscope train`.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <memory>
 #include <string>
 
-#include "../process.h"
 #include "../remove_tree.h"
 #include "../test_db.h"
+#include "../tmpfs.h"
 #include "hybridscope/probes/recorder.h"
 
 namespace hs::probes {
@@ -26,26 +24,18 @@ class RecorderFullDisk : public ::testing::Test {
     dir_ = fs::path(test::temp_db("recorder_full_disk", "disk"));
     test::remove_tree(dir_);
     fs::create_directories(dir_);
-    const std::string err = dir_.string() + ".mount.txt";
-    const pid_t pid = test::spawn({"/bin/mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir_.string()}, {}, err, err);
-    mounted_ = test::exited_ok(test::wait_for(pid, std::chrono::seconds(60)));
-    if (!mounted_) {
-      std::ifstream in(err);
-      std::stringstream s;
-      s << in.rdbuf();
-      GTEST_SKIP() << "cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN): " << s.str();
-    }
+    tmpfs_ = std::make_unique<test::Tmpfs>(dir_.string(), "1m");
+    if (!tmpfs_->mounted()) GTEST_SKIP() << tmpfs_->refusal();
   }
   void TearDown() override {
-    if (mounted_) {
-      const pid_t pid = test::spawn({"/bin/umount", dir_.string()}, {});
-      EXPECT_TRUE(test::exited_ok(test::wait_for(pid, std::chrono::seconds(60)))) << "umount " << dir_;
+    if (tmpfs_ && tmpfs_->mounted()) {
+      EXPECT_TRUE(tmpfs_->unmount()) << "umount " << dir_;
     }
     test::remove_tree(dir_);
   }
 
   fs::path dir_;
-  bool mounted_ = false;
+  std::unique_ptr<test::Tmpfs> tmpfs_;
 };
 
 // Steps of 500 ranges, flushed each, until the disk is full; a few more steps after it. Every

@@ -1,4 +1,5 @@
-// merge_kill_test.cpp — `hybridscope merge` SIGKILLed in the middle of a 3-rank run's merge.
+// merge_faults_test.cpp — `hybridscope merge` interrupted: SIGKILLed in the middle of a 3-rank
+// run's merge, and run out of disk space.
 //
 // The merge copies one rank file per transaction and removes the file only after its commit
 // (probes/src/merge.cpp). The test holds a write transaction on the last rank file, so the merge
@@ -7,13 +8,19 @@
 // merge is SIGKILLed there. A later `hybridscope merge` completes the run; merging again, and
 // merging a rank file put back as a merge killed between its commit and the removal leaves it,
 // changes no row. Every database passes PRAGMA integrity_check.
+//
+// On a full disk (a tmpfs the test mounts and fills, root; skipped where mount is refused) the
+// merge fails without merging half a file, says which file is kept and what to run, and the same
+// command completes the run once there is room.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/statvfs.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -22,6 +29,7 @@
 #include "../process.h"
 #include "../remove_tree.h"
 #include "../test_db.h"
+#include "../tmpfs.h"
 #include "hybridscope/probes/rank_files.h"
 #include "hybridscope/probes/recorder.h"
 
@@ -106,7 +114,7 @@ std::vector<std::string> expected_counts(std::int64_t run_id) {
   return rows;
 }
 
-class MergeKill : public ::testing::Test {
+class MergeFaults : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::path(test::temp_db("fault_merge_kill", "run"));
@@ -127,7 +135,7 @@ class MergeKill : public ::testing::Test {
   std::string db_;
 };
 
-TEST_F(MergeKill, AMergeKilledBetweenRankFilesIsCompletedLaterAndMergingAgainChangesNothing) {
+TEST_F(MergeFaults, AMergeKilledBetweenRankFilesIsCompletedLaterAndMergingAgainChangesNothing) {
   const std::int64_t run = record_rank(db_, 0, -1);
   for (int r = 1; r < kWorld; ++r) record_rank(rank_file_path(db_, r), r, run);
   const std::string rank1 = rank_file_path(db_, 1), rank2 = rank_file_path(db_, 2);
@@ -189,6 +197,50 @@ TEST_F(MergeKill, AMergeKilledBetweenRankFilesIsCompletedLaterAndMergingAgainCha
             test::query_row(db_, "SELECT COUNT(DISTINCT value) FROM strings"));
   EXPECT_EQ(test::query_row(db_, "PRAGMA integrity_check"), "ok");
   EXPECT_TRUE(test::query_rows(db_, "PRAGMA foreign_key_check").empty()) << "every remapped id names its row";
+}
+
+// Fills the filesystem of `dir` with `dir`/ballast until `leave` bytes are free.
+void fill_leaving(const fs::path& dir, std::uint64_t leave) {
+  struct statvfs st {};
+  ASSERT_EQ(::statvfs(dir.c_str(), &st), 0);
+  const std::uint64_t free_bytes = static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize;
+  ASSERT_GT(free_bytes, leave);
+  std::ofstream ballast(dir / "ballast", std::ios::binary);
+  const std::string block(4096, '\0');
+  for (std::uint64_t n = 0; n + leave < free_bytes; n += block.size()) ballast.write(block.data(), block.size());
+}
+
+TEST_F(MergeFaults, AMergeOutOfDiskSpaceKeepsTheRankFilesAndCompletesOnceThereIsRoom) {
+  const fs::path disk = dir_ / "disk";
+  fs::create_directories(disk);
+  test::Tmpfs tmpfs(disk.string(), "16m");
+  if (!tmpfs.mounted()) GTEST_SKIP() << tmpfs.refusal();
+  const std::string db = (disk / "run.sqlite").string();
+  const std::int64_t run = record_rank(db, 0, -1);
+  for (int r = 1; r < kWorld; ++r) record_rank(rank_file_path(db, r), r, run);
+  // Room to open the files (their WAL and shared memory), not to copy 20,000 ranges into the run.
+  fill_leaving(disk, 192 * 1024);
+  const std::string out = (dir_ / "full.txt").string();
+  const int full = test::wait_for(test::spawn({kBinary, "merge", db}, {}, out, out), std::chrono::seconds(120));
+  ASSERT_TRUE(full != -1 && WIFEXITED(full)) << read_all(out);
+  EXPECT_EQ(WEXITSTATUS(full), 1) << read_all(out);
+  const std::string said = read_all(out);
+  EXPECT_NE(said.find("database or disk is full"), std::string::npos) << said;
+  EXPECT_NE(said.find(rank_file_path(db, 1) + " is kept, not merged: run `hybridscope merge " + db + "`"),
+            std::string::npos) << said;
+  EXPECT_EQ(rank_files(db), (std::vector<std::string>{rank_file_path(db, 1), rank_file_path(db, 2)}));
+  EXPECT_EQ(test::query_row(db, "SELECT COUNT(*) FROM ranges WHERE rank > 0"), "0") << "no half-merged file";
+  EXPECT_EQ(test::query_row(db, "PRAGMA integrity_check"), "ok");
+
+  fs::remove(disk / "ballast");
+  const std::string again = (dir_ / "again.txt").string();
+  ASSERT_TRUE(test::exited_ok(test::wait_for(test::spawn({kBinary, "merge", db}, {}, again, again),
+                                             std::chrono::seconds(120))))
+      << read_all(again);
+  EXPECT_NE(read_all(again).find("merged 2 rank files"), std::string::npos) << read_all(again);
+  EXPECT_EQ(counts(db), expected_counts(run));
+  EXPECT_EQ(test::query_row(db, "PRAGMA integrity_check"), "ok");
+  EXPECT_TRUE(test::query_rows(db, "PRAGMA foreign_key_check").empty());
 }
 
 }  // namespace
