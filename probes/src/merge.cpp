@@ -126,12 +126,27 @@ MergeReport merge_rank_files(const std::string& db_path) {
   if (!fs::exists(db_path)) throw RecorderError("merge: no run database at " + db_path);
   RunFile db(db_path, RunFile::Mode::kExisting);
   for (const std::string& file : rank_files(db_path)) {
-    { RunFile upgrade(file, RunFile::Mode::kExisting); }
-    db.exec("ATTACH DATABASE " + quote(file) + " AS src");
-    const auto runs =
-        rows(db, "SELECT r.id, r.status, (SELECT COUNT(*) FROM main.runs m WHERE m.id = r.id) FROM src.runs r");
+    // A failure (a full disk, most likely) leaves nothing of this file merged, and the user must
+    // learn how to finish once it is fixed.
+    auto kept = [&](const std::exception& e) {
+      return RecorderError(std::string("merge: ") + e.what() + "; " + file + " is kept, not merged: run `hybridscope merge " +
+                           db_path + "` once that is fixed (what was merged before stays)");
+    };
+    try {
+      { RunFile upgrade(file, RunFile::Mode::kExisting); }
+      db.exec("ATTACH DATABASE " + quote(file) + " AS src");
+    } catch (const std::exception& e) {
+      throw kept(e);
+    }
+    std::vector<std::vector<std::string>> runs;
+    try {
+      runs = rows(db, "SELECT r.id, r.status, (SELECT COUNT(*) FROM main.runs m WHERE m.id = r.id) FROM src.runs r");
+      db.exec("BEGIN IMMEDIATE");
+    } catch (const std::exception& e) {
+      sqlite3_exec(db.get(), "DETACH DATABASE src", nullptr, nullptr, nullptr);
+      throw kept(e);
+    }
     bool keep_file = false;
-    db.exec("BEGIN IMMEDIATE");
     try {
       db.exec("CREATE TEMP TABLE smap(old INTEGER PRIMARY KEY, new INTEGER NOT NULL)");
       db.exec("INSERT OR IGNORE INTO main.strings(value) SELECT value FROM src.strings");
@@ -167,9 +182,14 @@ MergeReport merge_rank_files(const std::string& db_path) {
         report.rows_copied += copied;
         report.messages.push_back(file + ": run " + id + ", " + std::to_string(copied) + " rows");
       }
-      // How the run ended: a completed run with a rank that did not complete has failed.
+      // How the run ended: a completed run with a rank that did not complete has failed. Its lost
+      // records are every rank's (each ranks row counts its own; the runs row only rank 0's until
+      // now).
       for (const auto& run : runs) {
         if (run[2] == "0") continue;
+        db.exec("UPDATE main.runs SET dropped_records = (SELECT COALESCE(SUM(dropped_records), 0) FROM main.ranks "
+                "WHERE run_id = " + run[0] + "), write_errors = (SELECT COALESCE(SUM(write_errors), 0) FROM "
+                "main.ranks WHERE run_id = " + run[0] + ") WHERE id = " + run[0]);
         const auto bad = rows(db, "SELECT rank, status, COALESCE(status_message, '') FROM main.ranks WHERE run_id = " +
                                       run[0] + " AND status <> 'completed' ORDER BY rank LIMIT 1");
         if (bad.empty()) continue;
@@ -179,10 +199,10 @@ MergeReport merge_rank_files(const std::string& db_path) {
       }
       db.exec("DROP TABLE temp.smap");
       db.exec("COMMIT");
-    } catch (...) {
+    } catch (const std::exception& e) {
       sqlite3_exec(db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
       sqlite3_exec(db.get(), "DETACH DATABASE src", nullptr, nullptr, nullptr);
-      throw;
+      throw kept(e);
     }
     db.exec("DETACH DATABASE src");
     if (!keep_file) {

@@ -39,7 +39,7 @@ std::vector<std::string> rank_files(const std::string& db_path) {
 
 void remove_run_file(const std::string& path) noexcept {
   std::error_code ec;
-  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix, ec);
+  for (const char* suffix : {"", "-wal", "-shm", "-reserve"}) fs::remove(path + suffix, ec);
 }
 
 }  // namespace hs::probes

@@ -47,9 +47,9 @@ std::int64_t Recorder::begin_run(const RunInfo& info) {
   return run_id_;
 }
 
-void Recorder::end_run(RunStatus status, const std::string& message) {
+bool Recorder::end_run(RunStatus status, const std::string& message) {
   flush();
-  writer_->end_run(run_id_, status, message);
+  return writer_->end_run(run_id_, status, message);
 }
 
 // A tail call: the hot path itself is RecordQueue::push_range.
@@ -79,5 +79,9 @@ void Recorder::flush() noexcept {
 std::int64_t Recorder::write_errors() const noexcept { return queue_->write_errors() + dropped_records(); }
 
 std::int64_t Recorder::dropped_records() const noexcept { return queue_->dropped(); }
+
+std::int64_t Recorder::failed_writes() const noexcept { return queue_->write_errors(); }
+
+std::string Recorder::write_error() const { return writer_->first_error(); }
 
 }  // namespace hs::probes

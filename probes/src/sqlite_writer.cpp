@@ -4,10 +4,14 @@
 // statement's parameter count and the values bound here disagree.
 #include "sqlite_writer.h"
 
+#include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 
 #include "hybridscope/probes/clock.h"
 
@@ -22,6 +26,10 @@ using schema::OnConflict;
 // SQLITE_MAX_VARIABLE_NUMBER (32766 since SQLite 3.32).
 constexpr int kRowsPerInsert = 64;
 constexpr int kRangeValues = 7;  // per row after (run_id, rank): tid, step, name_id, category_id, depth, start, end
+
+// The reserve file's size: room for end_run's transaction (the runs row with its config_yaml
+// overflow pages, the ranks row, their index pages: a few dozen 4 KiB WAL frames) with margin.
+constexpr std::size_t kReserveBytes = 256 * 1024;
 
 void bind_int64_or_null(sqlite3_stmt* st, int p, std::int64_t v) {
   if (v < 0) sqlite3_bind_null(st, p);
@@ -60,12 +68,34 @@ SqliteWriter::SqliteWriter(const std::string& path, int rank, std::shared_ptr<Re
   prepare(insert_overhead_, schema::kCuptiOverheadTable, 5);
   prepare(insert_collector_stats_, schema::kCollectorStatsTable, 10);
   db_.prepare(update_counters_, "UPDATE runs SET dropped_records = ?, write_errors = ? WHERE id = ?");
+  reserve_space();
   thread_ = std::thread([this] { writer_loop(); });
 }
 
 SqliteWriter::~SqliteWriter() {
   queue_->stop();
   if (thread_.joinable()) thread_.join();
+  release_reserve();
+}
+
+// A full disk must not cost the run its ending: PATH-reserve holds kReserveBytes of written
+// blocks from here on, given back in end_run once a write failed, so the row that says how the run
+// ended (and that records were lost) still fits. Best effort: without room for it there is none.
+void SqliteWriter::reserve_space() {
+  reserve_path_ = db_.path() + "-reserve";
+  const int fd = ::open(reserve_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  bool ok = fd >= 0;
+  static const char kZeros[4096] = {};
+  for (std::size_t written = 0; ok && written < kReserveBytes; written += sizeof(kZeros))
+    ok = ::write(fd, kZeros, sizeof(kZeros)) == static_cast<ssize_t>(sizeof(kZeros));
+  if (fd >= 0) ::close(fd);
+  if (!ok) release_reserve();
+}
+
+void SqliteWriter::release_reserve() noexcept {
+  if (reserve_path_.empty()) return;
+  ::unlink(reserve_path_.c_str());
+  reserve_path_.clear();
 }
 
 void SqliteWriter::expect_values(const Statement& s, int values, const schema::Table& table) const {
@@ -114,10 +144,50 @@ std::int64_t SqliteWriter::intern_pointer(const char* name) {
   return id;
 }
 
+// The connection's last error as a user reads it: SQLite's message, the OS error under it and the
+// file. SQLite's unix VFS answers a short write with SQLITE_FULL and clears the errno it saw
+// (ENOSPC: "not a system error"), so a full disk is named here, with the space the filesystem has.
+std::string SqliteWriter::describe_error() {
+  sqlite3* db = db_.get();
+  std::string text = sqlite3_errmsg(db);
+  int os_error = sqlite3_system_errno(db);
+  if (os_error == 0 && sqlite3_errcode(db) == SQLITE_FULL) os_error = ENOSPC;
+  if (os_error != 0) {
+    const char* name = strerrorname_np(os_error);
+    text += std::string(" (") + (name ? name : std::to_string(os_error).c_str()) + ": " + std::strerror(os_error);
+    struct statvfs fs {};
+    if (os_error == ENOSPC && ::statvfs(db_.path().c_str(), &fs) == 0)
+      text += "; " + std::to_string(static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize / 1024) + " KiB free there";
+    text += ")";
+  }
+  return text + " writing " + db_.path();
+}
+
+// Keeps the first failed write's description. Under db_mutex_, before anything resets the error.
+void SqliteWriter::note_error() {
+  std::string text = describe_error();
+  std::lock_guard<std::mutex> lock(error_mutex_);
+  if (first_error_.empty()) first_error_ = std::move(text);
+}
+
+std::string SqliteWriter::first_error() const {
+  std::lock_guard<std::mutex> lock(error_mutex_);
+  return first_error_;
+}
+
 // Steps `st`, which writes `rows` records, and counts them lost when it fails. Bindings stay
-// (the multi-row statements bind run_id and rank once per transaction).
+// (the multi-row statements bind run_id and rank once per transaction). SQLite may roll the
+// whole transaction back on SQLITE_FULL or SQLITE_IOERR: then the rest of the drain would commit
+// statement by statement outside it, so the drain is abandoned (write() counts all its records).
 void SqliteWriter::step(sqlite3_stmt* st, std::int64_t rows) {
-  if (sqlite3_step(st) != SQLITE_DONE) transaction_errors_ += rows;
+  if (sqlite3_step(st) != SQLITE_DONE) {
+    transaction_errors_ += rows;
+    note_error();
+    const bool rolled_back = sqlite3_get_autocommit(db_.get()) != 0;
+    sqlite3_reset(st);
+    if (rolled_back) throw RecorderError("SQLite rolled the drain's transaction back");
+    return;
+  }
   sqlite3_reset(st);
 }
 
@@ -180,7 +250,14 @@ void SqliteWriter::write(Drain& d) {
     db_.exec("COMMIT");
     queue_->add_write_errors(transaction_errors_);
   } catch (...) {
+    if (sqlite3_errcode(db_.get()) != SQLITE_OK) note_error();  // BEGIN or COMMIT failed
     sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+    // Strings interned in this transaction are gone with it: forget every cached id, so that no
+    // later row references a string that was never committed (each is looked up again).
+    ids_by_pointer_.clear();
+    ids_by_value_.clear();
+    last_name_ = nullptr;
+    last_name_id_ = -1;
     // The drained ranges are gone with the transaction: never written twice, counted once.
     std::size_t i = 0;
     for (Chunk* c : d.full)
@@ -277,11 +354,15 @@ void SqliteWriter::write_switch(const SwitchRecord& w, std::int64_t run_id) {
     sqlite3_bind_int64(st, p++, v);
   for (std::int64_t v : {w.memory_before_bytes, w.memory_after_bytes, w.peak_memory_bytes}) bind_int64_or_null(st, p++, v);
   const bool ok = sqlite3_step(st) == SQLITE_DONE;
-  sqlite3_reset(st);
   if (!ok) {  // the components have nothing to reference: lost with their switch
     transaction_errors_ += 1 + static_cast<std::int64_t>(w.components.size());
+    note_error();
+    const bool rolled_back = sqlite3_get_autocommit(db_.get()) != 0;
+    sqlite3_reset(st);
+    if (rolled_back) throw RecorderError("SQLite rolled the drain's transaction back");
     return;
   }
+  sqlite3_reset(st);
   const std::int64_t switch_id = sqlite3_last_insert_rowid(db_.get());
   sqlite3_stmt* sc = insert_switch_component_.stmt;
   for (const auto& [name, duration_ns] : w.components) {
@@ -384,6 +465,7 @@ void SqliteWriter::write_counters(std::int64_t run_id) {
     written_errors_ = errors;
   } else {
     ++transaction_errors_;
+    note_error();
   }
   sqlite3_reset(update_counters_.stmt);
 }
@@ -402,6 +484,22 @@ std::int64_t SqliteWriter::insert_run(const RunInfo& info) {
   std::lock_guard<std::mutex> lock(db_mutex_);
   const std::string host = host_name();
   const std::int64_t start_unix_ns = now_ns() + epoch_offset_ns();
+  // The run row, its config and this rank's row together or not at all: a run that cannot begin
+  // (a full disk) leaves no 'running' row behind.
+  db_.exec("BEGIN IMMEDIATE");
+  try {
+    const std::int64_t run_id = insert_run_rows(info, host, start_unix_ns);
+    if (sqlite3_exec(db_.get(), "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK)
+      throw RecorderError("cannot insert the run: " + describe_error());
+    return run_id;
+  } catch (...) {
+    sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+// insert_run's rows, inside its transaction.
+std::int64_t SqliteWriter::insert_run_rows(const RunInfo& info, const std::string& host, std::int64_t start_unix_ns) {
   const auto& runs = schema::kRunsTable;
   auto p = [&](const char* column) { return schema::insert_parameter(runs, column); };
   Statement s;
@@ -423,7 +521,7 @@ std::int64_t SqliteWriter::insert_run(const RunInfo& info) {
   sqlite3_bind_int64(s.stmt, p("write_errors"), 0);
   // end_unix_ns and status_message stay NULL while the run runs.
   if (sqlite3_step(s.stmt) != SQLITE_DONE)
-    throw RecorderError(std::string("cannot insert the run row: ") + sqlite3_errmsg(db_.get()));
+    throw RecorderError("cannot insert the run row: " + describe_error());
   const std::int64_t run_id = sqlite3_last_insert_rowid(db_.get());
   if (!info.config.empty()) {
     Statement c;
@@ -434,7 +532,7 @@ std::int64_t SqliteWriter::insert_run(const RunInfo& info) {
       sqlite3_bind_text(c.stmt, 2, key.c_str(), -1, SQLITE_TRANSIENT);
       sqlite3_bind_text(c.stmt, 3, value.c_str(), -1, SQLITE_TRANSIENT);
       if (sqlite3_step(c.stmt) != SQLITE_DONE)
-        throw RecorderError(std::string("cannot insert the run's config: ") + sqlite3_errmsg(db_.get()));
+        throw RecorderError("cannot insert the run's config: " + describe_error());
       sqlite3_reset(c.stmt);
     }
   }
@@ -458,26 +556,40 @@ std::int64_t SqliteWriter::insert_run(const RunInfo& info) {
   sqlite3_bind_int64(r.stmt, q("clock_sync_error_ns"), info.clock_sync_error_ns);
   sqlite3_bind_int(r.stmt, q("clock_sync_applied"), info.clock_sync_applied ? 1 : 0);
   if (sqlite3_step(r.stmt) != SQLITE_DONE)
-    throw RecorderError(std::string("cannot insert the ranks row: ") + sqlite3_errmsg(db_.get()));
+    throw RecorderError("cannot insert the ranks row: " + describe_error());
   return run_id;
 }
 
-void SqliteWriter::end_run(std::int64_t run_id, RunStatus status, const std::string& message) {
+bool SqliteWriter::end_run(std::int64_t run_id, RunStatus status, const std::string& message) {
   std::lock_guard<std::mutex> lock(db_mutex_);
   const std::int64_t end_unix_ns = now_ns() + epoch_offset_ns();
   const std::int64_t dropped = queue_->dropped();
   const std::int64_t errors = queue_->write_errors();
+  // Lost records are part of how the run ended: a completed run whose database misses records
+  // says so in its own row, where every reader of the file sees it.
+  std::string text = message;
+  const std::string error = first_error();
+  if (errors > 0 && !error.empty() && text.find(error) == std::string::npos)
+    text += (text.empty() ? "" : "; ") + std::string("the recorder lost ") + std::to_string(errors) +
+            " records it could not write: " + error;
+  if (!error.empty()) release_reserve();  // the room kept for this transaction
+  // Both rows in one transaction: they agree, whether the disk had room for them or not.
+  bool ok = sqlite3_exec(db_.get(), "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK;
   auto update = [&](const char* sql, bool with_rank) {
+    if (!ok) return;
     Statement s;
     db_.prepare(s, sql);
     sqlite3_bind_text(s.stmt, 1, to_string(status), -1, SQLITE_STATIC);
-    sqlite3_bind_text(s.stmt, 2, message.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s.stmt, 2, text.c_str(), -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(s.stmt, 3, end_unix_ns);
     sqlite3_bind_int64(s.stmt, 4, dropped);
     sqlite3_bind_int64(s.stmt, 5, errors);
     sqlite3_bind_int64(s.stmt, 6, run_id);
     if (with_rank) sqlite3_bind_int(s.stmt, 7, rank_);
-    if (sqlite3_step(s.stmt) != SQLITE_DONE) queue_->add_write_errors(1);
+    if (sqlite3_step(s.stmt) != SQLITE_DONE) {
+      queue_->add_write_errors(1);
+      ok = false;
+    }
   };
   update("UPDATE runs SET status = ?, status_message = ?, end_unix_ns = ?, dropped_records = ?, write_errors = ? "
          "WHERE id = ?",
@@ -485,6 +597,16 @@ void SqliteWriter::end_run(std::int64_t run_id, RunStatus status, const std::str
   update("UPDATE ranks SET status = ?, status_message = ?, end_unix_ns = ?, dropped_records = ?, write_errors = ? "
          "WHERE run_id = ? AND rank = ?",
          true);
+  if (ok && sqlite3_exec(db_.get(), "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) ok = false;
+  if (ok) {  // a later drain (the destructor's) leaves them alone: a merge may have summed the ranks' since
+    written_dropped_ = dropped;
+    written_errors_ = errors;
+  }
+  if (!ok) {
+    note_error();
+    sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  return ok;
 }
 
 }  // namespace hs::probes::detail

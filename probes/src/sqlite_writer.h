@@ -34,8 +34,11 @@ class SqliteWriter {
 
   /// Inserts the run row (status running) and this rank's ranks row; returns the run id.
   std::int64_t insert_run(const RunInfo& info);
-  /// Records how the run and this rank ended, with the queue's dropped and failed-write counts.
-  void end_run(std::int64_t run_id, RunStatus status, const std::string& message);
+  /// Records how the run and this rank ended, with the queue's dropped and failed-write counts
+  /// (and, when writes failed, why: appended to `message`). False when a row could not be updated.
+  bool end_run(std::int64_t run_id, RunStatus status, const std::string& message);
+  /// The first failed write as a user reads it (Recorder::write_error()); empty when none failed.
+  std::string first_error() const;
 
  private:
   // The per-launch tables get multi-row INSERTs (one sqlite3_step per kRowsPerInsert rows), with
@@ -64,6 +67,11 @@ class SqliteWriter {
   void write_gpu(const GpuActivityBatch& b, std::int64_t run_id);
   void write_collector_stats(const CollectorStats& c, std::int64_t run_id);
   void write_counters(std::int64_t run_id);
+  std::string describe_error();
+  void reserve_space();
+  void release_reserve() noexcept;
+  void note_error();
+  std::int64_t insert_run_rows(const RunInfo& info, const std::string& host, std::int64_t start_unix_ns);
 
   // Declared first: destroyed last, after every statement is finalized.
   RunFile db_;
@@ -72,6 +80,10 @@ class SqliteWriter {
   // The connection is opened without SQLite's mutexes: db_mutex_ serializes the writer thread and
   // insert_run/end_run.
   std::mutex db_mutex_;
+  // The first failed write, described from the connection's error state when it happened.
+  mutable std::mutex error_mutex_;
+  std::string first_error_;
+  std::string reserve_path_;  // PATH-reserve while it holds room for end_run (reserve_space())
   Statement insert_string_, find_string_, insert_range_, insert_ranges_, insert_metric_, insert_memory_,
       insert_kv_pool_, insert_comm_, insert_switch_, insert_switch_component_, insert_correlation_range_,
       insert_overhead_, insert_collector_stats_, update_counters_;

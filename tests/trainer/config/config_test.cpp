@@ -493,6 +493,7 @@ TEST(ConfigErrors, EnumKeysListTheValuesAndSuggestTheNearest) {
       {"critic.optim.warmup_style=linear", "critic.optim.warmup_style: expected one of constant, cosine, got 'linear'"},
       {"reward_model.rule=gms8k", "reward_model.rule: expected one of gsm8k, got 'gms8k' — did you mean gsm8k?"},
       {"hybridscope.tokenizer=gpt2-bpe", "hybridscope.tokenizer: expected one of auto, char, hf, got 'gpt2-bpe'"},
+      {"hybridscope.recorder.on_write_error=stopp", "hybridscope.recorder.on_write_error: expected one of continue, stop, got 'stopp' — did you mean stop?"},
       {"hybridscope.placement.ref=[2, x]", "hybridscope.placement.ref: expected a list of integers such as [0, 1], got [2, x]"},
   };
   for (const auto& [override_text, expected] : cases) {
@@ -510,8 +511,10 @@ TEST(ConfigTypes, EnumKeysAndRanksParseToTypedValuesAndBack) {
            "hybridscope.attention=eager", "trainer.resume_mode=disable", "actor_rollout_ref.actor.optim.warmup_style=cosine",
            "trainer.n_gpus_per_node=4", "algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=2",
            "actor_rollout_ref.actor.use_kl_loss=true", "data.train_batch_size=8", "actor_rollout_ref.actor.ppo_mini_batch_size=4",
-           "hybridscope.placement.ref=[3, 2]"});
+           "hybridscope.placement.ref=[3, 2]", "hybridscope.recorder.on_write_error=stop"});
   EXPECT_EQ(c.actor_rollout_ref.actor.strategy, ActorStrategy::kMegatron);
+  EXPECT_EQ(c.hybridscope.recorder.on_write_error, OnWriteError::kStop);
+  EXPECT_EQ(Config{}.hybridscope.recorder.on_write_error, OnWriteError::kContinue);
   EXPECT_EQ(c.hybridscope.reshard.mode, ReshardMode::kNaive);
   EXPECT_EQ(c.hybridscope.precision, Precision::kBf16);
   EXPECT_EQ(c.hybridscope.attention, AttentionKernel::kEager);
@@ -526,6 +529,7 @@ TEST(ConfigTypes, EnumKeysAndRanksParseToTypedValuesAndBack) {
   const Config again = parse_config(to_yaml(c));
   EXPECT_EQ(to_yaml(again), to_yaml(c));
   EXPECT_EQ(again.hybridscope.placement.ref, (std::vector<int>{3, 2}));
+  EXPECT_EQ(again.hybridscope.recorder.on_write_error, OnWriteError::kStop);
   EXPECT_EQ(from_string<ReshardMode>("vanilla"), ReshardMode::kVanilla);
   EXPECT_EQ(from_string<ReshardMode>("hybird"), std::nullopt);
   EXPECT_EQ(spellings<ActorStrategy>(), (std::vector<std::string>{"fsdp", "megatron"}));

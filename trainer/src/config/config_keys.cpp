@@ -200,6 +200,7 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(hybridscope.warmup.lr, "Warm-up learning rate."),
       HS_CONFIG_KEY(hybridscope.probes.enable, "Record ranges, memory/KV-pool samples and switches; install the CPU tracking allocator. false: trace-only ranges cost a branch; timing_s/* and step metrics stay."),
       HS_CONFIG_KEY(hybridscope.probes.memory_interval_ms, "Memory samples (phase \"timer\") every this many ms besides the phase boundaries; 0 = only at phase boundaries."),
+      HS_CONFIG_KEY(hybridscope.recorder.on_write_error, "What the run does once its recorder failed to write records to the run database (a full disk, an I/O error): continue (train on; the lost records are counted in runs.write_errors, named in the run's status_message and warned about at the end) or stop (end the run at the next step boundary, status failed, with the database and the OS error; non-zero exit)."),
       HS_CONFIG_KEY(hybridscope.dist.backend, "Process groups: auto (gloo on cpu, nccl on cuda), gloo or nccl."),
       HS_CONFIG_KEY(hybridscope.dist.timeout_s, "Seconds the rendezvous and each collective wait for the other ranks before failing."),
       HS_CONFIG_KEY(hybridscope.placement.actor, "World ranks of the actor (training and rollout) when roles are split, e.g. [0, 1]; [] = every rank."),
@@ -240,6 +241,7 @@ const char* to_string(AttentionKernel v) { return detail::canonical_name(v); }
 const char* to_string(RewardRule v) { return detail::canonical_name(v); }
 const char* to_string(TokenizerKind v) { return detail::canonical_name(v); }
 const char* to_string(ModelArchitecture v) { return detail::canonical_name(v); }
+const char* to_string(OnWriteError v) { return detail::canonical_name(v); }
 
 template <class E>
 std::optional<E> from_string(std::string_view name) {
@@ -273,6 +275,7 @@ HS_CONFIG_ENUM(AttentionKernel)
 HS_CONFIG_ENUM(RewardRule)
 HS_CONFIG_ENUM(TokenizerKind)
 HS_CONFIG_ENUM(ModelArchitecture)
+HS_CONFIG_ENUM(OnWriteError)
 #undef HS_CONFIG_ENUM
 
 }  // namespace hs::trainer

@@ -134,6 +134,12 @@ struct EnumSpellings<ModelArchitecture> {
                                                          {ModelArchitecture::kQwen3, "qwen3"}};
 };
 
+template <>
+struct EnumSpellings<OnWriteError> {
+  static constexpr Spelling<OnWriteError> kAll[] = {{OnWriteError::kContinue, "continue"},
+                                                    {OnWriteError::kStop, "stop"}};
+};
+
 template <class E>
 const char* canonical_name(E value) {
   for (const auto& s : EnumSpellings<E>::kAll) {
@@ -170,7 +176,7 @@ using AnyField = std::variant<Field<bool>, Field<int>, Field<std::uint64_t>, Fie
                               Field<WarmupStyle>, Field<ResumeMode>, Field<DeviceKind>,
                               Field<DistBackendChoice>, Field<ReshardMode>, Field<Precision>,
                               Field<AttentionKernel>, Field<RewardRule>, Field<TokenizerKind>,
-                              Field<ModelArchitecture>>;
+                              Field<ModelArchitecture>, Field<OnWriteError>>;
 
 struct Key {
   std::string path;  // verl's dotted path, identical to the member path in Config

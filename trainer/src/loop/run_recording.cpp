@@ -29,6 +29,7 @@ RunRecording::RunRecording(const Config& cfg, Topology& topology)
     : rank_(topology.rank()),
       memory_device_(topology.memory_device),
       memory_interval_ms_(cfg.hybridscope.probes.memory_interval_ms),
+      on_write_error_(cfg.hybridscope.recorder.on_write_error),
       collectors_(std::make_unique<Collectors>()) {
   const std::string& db = cfg.hybridscope.db;
   const int rank = topology.rank();
@@ -79,16 +80,47 @@ void RunRecording::end(probes::RunStatus status, const std::string& message) {
 #if HS_HAVE_CUPTI
   if (collectors_->cupti) collectors_->cupti->stop();
 #endif
-  recorder_->end_run(status, message);
+  const bool recorded = recorder_->end_run(status, message);
   // Lost records are said aloud, as well as stored in the run row (runs.dropped_records and
   // runs.write_errors): a probe never throws on the hot path, so this is where a user learns of it.
-  // write_errors() counts the dropped records too (recorder.h).
-  const std::int64_t dropped = recorder_->dropped_records(), failed = recorder_->write_errors() - dropped;
+  const std::int64_t dropped = recorder_->dropped_records(), failed = recorder_->failed_writes();
   if (dropped > 0 || failed > 0)
     fmt::print(stderr,
                "warning: rank {} lost probe records: {} dropped (the recorder's queue was full), {} not written "
-               "(SQLite write errors); the run database misses them\n",
-               rank_, dropped, failed);
+               "(SQLite write errors{}); the run database misses them\n",
+               rank_, dropped, failed, failed > 0 ? ": " + recorder_->write_error() : std::string());
+  if (!recorded)
+    fmt::print(stderr,
+               "error: rank {} could not record how the run ended in {} ({}): its row there still reads "
+               "'running' and reads 'killed' once the file is next opened\n",
+               rank_, recorder_->path(), recorder_->write_error());
+}
+
+RunRecording::StopRequest RunRecording::agree_on_stop(Communicator& world, int signal) const {
+  StopRequest stop;
+  stop.signal = signal;
+  stop.write_failed_rank = stop_reason().empty() ? -1 : rank_;
+  if (world.size() > 1) {  // max over ranks; the rank as 1 + rank, so that none (-1) is 0
+    auto flags = torch::tensor({std::int64_t{stop.signal}, std::int64_t{stop.write_failed_rank + 1}}, torch::kInt64);
+    world.all_reduce(flags, ReduceOp::kMax);
+    stop.signal = static_cast<int>(flags[0].item<std::int64_t>());
+    stop.write_failed_rank = static_cast<int>(flags[1].item<std::int64_t>()) - 1;
+  }
+  return stop;
+}
+
+std::string RunRecording::write_stop_message(const StopRequest& stop, std::int64_t step) const {
+  const std::string own = stop_reason();
+  return fmt::format("stopped after step {} (hybridscope.recorder.on_write_error=stop): {}", step,
+                     !own.empty() ? own
+                                  : fmt::format("the recorder of rank {} could not write records (its log says why)",
+                                                stop.write_failed_rank));
+}
+
+std::string RunRecording::stop_reason() const {
+  if (on_write_error_ != OnWriteError::kStop || recorder_->failed_writes() == 0) return {};
+  return fmt::format("the recorder of rank {} could not write {} records: {}", rank_, recorder_->failed_writes(),
+                     recorder_->write_error());
 }
 
 void RunRecording::begin_step(std::int64_t step) {

@@ -12,7 +12,8 @@
 //
 // How the run ended: a rank file left 'running' by a dead process is marked killed when opened
 // (as Recorder does); after merging, a run that is marked completed while one of its ranks is not
-// becomes 'failed' with a message naming the rank. Everything a dead rank flushed is kept.
+// becomes 'failed' with a message naming the rank, and the run's dropped_records and write_errors
+// become the sums over its ranks. Everything a dead rank flushed is kept.
 #pragma once
 
 #include <cstdint>

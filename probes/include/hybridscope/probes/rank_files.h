@@ -15,10 +15,11 @@ namespace hs::probes {
 std::string rank_file_path(const std::string& db_path, int rank);
 
 /// The rank files of `db_path` that exist (RUN.sqlite.rank<k>, k > 0), ordered by rank. Their
-/// SQLite companions (-wal, -shm) are not listed.
+/// SQLite companions (-wal, -shm) and -reserve are not listed.
 std::vector<std::string> rank_files(const std::string& db_path);
 
-/// Removes a run file and its SQLite companions (-wal, -shm); a missing file is not an error.
+/// Removes a run file, its SQLite companions (-wal, -shm) and the recorder's -reserve (the room a
+/// recorder keeps for how the run ended, recorder.h); a missing file is not an error.
 void remove_run_file(const std::string& path) noexcept;
 
 }  // namespace hs::probes

@@ -9,6 +9,12 @@
 // max_queued_records waiting records, new ones are dropped and counted (runs.dropped_records,
 // dropped_records(), write_errors()); the hot path never blocks on the writer and never throws.
 //
+// Write errors (a full disk, an I/O error) never reach the probes either: every record a failed
+// transaction held is counted (runs.write_errors, failed_writes()), the first failure is kept as
+// text (write_error()), and each later drain tries again. A full disk must not cost the run its
+// ending: the recorder keeps PATH-reserve (256 KiB of written blocks) beside the database and gives
+// it back at end_run after a failed write, so the row that says how the run ended still fits.
+//
 // Each rank writes its own file (see merge.h and rank_files.h for how they become one run
 // database); begin_run also writes this rank's row of the `ranks` table. What this is not: a
 // CUPTI collector. Inside: probes/src/record_queue.cpp (the hot path), sqlite_writer.cpp (the
@@ -180,8 +186,11 @@ class Recorder {
   /// Inserts the run row (status running; with info.run_id when >= 0) and this rank's row of the
   /// ranks table, and returns the run id. Records made before it are kept and written with this run.
   std::int64_t begin_run(const RunInfo& info);
-  /// Flushes and records how the run (and this rank) ended.
-  void end_run(RunStatus status, const std::string& message = "");
+  /// Flushes and records how the run (and this rank) ended. When records were lost to write errors
+  /// the status message says how many and why (write_error()). False when the run row itself could
+  /// not be updated (the run then reads `running` until the file is next opened, then `killed`):
+  /// the caller must say so itself.
+  bool end_run(RunStatus status, const std::string& message = "");
 
   /// Hot path, any thread: appends to the thread's chunk; drops (counted) when the queue is full.
   void record_range(const RangeRecord& range) noexcept;
@@ -211,6 +220,12 @@ class Recorder {
   std::int64_t write_errors() const noexcept;
   /// Records dropped because the queue was at max_queued_records (also in runs.dropped_records).
   std::int64_t dropped_records() const noexcept;
+  /// Records whose SQLite write failed (write_errors() without the dropped ones).
+  std::int64_t failed_writes() const noexcept;
+  /// The first failed write as a user should read it: SQLite's error, the OS error behind it and
+  /// the database ("database or disk is full (ENOSPC: No space left on device; 0 KiB free there)
+  /// writing /data/run.sqlite"); empty while every write succeeded.
+  std::string write_error() const;
 
  private:
   std::shared_ptr<detail::RecordQueue> queue_;   // the hot path's side (record_queue.h)

@@ -52,6 +52,10 @@ enum class ReshardMode {
   kVanilla,  // HybridFlow-V: gather the whole TP×PP group, then slice
   kNaive,    // DS-Chat: gather the full model on every rank, then slice
 };
+/// hybridscope.recorder.on_write_error: what a run does once its recorder failed to write records
+/// (a full disk, an I/O error): continue — train on, count the lost records and warn at the end — or
+/// stop at the next step boundary with the database, the OS error and a non-zero exit.
+enum class OnWriteError { kContinue, kStop };
 /// hybridscope.precision: fp32, or bf16 compute over fp32 master weights (docs/config.md).
 enum class Precision { kFp32, kBf16 };
 /// hybridscope.attention: which kernel computes attention (model.h).
@@ -76,7 +80,7 @@ enum class ModelArchitecture { kLlama, kQwen2, kQwen3 };
 // "reinforce_plus_plus_baseline", "remax"; "token-mean", ...; "kl"/"k1", "abs", "mse"/"k2",
 // "low_var_kl"/"k3"; "fixed", "adaptive"; "error", "left", "right"; "fsdp", "megatron";
 // "constant", "cosine"; "auto", "disable"; "cpu", "cuda"; "auto", "gloo", "nccl"; "hybrid",
-// "vanilla", "naive"; "fp32", "bf16"; "auto", "sdpa", "eager"; "gsm8k"; "char"). One table
+// "vanilla", "naive"; "fp32", "bf16"; "auto", "sdpa", "eager"; "gsm8k"; "char"; "continue", "stop"). One table
 // (config_keys.h) serves the loader, to_string and from_string.
 const char* to_string(AdvEstimator v);
 const char* to_string(LossAggMode v);
@@ -95,6 +99,7 @@ const char* to_string(AttentionKernel v);
 const char* to_string(RewardRule v);
 const char* to_string(TokenizerKind v);
 const char* to_string(ModelArchitecture v);
+const char* to_string(OnWriteError v);
 
 /// The value a spelling names, for command-line tools that take one value outside a config
 /// (E is one of the enums above); std::nullopt when `name` is no spelling of E.
@@ -385,6 +390,11 @@ struct ProbesConfig {
   int memory_interval_ms = 100;  // memory samples on a timer besides phase boundaries; 0 = none
 };
 
+/// The recorder behind the probes (probes/include/hybridscope/probes/recorder.h).
+struct RecorderConfig {
+  OnWriteError on_write_error = OnWriteError::kContinue;  // docs/reliability.md, "Faults injected"
+};
+
 /// The distributed runtime (c10d process groups, TCPStore rendezvous).
 struct DistConfig {
   DistBackendChoice backend = DistBackendChoice::kAuto;  // auto: gloo on cpu, nccl on cuda
@@ -415,6 +425,7 @@ struct HybridscopeSection {
   std::string db = "out/run.sqlite";  // run database (SQLite)
   WarmupConfig warmup{};
   ProbesConfig probes{};
+  RecorderConfig recorder{};
   DistConfig dist{};
   ReshardConfig reshard{};
   PlacementConfig placement{};

@@ -51,6 +51,24 @@ class RunRecording {
   void set_step(std::int64_t step) { probes_->set_step(step); }
   /// Step end: the GPU activity CUPTI holds, then everything the recorder holds, into the database.
   void flush();
+  /// After flush(), at a step boundary: with hybridscope.recorder.on_write_error=stop and records
+  /// this rank's recorder failed to write, why the run must stop ("the recorder of rank 0 could not
+  /// write 97 records: " and SQLite's error, the OS error, the database); empty otherwise.
+  std::string stop_reason() const;
+
+  /// Whether the run stops at this step boundary, agreed by every rank: the highest stop signal any
+  /// rank received (0: none) and, with on_write_error=stop, a rank whose recorder failed a write
+  /// (-1: none).
+  struct StopRequest {
+    int signal = 0;
+    int write_failed_rank = -1;
+  };
+  /// One all-reduce over `world` (none when it is one rank): every rank of `world`, the actor's and
+  /// a split reference's alike, calls it at the same step boundaries. `signal`: this rank's.
+  StopRequest agree_on_stop(Communicator& world, int signal) const;
+  /// The message a stop for a failed write ends the run with, after `step`: this rank's own
+  /// failure (stop_reason()) when it has one, else the failing rank's number.
+  std::string write_stop_message(const StopRequest& stop, std::int64_t step) const;
 
   /// Memory probe at a phase boundary (nothing when the probes are off): the device's or the CPU
   /// tracking allocator's memory, and the KV block pool (`stats`, `cache_bytes`).
@@ -63,6 +81,7 @@ class RunRecording {
   int rank_;
   int memory_device_;
   int memory_interval_ms_;
+  OnWriteError on_write_error_;
   std::unique_ptr<probes::Recorder> recorder_;
   std::unique_ptr<probes::RunProbes> probes_;
   probes::StepTimings timings_;
