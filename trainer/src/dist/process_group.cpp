@@ -21,6 +21,7 @@
 #include <fstream>
 #include <limits>
 #include <optional>
+#include <stdexcept>
 #include <utility>
 #include <string_view>
 
@@ -169,11 +170,15 @@ class C10dCommunicator final : public Communicator {
   void exchange(const std::vector<P2POp>& sends, const std::vector<P2POp>& recvs,
                 const ExchangeHooks& hooks) override {
     if (staging_ || backend_->getBackendName() != "gloo") return exchange_in_pair_order(*this, sends, recvs, hooks);
+    // Refused before anything is posted, as the default refuses them. A failure names the op
+    // ("recv", "send") as recv and send do, so that the DistError reads the same.
     auto check = [&](const P2POp& op, const char* what) {
-      TORCH_CHECK(op.peer >= 0 && op.peer < size() && op.peer != rank(), "exchange on group '", name_, "': ", what,
-                  " peer ", op.peer, " is not another rank of the group (rank ", rank(), " of ", size(), ")");
-      TORCH_CHECK(op.tensor.is_contiguous(), "exchange on group '", name_, "' needs contiguous tensors (", what,
-                  " to/from ", op.peer, ")");
+      if (op.peer < 0 || op.peer >= size() || op.peer == rank())
+        throw std::invalid_argument(fmt::format("exchange on group '{}': peer {} is not another rank of the group "
+                                                "(rank {} of {})", name_, op.peer, rank(), size()));
+      if (!op.tensor.is_contiguous())
+        throw std::invalid_argument(fmt::format("exchange on group '{}' needs contiguous tensors (a {} with peer {})",
+                                                name_, what, op.peer));
     };
     for (const P2POp& op : sends) check(op, "send");
     for (const P2POp& op : recvs) check(op, "recv");
@@ -182,19 +187,19 @@ class C10dCommunicator final : public Communicator {
     for (std::size_t i = 0; i < recvs.size(); ++i) {
       recv_tensors[i] = {recvs[i].tensor};
       if (hooks.recv_posted) hooks.recv_posted(i);
-      recv_work[i] = post([&] { return backend_->recv(recv_tensors[i], recvs[i].peer, 0); }, "exchange (recv)");
+      recv_work[i] = post([&] { return backend_->recv(recv_tensors[i], recvs[i].peer, 0); }, "recv");
     }
     for (std::size_t i = 0; i < sends.size(); ++i) {
       send_tensors[i] = {sends[i].tensor};
       if (hooks.send_posted) hooks.send_posted(i);
-      send_work[i] = post([&] { return backend_->send(send_tensors[i], sends[i].peer, 0); }, "exchange (send)");
+      send_work[i] = post([&] { return backend_->send(send_tensors[i], sends[i].peer, 0); }, "send");
     }
     for (std::size_t i = 0; i < recvs.size(); ++i) {
-      wait(recv_work[i], "exchange (recv)");
+      wait(recv_work[i], "recv");
       if (hooks.recv_done) hooks.recv_done(i);
     }
     for (std::size_t i = 0; i < sends.size(); ++i) {
-      wait(send_work[i], "exchange (send)");
+      wait(send_work[i], "send");
       if (hooks.send_done) hooks.send_done(i);
     }
   }
