@@ -3,7 +3,8 @@
 // Per shape and mode: one plan, one executor (its "reshard" group), `warmup` untimed switches, then
 // `repeat` timed ones. Each timed switch starts after a world barrier; a rank's time is its own
 // to_generation (train->rollout) or to_training (rollout->train) call, and the switch's latency is
-// the slowest rank's (all-reduced max), which is what the step waits for.
+// the slowest rank's (all-reduced max), which is what the step waits for. The train->rollout parts
+// (ReshardTimes: pack, wire, unpack, wait) are each the slowest rank's too, medians over switches.
 #include "switch_bench_command.h"
 
 #include <algorithm>
@@ -82,14 +83,16 @@ int run_switch_bench(const SwitchBenchArgs& args) {
     csv.open(args.csv);
     if (!csv) throw std::runtime_error("switch-bench: cannot write " + args.csv);
     csv << "shape,model_mib,mode,train_to_rollout_ms_median,train_to_rollout_ms_min,train_to_rollout_ms_max,"
-           "rollout_to_train_ms_median,received_mib_per_rank_max,peak_parameter_mib_per_rank_max\n";
+           "rollout_to_train_ms_median,received_mib_per_rank_max,peak_parameter_mib_per_rank_max,pack_ms,wire_ms,"
+           "unpack_ms,wait_ms\n";
   }
   if (lead) {
     fmt::print("switch-bench: {} ranks (CPU, Gloo), training pp={} tp={} dp={} {} -> rollout tp={}; {} warm-up + {} "
                "timed switches each; latency = slowest rank, median [min, max]\n",
                env.world_size, mesh.pp, mesh.tp, mesh.dp, args.strategy, args.rollout_tp, args.warmup, args.repeat);
-    fmt::print("{:<6} {:>9} {:<8} {:>28} {:>17} {:>16} {:>15}\n", "shape", "model MiB", "mode",
-               "train->rollout ms", "rollout->train ms", "received MiB/rk", "peak MiB/rk");
+    fmt::print("{:<6} {:>9} {:<8} {:>28} {:>17} {:>16} {:>15}   {}\n", "shape", "model MiB", "mode",
+               "train->rollout ms", "rollout->train ms", "received MiB/rk", "peak MiB/rk",
+               "pack / wire / unpack / wait ms");
   }
   for (const auto& shape_name : args.shapes) {
     const auto params = llama_parameters(model_shape_by_name(shape_name));
@@ -103,7 +106,7 @@ int run_switch_bench(const SwitchBenchArgs& args) {
         const auto box = plan->training.box(p, env.rank);
         training.push_back(box ? torch::randn(box->shape()) : at::Tensor());
       }
-      std::vector<double> to_gen, to_train;
+      std::vector<double> to_gen, to_train, pack, wire, unpack, wait;
       for (int i = 0; i < args.warmup + args.repeat; ++i) {
         world->barrier();
         auto t0 = probes::now_ns();
@@ -114,11 +117,19 @@ int run_switch_bench(const SwitchBenchArgs& args) {
         const auto restored = executor.to_training(generation);
         if (restored.size() != training.size()) throw std::logic_error("switch-bench: to_training lost parameters");
         const auto t3 = probes::now_ns();
-        auto times = torch::tensor({static_cast<double>(t1 - t0), static_cast<double>(t3 - t2)}, torch::kFloat64);
+        const ReshardTimes& parts = executor.last_times();
+        auto times = torch::tensor({static_cast<double>(t1 - t0), static_cast<double>(t3 - t2),
+                                    static_cast<double>(parts.pack_ns), static_cast<double>(parts.wire_ns),
+                                    static_cast<double>(parts.unpack_ns), static_cast<double>(parts.wait_ns)},
+                                   torch::kFloat64);
         world->all_reduce(times, ReduceOp::kMax);
         if (i >= args.warmup) {
           to_gen.push_back(times[0].item<double>() * 1e-6);
           to_train.push_back(times[1].item<double>() * 1e-6);
+          pack.push_back(times[2].item<double>() * 1e-6);
+          wire.push_back(times[3].item<double>() * 1e-6);
+          unpack.push_back(times[4].item<double>() * 1e-6);
+          wait.push_back(times[5].item<double>() * 1e-6);
         }
       }
       auto bytes = torch::tensor({static_cast<double>(executor.last_bytes().received),
@@ -126,15 +137,19 @@ int run_switch_bench(const SwitchBenchArgs& args) {
                                  torch::kFloat64);
       world->all_reduce(bytes, ReduceOp::kMax);
       const Stats g = stats_of(to_gen), t = stats_of(to_train);
+      const double pack_ms = stats_of(pack).median, wire_ms = stats_of(wire).median,
+                   unpack_ms = stats_of(unpack).median, wait_ms = stats_of(wait).median;
       const double model_mib = static_cast<double>(plan->training.model_bytes()) / kMiB;
       if (lead) {
-        fmt::print("{:<6} {:>9.1f} {:<8} {:>10.2f} [{:>7.2f}, {:>7.2f}] {:>17.3f} {:>16.2f} {:>15.2f}\n", shape_name,
-                   model_mib, mode_name, g.median, g.min, g.max, t.median, bytes[0].item<double>() / kMiB,
-                   bytes[1].item<double>() / kMiB);
+        fmt::print("{:<6} {:>9.1f} {:<8} {:>10.2f} [{:>7.2f}, {:>7.2f}] {:>17.3f} {:>16.2f} {:>15.2f}   {:.1f} / {:.1f} / "
+                   "{:.1f} / {:.1f}\n",
+                   shape_name, model_mib, mode_name, g.median, g.min, g.max, t.median, bytes[0].item<double>() / kMiB,
+                   bytes[1].item<double>() / kMiB, pack_ms, wire_ms, unpack_ms, wait_ms);
         if (csv.is_open())
-          csv << fmt::format("{},{:.3f},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f}\n", shape_name, model_mib, mode_name,
-                             g.median, g.min, g.max, t.median, bytes[0].item<double>() / kMiB,
-                             bytes[1].item<double>() / kMiB);
+          csv << fmt::format("{},{:.3f},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f}\n",
+                             shape_name, model_mib, mode_name, g.median, g.min, g.max, t.median,
+                             bytes[0].item<double>() / kMiB, bytes[1].item<double>() / kMiB, pack_ms, wire_ms,
+                             unpack_ms, wait_ms);
       }
     }
   }

@@ -113,6 +113,48 @@ TEST(ProbedCommunicator, RecordsEachCollectiveWithNcclTestsBytes) {
             (std::vector<std::string>{"0"}));
 }
 
+// A batched exchange over a communicator without asynchronous ops runs the default: rank 1's
+// pairs in the global order — peer 0 (receive first), then 2 and 3 (send first). The probe
+// records one row per message, in that order, with the message's bytes; every hook fires once,
+// recv_done after the tensor is filled.
+TEST(ProbedCommunicator, ExchangeRecordsOneRowPerMessageInPairOrder) {
+  const auto path = hs::test::temp_db("probed_comm_test", "exchange.sqlite");
+  auto fake = std::make_shared<FakeCommunicator>();
+  std::vector<std::string> events;
+  {
+    probes::Recorder rec(path, 1);
+    rec.begin_run({});
+    probes::RunProbes run_probes(&rec);
+    ProbedCommunicator comm(fake, run_probes);
+    // Sends (1,), (2,), (3,) float32 to 0, 2, 3; receives (4,), (5,) int32 from 3 and 0.
+    const std::vector<P2POp> sends = {{torch::ones({1}), 0}, {torch::ones({2}), 2}, {torch::ones({3}), 3}};
+    const std::vector<P2POp> recvs = {{torch::zeros({4}, torch::kInt32), 3}, {torch::zeros({5}, torch::kInt32), 0}};
+    ExchangeHooks hooks;
+    hooks.send_posted = [&](std::size_t i) { events.push_back("send_posted " + std::to_string(i)); };
+    hooks.send_done = [&](std::size_t i) { events.push_back("send_done " + std::to_string(i)); };
+    hooks.recv_posted = [&](std::size_t i) { events.push_back("recv_posted " + std::to_string(i)); };
+    hooks.recv_done = [&](std::size_t i) {
+      events.push_back("recv_done " + std::to_string(i) + " holds " + std::to_string(recvs[i].tensor[0].item<int>()));
+    };
+    comm.exchange(sends, recvs, hooks);
+    EXPECT_EQ(fake->sends, 3);
+    rec.end_run(probes::RunStatus::kCompleted);
+  }
+  EXPECT_EQ(events, (std::vector<std::string>{"recv_posted 1", "recv_done 1 holds 0", "send_posted 0", "send_done 0",
+                                              "send_posted 1", "send_done 1", "send_posted 2", "send_done 2",
+                                              "recv_posted 0", "recv_done 0 holds 3"}));
+  EXPECT_EQ(hs::test::query_rows(path, "SELECT o.value, c.bytes, d.value, c.end_ns >= c.start_ns FROM comm_ops c "
+                                       "JOIN strings o ON o.id = c.op_id JOIN strings d ON d.id = c.dtype_id "
+                                       "ORDER BY c.start_ns, c.rowid"),
+            (std::vector<std::string>{"recv|20|int32|1", "send|4|float32|1", "send|8|float32|1", "send|12|float32|1",
+                                      "recv|16|int32|1"}));
+  // A peer outside the group, or the rank itself, is refused before anything moves.
+  ProbedCommunicator unprobed(fake, probes::RunProbes::off());
+  EXPECT_THROW(unprobed.exchange({{torch::ones({1}), 1}}, {}), std::invalid_argument);
+  EXPECT_THROW(unprobed.exchange({}, {{torch::ones({1}), 4}}), std::invalid_argument);
+  EXPECT_EQ(fake->sends, 3);
+}
+
 TEST(ProbedCommunicator, WithoutRecorderOnlyForwards) {
   auto fake = std::make_shared<FakeCommunicator>();
   ProbedCommunicator comm(fake, probes::RunProbes::off());

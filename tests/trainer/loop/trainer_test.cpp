@@ -462,7 +462,8 @@ TEST(Trainer, OffloadingTheTrainingStateChangesNoResult) {
                            "strings s ON s.id = c.name_id WHERE w.step = 2 AND d.value = '" +
                                std::string(direction) + "' ORDER BY c.rowid)");
   };
-  EXPECT_EQ(components("train_to_rollout"), "rng_save,reshard_weights,offload,kv_allocate");
+  EXPECT_EQ(components("train_to_rollout"),
+            "rng_save,reshard_pack,reshard_wire,reshard_unpack,reshard_wait,reshard_install,offload,kv_allocate");
   EXPECT_EQ(components("rollout_to_train"), "kv_release,onload,restore_weights,rng_restore");
 }
 

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <unordered_set>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
@@ -153,6 +154,33 @@ void ProbedCommunicator::barrier() {
   const ObservedCollective observed("comm/barrier", start);  // popped after the record
   inner_->barrier();
   record("barrier", 0, "", start);
+}
+
+void ProbedCommunicator::exchange(const std::vector<P2POp>& sends, const std::vector<P2POp>& recvs,
+                                  const ExchangeHooks& hooks) {
+  if (!recorder_) return inner_->exchange(sends, recvs, hooks);
+  // Each message's row: from its post to the moment the exchange saw it complete; a receive's
+  // row ends before the caller's recv_done (its unpacking) runs.
+  std::vector<std::int64_t> send_start(sends.size(), 0), recv_start(recvs.size(), 0);
+  ExchangeHooks probed;
+  probed.send_posted = [&](std::size_t i) {
+    send_start[i] = probes::now_ns();
+    if (hooks.send_posted) hooks.send_posted(i);
+  };
+  probed.send_done = [&](std::size_t i) {
+    record("send", nbytes(sends[i].tensor), comm_dtype_name(sends[i].tensor.scalar_type()), send_start[i]);
+    if (hooks.send_done) hooks.send_done(i);
+  };
+  probed.recv_posted = [&](std::size_t i) {
+    recv_start[i] = probes::now_ns();
+    if (hooks.recv_posted) hooks.recv_posted(i);
+  };
+  probed.recv_done = [&](std::size_t i) {
+    record("recv", nbytes(recvs[i].tensor), comm_dtype_name(recvs[i].tensor.scalar_type()), recv_start[i]);
+    if (hooks.recv_done) hooks.recv_done(i);
+  };
+  const ObservedCollective observed("comm/exchange", probes::now_ns());
+  inner_->exchange(sends, recvs, probed);
 }
 
 }  // namespace hs::trainer

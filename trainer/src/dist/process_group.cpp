@@ -21,6 +21,7 @@
 #include <fstream>
 #include <limits>
 #include <optional>
+#include <stdexcept>
 #include <utility>
 #include <string_view>
 
@@ -159,6 +160,50 @@ class C10dCommunicator final : public Communicator {
     unstage(tensors[0], tensor);
   }
 
+  // Gloo: every receive and every send posted at once (Gloo's send and recv return as soon as the
+  // message is handed to its transport, which moves all pairs' bytes concurrently), then the
+  // receives waited in list order — each handed to recv_done as it completes, so the caller
+  // unpacks one while the next is still arriving — and the sends last. Deadlock-free by
+  // construction: no rank waits for anything before it has posted all it will ever post.
+  // NCCL: the pair order of the default (its p2p ops between one pair share a stream, where a
+  // receive posted before the matching send would block it), one op at a time as before.
+  void exchange(const std::vector<P2POp>& sends, const std::vector<P2POp>& recvs,
+                const ExchangeHooks& hooks) override {
+    if (staging_ || backend_->getBackendName() != "gloo") return exchange_in_pair_order(*this, sends, recvs, hooks);
+    // Refused before anything is posted, as the default refuses them. A failure names the op
+    // ("recv", "send") as recv and send do, so that the DistError reads the same.
+    auto check = [&](const P2POp& op, const char* what) {
+      if (op.peer < 0 || op.peer >= size() || op.peer == rank())
+        throw std::invalid_argument(fmt::format("exchange on group '{}': peer {} is not another rank of the group "
+                                                "(rank {} of {})", name_, op.peer, rank(), size()));
+      if (!op.tensor.is_contiguous())
+        throw std::invalid_argument(fmt::format("exchange on group '{}' needs contiguous tensors (a {} with peer {})",
+                                                name_, what, op.peer));
+    };
+    for (const P2POp& op : sends) check(op, "send");
+    for (const P2POp& op : recvs) check(op, "recv");
+    std::vector<std::vector<at::Tensor>> recv_tensors(recvs.size()), send_tensors(sends.size());
+    std::vector<c10::intrusive_ptr<c10d::Work>> recv_work(recvs.size()), send_work(sends.size());
+    for (std::size_t i = 0; i < recvs.size(); ++i) {
+      recv_tensors[i] = {recvs[i].tensor};
+      if (hooks.recv_posted) hooks.recv_posted(i);
+      recv_work[i] = post([&] { return backend_->recv(recv_tensors[i], recvs[i].peer, 0); }, "recv");
+    }
+    for (std::size_t i = 0; i < sends.size(); ++i) {
+      send_tensors[i] = {sends[i].tensor};
+      if (hooks.send_posted) hooks.send_posted(i);
+      send_work[i] = post([&] { return backend_->send(send_tensors[i], sends[i].peer, 0); }, "send");
+    }
+    for (std::size_t i = 0; i < recvs.size(); ++i) {
+      wait(recv_work[i], "recv");
+      if (hooks.recv_done) hooks.recv_done(i);
+    }
+    for (std::size_t i = 0; i < sends.size(); ++i) {
+      wait(send_work[i], "send");
+      if (hooks.send_done) hooks.send_done(i);
+    }
+  }
+
   void barrier() override {
     c10d::BarrierOptions opts;
     opts.timeout = timeout_;
@@ -174,6 +219,18 @@ class C10dCommunicator final : public Communicator {
   // The result of an in-place op back into the caller's tensor when it went through staging.
   static void unstage(const at::Tensor& moved, at::Tensor& tensor) {
     if (!moved.is_same(tensor)) tensor.copy_(moved);
+  }
+
+  // A backend call that posts an op, with its failure (a broken pair) reported as wait's are.
+  template <typename Post>
+  c10::intrusive_ptr<c10d::Work> post(Post&& post_op, const char* op) const {
+    try {
+      return post_op();
+    } catch (const c10::Error& e) {
+      fail(op, e.what_without_backtrace());
+    } catch (const std::exception& e) {
+      fail(op, e.what());
+    }
   }
 
   void wait(const c10::intrusive_ptr<c10d::Work>& work, const char* op) const {

@@ -85,24 +85,30 @@ probes::SwitchRecord HybridSwitch::to_rollout(std::int64_t step) {
     std::lock_guard<std::mutex> lock(gen.mutex());
     saved_rng_state_ = gen.get_state();
   });
-  timed(record, "reshard_weights", [&] {
-    if (!executor_) {
-      // One process: the rollout engine generates with the actor's module, so every weight is
-      // already where generation needs it.
-      record.bytes_local = parameter_bytes(actor_);
-      return;
-    }
+  if (!executor_) {
+    // One process: the rollout engine generates with the actor's module, so every weight is
+    // already where generation needs it.
+    timed(record, "reshard_weights", [&] { record.bytes_local = parameter_bytes(actor_); });
+  } else {
+    // The executor's four consecutive parts, then handing the shards to the rollout model.
     torch::NoGradGuard no_grad;
     std::vector<at::Tensor> training;
     for (const auto& t : actor_shards_) training.push_back(t.defined() ? t.detach() : t);
     generation_ = executor_->to_generation(training, wire_dtype_);
-    install_(generation_);
-    if (wire_dtype_) generation_.clear();  // rounded copies, installed: nothing to restore from them
+    const ReshardTimes& times = executor_->last_times();
+    record.components.emplace_back("reshard_pack", times.pack_ns);
+    record.components.emplace_back("reshard_wire", times.wire_ns);
+    record.components.emplace_back("reshard_unpack", times.unpack_ns);
+    record.components.emplace_back("reshard_wait", times.wait_ns);
+    timed(record, "reshard_install", [&] {
+      install_(generation_);
+      if (wire_dtype_) generation_.clear();  // rounded copies, installed: nothing to restore from them
+    });
     const ReshardBytes& bytes = executor_->last_bytes();
     record.bytes_sent = bytes.sent;
     record.bytes_received = bytes.received;
     record.bytes_local = bytes.local;
-  });
+  }
   if (collect_offload_) timed(record, "offload", [&] { offload_.offload(collect_offload_()); });
   timed(record, "kv_allocate", [&] {
     if (!rollout_.cache_allocated()) rollout_.allocate_cache();

@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include "hybridscope/probes/clock.h"
 #include "hybridscope/trainer/dist/probed_communicator.h"
 #include "model/model_layers.h"
 
@@ -25,6 +26,26 @@ at::Tensor view_of(const at::Tensor& tensor, const Box& held, const Box& piece) 
 }
 
 std::vector<std::int64_t> shape_of(const Box& b) { return b.shape(); }
+
+// One flat buffer per transfer, (elements of its pieces,): contiguous views of one allocation.
+std::vector<at::Tensor> flat_buffers(const std::vector<Transfer>& transfers, const at::TensorOptions& options) {
+  std::vector<std::int64_t> counts;
+  std::int64_t total = 0;
+  for (const Transfer& t : transfers) {
+    std::int64_t count = 0;
+    for (const Piece& piece : t.pieces) count += piece.box.numel();
+    counts.push_back(count);
+    total += count;
+  }
+  const at::Tensor arena = at::empty({total}, options);
+  std::vector<at::Tensor> out;
+  std::int64_t offset = 0;
+  for (const std::int64_t count : counts) {
+    out.push_back(arena.slice(0, offset, offset + count));
+    offset += count;
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -82,6 +103,7 @@ ReshardExecutor::ReshardExecutor(std::shared_ptr<const ReshardPlan> plan, int ra
 
 std::vector<at::Tensor> ReshardExecutor::to_generation(const std::vector<at::Tensor>& training,
                                                        std::optional<at::ScalarType> wire_dtype) {
+  const std::int64_t started = probes::now_ns();
   const ReshardPlan& plan = *plan_;
   const RankPlan& mine = plan.ranks[static_cast<std::size_t>(rank_)];
   const std::size_t n = plan.training.params.size();
@@ -122,52 +144,47 @@ std::vector<at::Tensor> ReshardExecutor::to_generation(const std::vector<at::Ten
     view_of(assembled[piece.param], *mine.assembled[piece.param], piece.box)
         .copy_(view_of(training[piece.param], held[piece.param], piece.box));
   }
-  auto pack = [&](const Transfer& t) {  // one copy per piece, straight into the flat buffer
-    std::int64_t count = 0;
-    for (const Piece& piece : t.pieces) count += piece.box.numel();
-    at::Tensor flat = at::empty({count}, options);
+  // The per-peer buffers, once per executor (again only if the dtype or device changes).
+  if (send_buffers_.size() != mine.sends.size() || recv_buffers_.size() != mine.recvs.size() ||
+      (!send_buffers_.empty() && (send_buffers_[0].scalar_type() != options.dtype().toScalarType() ||
+                                  send_buffers_[0].device() != options.device())) ||
+      (!recv_buffers_.empty() && (recv_buffers_[0].scalar_type() != options.dtype().toScalarType() ||
+                                  recv_buffers_[0].device() != options.device()))) {
+    send_buffers_ = flat_buffers(mine.sends, options);
+    recv_buffers_ = flat_buffers(mine.recvs, options);
+  }
+  // Pack: one copy per piece, straight into the peer's buffer (casting to the wire dtype).
+  for (std::size_t i = 0; i < mine.sends.size(); ++i) {
     std::int64_t offset = 0;
-    for (const Piece& piece : t.pieces) {
-      const std::int64_t n = piece.box.numel();
-      flat.slice(0, offset, offset + n).view(shape_of(piece.box)).copy_(view_of(training[piece.param], held[piece.param], piece.box));
-      offset += n;
-    }
-    return flat;
-  };
-  auto unpack = [&](const Transfer& t, const at::Tensor& flat) {
-    std::int64_t offset = 0;
-    for (const Piece& piece : t.pieces) {
+    for (const Piece& piece : mine.sends[i].pieces) {
       const std::int64_t count = piece.box.numel();
-      view_of(assembled[piece.param], *mine.assembled[piece.param], piece.box)
-          .copy_(flat.slice(0, offset, offset + count).view(shape_of(piece.box)));
+      send_buffers_[i].slice(0, offset, offset + count).view(shape_of(piece.box))
+          .copy_(view_of(training[piece.param], held[piece.param], piece.box));
       offset += count;
     }
-  };
-  auto receive = [&](const Transfer& t) {
-    std::int64_t count = 0;
-    for (const Piece& piece : t.pieces) count += piece.box.numel();
-    at::Tensor flat = at::empty({count}, options);
-    comm_->recv(flat, t.peer);
-    unpack(t, flat);
-  };
-  // Pairs in global order (see the header): towards higher peers this rank is `a` (send first),
-  // towards lower peers `b` (receive first). Peers are visited ascending, which is the order of
-  // this rank's pairs in the global order.
-  const int world = plan.training.world();
-  for (int peer = 0; peer < world; ++peer) {
-    if (peer == rank_) continue;
-    const Transfer* out = nullptr;
-    const Transfer* in = nullptr;
-    for (const Transfer& t : mine.sends) out = t.peer == peer ? &t : out;
-    for (const Transfer& t : mine.recvs) in = t.peer == peer ? &t : in;
-    if (rank_ < peer) {
-      if (out) comm_->send(pack(*out), peer);
-      if (in) receive(*in);
-    } else {
-      if (in) receive(*in);
-      if (out) comm_->send(pack(*out), peer);
-    }
   }
+  const std::int64_t posted = probes::now_ns();
+  times_.pack_ns = posted - started;
+  // Every message in one exchange; each received buffer is unpacked as soon as it is complete.
+  std::int64_t unpack_inside = 0;
+  ExchangeHooks hooks;
+  hooks.recv_done = [&](std::size_t i) {
+    const std::int64_t begin = probes::now_ns();
+    std::int64_t offset = 0;
+    for (const Piece& piece : mine.recvs[i].pieces) {
+      const std::int64_t count = piece.box.numel();
+      view_of(assembled[piece.param], *mine.assembled[piece.param], piece.box)
+          .copy_(recv_buffers_[i].slice(0, offset, offset + count).view(shape_of(piece.box)));
+      offset += count;
+    }
+    unpack_inside += probes::now_ns() - begin;
+  };
+  std::vector<P2POp> sends, recvs;
+  for (std::size_t i = 0; i < mine.sends.size(); ++i) sends.push_back({send_buffers_[i], mine.sends[i].peer});
+  for (std::size_t i = 0; i < mine.recvs.size(); ++i) recvs.push_back({recv_buffers_[i], mine.recvs[i].peer});
+  comm_->exchange(sends, recvs, hooks);
+  const std::int64_t exchanged = probes::now_ns();
+  times_.wire_ns = exchanged - posted - unpack_inside;
   bytes_ = {mine.bytes_sent, mine.bytes_received, mine.bytes_local};
   // The generation shards (vanilla/naive: sliced out of the full tensors), and what must be kept.
   std::vector<at::Tensor> generation(n);
@@ -178,6 +195,10 @@ std::vector<at::Tensor> ReshardExecutor::to_generation(const std::vector<at::Ten
                                                : view_of(assembled[p], *mine.assembled[p], *gen).contiguous();
     if (training[p].defined() && !contains(*gen, held[p])) kept_[p] = training[p];
   }
+  const std::int64_t sliced = probes::now_ns();
+  times_.unpack_ns = unpack_inside + (sliced - exchanged);
+  comm_->barrier();
+  times_.wait_ns = probes::now_ns() - sliced;
   return generation;
 }
 

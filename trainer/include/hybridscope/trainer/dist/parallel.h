@@ -7,6 +7,8 @@
 // rewrite them.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +20,23 @@
 namespace hs::trainer {
 
 enum class ReduceOp { kSum, kMax, kMin, kAvg };
+
+/// One message of a batched point-to-point exchange (Communicator::exchange): `tensor` goes to, or
+/// comes from, group rank `peer`. A receive's tensor is preallocated and contiguous, of the
+/// sender's shape and dtype; it is filled in place (the handle is shared, so the list may be const).
+struct P2POp {
+  at::Tensor tensor;
+  int peer = -1;
+};
+
+/// What an exchange reports while it runs, each hook with the op's index in its list (any may be
+/// empty). All run on the calling thread. `recv_done(i)` runs as soon as receive i's tensor is
+/// filled, while later receives may still be in flight: the caller unpacks there. `*_posted` is
+/// when the op was handed to the backend, `*_done` when the exchange saw it complete (the
+/// probe's start and end of the transfer's row).
+struct ExchangeHooks {
+  std::function<void(std::size_t)> send_posted, send_done, recv_posted, recv_done;
+};
 
 /// A group of ranks that runs collectives together.
 class Communicator {
@@ -38,7 +57,22 @@ class Communicator {
   virtual void send(const at::Tensor& tensor, int peer) = 0;
   virtual void recv(at::Tensor& tensor, int peer) = 0;
   virtual void barrier() = 0;
+  /// Moves many point-to-point messages at once: every op of `sends` and `recvs`. Collective over
+  /// the ranks it names: each peer calls it too, and between two ranks a's sends to b, in list
+  /// order, match b's receives from a, in list order. Returns when every op is complete.
+  /// The default moves them pair by pair in one global order — the unordered pairs (a, b), a < b,
+  /// ascending; within a pair a sends then receives and b receives then sends — so the smallest
+  /// unfinished pair can always proceed: no deadlock even where `send` waits for the receiver. A
+  /// communicator with asynchronous point-to-point ops (C10dCommunicator over Gloo) overrides it
+  /// to post everything at once.
+  virtual void exchange(const std::vector<P2POp>& sends, const std::vector<P2POp>& recvs,
+                        const ExchangeHooks& hooks = {});
 };
+
+/// The default exchange of Communicator, callable by overrides that fall back to it: pairs in
+/// the global order above, over `comm`'s own send and recv.
+void exchange_in_pair_order(Communicator& comm, const std::vector<P2POp>& sends, const std::vector<P2POp>& recvs,
+                            const ExchangeHooks& hooks);
 
 /// Makes the groups of a world. c10d's rule holds: every rank of the world calls new_group with
 /// the same `ranks` (world ranks, ascending) in the same order, including ranks outside the group,

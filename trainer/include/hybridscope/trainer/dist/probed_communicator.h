@@ -12,6 +12,8 @@
 // "comm/<op>" at depth kCollectiveDepth with the row's start_ns, so the collector maps the NCCL
 // kernels it launches to it (correlation_ranges; the query is in docs/schema.md).
 //
+// A batched exchange (Communicator::exchange) is recorded as one row per message.
+//
 // What this is not: a communicator of its own (it never moves data) or a CUPTI NCCL-kernel probe.
 #pragma once
 
@@ -74,6 +76,12 @@ class ProbedCommunicator final : public Communicator {
   void send(const at::Tensor& tensor, int peer) override;
   void recv(at::Tensor& tensor, int peer) override;
   void barrier() override;
+  /// Forwards to the wrapped exchange and records one `send` or `recv` row per message: start at
+  /// its post, end when the exchange saw it complete (the hooks of ExchangeHooks). Messages run
+  /// concurrently, so these rows may overlap; their bytes are exact. The exchange is announced to
+  /// the range observer once, as "comm/exchange" with the exchange's start.
+  void exchange(const std::vector<P2POp>& sends, const std::vector<P2POp>& recvs,
+                const ExchangeHooks& hooks = {}) override;
 
   const std::shared_ptr<Communicator>& inner() const { return inner_; }
 

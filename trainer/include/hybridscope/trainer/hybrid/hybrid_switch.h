@@ -5,9 +5,10 @@
 //
 // One process: the rollout engine holds the actor's own module, so reshard_weights moves nothing:
 // it counts the parameter bytes that are already in place (bytes_local) and sends/receives 0.
-// Several ranks (set_resharder): reshard_weights runs the ReshardExecutor over the actor's
-// training shards and hands the generation shards to an install callback (the rollout engine's
-// module); rollout->train adds restore_weights, which copies the restored training shards back
+// Several ranks (set_resharder): the ReshardExecutor runs over the actor's training shards — its
+// parts are the components reshard_pack, reshard_wire, reshard_unpack, reshard_wait
+// (ReshardTimes) in place of reshard_weights — and reshard_install hands the generation shards to
+// an install callback (the rollout engine's module); rollout->train adds restore_weights, which copies the restored training shards back
 // (bit-identical) and drops the generation shards. The bytes_* columns are the executor's.
 // Offloading (set_offload; actor.fsdp_config.param_offload / optimizer_offload): train->rollout
 // ends its weight work with `offload`, which moves the actor's training state to host memory before
@@ -66,8 +67,9 @@ class HybridSwitch {
   /// (set_resharder).
   void set_offload(std::function<std::vector<at::Tensor>()> collect);
 
-  /// train->rollout: rng_save, reshard_weights, offload (with set_offload), kv_allocate (when the
-  /// cache is not allocated).
+  /// train->rollout: rng_save, reshard_weights (one process) or reshard_pack, reshard_wire,
+  /// reshard_unpack, reshard_wait, reshard_install (with set_resharder), offload (with
+  /// set_offload), kv_allocate (when the cache is not allocated).
   probes::SwitchRecord to_rollout(std::int64_t step);
   /// rollout->train: kv_release (when free_cache_engine), onload (with set_offload),
   /// restore_weights (with a resharder in the training dtype), rng_restore.

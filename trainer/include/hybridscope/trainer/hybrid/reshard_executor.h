@@ -1,15 +1,20 @@
 // reshard_executor.h — runs a reshard plan (reshard.h) on one rank's tensors over a Communicator.
 //
-// train->rollout (to_generation): every rank packs the pieces it sends to each peer into one flat
-// buffer per peer, the buffers move point to point, and each rank assembles its boxes from what it
-// keeps and what it received; vanilla and naive then slice the generation shard out of the full
-// tensors. The exchanges run over one group made through the GroupFactory ("reshard", all ranks)
-// and wrapped in the ProbedCommunicator, so every byte lands in comm_ops as send/recv rows.
-// Order: the unordered rank pairs (a, b), a < b, ascending; within a pair a sends then receives
-// and b receives then sends. Every rank walks its pairs in that global order, so the smallest
-// unfinished pair can always proceed: no deadlock even when send waits for the receiver. On
-// HybridFlow's hybrid grouping the transfers are exactly what an all-gather within each micro-DP
-// group moves (the same bytes per rank; see docs/resharding.md).
+// train->rollout (to_generation): every rank packs the pieces it sends to each peer into that
+// peer's flat buffer — buffers allocated once per executor from the plan and reused by every
+// switch — then moves all its messages in one batched exchange (Communicator::exchange) and
+// assembles its boxes from what it keeps and what it received, unpacking each message as soon as
+// it has arrived; vanilla and naive then slice the generation shard out of the full tensors. A
+// barrier of the group ends the switch (the time it waits is the wait for the slowest peer).
+// The exchanges run over one group made through the GroupFactory ("reshard", all ranks) and
+// wrapped in the ProbedCommunicator, so every byte lands in comm_ops as send/recv rows.
+// Order: over c10d Gloo every receive and send of a rank is posted at once (all pairs in flight;
+// nothing waits before everything is posted, so no deadlock). Over communicators without
+// asynchronous point-to-point ops (the thread world, NCCL) the exchange runs the unordered rank
+// pairs (a, b), a < b, ascending; within a pair a sends then receives and b receives then sends:
+// the smallest unfinished pair can always proceed, so no deadlock even when send waits for the
+// receiver. On HybridFlow's hybrid grouping the transfers are exactly what an all-gather within
+// each micro-DP group moves (the same bytes per rank; see docs/resharding.md).
 //
 // rollout->train (to_training) moves nothing: a training box inside the generation box is sliced
 // back out of it, otherwise the tensor kept at to_generation is returned (plan redundant_bytes).
@@ -42,6 +47,16 @@ struct ReshardBytes {
   std::int64_t local = 0;
 };
 
+/// Where one to_generation spent this rank's time, in ns (probes::now_ns), as four consecutive
+/// parts of the call that sum to its duration (the switch's reshard_* components, docs/schema.md).
+struct ReshardTimes {
+  std::int64_t pack_ns = 0;    // checks, the kept pieces' local copies, packing every send buffer
+  std::int64_t wire_ns = 0;    // the exchange, first post to last message done, less the unpacking inside it
+  std::int64_t unpack_ns = 0;  // received pieces copied into place (as each message arrives) and, vanilla
+                               // and naive, the generation shard sliced out of the full tensors
+  std::int64_t wait_ns = 0;    // the closing barrier: waiting for the slowest rank of the group
+};
+
 class ReshardExecutor {
  public:
   /// Collective over the world: every rank constructs its executor with the same plan (the
@@ -67,6 +82,8 @@ class ReshardExecutor {
 
   /// Bytes of the last to_generation (equal to the plan's; to_training moves none).
   const ReshardBytes& last_bytes() const { return bytes_; }
+  /// Time of the last to_generation, by part.
+  const ReshardTimes& last_times() const { return times_; }
   const ReshardPlan& plan() const { return *plan_; }
   int rank() const { return rank_; }
 
@@ -75,6 +92,11 @@ class ReshardExecutor {
   int rank_;
   std::shared_ptr<Communicator> comm_;
   ReshardBytes bytes_;
+  ReshardTimes times_;
+  // One flat buffer per peer (views of one allocation per direction), in plan order of
+  // sends/recvs: (elements of the transfer's pieces,) in the wire dtype. Made at the first
+  // to_generation and again only when the dtype or device changes.
+  std::vector<at::Tensor> send_buffers_, recv_buffers_;
   std::vector<at::Tensor> kept_;  // training tensors that do not lie inside the generation box
   bool rounded_ = false;          // the last to_generation cast into another dtype
 };
