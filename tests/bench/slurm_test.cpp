@@ -26,6 +26,7 @@
 #include "hybridscope/bench/slurm_job.h"
 
 #include "../remove_tree.h"
+#include "bench_command_fixture.h"
 #include "../test_db.h"
 
 namespace fs = std::filesystem;
@@ -34,27 +35,8 @@ extern char** environ;
 
 namespace {
 
-const std::string kProgram = std::string(HS_BINARY_DIR) + "/cli/hybridscope";
 const std::string kClusterScript = std::string(HS_SOURCE_DIR) + "/scripts/slurm-cluster.sh";
 
-// A tiny GRPO run (runner_test.cpp's): a 2-layer, 32-wide model, batch 4.
-const char* const kSpecHead = R"(base: )" HS_SOURCE_DIR R"(/configs/demo_grpo.yaml
-overrides:
-  - hybridscope.warmup.steps=0
-  - trainer.val_before_train=false
-  - trainer.test_freq=-1
-  - trainer.save_freq=-1
-  - trainer.resume_mode=disable
-  - hybridscope.num_threads=1
-  - data.train_batch_size=4
-  - actor_rollout_ref.rollout.n=2
-  - actor_rollout_ref.actor.ppo_mini_batch_size=4
-  - actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8
-  - hybridscope.model.hidden_size=32
-  - hybridscope.model.intermediate_size=64
-  - hybridscope.model.num_attention_heads=2
-  - hybridscope.model.num_key_value_heads=2
-)";
 
 // `command` through the shell; its exit status and output (stdout and stderr).
 std::pair<int, std::string> shell(const std::string& command) {
@@ -67,12 +49,10 @@ std::pair<int, std::string> shell(const std::string& command) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), output};
 }
 
-class SlurmTest : public ::testing::Test {
+class SlurmTest : public hs::test::BenchCommandTest {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("hs_slurm_test_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-    db_ = (dir_ / "bench.sqlite").string();
+    make_dir("hs_slurm_test_");
     cluster_ = (dir_ / "cluster").string();
     const auto [rc, out] = shell("bash " + kClusterScript + " start " + cluster_);
     std::fprintf(stderr, "%s", out.c_str());
@@ -95,54 +75,6 @@ class SlurmTest : public ::testing::Test {
     hs::test::remove_tree(dir_);
   }
 
-  std::string write_spec(const std::string& body) {
-    const auto path = dir_ / "spec.yaml";
-    std::ofstream(path) << kSpecHead << body;
-    return path.string();
-  }
-  // Starts `hybridscope ARGS...` in its own process group, output to <dir>/<log>.
-  pid_t start(const std::vector<std::string>& args, const std::string& log) {
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    const std::string log_path = (dir_ / log).string();
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    posix_spawn_file_actions_addchdir_np(&actions, HS_SOURCE_DIR);  // the demo config's dataset paths
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setpgroup(&attr, 0);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-    std::vector<char*> argv{const_cast<char*>(kProgram.c_str())};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    pid_t pid = -1;
-    EXPECT_EQ(posix_spawn(&pid, kProgram.c_str(), &actions, &attr, argv.data(), environ), 0);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-    return pid;
-  }
-  static int wait_exit(pid_t pid) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  int run(const std::vector<std::string>& args, const std::string& log) { return wait_exit(start(args, log)); }
-  std::string output(const std::string& log) const { return read_file(dir_ / log); }
-  static std::string read_file(const fs::path& path) {
-    std::ifstream in(path);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  }
-  // Polls `sql` (one row, one integer) until it reaches `at_least`; false after `seconds`.
-  bool wait_for(const std::string& sql, int at_least, int seconds) {
-    for (int i = 0; i < seconds * 10; ++i) {
-      if (fs::exists(db_)) {
-        const auto rows = hs::test::query_rows(db_, sql);
-        if (!rows.empty() && std::stoi(rows[0]) >= at_least) return true;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return false;
-  }
   // The id of the job the runner's output says it submitted for a run of `tasks` ranks
   // (`Slurm job ID submitted (N tasks; ...`); "" when none. Job ids start at a random number
   // (scripts/slurm-cluster.sh).
@@ -154,8 +86,6 @@ class SlurmTest : public ::testing::Test {
   // The lines of `squeue` for this cluster (empty: no job pending or running).
   std::string squeue() const { return shell("squeue -h -o '%i %T'").second; }
 
-  fs::path dir_;
-  std::string db_;
   std::string cluster_;
   bool started_ = false;
 };

@@ -25,38 +25,25 @@
 #include "../process.h"
 #include "../remove_tree.h"
 #include "../test_db.h"
+#include "../tiny_grpo.h"
 #include "../tmpfs.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kBinary = std::string{HS_BINARY_DIR} + "/cli/hybridscope";
+using hs::test::kBinary;
 constexpr int kSteps = 150;  // the disk fills within the first ~50 (docs/reliability.md)
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using hs::test::read_all;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-// The tiny GRPO run of tests/trainer/dist/launch_test.cpp (a few ms per step), its database `db`.
+// The tiny GRPO run of tests/tiny_grpo.h, its database `db`, a generous collective timeout.
 std::vector<std::string> tiny_grpo(const std::string& db, const std::string& ckpt, int steps) {
-  const std::string src = HS_SOURCE_DIR;
-  return {"train", "--config", src + "/configs/demo_grpo.yaml", "--no-progress", "--db", db,
-          "data.train_files=" + src + "/datasets/addition/train.jsonl",
-          "data.val_files=" + src + "/datasets/addition/val.jsonl",
-          "data.train_batch_size=8", "actor_rollout_ref.actor.ppo_mini_batch_size=8",
-          "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=-1", "actor_rollout_ref.rollout.n=2",
-          "hybridscope.model.hidden_size=32", "hybridscope.model.intermediate_size=64",
-          "hybridscope.model.num_hidden_layers=1", "hybridscope.model.num_attention_heads=2",
-          "hybridscope.model.num_key_value_heads=1", "hybridscope.warmup.steps=0", "hybridscope.num_threads=1",
-          "hybridscope.peak_flops=1e9", "trainer.val_before_train=false", "trainer.test_freq=-1",
-          "trainer.save_freq=-1", "trainer.resume_mode=disable", "trainer.default_local_dir=" + ckpt,
-          "trainer.total_training_steps=" + std::to_string(steps), "hybridscope.dist.timeout_s=60"};
+  auto args = hs::test::tiny_grpo_run(db, ckpt, steps);
+  args.push_back("hybridscope.dist.timeout_s=60");
+  return args;
 }
 
 class FullDisk : public ::testing::Test {

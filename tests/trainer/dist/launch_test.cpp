@@ -15,7 +15,7 @@
 
 #include "../../test_db.h"
 #include "dist/dist_test_util.h"
-#include "dist/tiny_grpo.h"
+#include "../../tiny_grpo.h"
 #include "hybridscope/trainer/hybrid/layout.h"
 #include "hybridscope/trainer/data/tokenizer.h"
 #include "hybridscope/trainer/model/model.h"
@@ -24,12 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using hs::test::read_all;
 
 using hs::test::kBinary;
 using hs::test::tiny_grpo;

@@ -12,7 +12,7 @@
 
 #include "../../test_db.h"
 #include "dist/dist_test_util.h"
-#include "dist/tiny_grpo.h"
+#include "../../tiny_grpo.h"
 #include "hybridscope/trainer/dist/free_port.h"
 
 namespace {
@@ -20,18 +20,9 @@ namespace {
 namespace fs = std::filesystem;
 using hs::test::kBinary;
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using hs::test::read_all;
 
-std::string fresh_dir(const std::string& tag) {
-  const std::string dir = fs::path(hs::test::temp_db("launchers_test", tag)).string();
-  fs::create_directories(dir);
-  return dir;
-}
+std::string fresh_dir(const std::string& tag) { return hs::test::fresh_dir("launchers_test", tag); }
 
 // Both ranks completed and the run is one merged database of 2 ranks.
 void expect_completed_two_rank_run(const std::string& db) {

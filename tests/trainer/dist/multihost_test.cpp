@@ -16,7 +16,7 @@
 #include "../../test_db.h"
 #include "dist/dist_test_util.h"
 #include "dist/netns_hosts.h"
-#include "dist/tiny_grpo.h"
+#include "../../tiny_grpo.h"
 
 namespace {
 
@@ -24,18 +24,9 @@ namespace fs = std::filesystem;
 using hs::test::kBinary;
 using hs::test::NetnsHosts;
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using hs::test::read_all;
 
-std::string fresh_dir(const std::string& tag) {
-  const std::string dir = fs::path(hs::test::temp_db("multihost_test", tag)).string();
-  fs::create_directories(dir);
-  return dir;
-}
+std::string fresh_dir(const std::string& tag) { return hs::test::fresh_dir("multihost_test", tag); }
 
 // Waits until `path` contains `text` (false at the deadline).
 bool wait_for_text(const std::string& path, const std::string& text, std::chrono::seconds deadline) {
