@@ -26,6 +26,7 @@
 #include "hybridscope/probes/merge.h"
 #include "hybridscope/reports/run_database.h"
 #include "hybridscope/trainer/config/config.h"
+#include "spawn_group.h"
 
 extern char** environ;
 
@@ -86,34 +87,14 @@ std::string duration(double seconds) {
 pid_t spawn_cell(const std::string& program, const std::vector<std::string>& args, const std::string& log_path) {
   const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (log_fd < 0) throw MatrixError("cannot write the run log " + log_path);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, log_fd, STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, log_fd, STDERR_FILENO);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGINT);
-  sigaddset(&defaults, SIGTERM);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e)
     if (std::string(*e).rfind("HS_PARENT_PID=", 0) != 0) env.emplace_back(*e);
   env.push_back(fmt::format("HS_PARENT_PID={}", ::getpid()));
-  std::vector<char*> envp;
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::vector<char*> argv{const_cast<char*>(program.c_str())};
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
+  std::vector<std::string> argv{program};
+  argv.insert(argv.end(), args.begin(), args.end());
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, program.c_str(), &actions, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  const int rc = detail::spawn_in_own_group(argv, std::move(env), log_fd, &pid);
   ::close(log_fd);
   if (rc != 0) throw MatrixError(fmt::format("cannot start {}: {}", program, std::strerror(rc)));
   return pid;

@@ -1,6 +1,8 @@
 // slurm_job.cpp — a benchmark cell as a Slurm batch job (see slurm_job.h).
 #include "hybridscope/bench/slurm_job.h"
 
+#include "spawn_group.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -42,31 +44,8 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::vecto
     result.output = std::string("pipe(): ") + std::strerror(errno);
     return result;
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDERR_FILENO);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGINT);
-  sigaddset(&defaults, SIGTERM);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  std::vector<std::string> env_copy = env;
-  std::vector<char*> envp;
-  for (auto& e : env_copy) envp.push_back(e.data());
-  envp.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, argv[0].c_str(), &actions, &attr, args.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  const int rc = detail::spawn_in_own_group(argv, env, pipe_fds[1], &pid);
   ::close(pipe_fds[1]);
   if (rc != 0) {
     ::close(pipe_fds[0]);
