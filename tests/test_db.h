@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,23 @@ inline std::vector<std::string> query_rows(const std::string& path, const std::s
 }
 
 /// The first row of `sql` ("" when none).
+/// The first column of `sql`'s first row, or nullopt when the file is not (yet) a database with
+/// those tables or the query fails: for polling a file that a starting run is still creating.
+inline std::optional<std::string> poll_row(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  std::optional<std::string> out;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_busy_timeout(db, 10000);
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
+        sqlite3_column_type(st, 0) != SQLITE_NULL)
+      out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+  return out;
+}
+
 inline std::string query_row(const std::string& path, const std::string& sql) {
   const auto rows = query_rows(path, sql);
   return rows.empty() ? std::string() : rows.front();

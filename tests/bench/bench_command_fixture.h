@@ -92,13 +92,11 @@ class BenchCommandTest : public ::testing::Test {
     std::ifstream in(path);
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   }
-  // Polls `sql` (one row, one integer) until it reaches `at_least`; false after `seconds`.
+  // Polls `sql` (one row, one integer) until it reaches `at_least`; false after `seconds`. The
+  // database may not have its tables yet when the runner has just created the file.
   bool wait_for(const std::string& sql, int at_least, int seconds) {
     for (int i = 0; i < seconds * 10; ++i) {
-      if (std::filesystem::exists(db_)) {
-        const auto rows = query_rows(db_, sql);
-        if (!rows.empty() && std::stoi(rows[0]) >= at_least) return true;
-      }
+      if (const auto value = poll_row(db_, sql); value && std::stoll(*value) >= at_least) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     return false;
