@@ -105,8 +105,7 @@ struct Collective {
 
 // One collective of about `bytes` on float32 buffers made once. all_gather and reduce_scatter
 // round the element count down to a multiple of the group size (no-op for 4 KiB·4^k and n = 2, 4).
-// send/recv: rank pairs (0→1, 2→3, ...) at once, as pipeline stages and the reshard executor's
-// pairs send; an odd rank out idles.
+// send/recv: the ring shift of nccl-tests' sendrecv_perf (below).
 Collective make_collective(Op op, Communicator& c, std::int64_t bytes) {
   const std::int64_t n = c.size();
   const std::int64_t elements = bytes / 4;
@@ -129,11 +128,14 @@ Collective make_collective(Op op, Communicator& c, std::int64_t bytes) {
       return {[&c, tensor]() mutable { c.broadcast(tensor, 0); }, elements * 4};
     }
     case Op::kSendRecv: {
-      auto tensor = torch::zeros({elements});
+      // nccl-tests' sendrecv_perf: every rank sends to rank + 1 and receives from rank - 1 in one
+      // group, so each rank's link carries `bytes` each way at once — the load of the reshard
+      // executor, whose ranks all send and receive at once (Communicator::exchange).
       const int r = c.rank();
-      if (r % 2 == 0 && r + 1 < n) return {[&c, tensor, r] { c.send(tensor, r + 1); }, elements * 4};
-      if (r % 2 == 1) return {[&c, tensor, r]() mutable { c.recv(tensor, r - 1); }, elements * 4};
-      return {[] {}, elements * 4};
+      const int size = static_cast<int>(n);
+      std::vector<P2POp> sends{{torch::zeros({elements}), (r + 1) % size}};
+      std::vector<P2POp> recvs{{torch::zeros({elements}), (r - 1 + size) % size}};
+      return {[&c, sends, recvs] { c.exchange(sends, recvs, {}); }, elements * 4};
     }
   }
   throw std::logic_error("comm_bench: unknown op");

@@ -12,7 +12,7 @@
 //                                  heads) against the single-process trainer: forward logits,
 //                                  compute_log_prob, one update_policy (1F1B over the stages); each
 //                                  rank writes its worst differences to OUT.rank<r>
-//   hs_dist_child reshard DB PP TP DP TG MODE
+//   hs_dist_child reshard DB PP TP DP TG MODE [DIRECT_MIN_ELEMENTS]
 //                                  train->rollout->train of reshard_fixtures.h's model over Gloo
 //                                  (megatron layout): generation weights bit-for-bit equal to the
 //                                  slices of the full weights, training shards restored bit-for-bit,
@@ -278,7 +278,7 @@ int run_reshard(char** argv) {
   options.timeout = std::chrono::seconds(60);
   const hs::probes::RunProbes probes(&recorder);
   C10dGroupFactory groups(env, options, &probes);
-  ReshardExecutor executor(plan, r, groups, &probes);
+  ReshardExecutor executor(plan, r, groups, &probes, argv[8] ? std::stoll(argv[8]) : ReshardExecutor::kDirectMinElements);
   // The same full weights on every rank (same seed), each rank starting from its training shard.
   torch::manual_seed(11);
   std::vector<at::Tensor> full, training, before;
@@ -409,12 +409,12 @@ int main(int argc, char** argv) {
   try {
     if (argc == 3 && std::string(argv[1]) == "collectives") return run_collectives(argv[2]);
     if (argc == 3 && std::string(argv[1]) == "dp_update") return run_dp_update(argv[2]);
-    if (argc == 8 && std::string(argv[1]) == "reshard") return run_reshard(argv);
+    if ((argc == 8 || argc == 9) && std::string(argv[1]) == "reshard") return run_reshard(argv);
     if (argc == 7 && std::string(argv[1]) == "sharded_training") return run_sharded_training(argv);
     if (argc == 5 && std::string(argv[1]) == "fsdp_update")
       return hs::trainer::test::run_fsdp_update(argv[2], std::stoi(argv[3]), std::stoi(argv[4]));
     std::fprintf(stderr,
-                 "usage: hs_dist_child collectives DB | dp_update OUT | reshard DB PP TP DP TG MODE | "
+                 "usage: hs_dist_child collectives DB | dp_update OUT | reshard DB PP TP DP TG MODE [DIRECT_MIN_ELEMENTS] | "
                  "sharded_training PP TP DP KV OUT | fsdp_update DB TP DP\n");
     return 2;
   } catch (const std::exception& e) {

@@ -17,6 +17,7 @@
 #include "hybridscope/trainer/dist/process_group.h"
 #include "hybridscope/trainer/dist/probed_communicator.h"
 #include "hybrid/reshard_fixtures.h"
+#include "hybridscope/trainer/hybrid/reshard_executor.h"
 
 namespace hs::trainer {
 namespace {
@@ -123,12 +124,17 @@ TEST(DataParallel, TwoRanksUpdateEqualsSingleProcessSeqMean) { check_dp_update(2
 // generation weights bit-for-bit and its restored shards (dist_child.cpp); here, the bytes each
 // rank received according to its comm_ops rows equal HybridFlow's Table 2 (M = model bytes,
 // T = pp·tp): hybrid (T − t_g)/(t_g·T)·M, vanilla (T − 1)/T·M, naive (T·dp − 1)/(T·dp)·M.
-void check_reshard_over_gloo(int pp, int tp, int dp, int t_g, const std::string& mode) {
-  const std::string tag = "reshard_" + mode + std::to_string(pp) + std::to_string(tp) + std::to_string(dp) + std::to_string(t_g);
+// `direct_min_elements`: the executor's floor for a piece to move as its own message (1: every
+// piece contiguous on both sides moves unpacked; the default packs all of this small model).
+void check_reshard_over_gloo(int pp, int tp, int dp, int t_g, const std::string& mode,
+                             std::int64_t direct_min_elements = ReshardExecutor::kDirectMinElements) {
+  const std::string tag = "reshard_" + mode + std::to_string(pp) + std::to_string(tp) + std::to_string(dp) +
+                          std::to_string(t_g) + "_direct" + std::to_string(direct_min_elements);
   const auto db = hs::test::temp_db("process_group_test", tag + ".sqlite");
   const int world = pp * tp * dp;
   const auto status = hs::test::run_ranks({HS_DIST_CHILD, "reshard", db, std::to_string(pp), std::to_string(tp),
-                                           std::to_string(dp), std::to_string(t_g), mode},
+                                           std::to_string(dp), std::to_string(t_g), mode,
+                                           std::to_string(direct_min_elements)},
                                           world);
   for (int r = 0; r < world; ++r) ASSERT_TRUE(hs::test::exited_ok(status[static_cast<std::size_t>(r)])) << tag << " rank " << r;
   std::int64_t model_bytes = 0;
@@ -160,6 +166,12 @@ TEST(ReshardOverGloo, ReceivedBytesEqualTable2ForEveryMode) {
     check_reshard_over_gloo(1, 4, 1, 2, mode);  // tp 4 -> t_g 2
     check_reshard_over_gloo(2, 2, 1, 2, mode);  // pp 2, tp 2 -> t_g 2
   }
+}
+
+// Unpacked pieces posted beside packed buffers to the same peer, over Gloo's asynchronous
+// point-to-point ops: the messages pair up in order (bit-exact weights, checked by every rank).
+TEST(ReshardOverGloo, PiecesMoveUnpackedWhereContiguous) {
+  for (const char* mode : {"hybrid", "vanilla", "naive"}) check_reshard_over_gloo(2, 2, 1, 2, mode, 1);
 }
 
 }  // namespace

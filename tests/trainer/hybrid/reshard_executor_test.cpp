@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <atomic>
 #include <cstring>
+#include <optional>
 #include <map>
 #include <set>
 #include <string>
@@ -45,10 +47,21 @@ struct Case {
   int pp, tp, dp, t_g;
 };
 
+// How run_plan moves the pieces: the executor's message split and the wire dtype.
+struct RunOptions {
+  std::int64_t direct_min_elements = ReshardExecutor::kDirectMinElements;
+  std::optional<at::ScalarType> wire_dtype;
+  int* direct_messages = nullptr;  // when set: the direct (unpacked) messages received, over ranks
+};
+
 // Runs train->rollout->train on every rank of `plan` with a recorder per rank (as the real ranks
-// have) and returns the bytes each rank received according to its comm_ops rows.
-std::vector<std::int64_t> run_plan(std::shared_ptr<const ReshardPlan> plan, const std::string& tag) {
+// have) and returns the bytes each rank received according to its comm_ops rows. In another wire
+// dtype the generation shards are the full weights' slices cast to it, bit for bit, and
+// rollout->train is refused (the training tensors hold the weights).
+std::vector<std::int64_t> run_plan(std::shared_ptr<const ReshardPlan> plan, const std::string& tag,
+                                   const RunOptions& run = {}) {
   const int world = plan->training.world();
+  std::atomic<int> direct{0};
   std::vector<at::Tensor> full;
   torch::manual_seed(11);
   for (const auto& p : plan->training.params) full.push_back(torch::randn(p.spec.shape, torch::kFloat32));
@@ -59,7 +72,8 @@ std::vector<std::int64_t> run_plan(std::shared_ptr<const ReshardPlan> plan, cons
       probes::Recorder recorder(path, rank);
       recorder.begin_run({});
       const probes::RunProbes run_probes(&recorder);
-      ReshardExecutor executor(plan, rank, groups, &run_probes);
+      ReshardExecutor executor(plan, rank, groups, &run_probes, run.direct_min_elements);
+      for (const auto& m : executor.recv_messages()) direct += m.piece != ReshardExecutor::Message::kPacked;
       std::vector<at::Tensor> training(full.size());
       for (std::size_t p = 0; p < full.size(); ++p) {
         if (auto box = plan->training.box(p, rank)) training[p] = slice(full[p], *box);
@@ -69,17 +83,24 @@ std::vector<std::int64_t> run_plan(std::shared_ptr<const ReshardPlan> plan, cons
         for (const auto& t : training) copy.push_back(t.defined() ? t.clone() : t);
         return copy;
       }();
-      const auto generation = executor.to_generation(training);
+      const auto generation = executor.to_generation(training, run.wire_dtype);
       training.clear();  // the executor must not need the caller's references
       for (std::size_t p = 0; p < full.size(); ++p) {
-        EXPECT_TRUE(same_bits(generation[p], slice(full[p], *plan->generation.box(p, rank))))
+        at::Tensor expected = slice(full[p], *plan->generation.box(p, rank));
+        if (run.wire_dtype) expected = expected.to(*run.wire_dtype);
+        EXPECT_TRUE(same_bits(generation[p], expected))
             << tag << " rank " << rank << " " << plan->training.params[p].spec.name;
       }
-      const auto restored = executor.to_training(generation);
-      for (std::size_t p = 0; p < full.size(); ++p) {
-        ASSERT_EQ(restored[p].defined(), before[p].defined()) << tag;
-        if (before[p].defined()) {
-          EXPECT_TRUE(same_bits(restored[p], before[p])) << tag << " rank " << rank << " " << plan->training.params[p].spec.name;
+      if (run.wire_dtype) {
+        EXPECT_THROW(executor.to_training(generation), std::logic_error) << tag;
+      } else {
+        const auto restored = executor.to_training(generation);
+        for (std::size_t p = 0; p < full.size(); ++p) {
+          ASSERT_EQ(restored[p].defined(), before[p].defined()) << tag;
+          if (before[p].defined()) {
+            EXPECT_TRUE(same_bits(restored[p], before[p]))
+                << tag << " rank " << rank << " " << plan->training.params[p].spec.name;
+          }
         }
       }
       const auto& bytes = executor.last_bytes();
@@ -98,6 +119,7 @@ std::vector<std::int64_t> run_plan(std::shared_ptr<const ReshardPlan> plan, cons
     }
     received[static_cast<std::size_t>(rank)] = total;
   });
+  if (run.direct_messages) *run.direct_messages = direct.load();
   return received;
 }
 
@@ -125,9 +147,51 @@ TEST(ReshardExecutor, MeasuredReceivedBytesEqualClosedForm) {
         } else {
           expected = mode == ReshardMode::kHybrid ? M / c.t_g - M / tpd : M - M / tpd;
         }
-        const auto received = run_plan(plan, tag);
-        for (std::size_t r = 0; r < received.size(); ++r) EXPECT_EQ(received[r], expected) << tag << " rank " << r;
+        // Every piece packed (the sharded model's pieces are all below the default), and every
+        // piece that is contiguous on both sides moved directly: the same bits, the same bytes.
+        for (const std::int64_t direct_min : {ReshardExecutor::kDirectMinElements, std::int64_t{1}}) {
+          const auto received = run_plan(plan, tag, {direct_min});
+          for (std::size_t r = 0; r < received.size(); ++r)
+            EXPECT_EQ(received[r], expected) << tag << " direct from " << direct_min << " elements, rank " << r;
+        }
       }
+    }
+  }
+}
+
+// Which pieces move directly: on pp 2 × tp 2 → t_g 2 (hybrid) every piece is a whole layer's tp
+// shard, contiguous on both sides, so with no size floor nothing is packed; vanilla assembles the
+// full tensors, where the row-parallel weight's tp halves (split along dim 1) are not contiguous and
+// ride in the packed buffers. The default floor packs all of this small model. Each split also in
+// bf16 on the wire (the casts happen where the pieces are packed or sent).
+TEST(ReshardExecutor, PiecesContiguousOnBothSidesMoveWithoutPacking) {
+  std::vector<ParamSpec> bf16 = sharded_model();
+  for (auto& p : bf16) p.element_size = 2;
+  for (const auto& [mode, all_direct] : {std::pair{ReshardMode::kHybrid, true}, std::pair{ReshardMode::kVanilla, false}}) {
+    for (const bool wire_bf16 : {false, true}) {
+      const std::string tag = std::string("direct_") + to_string(mode) + (wire_bf16 ? "_bf16" : "_fp32");
+      auto plan = std::make_shared<const ReshardPlan>(
+          plan_reshard(wire_bf16 ? bf16 : sharded_model(), {2, 2, 1}, DpSharding::kReplicated, 2, mode));
+      int recv_messages = 0;
+      for (const auto& r : plan->ranks)
+        for (const auto& t : r.recvs) recv_messages += static_cast<int>(t.pieces.size());
+      RunOptions run{1};
+      if (wire_bf16) run.wire_dtype = at::kBFloat16;
+      int direct = -1;
+      run.direct_messages = &direct;
+      const auto received = run_plan(plan, tag, run);
+      if (all_direct) {
+        EXPECT_EQ(direct, recv_messages) << tag;
+      } else {
+        EXPECT_GT(direct, 0) << tag;
+        EXPECT_LT(direct, recv_messages) << tag;
+      }
+      if (!wire_bf16) {
+        for (std::size_t r = 0; r < received.size(); ++r) EXPECT_EQ(received[r], plan->ranks[r].bytes_received) << tag;
+      }
+      run.direct_min_elements = ReshardExecutor::kDirectMinElements;
+      run_plan(plan, tag + "_packed", run);
+      EXPECT_EQ(direct, 0) << tag;
     }
   }
 }

@@ -27,13 +27,58 @@ at::Tensor view_of(const at::Tensor& tensor, const Box& held, const Box& piece) 
 
 std::vector<std::int64_t> shape_of(const Box& b) { return b.shape(); }
 
-// One flat buffer per transfer, (elements of its pieces,): contiguous views of one allocation.
-std::vector<at::Tensor> flat_buffers(const std::vector<Transfer>& transfers, const at::TensorOptions& options) {
+// inner ⊆ outer is one contiguous run of a row-major tensor of outer's shape: the dims after the
+// first one that inner does not span whole are whole, and those before it have size 1.
+bool contiguous_within(const Box& outer, const Box& inner) {
+  std::size_t d = inner.ranges.size();
+  while (d > 0 && inner.ranges[d - 1] == outer.ranges[d - 1]) --d;
+  if (d <= 1) return true;
+  for (std::size_t k = 0; k + 1 < d; ++k)
+    if (inner.ranges[k].size() != 1) return false;
+  return true;
+}
+
+// Whether `piece` moves from `sender` to `receiver` as a message of its own, straight out of the
+// sender's training tensor into the receiver's assembled tensor (no pack, no unpack). Both ranks
+// decide it from the plan alone, so they agree on the messages between them.
+bool moves_directly(const ReshardPlan& plan, const Piece& piece, int sender, int receiver, std::int64_t min_elements) {
+  if (piece.box.numel() < min_elements) return false;
+  const auto held = plan.training.box(piece.param, sender);
+  const auto& assembled = plan.ranks[static_cast<std::size_t>(receiver)].assembled[piece.param];
+  return held && assembled && contiguous_within(*held, piece.box) && contiguous_within(*assembled, piece.box);
+}
+
+// The messages of every transfer, in the order both sides post them: each direct piece, then the
+// packed buffer of the rest (when there is any).
+std::vector<ReshardExecutor::Message> messages_of(const ReshardPlan& plan, const std::vector<Transfer>& transfers,
+                                                  int rank, bool sending, std::int64_t min_elements) {
+  std::vector<ReshardExecutor::Message> out;
+  for (std::size_t t = 0; t < transfers.size(); ++t) {
+    const int sender = sending ? rank : transfers[t].peer;
+    const int receiver = sending ? transfers[t].peer : rank;
+    bool packed = false;
+    for (std::size_t i = 0; i < transfers[t].pieces.size(); ++i) {
+      if (moves_directly(plan, transfers[t].pieces[i], sender, receiver, min_elements))
+        out.push_back({t, static_cast<int>(i)});
+      else
+        packed = true;
+    }
+    if (packed) out.push_back({t, ReshardExecutor::Message::kPacked});
+  }
+  return out;
+}
+
+// One flat buffer per transfer for its packed pieces, (elements,): contiguous views of one
+// allocation; empty for a transfer whose pieces all move directly.
+std::vector<at::Tensor> flat_buffers(const ReshardPlan& plan, const std::vector<Transfer>& transfers, int rank,
+                                     bool sending, std::int64_t min_elements, const at::TensorOptions& options) {
   std::vector<std::int64_t> counts;
   std::int64_t total = 0;
   for (const Transfer& t : transfers) {
     std::int64_t count = 0;
-    for (const Piece& piece : t.pieces) count += piece.box.numel();
+    for (const Piece& piece : t.pieces)
+      if (!moves_directly(plan, piece, sending ? rank : t.peer, sending ? t.peer : rank, min_elements))
+        count += piece.box.numel();
     counts.push_back(count);
     total += count;
   }
@@ -77,8 +122,8 @@ std::vector<ParamSpec> parameter_specs(const TransformerImpl& model) {
 }
 
 ReshardExecutor::ReshardExecutor(std::shared_ptr<const ReshardPlan> plan, int rank, GroupFactory& groups,
-                                 const probes::RunProbes* probes)
-    : plan_(std::move(plan)), rank_(rank) {
+                                 const probes::RunProbes* probes, std::int64_t direct_min_elements)
+    : plan_(std::move(plan)), rank_(rank), direct_min_elements_(direct_min_elements) {
   if (!plan_) throw std::invalid_argument("ReshardExecutor: the plan is null");
   const int world = plan_->training.world();
   if (rank < 0 || rank >= world) {
@@ -99,6 +144,9 @@ ReshardExecutor::ReshardExecutor(std::shared_ptr<const ReshardPlan> plan, int ra
   } else {
     comm_ = std::make_shared<ProbedCommunicator>(std::move(group), probes ? *probes : probes::RunProbes::off());
   }
+  const RankPlan& mine = plan_->ranks[static_cast<std::size_t>(rank_)];
+  send_messages_ = messages_of(*plan_, mine.sends, rank_, true, direct_min_elements_);
+  recv_messages_ = messages_of(*plan_, mine.recvs, rank_, false, direct_min_elements_);
 }
 
 std::vector<at::Tensor> ReshardExecutor::to_generation(const std::vector<at::Tensor>& training,
@@ -150,38 +198,65 @@ std::vector<at::Tensor> ReshardExecutor::to_generation(const std::vector<at::Ten
                                   send_buffers_[0].device() != options.device())) ||
       (!recv_buffers_.empty() && (recv_buffers_[0].scalar_type() != options.dtype().toScalarType() ||
                                   recv_buffers_[0].device() != options.device()))) {
-    send_buffers_ = flat_buffers(mine.sends, options);
-    recv_buffers_ = flat_buffers(mine.recvs, options);
+    send_buffers_ = flat_buffers(plan, mine.sends, rank_, true, direct_min_elements_, options);
+    recv_buffers_ = flat_buffers(plan, mine.recvs, rank_, false, direct_min_elements_, options);
   }
-  // Pack: one copy per piece, straight into the peer's buffer (casting to the wire dtype).
-  for (std::size_t i = 0; i < mine.sends.size(); ++i) {
+  // The send of each message: a direct piece is a view of the training tensor (a copy only when
+  // it must be cast or is not contiguous); the packed pieces are copied into the peer's buffer,
+  // casting to the wire dtype.
+  std::vector<P2POp> sends, recvs;
+  for (const Message& m : send_messages_) {
+    const Transfer& t = mine.sends[m.transfer];
+    if (m.piece != Message::kPacked) {
+      const Piece& piece = t.pieces[static_cast<std::size_t>(m.piece)];
+      at::Tensor v = view_of(training[piece.param], held[piece.param], piece.box);
+      if (rounded_) v = v.to(options.dtype().toScalarType());
+      sends.push_back({v.contiguous(), t.peer});
+      continue;
+    }
     std::int64_t offset = 0;
-    for (const Piece& piece : mine.sends[i].pieces) {
+    for (const Piece& piece : t.pieces) {
+      if (moves_directly(plan, piece, rank_, t.peer, direct_min_elements_)) continue;
       const std::int64_t count = piece.box.numel();
-      send_buffers_[i].slice(0, offset, offset + count).view(shape_of(piece.box))
+      send_buffers_[m.transfer].slice(0, offset, offset + count).view(shape_of(piece.box))
           .copy_(view_of(training[piece.param], held[piece.param], piece.box));
       offset += count;
     }
+    sends.push_back({send_buffers_[m.transfer], t.peer});
+  }
+  // A direct piece is received straight into its place in the assembled tensor.
+  for (const Message& m : recv_messages_) {
+    const Transfer& t = mine.recvs[m.transfer];
+    if (m.piece == Message::kPacked) {
+      recvs.push_back({recv_buffers_[m.transfer], t.peer});
+      continue;
+    }
+    const Piece& piece = t.pieces[static_cast<std::size_t>(m.piece)];
+    at::Tensor place = view_of(assembled[piece.param], *mine.assembled[piece.param], piece.box);
+    TORCH_CHECK(place.is_contiguous(), "ReshardExecutor: ", plan.training.params[piece.param].spec.name,
+                "'s piece from rank ", t.peer, " is not contiguous in rank ", rank_, "'s assembled tensor");
+    recvs.push_back({place, t.peer});
   }
   const std::int64_t posted = probes::now_ns();
   times_.pack_ns = posted - started;
-  // Every message in one exchange; each received buffer is unpacked as soon as it is complete.
+  // Every message in one exchange; each packed buffer is unpacked as soon as it is complete.
   std::int64_t unpack_inside = 0;
   ExchangeHooks hooks;
   hooks.recv_done = [&](std::size_t i) {
+    const Message& m = recv_messages_[i];
+    if (m.piece != Message::kPacked) return;
     const std::int64_t begin = probes::now_ns();
+    const Transfer& t = mine.recvs[m.transfer];
     std::int64_t offset = 0;
-    for (const Piece& piece : mine.recvs[i].pieces) {
+    for (const Piece& piece : t.pieces) {
+      if (moves_directly(plan, piece, t.peer, rank_, direct_min_elements_)) continue;
       const std::int64_t count = piece.box.numel();
       view_of(assembled[piece.param], *mine.assembled[piece.param], piece.box)
-          .copy_(recv_buffers_[i].slice(0, offset, offset + count).view(shape_of(piece.box)));
+          .copy_(recv_buffers_[m.transfer].slice(0, offset, offset + count).view(shape_of(piece.box)));
       offset += count;
     }
     unpack_inside += probes::now_ns() - begin;
   };
-  std::vector<P2POp> sends, recvs;
-  for (std::size_t i = 0; i < mine.sends.size(); ++i) sends.push_back({send_buffers_[i], mine.sends[i].peer});
-  for (std::size_t i = 0; i < mine.recvs.size(); ++i) recvs.push_back({recv_buffers_[i], mine.recvs[i].peer});
   comm_->exchange(sends, recvs, hooks);
   const std::int64_t exchanged = probes::now_ns();
   times_.wire_ns = exchanged - posted - unpack_inside;

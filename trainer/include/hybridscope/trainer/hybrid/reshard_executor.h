@@ -1,11 +1,16 @@
 // reshard_executor.h — runs a reshard plan (reshard.h) on one rank's tensors over a Communicator.
 //
-// train->rollout (to_generation): every rank packs the pieces it sends to each peer into that
-// peer's flat buffer — buffers allocated once per executor from the plan and reused by every
-// switch — then moves all its messages in one batched exchange (Communicator::exchange) and
-// assembles its boxes from what it keeps and what it received, unpacking each message as soon as
-// it has arrived; vanilla and naive then slice the generation shard out of the full tensors. A
-// barrier of the group ends the switch (the time it waits is the wait for the slowest peer).
+// train->rollout (to_generation): a piece that is one contiguous run of both the sender's training
+// tensor and the receiver's assembled tensor (a whole layer's shard from a pipeline peer, a row
+// block of a column-parallel weight) and is at least 64 KiB of fp32 moves as a message of its own,
+// sent straight out of the training tensor and received straight into its place: no copy on
+// either side. Every other piece a rank sends to a peer is packed into that peer's flat buffer —
+// buffers allocated once per executor from the plan and reused by every switch — and unpacked by
+// the receiver as soon as that buffer has arrived. Both sides derive the messages between them,
+// and their order (the direct pieces in plan order, then the packed buffer), from the plan alone.
+// All messages of a rank move in one batched exchange (Communicator::exchange); vanilla and naive
+// then slice the generation shard out of the full tensors. A barrier of the group ends the switch
+// (the time it waits is the wait for the slowest peer).
 // The exchanges run over one group made through the GroupFactory ("reshard", all ranks) and
 // wrapped in the ProbedCommunicator, so every byte lands in comm_ops as send/recv rows.
 // Order: over c10d Gloo every receive and send of a rank is posted at once (all pairs in flight;
@@ -50,7 +55,7 @@ struct ReshardBytes {
 /// Where one to_generation spent this rank's time, in ns (probes::now_ns), as four consecutive
 /// parts of the call that sum to its duration (the switch's reshard_* components, docs/schema.md).
 struct ReshardTimes {
-  std::int64_t pack_ns = 0;    // checks, the kept pieces' local copies, packing every send buffer
+  std::int64_t pack_ns = 0;    // checks, the kept pieces' local copies, packing the send buffers
   std::int64_t wire_ns = 0;    // the exchange, first post to last message done, less the unpacking inside it
   std::int64_t unpack_ns = 0;  // received pieces copied into place (as each message arrives) and, vanilla
                                // and naive, the generation shard sliced out of the full tensors
@@ -59,12 +64,26 @@ struct ReshardTimes {
 
 class ReshardExecutor {
  public:
+  /// One message to or from a peer: piece `piece` of transfer `transfer` (moved directly), or
+  /// the transfer's packed buffer.
+  /// A piece this small rides in its peer's packed buffer: a Gloo message of its own costs more
+  /// than copying it twice (64 KiB of fp32).
+  static constexpr std::int64_t kDirectMinElements = 16 * 1024;
+
+  struct Message {
+    static constexpr int kPacked = -1;
+    std::size_t transfer = 0;
+    int piece = kPacked;
+  };
+
   /// Collective over the world: every rank constructs its executor with the same plan (the
   /// group "reshard" is created here). Its transfers are recorded through `probes` (null: no
   /// comm_ops rows; it must outlive the executor). A group the factory already probes
   /// (C10dGroupFactory given probes) is used as it is, so no transfer is recorded twice.
+  /// `direct_min_elements`: the smallest piece that moves as a message of its own (when it is
+  /// contiguous on both sides); smaller pieces are packed. The same on every rank of the plan.
   ReshardExecutor(std::shared_ptr<const ReshardPlan> plan, int rank, GroupFactory& groups,
-                  const probes::RunProbes* probes = nullptr);
+                  const probes::RunProbes* probes = nullptr, std::int64_t direct_min_elements = kDirectMinElements);
 
   /// `training[p]`: this rank's training shard of plan parameter p (the training box's shape;
   /// undefined where the rank holds none). All defined tensors share one dtype and device.
@@ -85,6 +104,9 @@ class ReshardExecutor {
   /// Time of the last to_generation, by part.
   const ReshardTimes& last_times() const { return times_; }
   const ReshardPlan& plan() const { return *plan_; }
+  /// The messages of every switch, in the order they are posted (direct pieces, packed buffers).
+  const std::vector<Message>& send_messages() const { return send_messages_; }
+  const std::vector<Message>& recv_messages() const { return recv_messages_; }
   int rank() const { return rank_; }
 
  private:
@@ -94,9 +116,11 @@ class ReshardExecutor {
   ReshardBytes bytes_;
   ReshardTimes times_;
   // One flat buffer per peer (views of one allocation per direction), in plan order of
-  // sends/recvs: (elements of the transfer's pieces,) in the wire dtype. Made at the first
+  // sends/recvs: (elements of the transfer's packed pieces,) in the wire dtype. Made at the first
   // to_generation and again only when the dtype or device changes.
   std::vector<at::Tensor> send_buffers_, recv_buffers_;
+  std::int64_t direct_min_elements_;
+  std::vector<Message> send_messages_, recv_messages_;  // the order of the exchange's sends, receives
   std::vector<at::Tensor> kept_;  // training tensors that do not lie inside the generation box
   bool rounded_ = false;          // the last to_generation cast into another dtype
 };
