@@ -239,8 +239,8 @@ std::vector<std::string> projection_assumptions(const StepInputs& base, const Co
                                 base.prompt_length, base.response_length));
   a.push_back("communication is never overlapped with compute (an upper bound); rings only, no tree or hierarchical "
               "collectives, no contention between concurrent groups");
-  a.push_back(fmt::format("hybridscope's engine: FSDP gathers {}, reference model {}, the switch runs the executor's "
-                          "pairwise send/recv schedule",
+  a.push_back(fmt::format("hybridscope's engine: FSDP gathers {}, reference model {}, the switch posts every "
+                          "send and receive of a rank at once (the executor's exchange)",
                           base.fsdp_gathers == FsdpGathers::kPerMicroBatch ? "per micro-batch" : "once per pass",
                           base.reference_sharded ? "sharded like the actor" : "replicated on every rank"));
   a.push_back(fmt::format("reward {}; critic {}", base.reward_model ? "a model's forward pass" : "rule-based, not costed",

@@ -1,23 +1,12 @@
-// switch_model.cpp — the executor's pair schedule and copies over the planner's byte counts
+// switch_model.cpp — the executor's concurrent exchange and copies over the planner's byte counts
 // (switch_model.h).
 #include "hybridscope/bench/sim/switch_model.h"
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 namespace hs::bench::sim {
-
-namespace {
-
-// Bytes `from` sends `to` (0 when none): `to`'s received_from is sorted by peer.
-std::int64_t bytes_between(const trainer::ReshardTraffic& traffic, int from, int to) {
-  const auto& in = traffic.ranks[static_cast<std::size_t>(to)].received_from;
-  const auto it = std::lower_bound(in.begin(), in.end(), std::make_pair(from, std::int64_t{0}),
-                                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  return it != in.end() && it->first == from ? it->second : 0;
-}
-
-}  // namespace
 
 SwitchTimes cost_switch(const trainer::ReshardTraffic& traffic, const CommCalibration& comm, int ranks_per_node,
                         double device_share, double copy_bandwidth) {
@@ -32,41 +21,45 @@ SwitchTimes cost_switch(const trainer::ReshardTraffic& traffic, const CommCalibr
   }
   if (!differs) return out;
 
-  // The pairs in global order; a pair starts when both ranks are free.
-  std::vector<double> free_at(static_cast<std::size_t>(world), 0.0);
   const int node = std::max(1, ranks_per_node);
-  for (int a = 0; a < world; ++a) {
-    // Peers of a above it that exchange anything, ascending: sent_to ∪ received_from.
-    const auto& sends = traffic.ranks[static_cast<std::size_t>(a)].sent_to;
-    const auto& recvs = traffic.ranks[static_cast<std::size_t>(a)].received_from;
-    std::vector<int> peers;
-    for (const auto& [p, bytes] : sends)
-      if (p > a) peers.push_back(p);
-    for (const auto& [p, bytes] : recvs)
-      if (p > a) peers.push_back(p);
-    std::sort(peers.begin(), peers.end());
-    peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
-    for (const int b : peers) {
-      const LinkLevel level = a / node == b / node ? LinkLevel::kIntraNode : LinkLevel::kInterNode;
-      double d = 0;
-      if (const auto x = bytes_between(traffic, a, b)) d += comm.seconds(Collective::kSendRecv, 2, static_cast<double>(x), level);
-      if (const auto x = bytes_between(traffic, b, a)) d += comm.seconds(Collective::kSendRecv, 2, static_cast<double>(x), level);
-      const double start = std::max(free_at[static_cast<std::size_t>(a)], free_at[static_cast<std::size_t>(b)]);
-      free_at[static_cast<std::size_t>(a)] = free_at[static_cast<std::size_t>(b)] = start + d;
-    }
-  }
   const bool slices = traffic.mode != trainer::ReshardMode::kHybrid;
+  auto copy_seconds = [&](double bytes) { return device_share * 2.0 * bytes / copy_bandwidth; };  // read + write
+  // Each rank's copies before it posts: its kept pieces and its packed send buffers.
+  std::vector<double> posted(static_cast<std::size_t>(world));
+  for (int r = 0; r < world; ++r) {
+    const auto& t = traffic.ranks[static_cast<std::size_t>(r)];
+    posted[static_cast<std::size_t>(r)] = copy_seconds(static_cast<double>(t.bytes_local + t.packed_bytes_sent));
+  }
   double end = -1;
   for (int r = 0; r < world; ++r) {
     const auto& t = traffic.ranks[static_cast<std::size_t>(r)];
-    const double copied = static_cast<double>(t.bytes_local + t.bytes_sent + t.bytes_received) +
-                          (slices ? static_cast<double>(t.generation_bytes) : 0.0);
-    const double copy_s = device_share * 2.0 * copied / copy_bandwidth;  // read + write
-    if (free_at[static_cast<std::size_t>(r)] + copy_s > end) {
-      end = free_at[static_cast<std::size_t>(r)] + copy_s;
+    // Every message of every rank is in flight at once: the rank's link carries what it sends and
+    // what it receives at each level together, as in nccl-tests' sendrecv, whose bus bandwidth the
+    // calibration's send_recv is; the levels run side by side. Its receives start when it and
+    // its senders have posted.
+    std::array<double, 2> sent{}, received{};  // intra-node, inter-node
+    double start = posted[static_cast<std::size_t>(r)];
+    for (const auto& [peer, bytes] : t.sent_to) sent[peer / node == r / node ? 0 : 1] += static_cast<double>(bytes);
+    for (const auto& [peer, bytes] : t.received_from) {
+      received[peer / node == r / node ? 0 : 1] += static_cast<double>(bytes);
+      start = std::max(start, posted[static_cast<std::size_t>(peer)]);
+    }
+    double wire = 0;
+    for (const int level : {0, 1}) {
+      const double bytes = std::max(sent[static_cast<std::size_t>(level)], received[static_cast<std::size_t>(level)]);
+      if (bytes > 0)
+        wire = std::max(wire, comm.seconds(Collective::kSendRecv, 2, bytes,
+                                           level == 0 ? LinkLevel::kIntraNode : LinkLevel::kInterNode));
+    }
+    // After the last message: its packed buffer's unpacking, and (vanilla, naive) the slice of the
+    // generation shard out of the full tensors.
+    const double after = copy_seconds(static_cast<double>(t.packed_bytes_received) +
+                                      (slices ? static_cast<double>(t.generation_bytes) : 0.0));
+    if (start + wire + after > end) {
+      end = start + wire + after;
       out.critical_rank = r;
-      out.copy_s = copy_s;
-      out.wire_s = free_at[static_cast<std::size_t>(r)];
+      out.copy_s = posted[static_cast<std::size_t>(r)] + after;
+      out.wire_s = wire;
     }
   }
   out.train_to_rollout_s = end;

@@ -1,4 +1,4 @@
-// projection_test.cpp — the weight switch's pair schedule and the memory estimate against hand
+// projection_test.cpp — the weight switch's concurrent exchange and the memory estimate against hand
 // arithmetic, the layout search on a constructed case whose answer is known, and the projection's
 // scaling columns and refusals.
 #include "hybridscope/bench/sim/projection.h"
@@ -43,10 +43,14 @@ sim::StepInputs small_step() {
 }  // namespace
 
 // Three ranks: 0→1 100 B, 1→0 100 B, 0→2 200 B, 2→1 50 B; send/recv costs 10 µs + bytes / 1e10.
-// Pairs in order: (0,1) 2·10 µs + 200 B → ends 20.02 µs; (0,2) starts there, 10 µs + 200 B → 30.04 µs;
-// (1,2) waits for rank 2: 30.04 + 10.005 = 40.045 µs. Copies at 1e9 B/s, read + write: rank 1 and
-// rank 2 copy 250 B (0.5 µs), rank 0 400 B (0.8 µs): rank 1 ends last at 40.545 µs.
-TEST(SwitchModel, PairScheduleAndCopiesByHand) {
+// Every message is in flight at once; a rank's link carries max(sent, received) per link level.
+// One node: rank 0 max(300, 100) → 10.03 µs, rank 1 max(100, 150) → 10.015, rank 2 max(50, 200)
+// → 10.02. Rank 0 keeps 100 B and packs its 200 B for rank 2, which unpacks them: copies at 1e9
+// B/s, read + write, rank 0 posts at 0.6 µs, so every rank it sends to starts then too: rank 0
+// ends at 10.63, rank 1 at 10.615, rank 2 at 0.6 + 10.02 + 0.4 = 11.02 µs (last).
+// Without the copies, two ranks a node (rank 2 alone): rank 0's levels run side by side,
+// max(100 intra, 200 inter) → 10.02 µs instead of 10.03 on one node; ranks 0 and 2 end at 10.02.
+TEST(SwitchModel, ConcurrentExchangeAndCopiesByHand) {
   trainer::ReshardTraffic traffic;
   traffic.mode = trainer::ReshardMode::kHybrid;
   traffic.ranks.resize(3);
@@ -61,12 +65,28 @@ TEST(SwitchModel, PairScheduleAndCopiesByHand) {
     traffic.ranks[r].bytes_sent = sent[r];
     traffic.ranks[r].bytes_received = received[r];
   }
+  const sim::SwitchTimes direct = sim::cost_switch(traffic, cluster(1e-5, 1e10), 8, 1.0, 1e9);
+  EXPECT_NEAR(direct.train_to_rollout_s, 10.03e-6, 1e-15);
+  EXPECT_EQ(direct.critical_rank, 0);
+  EXPECT_NEAR(direct.copy_s, 0.0, 1e-15);
+  EXPECT_EQ(direct.max_bytes_received, 200);
+
+  traffic.ranks[0].bytes_local = 100;
+  traffic.ranks[0].packed_bytes_sent = 200;
+  traffic.ranks[2].packed_bytes_received = 200;
   const sim::SwitchTimes t = sim::cost_switch(traffic, cluster(1e-5, 1e10), 8, 1.0, 1e9);
-  EXPECT_NEAR(t.wire_s, 40.045e-6, 1e-15);
-  EXPECT_NEAR(t.copy_s, 0.5e-6, 1e-15);
-  EXPECT_NEAR(t.train_to_rollout_s, 40.545e-6, 1e-15);
-  EXPECT_EQ(t.critical_rank, 1);
-  EXPECT_EQ(t.max_bytes_received, 200);
+  EXPECT_NEAR(t.train_to_rollout_s, 11.02e-6, 1e-15);
+  EXPECT_EQ(t.critical_rank, 2);
+  EXPECT_NEAR(t.wire_s, 10.02e-6, 1e-15);
+  EXPECT_NEAR(t.copy_s, 0.4e-6, 1e-15);
+
+  // Rank 2 on its own node: rank 0's intra and inter traffic overlap.
+  traffic.ranks[2].packed_bytes_received = 0;
+  traffic.ranks[0].packed_bytes_sent = 0;
+  traffic.ranks[0].bytes_local = 0;
+  const sim::SwitchTimes nodes = sim::cost_switch(traffic, cluster(1e-5, 1e10), 2, 1.0, 1e9);
+  EXPECT_NEAR(nodes.train_to_rollout_s, 10.02e-6, 1e-15);
+  EXPECT_NEAR(sim::cost_switch(traffic, cluster(1e-5, 1e10), 8, 1.0, 1e9).train_to_rollout_s, 10.03e-6, 1e-15);
 }
 
 // The planner's bytes reach the step: fsdp over 2 ranks to rollout tp 1 makes every rank gather the

@@ -217,6 +217,61 @@ TEST(ReshardPlanner, TrafficEqualsThePlansByteCounts) {
   }
 }
 
+// reshard_traffic's packed bytes are the plan's pieces that the executor's rule does not move
+// directly, on a model wide enough that both kinds occur (a 256 × 256 projection is 16384 elements
+// per rank at tp 4: the default floor).
+TEST(ReshardPlanner, TrafficCountsThePiecesTheExecutorPacks) {
+  ModelShape wide = tiny_llama();
+  wide.hidden_size = 256;
+  wide.intermediate_size = 512;
+  wide.vocab_size = 64;
+  const auto params = llama_parameters(wide);
+  std::int64_t direct_total = 0, packed_total = 0;
+  for (const Case& c : kCases) {
+    for (DpSharding dp : {DpSharding::kReplicated, DpSharding::kSharded}) {
+      for (ReshardMode mode : kModes) {
+        const std::string what = name(c, mode, dp);
+        const ReshardPlan plan = plan_reshard(params, {c.pp, c.tp, c.dp}, dp, c.t_g, mode);
+        const ReshardTraffic traffic = reshard_traffic(params, {c.pp, c.tp, c.dp}, dp, c.t_g, mode);
+        std::vector<std::int64_t> packed_sent(plan.ranks.size(), 0), packed_received(plan.ranks.size(), 0);
+        for (std::size_t r = 0; r < plan.ranks.size(); ++r) {
+          for (const Transfer& x : plan.ranks[r].recvs) {
+            for (const Piece& piece : x.pieces) {
+              const std::int64_t bytes = piece.box.numel() * plan.training.params[piece.param].spec.element_size;
+              const bool direct = moves_directly(*plan.training.box(piece.param, x.peer),
+                                                 *plan.ranks[r].assembled[piece.param], piece.box);
+              (direct ? direct_total : packed_total) += bytes;
+              if (direct) continue;
+              packed_received[r] += bytes;
+              packed_sent[static_cast<std::size_t>(x.peer)] += bytes;
+            }
+          }
+        }
+        for (std::size_t r = 0; r < plan.ranks.size(); ++r) {
+          EXPECT_EQ(traffic.ranks[r].packed_bytes_sent, packed_sent[r]) << what << " rank " << r;
+          EXPECT_EQ(traffic.ranks[r].packed_bytes_received, packed_received[r]) << what << " rank " << r;
+        }
+      }
+    }
+  }
+  EXPECT_GT(direct_total, 0);
+  EXPECT_GT(packed_total, 0);
+}
+
+// Contiguity of a box inside another (row-major): whole trailing dims, then one partial dim, then
+// dims of size 1.
+TEST(ReshardPlanner, ContiguousWithinFollowsRowMajorOrder) {
+  const Box outer{{{0, 4}, {0, 6}, {0, 8}}};
+  EXPECT_TRUE(contiguous_within(outer, outer));
+  EXPECT_TRUE(contiguous_within(outer, Box{{{1, 3}, {0, 6}, {0, 8}}}));   // rows of whole planes
+  EXPECT_TRUE(contiguous_within(outer, Box{{{2, 3}, {1, 4}, {0, 8}}}));   // one plane, whole rows
+  EXPECT_TRUE(contiguous_within(outer, Box{{{2, 3}, {1, 2}, {3, 5}}}));   // part of one row
+  EXPECT_FALSE(contiguous_within(outer, Box{{{1, 3}, {1, 4}, {0, 8}}}));  // rows of two planes
+  EXPECT_FALSE(contiguous_within(outer, Box{{{0, 4}, {0, 6}, {0, 4}}}));  // half of every row
+  EXPECT_FALSE(moves_directly(outer, outer, Box{{{2, 3}, {1, 2}, {3, 5}}}));  // below the floor
+  EXPECT_TRUE(moves_directly(outer, outer, Box{{{2, 3}, {1, 2}, {3, 5}}}, 2));
+}
+
 // The real actor (tp-replicated embedding and norms, unbalanced stages): received bytes per rank
 // equal an element-by-element count of "assembled but not contributed by this rank", computed
 // here without boxes.

@@ -165,23 +165,18 @@ class C10dCommunicator final : public Communicator {
   // receives waited in list order — each handed to recv_done as it completes, so the caller
   // unpacks one while the next is still arriving — and the sends last. Deadlock-free by
   // construction: no rank waits for anything before it has posted all it will ever post.
-  // NCCL: the pair order of the default (its p2p ops between one pair share a stream, where a
-  // receive posted before the matching send would block it), one op at a time as before.
+  // NCCL: one coalesced group of every receive and send (ncclGroupStart/End through c10d's
+  // startCoalescing/endCoalescing, what torch.distributed.batch_isend_irecv does): NCCL schedules
+  // the group's p2p ops together, so ordering inside it cannot deadlock; CPU tensors go through
+  // the staging device. The hooks' *_done run after the group completes.
+  // Any other backend: the pair order of the default.
   void exchange(const std::vector<P2POp>& sends, const std::vector<P2POp>& recvs,
                 const ExchangeHooks& hooks) override {
+    if (backend_->getBackendName() == "nccl") return exchange_coalesced(sends, recvs, hooks);
     if (staging_ || backend_->getBackendName() != "gloo") return exchange_in_pair_order(*this, sends, recvs, hooks);
     // Refused before anything is posted, as the default refuses them. A failure names the op
     // ("recv", "send") as recv and send do, so that the DistError reads the same.
-    auto check = [&](const P2POp& op, const char* what) {
-      if (op.peer < 0 || op.peer >= size() || op.peer == rank())
-        throw std::invalid_argument(fmt::format("exchange on group '{}': peer {} is not another rank of the group "
-                                                "(rank {} of {})", name_, op.peer, rank(), size()));
-      if (!op.tensor.is_contiguous())
-        throw std::invalid_argument(fmt::format("exchange on group '{}' needs contiguous tensors (a {} with peer {})",
-                                                name_, what, op.peer));
-    };
-    for (const P2POp& op : sends) check(op, "send");
-    for (const P2POp& op : recvs) check(op, "recv");
+    check_exchange(sends, recvs);
     std::vector<std::vector<at::Tensor>> recv_tensors(recvs.size()), send_tensors(sends.size());
     std::vector<c10::intrusive_ptr<c10d::Work>> recv_work(recvs.size()), send_work(sends.size());
     for (std::size_t i = 0; i < recvs.size(); ++i) {
@@ -202,6 +197,44 @@ class C10dCommunicator final : public Communicator {
       wait(send_work[i], "send");
       if (hooks.send_done) hooks.send_done(i);
     }
+  }
+
+  void check_exchange(const std::vector<P2POp>& sends, const std::vector<P2POp>& recvs) const {
+    auto check = [&](const P2POp& op, const char* what) {
+      if (op.peer < 0 || op.peer >= size() || op.peer == rank())
+        throw std::invalid_argument(fmt::format("exchange on group '{}': peer {} is not another rank of the group "
+                                                "(rank {} of {})", name_, op.peer, rank(), size()));
+      if (!op.tensor.is_contiguous())
+        throw std::invalid_argument(fmt::format("exchange on group '{}' needs contiguous tensors (a {} with peer {})",
+                                                name_, what, op.peer));
+    };
+    for (const P2POp& op : sends) check(op, "send");
+    for (const P2POp& op : recvs) check(op, "recv");
+  }
+
+  void exchange_coalesced(const std::vector<P2POp>& sends, const std::vector<P2POp>& recvs,
+                          const ExchangeHooks& hooks) {
+    check_exchange(sends, recvs);
+    std::vector<std::vector<at::Tensor>> recv_tensors(recvs.size()), send_tensors(sends.size());
+    backend_->startCoalescing();
+    for (std::size_t i = 0; i < recvs.size(); ++i) {
+      recv_tensors[i] = {staged(recvs[i].tensor)};
+      if (hooks.recv_posted) hooks.recv_posted(i);
+      post([&] { return backend_->recv(recv_tensors[i], recvs[i].peer, 0); }, "recv");
+    }
+    for (std::size_t i = 0; i < sends.size(); ++i) {
+      send_tensors[i] = {staged(sends[i].tensor)};
+      if (hooks.send_posted) hooks.send_posted(i);
+      post([&] { return backend_->send(send_tensors[i], sends[i].peer, 0); }, "send");
+    }
+    wait(post([&] { return backend_->endCoalescing(); }, "exchange"), "exchange");
+    for (std::size_t i = 0; i < recvs.size(); ++i) {
+      at::Tensor into = recvs[i].tensor;  // shares the caller's storage
+      unstage(recv_tensors[i][0], into);
+      if (hooks.recv_done) hooks.recv_done(i);
+    }
+    for (std::size_t i = 0; i < sends.size(); ++i)
+      if (hooks.send_done) hooks.send_done(i);
   }
 
   void barrier() override {

@@ -27,25 +27,14 @@ at::Tensor view_of(const at::Tensor& tensor, const Box& held, const Box& piece) 
 
 std::vector<std::int64_t> shape_of(const Box& b) { return b.shape(); }
 
-// inner ⊆ outer is one contiguous run of a row-major tensor of outer's shape: the dims after the
-// first one that inner does not span whole are whole, and those before it have size 1.
-bool contiguous_within(const Box& outer, const Box& inner) {
-  std::size_t d = inner.ranges.size();
-  while (d > 0 && inner.ranges[d - 1] == outer.ranges[d - 1]) --d;
-  if (d <= 1) return true;
-  for (std::size_t k = 0; k + 1 < d; ++k)
-    if (inner.ranges[k].size() != 1) return false;
-  return true;
-}
-
 // Whether `piece` moves from `sender` to `receiver` as a message of its own, straight out of the
 // sender's training tensor into the receiver's assembled tensor (no pack, no unpack). Both ranks
 // decide it from the plan alone, so they agree on the messages between them.
-bool moves_directly(const ReshardPlan& plan, const Piece& piece, int sender, int receiver, std::int64_t min_elements) {
-  if (piece.box.numel() < min_elements) return false;
+bool piece_moves_directly(const ReshardPlan& plan, const Piece& piece, int sender, int receiver,
+                          std::int64_t min_elements) {
   const auto held = plan.training.box(piece.param, sender);
   const auto& assembled = plan.ranks[static_cast<std::size_t>(receiver)].assembled[piece.param];
-  return held && assembled && contiguous_within(*held, piece.box) && contiguous_within(*assembled, piece.box);
+  return held && assembled && hs::trainer::moves_directly(*held, *assembled, piece.box, min_elements);
 }
 
 // The messages of every transfer, in the order both sides post them: each direct piece, then the
@@ -58,7 +47,7 @@ std::vector<ReshardExecutor::Message> messages_of(const ReshardPlan& plan, const
     const int receiver = sending ? transfers[t].peer : rank;
     bool packed = false;
     for (std::size_t i = 0; i < transfers[t].pieces.size(); ++i) {
-      if (moves_directly(plan, transfers[t].pieces[i], sender, receiver, min_elements))
+      if (piece_moves_directly(plan, transfers[t].pieces[i], sender, receiver, min_elements))
         out.push_back({t, static_cast<int>(i)});
       else
         packed = true;
@@ -77,7 +66,7 @@ std::vector<at::Tensor> flat_buffers(const ReshardPlan& plan, const std::vector<
   for (const Transfer& t : transfers) {
     std::int64_t count = 0;
     for (const Piece& piece : t.pieces)
-      if (!moves_directly(plan, piece, sending ? rank : t.peer, sending ? t.peer : rank, min_elements))
+      if (!piece_moves_directly(plan, piece, sending ? rank : t.peer, sending ? t.peer : rank, min_elements))
         count += piece.box.numel();
     counts.push_back(count);
     total += count;
@@ -216,7 +205,7 @@ std::vector<at::Tensor> ReshardExecutor::to_generation(const std::vector<at::Ten
     }
     std::int64_t offset = 0;
     for (const Piece& piece : t.pieces) {
-      if (moves_directly(plan, piece, rank_, t.peer, direct_min_elements_)) continue;
+      if (piece_moves_directly(plan, piece, rank_, t.peer, direct_min_elements_)) continue;
       const std::int64_t count = piece.box.numel();
       send_buffers_[m.transfer].slice(0, offset, offset + count).view(shape_of(piece.box))
           .copy_(view_of(training[piece.param], held[piece.param], piece.box));
@@ -249,7 +238,7 @@ std::vector<at::Tensor> ReshardExecutor::to_generation(const std::vector<at::Ten
     const Transfer& t = mine.recvs[m.transfer];
     std::int64_t offset = 0;
     for (const Piece& piece : t.pieces) {
-      if (moves_directly(plan, piece, t.peer, rank_, direct_min_elements_)) continue;
+      if (piece_moves_directly(plan, piece, t.peer, rank_, direct_min_elements_)) continue;
       const std::int64_t count = piece.box.numel();
       view_of(assembled[piece.param], *mine.assembled[piece.param], piece.box)
           .copy_(recv_buffers_[m.transfer].slice(0, offset, offset + count).view(shape_of(piece.box)));

@@ -60,6 +60,23 @@ void check_compatible(const LayoutSet& a, const LayoutSet& b) {
   }
 }
 
+}  // namespace
+
+bool contiguous_within(const Box& outer, const Box& inner) {
+  std::size_t d = inner.ranges.size();
+  while (d > 0 && inner.ranges[d - 1] == outer.ranges[d - 1]) --d;
+  if (d <= 1) return true;
+  for (std::size_t k = 0; k + 1 < d; ++k)
+    if (inner.ranges[k].size() != 1) return false;
+  return true;
+}
+
+bool moves_directly(const Box& sender_box, const Box& receiver_box, const Box& piece, std::int64_t min_elements) {
+  return piece.numel() >= min_elements && contiguous_within(sender_box, piece) && contiguous_within(receiver_box, piece);
+}
+
+namespace {
+
 // The one walk of a plan, shared by plan_reshard (which keeps every piece) and reshard_traffic
 // (which keeps byte counts): for every parameter p and world rank r, r's totals are added to
 // `totals[r]` and every source piece r's assembled box overlaps is reported as
@@ -172,8 +189,13 @@ ReshardTraffic reshard_traffic(const LayoutSet& training, const LayoutSet& gener
   walk_plan(training, generation, mode, traffic.ranks,
             [&](std::size_t p, int r, const Box& assembled, const Source& s, int from) {
               if (from == r) return;
-              pair_bytes[static_cast<std::size_t>(from) * world + static_cast<std::size_t>(r)] +=
-                  overlap_numel(assembled, s.box) * training.params[p].spec.element_size;
+              const auto piece = intersect(assembled, s.box);
+              const std::int64_t bytes = piece->numel() * training.params[p].spec.element_size;
+              pair_bytes[static_cast<std::size_t>(from) * world + static_cast<std::size_t>(r)] += bytes;
+              if (!moves_directly(*training.box(p, from), assembled, *piece)) {
+                traffic.ranks[static_cast<std::size_t>(r)].packed_bytes_received += bytes;
+                traffic.ranks[static_cast<std::size_t>(from)].packed_bytes_sent += bytes;
+              }
             });
   for (std::size_t from = 0; from < world; ++from) {
     for (std::size_t to = 0; to < world; ++to) {

@@ -14,8 +14,9 @@
 // The exchanges run over one group made through the GroupFactory ("reshard", all ranks) and
 // wrapped in the ProbedCommunicator, so every byte lands in comm_ops as send/recv rows.
 // Order: over c10d Gloo every receive and send of a rank is posted at once (all pairs in flight;
-// nothing waits before everything is posted, so no deadlock). Over communicators without
-// asynchronous point-to-point ops (the thread world, NCCL) the exchange runs the unordered rank
+// nothing waits before everything is posted, so no deadlock); over NCCL they form one coalesced
+// group (batch_isend_irecv's ncclGroupStart/End). Over communicators without asynchronous
+// point-to-point ops (the thread world) the exchange runs the unordered rank
 // pairs (a, b), a < b, ascending; within a pair a sends then receives and b receives then sends:
 // the smallest unfinished pair can always proceed, so no deadlock even when send waits for the
 // receiver. On HybridFlow's hybrid grouping the transfers are exactly what an all-gather within
@@ -66,9 +67,8 @@ class ReshardExecutor {
  public:
   /// One message to or from a peer: piece `piece` of transfer `transfer` (moved directly), or
   /// the transfer's packed buffer.
-  /// A piece this small rides in its peer's packed buffer: a Gloo message of its own costs more
-  /// than copying it twice (64 KiB of fp32).
-  static constexpr std::int64_t kDirectMinElements = 16 * 1024;
+  /// The default floor of a piece moved as its own message (reshard_planner.h).
+  static constexpr std::int64_t kDirectMinElements = hs::trainer::kDirectMinElements;
 
   struct Message {
     static constexpr int kPacked = -1;

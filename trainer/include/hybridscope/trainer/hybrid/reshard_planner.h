@@ -73,10 +73,30 @@ struct ReshardPlan {
 /// A plan's byte counts without its pieces: what the simulator (bench/sim) needs to cost a switch
 /// on 1024 ranks, where the pieces of a naive plan (world² · parameters boxes) would not fit in
 /// memory. Made by the same walk as plan_reshard, so every count equals the plan's.
+/// The smallest piece the executor moves as a message of its own (below, moves_directly): 64 KiB
+/// of fp32; smaller pieces ride in their peer's packed buffer, since a Gloo message of its own
+/// costs more than copying them twice.
+constexpr std::int64_t kDirectMinElements = 16 * 1024;
+
+/// inner ⊆ outer is one contiguous run of a row-major tensor of outer's shape: the dims after the
+/// first one that inner does not span whole are whole, and those before it have size 1.
+bool contiguous_within(const Box& outer, const Box& inner);
+
+/// The executor's rule (reshard_executor.h): `piece` moves from the rank holding `sender_box` (its
+/// training box) to the rank assembling `receiver_box` as a message of its own, sent straight out
+/// of the training tensor and received straight into place, when it has at least `min_elements`
+/// and is contiguous within both boxes; otherwise it is packed and unpacked.
+bool moves_directly(const Box& sender_box, const Box& receiver_box, const Box& piece,
+                    std::int64_t min_elements = kDirectMinElements);
+
 struct RankTraffic {
   std::int64_t bytes_sent = 0;
   std::int64_t bytes_received = 0;
   std::int64_t bytes_local = 0;
+  /// Of bytes_sent / bytes_received, what goes through the packed buffers (copied on the way out
+  /// / in; the rest moves directly, moves_directly with kDirectMinElements).
+  std::int64_t packed_bytes_sent = 0;
+  std::int64_t packed_bytes_received = 0;
   std::int64_t training_bytes = 0;
   std::int64_t generation_bytes = 0;
   std::int64_t peak_parameter_bytes = 0;

@@ -3,15 +3,19 @@
 // plan_reshard takes), not from a formula copy of HybridFlow's Table 2.
 //
 // What hybridscope's executor does (reshard_executor.h), and so what is costed:
-//   wire   every unordered rank pair (a, b), a < b, in ascending global order: a sends its pieces
-//          for b, then receives b's (each rank walks its pairs in that order, so a pair starts when
-//          both ranks finished their earlier pairs). The list schedule of those pairs is computed
-//          exactly; one pair costs send_recv(bytes a→b) + send_recv(bytes b→a) by the calibrated
-//          alpha-beta model at the pair's link level (same node: intra, else inter).
-//   copies each rank packs what it sends, unpacks what it receives, copies what it keeps, and
-//          (vanilla, naive) slices its generation shard out of the full tensors: every byte read
-//          and written once at the device's memory bandwidth × switch_copy efficiency, after its
-//          pairs (the switch ends when the slowest rank's pairs and copies end).
+//   copies each rank first copies the pieces it keeps and packs what does not move directly
+//          (RankTraffic::packed_bytes_sent: pieces below kDirectMinElements or not contiguous on
+//          both sides); after its last message it unpacks its packed buffers and (vanilla, naive)
+//          slices its generation shard out of the full tensors: every byte read and written once
+//          at the device's memory bandwidth × switch_copy efficiency.
+//   wire   then every rank posts all its sends and receives at once (Communicator::exchange).
+//          A rank's receives start when it and all its senders have posted; its link carries
+//          max(bytes sent, bytes received) at each link level (same node: intra, else inter),
+//          the levels side by side, costed as one send_recv of that size by the calibrated
+//          alpha-beta model — the calibration's send_recv is nccl-tests' sendrecv, where every
+//          rank sends and receives at once (bench/micro/comm_bench.cpp).
+//   end    the switch ends when the slowest rank's copies, wire and unpacking end (the
+//          executor's closing barrier).
 //   none   when no rank's generation shard differs from its training shard the trainer makes no
 //          executor (hybrid_actor.cpp): the switch moves and copies nothing.
 // rollout->train moves nothing (the planner's rollout->train direction): not costed. The KV
@@ -26,10 +30,10 @@
 namespace hs::bench::sim {
 
 struct SwitchTimes {
-  double wire_s = 0;   // the pair schedule's length
-  double copy_s = 0;   // the critical rank's copies
+  double wire_s = 0;   // the critical rank's wire time (after it and its senders posted)
+  double copy_s = 0;   // the critical rank's copies (before posting and after the last message)
   double train_to_rollout_s = 0;
-  int critical_rank = 0;                   // the rank whose pairs + copies end last
+  int critical_rank = 0;                   // the rank whose copies + wire end last
   std::int64_t max_bytes_received = 0;     // over ranks
   std::int64_t max_peak_parameter_bytes = 0;  // assembled ∪ training shard, over ranks
   std::int64_t max_redundant_bytes = 0;    // training bytes kept through rollout, over ranks
