@@ -47,12 +47,15 @@ Transformer make_model(const ModelShape& shape, HeadKind head) {
 }
 
 // Rows as the rollout lays them out: a left-padded prompt then a right-padded response. Real
-// lengths 16, 1 (a single token), 4 and 10 of T = 17: very different, one of length 1.
+// lengths 16, 1 (a single token), 4 and 10 of T = 17, five times over: very different, one of
+// length 1, and 155 tokens in all, so the packed attention runs in two chunks
+// (kAttentionChunkTokens 128) with a sequence in each.
 struct Padded {
   torch::Tensor ids, mask, pos;  // (B, T) each
 };
 Padded ragged_rows(std::int64_t vocab) {
-  const std::vector<std::pair<int, int>> rows = {{5, 11}, {1, 0}, {3, 1}, {6, 4}};  // (prompt, response)
+  std::vector<std::pair<int, int>> rows;  // (prompt, response)
+  for (int i = 0; i < 5; ++i) rows.insert(rows.end(), {{5, 11}, {1, 0}, {3, 1}, {6, 4}});
   const std::int64_t P = 6, T = 17, B = static_cast<std::int64_t>(rows.size());
   auto gen = at::detail::createCPUGenerator(5);
   Padded b{torch::randint(1, vocab, {B, T}, gen, torch::kLong), torch::zeros({B, T}, torch::kLong), {}};

@@ -637,7 +637,8 @@ torch::Tensor TransformerImpl::forward_packed_impl(const torch::Tensor& input_id
                                                    const torch::Tensor& attention_mask,
                                                    const torch::Tensor& position_ids) {
   // The N real tokens as one (1, N) sequence, positions restarting at each row's first token
-  // (position_ids as given), attention within each row's tokens only; the output scattered back
+  // (position_ids as given), attention within each row's tokens only (in chunks of whole rows,
+  // packed_attention.cpp); the output scattered back
   // to (B, T, ...) with zeros at the padding. A pipeline stage packs its input and unpacks its
   // output, so the stages still exchange (B, T, C) activations.
   const auto rows = detail::pack_rows(attention_mask);
@@ -650,8 +651,10 @@ torch::Tensor TransformerImpl::forward_packed_impl(const torch::Tensor& input_id
   const auto dtype = compute_dtype();
   parts_->model->rotary_at(detail::pack(position_ids, rows), batch, dtype);
   const std::int64_t G = shape_.num_attention_heads / shape_.num_key_value_heads;
-  batch.segments = rows.lengths;
-  batch.segment_masks = detail::causal_segment_masks(rows.lengths, G, attention_mask.options().dtype(dtype));
+  auto chunks = detail::attention_chunks(rows.lengths, G, detail::kAttentionChunkTokens,
+                                         attention_mask.options().dtype(dtype));
+  batch.segments = std::move(chunks.lengths);
+  batch.segment_masks = std::move(chunks.masks);
   auto hidden = parts_->model->forward(detail::pack(input_ids, rows), batch);  // (1, N, C)
   return detail::unpack(is_last_stage() ? apply_head(hidden) : hidden, rows);
 }

@@ -105,10 +105,11 @@ struct AttentionBatch {
   /// ordered (sequence, KV head, position).
   torch::Tensor context_rows;
 
-  /// Packed pass (use_remove_padding, B = 1): the lengths of the sequences laid end to end along
-  /// T (sum T) and, per sequence, its causal additive mask (G * n, n): 0 on and below the
-  /// diagonal, -inf above. Set, attention runs per sequence (packed_attention) and the masks
-  /// above are unset; empty, a padded pass.
+  /// Packed pass (use_remove_padding, B = 1): the lengths of the attention chunks laid end to end
+  /// along T (sum T; each chunk one or more whole sequences, attention_chunks) and, per chunk, its
+  /// block-diagonal causal additive mask (G * c, c): 0 where a token sees an earlier-or-same token
+  /// of its own sequence, -inf elsewhere. Set, attention runs per chunk (packed_attention) and the
+  /// masks above are unset; empty, a padded pass.
   std::vector<std::int64_t> segments;
   std::vector<torch::Tensor> segment_masks;
 };
@@ -127,12 +128,21 @@ PackedRows pack_rows(const torch::Tensor& attention_mask);
 torch::Tensor pack(const torch::Tensor& x, const PackedRows& rows);
 /// y (1, N, ...) -> (B, T, ...), zeros at the padding (verl's pad_input); differentiable in y.
 torch::Tensor unpack(const torch::Tensor& y, const PackedRows& rows);
-/// AttentionBatch.segment_masks for `lengths`, G query heads per KV head, in `options`' dtype and
-/// device; sequences of one length share one mask.
-std::vector<torch::Tensor> causal_segment_masks(const std::vector<std::int64_t>& lengths, std::int64_t G,
-                                                const torch::TensorOptions& options);
-/// Causal attention within each of batch.segments, never across them (flash-attn's varlen
-/// attention written out per sequence with AttentionImpl's CPU kernel): q (1, N, H, D),
+/// Consecutive packed sequences grouped into attention chunks of at most `budget` tokens (a longer
+/// sequence is a chunk of its own), with each chunk's mask for AttentionBatch.segment_masks (G query
+/// heads per KV head, in `options`' dtype and device).
+struct AttentionChunks {
+  std::vector<std::int64_t> lengths;  // tokens per chunk (sum N)
+  std::vector<torch::Tensor> masks;   // (G * c, c) each
+};
+AttentionChunks attention_chunks(const std::vector<std::int64_t>& lengths, std::int64_t G, std::int64_t budget,
+                                 const torch::TensorOptions& options);
+/// Tokens an attention chunk may hold: 128 keeps the extra scores of a chunk (at most 128 per
+/// token, masked) small beside the projections' work while cutting the op count on short
+/// sequences (docs/benchmarks.md, "use_remove_padding").
+inline constexpr std::int64_t kAttentionChunkTokens = 128;
+/// Causal attention within each sequence, never across them (flash-attn's varlen attention
+/// written out per chunk of batch.segments with AttentionImpl's CPU kernel): q (1, N, H, D),
 /// k and v (1, N, KV, D) -> (1, N, H * D).
 torch::Tensor packed_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                const AttentionBatch& batch, double scale);

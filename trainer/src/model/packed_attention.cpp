@@ -3,14 +3,15 @@
 //
 // verl packs with flash-attn's unpad_input / pad_input and attends with flash_attn_varlen_func
 // (cu_seqlens). This is the same computation for LibTorch on CPU: the projections, MLP, norms and
-// head run over the N real tokens only, and attention runs once per sequence with its own causal
-// mask, so nothing is computed over padding. A single (1, N, N) block-diagonal mask was the other
-// candidate; it computes N^2 scores where the sequences need sum n^2 (docs/benchmarks.md,
-// "use_remove_padding", has both measured).
+// head run over the N real tokens only, and attention runs over chunks of consecutive whole
+// sequences, each chunk with a block-diagonal causal mask built once per forward, so no score
+// involves padding. One attention per sequence issues ~25 ops per sequence and layer, which on
+// short sequences costs more than the padding it saves (the demo step's update was 24 % slower);
+// one (1, N, N) mask computes N^2 scores where the sequences need sum n^2. Chunks of up to
+// kAttentionChunkTokens bound both (docs/benchmarks.md, "use_remove_padding").
 #include <torch/torch.h>
 
 #include <limits>
-#include <map>
 
 #include "model/model_layers.h"
 
@@ -48,20 +49,37 @@ torch::Tensor unpack(const torch::Tensor& y, const PackedRows& rows) {
   return out.view(padded_shape);  // (B, T, ...)
 }
 
-std::vector<torch::Tensor> causal_segment_masks(const std::vector<std::int64_t>& lengths, std::int64_t G,
-                                                const torch::TensorOptions& options) {
-  std::map<std::int64_t, torch::Tensor> by_length;
-  std::vector<torch::Tensor> masks;
-  masks.reserve(lengths.size());
+AttentionChunks attention_chunks(const std::vector<std::int64_t>& lengths, std::int64_t G, std::int64_t budget,
+                                 const torch::TensorOptions& options) {
+  AttentionChunks chunks;
+  std::vector<std::int64_t> members;  // the sequence lengths of the chunk being filled
+  auto close = [&] {
+    if (members.empty()) return;
+    // Token i sees token j when j <= i within the same sequence: sequence ids per token, causal.
+    const auto ids = torch::repeat_interleave(
+        torch::arange(static_cast<std::int64_t>(members.size()), torch::kLong),
+        torch::tensor(members, torch::kLong));  // (c)
+    const auto c = ids.numel();
+    const auto visible = ids.view({c, 1}).eq(ids.view({1, c})).logical_and_(torch::ones({c, c}, torch::kBool).tril());
+    // (G * c, c): the G query heads of a KV head stacked as rows, as AttentionImpl lays them out.
+    auto mask = torch::zeros({c, c}, options.device(torch::kCPU))
+                    .masked_fill_(visible.logical_not(), -std::numeric_limits<double>::infinity())
+                    .repeat({G, 1});
+    chunks.lengths.push_back(c);
+    chunks.masks.push_back(mask.to(options.device()));
+    members.clear();
+  };
+  std::int64_t filled = 0;
   for (const auto n : lengths) {
-    auto& mask = by_length[n];
-    if (!mask.defined()) {
-      // (G * n, n): the G query heads of a KV head stacked as rows, as AttentionImpl lays them out.
-      mask = torch::full({n, n}, -std::numeric_limits<double>::infinity(), options).triu(1).repeat({G, 1});
+    if (filled > 0 && filled + n > budget) {
+      close();
+      filled = 0;
     }
-    masks.push_back(mask);
+    members.push_back(n);
+    filled += n;
   }
-  return masks;
+  close();
+  return chunks;
 }
 
 torch::Tensor packed_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
