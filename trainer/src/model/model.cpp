@@ -7,7 +7,8 @@
 // model): a decode step 4.6 ms against 5.0 ms with at::scaled_dot_product_attention and a
 // boolean mask; the 22-token forward and forward+backward were equal within noise. On CUDA the
 // fused SDPA kernels win and the (B*KV, G*T, L) mask would not fit for long sequences, so CUDA
-// tensors take scaled_dot_product_attention.
+// tensors take scaled_dot_product_attention. A packed forward (ComputeOptions.remove_padding)
+// attends per chunk of whole sequences with the CPU kernel on any device (packed_attention.cpp).
 //
 // The decode step gathers each sequence's cached K/V with one index_select per tensor straight
 // into (B * KV, L, D) order (rows slot * KV + kv of the cache viewed as (slots * KV, D)), so no
@@ -638,9 +639,9 @@ torch::Tensor TransformerImpl::forward_packed_impl(const torch::Tensor& input_id
                                                    const torch::Tensor& position_ids) {
   // The N real tokens as one (1, N) sequence, positions restarting at each row's first token
   // (position_ids as given), attention within each row's tokens only (in chunks of whole rows,
-  // packed_attention.cpp); the output scattered back
-  // to (B, T, ...) with zeros at the padding. A pipeline stage packs its input and unpacks its
-  // output, so the stages still exchange (B, T, C) activations.
+  // packed_attention.cpp); the output scattered back to (B, T, ...) with zeros at the padding.
+  // A pipeline stage packs its input and unpacks its output, so the stages still exchange
+  // (B, T, C) activations.
   const auto rows = detail::pack_rows(attention_mask);
   TORCH_CHECK(rows.index.numel() > 0, "forward: use_remove_padding packs the real tokens of attention_mask and it "
               "has none (", attention_mask.sizes(), ")");
