@@ -149,8 +149,10 @@ TEST(Pipeline, StagedModelsRefuseWhatTheyCannotDo) {
 
 // pp stages as threads, 4 micro-batches of 2 samples each: every stage runs exactly the 1F1B
 // order, and the accumulated gradients of a weighted log-prob loss equal the whole model's
-// (float64, so any wrong activation or gradient exchange stands far above rounding).
-void check_one_f_one_b(int pp) {
+// (float64, so any wrong activation or gradient exchange stands far above rounding). `packed`: the
+// stages run use_remove_padding (each packs its input and unpacks its output, so the stages still
+// exchange (B, T, C)) against the whole padded model.
+void check_one_f_one_b(int pp, bool packed = false) {
   const auto shape = test::sharded_training_shape();
   torch::manual_seed(3);
   Transformer full(shape, HeadKind::kLm);
@@ -158,7 +160,9 @@ void check_one_f_one_b(int pp) {
   const auto batch = test::sharded_training_batch(shape.vocab_size);
   std::vector<RolloutBatch> micro;
   for (const auto& rows : split_rows(batch.size(), 2)) micro.push_back(batch.select(rows));
-  const auto weights = torch::randn({batch.size(), batch.response_length()}, torch::kDouble);
+  // Weights on the real response tokens only: what a padding position holds is no result (a packed
+  // forward leaves zeros there).
+  const auto weights = torch::randn({batch.size(), batch.response_length()}, torch::kDouble) * batch.response_mask;
   auto loss_of = [&](std::size_t m, const torch::Tensor& logits) {
     const auto lp = response_log_probs_of_logits(logits, micro[m], 1.0, false).first;
     return (lp * weights.narrow(0, static_cast<std::int64_t>(2 * m), 2)).sum();
@@ -181,6 +185,9 @@ void check_one_f_one_b(int pp) {
     Transformer stage(shape, HeadKind::kLm, make_training_context(groups, mesh, rank));
     stage->to(torch::kDouble);
     copy_training_shard(*full, *stage, layout, rank);
+    ComputeOptions compute;
+    compute.remove_padding = packed;
+    stage->set_compute(compute);
     std::vector<PipelineOp> trace;
     pipeline_forward_backward(stage, micro, loss_of, &trace);
     double worst = 0;
@@ -191,7 +198,7 @@ void check_one_f_one_b(int pp) {
     std::lock_guard lock(mu);
     traces[rank] = trace;
     grad_diff[rank] = worst;
-    log_prob_diff[rank] = (log_probs - want_log_probs).abs().max().item<double>();
+    log_prob_diff[rank] = ((log_probs - want_log_probs) * batch.response_mask).abs().max().item<double>();
   });
   for (int s = 0; s < pp; ++s) {
     EXPECT_EQ(str(traces[s]), str(one_f_one_b_order(pp, s, 4))) << "stage " << s;
@@ -209,6 +216,7 @@ void check_one_f_one_b(int pp) {
 
 TEST(Pipeline, TwoStagesRunOneFOneBAndEqualTheWholeModel) { check_one_f_one_b(2); }
 TEST(Pipeline, FourStagesRunOneFOneBAndEqualTheWholeModel) { check_one_f_one_b(4); }
+TEST(Pipeline, PackedStagesEqualThePaddedWholeModel) { check_one_f_one_b(2, /*packed=*/true); }
 
 }  // namespace
 }  // namespace hs::trainer

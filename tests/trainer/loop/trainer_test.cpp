@@ -467,6 +467,37 @@ TEST(Trainer, OffloadingTheTrainingStateChangesNoResult) {
   EXPECT_EQ(components("rollout_to_train"), "kv_release,onload,restore_weights,rng_restore");
 }
 
+// use_remove_padding on the actor, the reference and the critic: every metric of every step equal
+// to the padded run's within float32 rounding (the packed forward sums in another order), with
+// GRPO (actor and reference, KL loss) and GAE (the critic too).
+TEST(Trainer, RemovePaddingKeepsEveryMetric) {
+  for (const std::string estimator : {"grpo", "gae"}) {
+    const std::vector<std::string> common = {"algorithm.adv_estimator=" + estimator,
+                                             "actor_rollout_ref.actor.use_kl_loss=true"};
+    auto packed_keys = common;
+    packed_keys.insert(packed_keys.end(), {"actor_rollout_ref.model.use_remove_padding=true",
+                                           "critic.model.use_remove_padding=true"});
+    const auto padded_dir = scratch("padded_" + estimator);
+    const auto packed_dir = scratch("packed_" + estimator);
+    PPOTrainer(tiny_config(padded_dir, common), quiet()).fit();
+    PPOTrainer(tiny_config(packed_dir, packed_keys), quiet()).fit();
+    for (std::int64_t step : {1, 2, 3}) {
+      const auto padded = metrics_of(padded_dir + "/run.sqlite", step);
+      const auto packed = metrics_of(packed_dir + "/run.sqlite", step);
+      int compared = 0;
+      for (const auto& [name, value] : padded) {
+        if (is_timing(name) || name.find("memory") != std::string::npos || name.rfind("kv_pool", 0) == 0) continue;
+        ASSERT_TRUE(packed.count(name)) << name;
+        EXPECT_NEAR(packed.at(name), value, 1e-4 * std::max(1.0, std::abs(value)))
+            << estimator << " " << name << " at step " << step;
+        ++compared;
+      }
+      EXPECT_GT(compared, 20) << estimator << " step " << step;
+      if (estimator == "gae") EXPECT_TRUE(padded.count("critic/vf_loss"));
+    }
+  }
+}
+
 TEST(Trainer, SwitchRestoresTheDefaultGeneratorState) {
   ModelShape shape;
   shape.vocab_size = 16;

@@ -121,6 +121,80 @@ INSTANTIATE_TEST_SUITE_P(AllModes, GradAccumulation,
                          ::testing::Values(LossAggMode::kTokenMean, LossAggMode::kSeqMeanTokenSum,
                                            LossAggMode::kSeqMeanTokenMean, LossAggMode::kSeqMeanTokenSumNorm));
 
+// use_remove_padding: the actor's old log-probs, entropy-bearing loss, metrics and every gradient,
+// and the critic's values, loss and gradients, packed equal padded (float64, to rounding) under
+// fixed micro-batches, one whole mini-batch and a token budget.
+TEST(RemovePadding, ActorAndCriticPackedEqualPadded) {
+  torch::manual_seed(4);
+  Transformer actor_reference(tiny_shape(), HeadKind::kLm);
+  actor_reference->to(torch::kFloat64);
+  Transformer critic_reference(tiny_shape(), HeadKind::kValue);
+  critic_reference->to(torch::kFloat64);
+  RolloutBatch batch = ragged_batch();
+  batch.ref_log_probs = -torch::rand({batch.size(), batch.response_length()}, torch::kFloat64) - 1.0;
+  batch.values = torch::randn({batch.size(), batch.response_length()}, torch::kFloat64) * batch.response_mask;
+  for (const int micro : {-1, 2, 0}) {  // 0: dynamic batch size under a token budget
+    SCOPED_TRACE("micro " + std::to_string(micro));
+    struct Result {
+      torch::Tensor log_probs, values;
+      Metrics actor, critic;
+      std::vector<torch::Tensor> actor_grads, critic_grads;
+    };
+    std::vector<Result> results;
+    for (const bool packed : {false, true}) {
+      ComputeOptions compute;
+      compute.remove_padding = packed;
+      Result r;
+      Transformer model = clone_of(actor_reference, HeadKind::kLm);
+      model->set_compute(compute);
+      ActorConfig cfg;
+      cfg.ppo_mini_batch_size = 3;
+      cfg.ppo_micro_batch_size_per_gpu = micro == 0 ? -1 : micro;
+      cfg.use_dynamic_bsz = micro == 0;
+      cfg.ppo_max_token_len_per_gpu = 14;
+      cfg.entropy_coeff = 0.01;
+      cfg.use_kl_loss = true;
+      cfg.grad_clip = 1e12;
+      cfg.optim.lr = 0.0;
+      PPOActor actor(model, cfg, 1.0, 2, 10);
+      r.log_probs = actor.compute_log_prob(batch, micro == 0 ? -1 : micro);
+      batch.old_log_probs = r.log_probs.detach() + 0.05;
+      r.actor = actor.update_policy(batch, 0, 1);
+      r.actor_grads = grads_of(*model);
+
+      Transformer critic_model = clone_of(critic_reference, HeadKind::kValue);
+      critic_model->set_compute(compute);
+      CriticConfig ccfg;
+      ccfg.ppo_mini_batch_size = 3;
+      ccfg.ppo_micro_batch_size_per_gpu = micro == 0 ? -1 : micro;
+      ccfg.use_dynamic_bsz = micro == 0;
+      ccfg.ppo_max_token_len_per_gpu = 14;
+      ccfg.grad_clip = 1e12;
+      ccfg.optim.lr = 0.0;
+      PPOCritic critic(critic_model, ccfg, 2, 10);
+      r.values = critic.compute_values(batch, micro == 0 ? -1 : micro);
+      r.critic = critic.update_critic(batch, 0);
+      r.critic_grads = grads_of(*critic_model);
+      results.push_back(std::move(r));
+    }
+    const auto& mask = batch.response_mask;
+    EXPECT_LT(((results[0].log_probs - results[1].log_probs) * mask).abs().max().item<double>(), 1e-12);
+    EXPECT_LT(((results[0].values - results[1].values) * mask).abs().max().item<double>(), 1e-12);
+    EXPECT_LT(worst_difference(results[0].actor_grads, results[1].actor_grads), 1e-10);
+    EXPECT_LT(worst_difference(results[0].critic_grads, results[1].critic_grads), 1e-10);
+    for (const bool actor_side : {true, false}) {
+      const Metrics& padded = actor_side ? results[0].actor : results[0].critic;
+      const Metrics& packed = actor_side ? results[1].actor : results[1].critic;
+      ASSERT_EQ(padded.size(), packed.size());
+      for (std::size_t i = 0; i < padded.size(); ++i) {
+        EXPECT_EQ(padded[i].first, packed[i].first);
+        EXPECT_NEAR(padded[i].second, packed[i].second, 1e-10 * std::max(1.0, std::abs(padded[i].second)))
+            << padded[i].first;
+      }
+    }
+  }
+}
+
 TEST(LrSchedule, LinearWarmupThenConstantOrCosine) {
   OptimConfig o;
   o.lr_warmup_steps = 4;
@@ -181,6 +255,31 @@ TEST(SplitRows, TokenBudgetPartitionsFitAndCoverEveryRow) {
   bool nine_alone = false;
   for (const auto& part : alone) nine_alone |= (part == std::vector<std::int64_t>{0});
   EXPECT_TRUE(nine_alone);
+}
+
+// use_dynamic_bsz counts real tokens (attention_mask), as verl's rearrange_micro_batches: rows of
+// 20 padded positions with 2..6 real tokens (left padding, as prompts are) share micro-batches of a
+// 12-token budget that no padded row would fit, in the fewest partitions, balanced.
+TEST(SplitRows, TokenBudgetCountsRealTokensAndBalancesThePartitions) {
+  const std::vector<std::int64_t> lengths = {6, 2, 5, 3, 4, 6, 2, 5};  // 33 real tokens
+  auto mask = torch::zeros({8, 20}, torch::kInt64);
+  for (std::int64_t r = 0; r < 8; ++r) mask[r].slice(0, 20 - lengths[static_cast<std::size_t>(r)]).fill_(1);
+  const auto parts = split_rows_by_tokens(mask, 12);
+  ASSERT_EQ(parts.size(), 3u);  // ceil(33 / 12)
+  std::vector<int> seen(8, 0);
+  std::int64_t lightest = 1 << 30, heaviest = 0;
+  for (const auto& part : parts) {
+    std::int64_t tokens = 0;
+    for (auto r : part) {
+      tokens += lengths[static_cast<std::size_t>(r)];
+      ++seen[static_cast<std::size_t>(r)];
+    }
+    EXPECT_LE(tokens, 12);
+    lightest = std::min(lightest, tokens);
+    heaviest = std::max(heaviest, tokens);
+  }
+  EXPECT_EQ(seen, std::vector<int>(8, 1));
+  EXPECT_LE(heaviest - lightest, 6) << "partitions differ by more than the longest row";
 }
 
 TEST(SplitRows, CoversEveryRowOnce) {

@@ -46,7 +46,7 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(actor_rollout_ref.hybrid_engine, "Actor and rollout share weights and switch layouts (3D-HybridEngine); always true here (false is refused)."),
       HS_CONFIG_KEY(actor_rollout_ref.model.path, "HuggingFace-layout model directory; empty = random init with hybridscope.model."),
       HS_CONFIG_KEY(actor_rollout_ref.model.enable_gradient_checkpointing, "Keep only each decoder layer's input in the forward and recompute the layer in the backward (less activation memory, one more forward)."),
-      HS_CONFIG_KEY(actor_rollout_ref.model.use_remove_padding, "verl's packing switch: accepted; results are the same either way and the forward still computes over padding."),
+      HS_CONFIG_KEY(actor_rollout_ref.model.use_remove_padding, "Pack each micro-batch's real tokens into one sequence (positions restart per sample, attention within each sample) for the actor's and the reference's log-prob and update forwards, as verl's use_remove_padding; nothing is computed over padding and the results equal the padded forward's within rounding. Generation is unaffected."),
 
       HS_CONFIG_KEY(actor_rollout_ref.actor.strategy, "Training layout along dp: fsdp (ZeRO-3 parameter shards) or megatron (replicated parameters)."),
       HS_CONFIG_KEY(actor_rollout_ref.actor.ppo_mini_batch_size, "Prompts per PPO mini-batch (x rollout.n samples), split over data-parallel ranks."),
@@ -107,7 +107,7 @@ const std::vector<Key>& keys() {
 
       HS_CONFIG_KEY(critic.model.path, "Critic weights; empty = the actor's weights with a fresh value head."),
       HS_CONFIG_KEY(critic.model.enable_gradient_checkpointing, "Keep only each decoder layer's input in the forward and recompute the layer in the backward."),
-      HS_CONFIG_KEY(critic.model.use_remove_padding, "verl's packing switch: accepted; results are the same either way and the forward still computes over padding."),
+      HS_CONFIG_KEY(critic.model.use_remove_padding, "Pack each micro-batch's real tokens into one sequence for the critic's value and update forwards (as actor_rollout_ref.model.use_remove_padding); results equal the padded forward's within rounding."),
       HS_CONFIG_KEY(critic.ppo_mini_batch_size, "Prompts per critic mini-batch (x rollout.n samples)."),
       HS_CONFIG_KEY(critic.ppo_micro_batch_size_per_gpu, "Samples per forward/backward pass on one rank; -1 = the whole mini-batch."),
       HS_CONFIG_KEY(critic.ppo_epochs, "Passes over each batch of experience."),

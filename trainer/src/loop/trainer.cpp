@@ -155,9 +155,20 @@ void PPOTrainer::State::apply_compute_options() {
     models.insert(models.end(), {&actor->model, &actor->full, &actor->rollout_model});
   }
   if (rollout) models.push_back(&rollout->reward_model());
-  for (Transformer* model : models)
-    if (*model) (*model)->set_compute(options);
-  if (critic) critic->model()->set_compute(options);
+  // use_remove_padding packs the training forwards (log-probs, reference, update) of the actor's
+  // and the reference's models and, with critic.model's key, the critic's; generation and the
+  // reward model are untouched.
+  ComputeOptions packed = options;
+  packed.remove_padding = cfg.actor_rollout_ref.model.use_remove_padding;
+  for (Transformer* model : models) {
+    const bool trains = model == &ref_model || (actor && (model == &actor->model || model == &actor->full));
+    if (*model) (*model)->set_compute(trains ? packed : options);
+  }
+  if (critic) {
+    ComputeOptions critic_options = options;
+    critic_options.remove_padding = cfg.critic.model.use_remove_padding;
+    critic->model()->set_compute(critic_options);
+  }
   // enable_gradient_checkpointing: the models that train (the actor's modules, and the whole model
   // the warm-up trains; the critic).
   if (actor) {

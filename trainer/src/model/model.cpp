@@ -7,7 +7,8 @@
 // model): a decode step 4.6 ms against 5.0 ms with at::scaled_dot_product_attention and a
 // boolean mask; the 22-token forward and forward+backward were equal within noise. On CUDA the
 // fused SDPA kernels win and the (B*KV, G*T, L) mask would not fit for long sequences, so CUDA
-// tensors take scaled_dot_product_attention.
+// tensors take scaled_dot_product_attention. A packed forward (ComputeOptions.remove_padding)
+// attends per chunk of whole sequences with the CPU kernel on any device (packed_attention.cpp).
 //
 // The decode step gathers each sequence's cached K/V with one index_select per tensor straight
 // into (B * KV, L, D) order (rows slot * KV + kv of the cache viewed as (slots * KV, D)), so no
@@ -226,6 +227,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionBatc
   }
   q = apply_rotary(q, batch);
   k = apply_rotary(k, batch);
+  if (!batch.segments.empty()) return o_proj(packed_attention(q, k, v, batch, scale_));  // (1, N, C)
 
   torch::Tensor kb, vb;  // (B * KV, L, D): each (sequence, KV head) pair's keys and values
   if (batch.cache != nullptr) {
@@ -377,6 +379,8 @@ struct CheckpointedLayer : torch::autograd::Function<CheckpointedLayer> {
     ctx->saved_data["sin"] = batch.sin;
     ctx->saved_data["additive_mask"] = batch.additive_mask;
     ctx->saved_data["visible"] = batch.visible;
+    ctx->saved_data["segments"] = batch.segments;
+    ctx->saved_data["segment_masks"] = c10::List<torch::Tensor>(batch.segment_masks);
     const auto device = x.device().type();
     const bool autocast = at::autocast::is_autocast_enabled(device);
     ctx->saved_data["autocast"] = autocast;
@@ -399,6 +403,8 @@ struct CheckpointedLayer : torch::autograd::Function<CheckpointedLayer> {
     batch.sin = tensor("sin");
     batch.additive_mask = tensor("additive_mask");
     batch.visible = tensor("visible");
+    batch.segments = ctx->saved_data["segments"].toIntVector();
+    batch.segment_masks = ctx->saved_data["segment_masks"].toTensorVector();
     torch::Tensor output;
     {
       torch::AutoGradMode grad(true);
@@ -607,6 +613,7 @@ torch::Tensor TransformerImpl::forward_impl(const torch::Tensor& input_ids,
   const auto bt = input_ids.sizes().slice(0, 2);
   TORCH_CHECK(attention_mask.sizes() == bt && position_ids.sizes() == bt, "forward: attention_mask ",
               attention_mask.sizes(), " and position_ids ", position_ids.sizes(), " must be (B, T) = ", bt);
+  if (compute_.remove_padding) return forward_packed_impl(input_ids, attention_mask, position_ids);
   detail::AttentionBatch batch;
   batch.batch = input_ids.size(0);
   batch.tokens = input_ids.size(1);
@@ -625,6 +632,32 @@ torch::Tensor TransformerImpl::forward_impl(const torch::Tensor& input_ids,
 
   auto hidden = parts_->model->forward(input_ids, batch);
   return is_last_stage() ? apply_head(hidden) : hidden;
+}
+
+torch::Tensor TransformerImpl::forward_packed_impl(const torch::Tensor& input_ids,
+                                                   const torch::Tensor& attention_mask,
+                                                   const torch::Tensor& position_ids) {
+  // The N real tokens as one (1, N) sequence, positions restarting at each row's first token
+  // (position_ids as given), attention within each row's tokens only (in chunks of whole rows,
+  // packed_attention.cpp); the output scattered back to (B, T, ...) with zeros at the padding.
+  // A pipeline stage packs its input and unpacks its output, so the stages still exchange
+  // (B, T, C) activations.
+  const auto rows = detail::pack_rows(attention_mask);
+  TORCH_CHECK(rows.index.numel() > 0, "forward: use_remove_padding packs the real tokens of attention_mask and it "
+              "has none (", attention_mask.sizes(), ")");
+  detail::AttentionBatch batch;
+  batch.batch = 1;
+  batch.tokens = rows.index.numel();
+  batch.keys = batch.tokens;
+  const auto dtype = compute_dtype();
+  parts_->model->rotary_at(detail::pack(position_ids, rows), batch, dtype);
+  const std::int64_t G = shape_.num_attention_heads / shape_.num_key_value_heads;
+  auto chunks = detail::attention_chunks(rows.lengths, G, detail::kAttentionChunkTokens,
+                                         attention_mask.options().dtype(dtype));
+  batch.segments = std::move(chunks.lengths);
+  batch.segment_masks = std::move(chunks.masks);
+  auto hidden = parts_->model->forward(detail::pack(input_ids, rows), batch);  // (1, N, C)
+  return detail::unpack(is_last_stage() ? apply_head(hidden) : hidden, rows);
 }
 
 torch::Tensor TransformerImpl::forward_cached_impl(const torch::Tensor& input_ids,

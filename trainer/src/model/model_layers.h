@@ -104,7 +104,48 @@ struct AttentionBatch {
   /// (B * KV * L) rows of the cache viewed as (slots * KV, D) that hold each sequence's context,
   /// ordered (sequence, KV head, position).
   torch::Tensor context_rows;
+
+  /// Packed pass (use_remove_padding, B = 1): the lengths of the attention chunks laid end to end
+  /// along T (sum T; each chunk one or more whole sequences, attention_chunks) and, per chunk, its
+  /// block-diagonal causal additive mask (G * c, c): 0 where a token sees an earlier-or-same token
+  /// of its own sequence, -inf elsewhere. Set, attention runs per chunk (packed_attention) and the
+  /// masks above are unset; empty, a padded pass.
+  std::vector<std::int64_t> segments;
+  std::vector<torch::Tensor> segment_masks;
 };
+
+/// The real tokens of a padded (B, T) batch laid end to end as one (1, N) sequence (verl's
+/// unpad_input with use_remove_padding): row-major, so each row's tokens stay in order.
+struct PackedRows {
+  torch::Tensor index;                // (N) int64: positions in the flattened (B * T) that hold real tokens
+  std::vector<std::int64_t> lengths;  // real tokens of each row that has any, in row order (sum N)
+  std::int64_t batch = 0;             // B
+  std::int64_t tokens = 0;            // T
+};
+/// attention_mask (B, T) {0,1} -> its PackedRows (one host sync for the lengths).
+PackedRows pack_rows(const torch::Tensor& attention_mask);
+/// x (B, T, ...) -> (1, N, ...): the real tokens' entries.
+torch::Tensor pack(const torch::Tensor& x, const PackedRows& rows);
+/// y (1, N, ...) -> (B, T, ...), zeros at the padding (verl's pad_input); differentiable in y.
+torch::Tensor unpack(const torch::Tensor& y, const PackedRows& rows);
+/// Consecutive packed sequences grouped into attention chunks of at most `budget` tokens (a longer
+/// sequence is a chunk of its own), with each chunk's mask for AttentionBatch.segment_masks (G query
+/// heads per KV head, in `options`' dtype and device).
+struct AttentionChunks {
+  std::vector<std::int64_t> lengths;  // tokens per chunk (sum N)
+  std::vector<torch::Tensor> masks;   // (G * c, c) each
+};
+AttentionChunks attention_chunks(const std::vector<std::int64_t>& lengths, std::int64_t G, std::int64_t budget,
+                                 const torch::TensorOptions& options);
+/// Tokens an attention chunk may hold: 128 keeps the extra scores of a chunk (at most 128 per
+/// token, masked) small beside the projections' work while cutting the op count on short
+/// sequences (docs/benchmarks.md, "use_remove_padding").
+inline constexpr std::int64_t kAttentionChunkTokens = 128;
+/// Causal attention within each sequence, never across them (flash-attn's varlen attention
+/// written out per chunk of batch.segments with AttentionImpl's CPU kernel): q (1, N, H, D),
+/// k and v (1, N, KV, D) -> (1, N, H * D).
+torch::Tensor packed_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                               const AttentionBatch& batch, double scale);
 
 /// Grouped-query self-attention with HF-style rotary embeddings; q/k/v column-parallel split per
 /// head, o row-parallel. Qwen2: q/k/v biases (split with their rows). Qwen3: q_norm / k_norm, an

@@ -143,9 +143,9 @@ struct OptimConfig {
 struct ModelConfig {
   std::string path;  // HuggingFace-layout directory (config.json + model.safetensors); empty = random init
   bool enable_gradient_checkpointing = false;
-  /// verl's use_remove_padding: accepted for verl's scripts; results do not depend on it (the
-  /// forward masks padding either way) and this trainer still computes over the padding
-  /// (docs/config.md, "verl keys with no effect on results").
+  /// verl's use_remove_padding: the training forwards pack each micro-batch's real tokens into one
+  /// sequence (ComputeOptions.remove_padding, model.h); results equal the padded forward's within
+  /// rounding, and nothing is computed over the padding.
   bool use_remove_padding = false;
 };
 

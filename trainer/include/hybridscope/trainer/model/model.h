@@ -32,6 +32,12 @@ struct ComputeOptions {
   /// rollout model): plain bf16.
   torch::Dtype dtype = torch::kFloat;
   AttentionKernel attention = AttentionKernel::kAuto;
+  /// verl's use_remove_padding: forward() packs the real tokens of its (B, T) batch into one
+  /// (1, N) sequence, attends within each row's tokens only (per sequence, the CPU kernel
+  /// whatever `attention` says) and scatters the outputs back to (B, T, ...) with zeros at the
+  /// padding. Equal to the padded forward at every real token; nothing runs over padding.
+  /// forward_cached (generation) is unaffected.
+  bool remove_padding = false;
 };
 /// hybridscope.precision / hybridscope.attention (AttentionKernel is declared in config.h) as
 /// ComputeOptions.
@@ -118,6 +124,9 @@ class TransformerImpl : public torch::nn::Module {
                              const torch::Tensor& position_ids);
   torch::Tensor forward_cached_impl(const torch::Tensor& input_ids, const torch::Tensor& position_ids,
                                     const KvCacheView& kv);
+  /// forward_impl with compute().remove_padding.
+  torch::Tensor forward_packed_impl(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                                    const torch::Tensor& position_ids);
 };
 TORCH_MODULE(Transformer);
 
