@@ -166,8 +166,9 @@ void ZeroShards::issue_gather(std::size_t u) {
   auto& unit = units_[u];
   if (unit.gathered || unit.gather) return;
   torch::NoGradGuard no_grad;
+  const auto flat = flat_shards(unit);  // packing is the training thread's work, not the transfer's
   unit.gather_issued_ns = probes::now_ns();
-  unit.gather = all_gather_async(*dp_, flat_shards(unit));
+  unit.gather = all_gather_async(*dp_, flat);
   sample_peak();
 }
 
