@@ -8,8 +8,9 @@
 //       and before it), |loss - single|, |grad_norm - single| / single, the single grad_norm, the
 //       module's parameter bytes after the update and the shard bytes; then the update's peak
 //       full-parameter bytes, the root unit's, the largest layer unit's and the whole model's.
-//       UNITS: model (default: one unit), layer (fsdp_config.per_layer, on fsdp_layered_shape)
-//       or prefetch (per_layer and forward_prefetch).
+//       UNITS: model (default: one unit), layer (fsdp_config.per_layer, on fsdp_layered_shape),
+//       prefetch (per_layer and forward_prefetch) or prefetch_recompute (the same with gradient
+//       checkpointing).
 #include <fstream>
 #include <string>
 
@@ -74,7 +75,7 @@ int run_fsdp_update(const std::string& db, int tp, int dp, FsdpUnits units) {
   const ModelShape shape = units == FsdpUnits::kModel ? fsdp_shape() : fsdp_layered_shape();
   ActorConfig cfg = fsdp_actor_config();
   cfg.fsdp_config.per_layer = units != FsdpUnits::kModel;
-  cfg.fsdp_config.forward_prefetch = units == FsdpUnits::kLayerPrefetch;
+  cfg.fsdp_config.forward_prefetch = units == FsdpUnits::kLayerPrefetch || units == FsdpUnits::kLayerPrefetchRecompute;
   const auto specs = llama_parameters(shape);
   const LayoutSet replicated = training_layout(specs, mesh, DpSharding::kReplicated);
   const LayoutSet sharded = training_layout(specs, mesh, DpSharding::kSharded);
@@ -83,6 +84,7 @@ int run_fsdp_update(const std::string& db, int tp, int dp, FsdpUnits units) {
   Transformer reference(shape, HeadKind::kLm);  // the single-process model, the same on every rank
   Transformer model(shape, HeadKind::kLm, ctx);
   copy_training_shard(*reference, *model, replicated, r);  // this rank's tp shard
+  model->set_gradient_checkpointing(units == FsdpUnits::kLayerPrefetchRecompute);
   PPOActor actor(model, cfg, 1.0, kFsdpRolloutN, 10, ctx);
   const ZeroShards* zero = actor.optimizer().zero_shards();
   if (zero == nullptr) throw std::runtime_error("strategy fsdp with dp > 1 made no ZeroShards");

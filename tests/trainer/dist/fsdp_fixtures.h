@@ -27,7 +27,9 @@ inline ModelShape fsdp_layered_shape() {
 }
 
 // How the fsdp actor wraps its units (hs_dist_child fsdp_update's UNITS argument).
-enum class FsdpUnits { kModel, kLayer, kLayerPrefetch };
+// kLayerPrefetchRecompute: per-layer prefetch under gradient checkpointing (the layer is gathered
+// before its recomputation in the backward).
+enum class FsdpUnits { kModel, kLayer, kLayerPrefetch, kLayerPrefetchRecompute };
 
 // One mini-batch of the whole batch, micro-batches of 2 samples (>= 2 per rank at dp 4), and an
 // update that is linear in the clipped gradient: AdamW's first step is lr·g/(|g| + eps), which

@@ -237,7 +237,8 @@ TEST(ZeroShards, CriticUpdateOverTwoThreadRanksEqualsSingleProcess) {
 //   - comm_ops on the dp group: an all_gather per use (compute_log_prob, the mini-batch) and one
 //     reduce_scatter, each of nccl-tests bytes = M_r (all_gather: dp x the flat shard;
 //     reduce_scatter: the flat full gradients).
-// With per-layer units (UNITS layer / prefetch, fsdp_layered_shape's four layers) the same
+// With per-layer units (UNITS layer / prefetch / prefetch_recompute, fsdp_layered_shape's four
+// layers; the last with gradient checkpointing, each layer recomputed in the backward) the same
 // tolerances hold, and instead:
 //   - comm_ops: the root unit (embeddings, norm, head; R bytes) gathered per use and
 //     reduce-scattered once; each layer unit (Y bytes) gathered in every forward pass (the
@@ -307,7 +308,7 @@ void check_fsdp_update(int tp, int dp, const std::string& units = "model") {
     std::sort(rows.begin(), rows.end());
     std::sort(want.begin(), want.end());
     EXPECT_EQ(rows, want) << tag << " rank " << r;
-    EXPECT_EQ(peak, root + (units == "prefetch" ? 2 : 1) * y) << tag << " rank " << r;
+    EXPECT_EQ(peak, root + (units == "layer" ? 1 : 2) * y) << tag << " rank " << r;
     EXPECT_LT(peak, m_r) << tag << " rank " << r;
   }
 }
@@ -320,6 +321,7 @@ TEST(FsdpOverGloo, FourRanksPerLayerUnitsWithForwardPrefetchEqualSingleProcess) 
   check_fsdp_update(1, 4, "prefetch");
 }
 TEST(FsdpOverGloo, TensorParallelTwoByPerLayerPrefetchOverTwo) { check_fsdp_update(2, 2, "prefetch"); }
+TEST(FsdpOverGloo, FourRanksPerLayerPrefetchUnderGradientCheckpointing) { check_fsdp_update(1, 4, "prefetch_recompute"); }
 
 }  // namespace
 }  // namespace hs::trainer
