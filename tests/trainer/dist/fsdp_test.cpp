@@ -221,6 +221,53 @@ TEST(ZeroShards, CriticUpdateOverTwoThreadRanksEqualsSingleProcess) {
   });
 }
 
+// Per-layer units need every dp rank to run as many passes: a micro-batch without a valid token
+// (rank 1's first, its response mask zeroed) still runs, with an exactly-zero gradient, where the
+// single process skips it. Two thread ranks with forward_prefetch against the single-process
+// update on the whole batch, the tolerance of FsdpOverGloo (a skipped pass would hang the ranks).
+TEST(ZeroShards, PerLayerActorRunsAMicroBatchWithoutTokensAsAZeroGradient) {
+  torch::set_num_threads(1);
+  const int n = 2;
+  ActorConfig cfg = test::fsdp_actor_config();
+  cfg.fsdp_config.per_layer = true;
+  cfg.fsdp_config.forward_prefetch = true;
+  const ModelShape shape = test::fsdp_layered_shape();
+  RolloutBatch batch = test::fsdp_batch(shape.vocab_size);
+  batch.response_mask.narrow(0, 8, 2).zero_();  // rank 1's first micro-batch
+  auto seeded_actor = [&] {
+    torch::manual_seed(5);
+    return Transformer(shape, HeadKind::kLm);
+  };
+  Transformer reference = seeded_actor();
+  std::vector<Transformer> models;
+  for (int r = 0; r < n; ++r) models.push_back(seeded_actor());
+  PPOActor single(reference, cfg, 1.0, test::kFsdpRolloutN, 10);
+  single.update_policy(batch, 0, 0);
+  const auto params = reference->named_parameters();
+  run_thread_ranks(n, [&](int rank, GroupFactory& groups) {
+    ParallelContext ctx;
+    ctx.world = groups.world();
+    ctx.dp = ctx.world;
+    ctx.dp_sharding = DpSharding::kSharded;
+    PPOActor actor(models[static_cast<std::size_t>(rank)], cfg, 1.0, test::kFsdpRolloutN, 10, ctx);
+    const ZeroShards* zero = actor.optimizer().zero_shards();
+    ASSERT_NE(zero, nullptr);
+    ASSERT_TRUE(zero->per_layer());
+    std::vector<std::int64_t> rows;
+    const std::int64_t share = batch.size() / n;
+    for (std::int64_t i = rank * share; i < (rank + 1) * share; ++i) rows.push_back(i);
+    actor.update_policy(batch.select(rows), 0, 0);
+    double worst = 0;
+    for (std::size_t i = 0; i < zero->names().size(); ++i) {
+      const auto [begin, end] = zero->rows(i);
+      const auto want = params[zero->names()[i]].narrow(0, begin, end - begin);
+      if (want.numel() > 0) worst = std::max(worst, (zero->shards()[i] - want).abs().max().item<double>());
+    }
+    EXPECT_LE(worst, 2e-6) << "rank " << rank;  // NaN fails too
+    std::printf("per-layer actor rank %d: max |shard - single| = %.3g\n", rank, worst);
+  });
+}
+
 // One PPO actor update with strategy fsdp over a (1, tp, dp) Gloo mesh (hs_dist_child
 // fsdp_update) against the single-process update on the whole batch. Per rank:
 //   - its shards equal its training_layout(kSharded) boxes of the single-process model, before

@@ -320,17 +320,22 @@ Metrics PPOActor::update_policy(const RolloutBatch& batch, std::int64_t step, st
       // Micro-batches with a valid token (the same list on every pipeline stage: it depends on the
       // data only), run through the stages in the 1F1B order; the loss on the last stage.
       std::vector<RolloutBatch> ubs;
+      std::vector<char> no_tokens;  // per micro-batch: no valid token (kept only by per-layer fsdp)
       for (const auto& rows : micro_batches) {
         RolloutBatch ub = mb.select(rows);
         // Its loss and gradient are exactly 0; per-layer fsdp runs it anyway, so that every dp rank
         // runs as many passes (each gathers and reduce-scatters over dp).
-        if (!has_valid_token(ub.response_mask) && layered == nullptr) continue;
+        const bool empty = !has_valid_token(ub.response_mask);
+        if (empty && layered == nullptr) continue;
         ubs.push_back(ub.to(device));
+        no_tokens.push_back(empty ? 1 : 0);
       }
       // Loss-like metrics are summed over the mini-batch's micro-batches (each is a share of the
       // mini-batch's loss), ratios are averaged per micro-batch (verl's SUM and MEAN aggregations).
       Averager mini_sums;
       pipeline_forward_backward(model_, ubs, [&](std::size_t m, const torch::Tensor& logits) {
+        // A pass without valid tokens (per-layer fsdp): an exactly-zero gradient, no metrics.
+        if (no_tokens[m] != 0) return logits.sum() * 0.0;
         const RolloutBatch& ub = ubs[m];
         const bool need_entropy = config_.entropy_coeff != 0.0;
         auto [log_prob, entropy_tokens] = response_log_probs_of_logits(logits, ub, temperature_, true);
