@@ -120,6 +120,7 @@ std::unique_ptr<PendingCollective> ProbedCommunicator::all_gather_async(const at
   if (async == nullptr) return std::make_unique<CompletedCollective>(all_gather(input), probes::now_ns());
   if (!recorder_) return async->all_gather_async(input);
   const std::int64_t start = probes::now_ns();
+  const ObservedCollective observed("comm/all_gather", start);  // the kernels the post launches
   return std::make_unique<ProbedPending>(this, async->all_gather_async(input), "all_gather",
                                          nbytes(input) * group_size_, comm_dtype_name(input.scalar_type()), start);
 }
@@ -129,6 +130,7 @@ std::unique_ptr<PendingCollective> ProbedCommunicator::reduce_scatter_async(cons
   if (async == nullptr) return std::make_unique<CompletedCollective>(reduce_scatter(input, op), probes::now_ns());
   if (!recorder_) return async->reduce_scatter_async(input, op);
   const std::int64_t start = probes::now_ns();
+  const ObservedCollective observed("comm/reduce_scatter", start);  // the kernels the post launches
   return std::make_unique<ProbedPending>(this, async->reduce_scatter_async(input, op), "reduce_scatter",
                                          nbytes(input), comm_dtype_name(input.scalar_type()), start);
 }

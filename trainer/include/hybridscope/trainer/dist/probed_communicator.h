@@ -16,7 +16,8 @@
 //
 // An asynchronous collective (pending_collective.h: fsdp's prefetched gathers and overlapped
 // reduce-scatters) is recorded when it is waited for, as one row from its issue to the moment the
-// backend completed it — the transfer, not the caller's wait.
+// backend completed it — the transfer, not the caller's wait; it is announced to the range
+// observer while it is posted (when NCCL launches its kernels), with the row's start_ns.
 //
 // What this is not: a communicator of its own (it never moves data) or a CUPTI NCCL-kernel probe.
 #pragma once
