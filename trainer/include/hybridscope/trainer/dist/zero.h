@@ -16,11 +16,11 @@
 // FSDP's root module holds them.
 //
 // Between uses the module's parameters hold no storage (0 elements; the shard is all this rank
-// keeps). Around a use (Scope):
+// keeps). Around a use (PassScope in the workers; Scope gathers the whole module for readers):
 //   one unit           gather() all-gathers the module; forward and backward run on the full
 //                      parameters; reduce_scatter_grads() reduce-scatters the summed gradients onto
 //                      the shards and frees them; release() frees the parameters.
-//   per-layer units    the Scope gathers the root unit only, which stays full until the optimizer
+//   per-layer units    the PassScope gathers the root unit only, which stays full until the optimizer
 //                      step (as FSDP's root unit does not reshard after forward). The backbone's
 //                      layer loop (layer_hooks.h) drives the layers: before a layer's forward its
 //                      unit is gathered, after it freed; before its backward gathered again, after
@@ -42,7 +42,9 @@
 // layers' S_l gathered twice per forward/backward pass and reduce-scattered once per pass.
 //
 // What this is not: a mixed-precision FSDP (shards, gathers and gradients share the parameters'
-// dtype) or one that overlaps the root unit's collectives.
+// dtype) or one that overlaps the root unit's collectives. In bf16 (autocast) the casts of a
+// layer's weights that autograd saves for the backward stay alive until it, so the bound above is
+// the fp32 one.
 #pragma once
 
 #include <cstdint>
