@@ -258,6 +258,17 @@ const std::vector<Refusal> kRefusals = {
      "reward_model.custom_reward_function.name = 'my_score' names a function in custom_reward_function.path"},
     {"RewardModelGradientCheckpointing", {"reward_model.model.enable_gradient_checkpointing=true"},
      "reward_model.model.enable_gradient_checkpointing = true: the reward model only scores"},
+    // fsdp's wrapping units
+    {"ForwardPrefetchNeedsPerLayer", {"actor_rollout_ref.actor.fsdp_config.forward_prefetch=true"},
+     "actor_rollout_ref.actor.fsdp_config.forward_prefetch = true needs fsdp_config.per_layer = true"},
+    {"PerLayerWithMegatron", {"actor_rollout_ref.actor.strategy=megatron", "actor_rollout_ref.actor.fsdp_config.per_layer=true"},
+     "actor_rollout_ref.actor.fsdp_config.per_layer = true with actor.strategy = megatron"},
+    {"PerLayerWithDynamicBsz", {"actor_rollout_ref.actor.use_dynamic_bsz=true", "actor_rollout_ref.actor.fsdp_config.per_layer=true"},
+     "actor_rollout_ref.actor.fsdp_config.per_layer = true with actor.use_dynamic_bsz = true"},
+    {"PerLayerWithPipeline",
+     {"trainer.n_gpus_per_node=2", "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2",
+      "actor_rollout_ref.actor.fsdp_config.per_layer=true"},
+     "actor_rollout_ref.actor.fsdp_config.per_layer = true with pipeline_model_parallel_size = 2"},
 };
 
 class ConfigRefusal : public testing::TestWithParam<Refusal> {};

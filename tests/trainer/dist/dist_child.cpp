@@ -17,7 +17,7 @@
 //                                  (megatron layout): generation weights bit-for-bit equal to the
 //                                  slices of the full weights, training shards restored bit-for-bit,
 //                                  the executor's bytes equal the plan's; comm_ops into DB.rank<r>
-//   hs_dist_child fsdp_update DB TP DP
+//   hs_dist_child fsdp_update DB TP DP [model|layer|prefetch|prefetch_recompute]
 //                                  one fsdp (ZeRO-3) actor update vs the single-process one
 //                                  (dist_child_fsdp.cpp)
 // Exits 0 when every check passed; otherwise prints what differed and exits 1.
@@ -42,10 +42,11 @@
 #include "hybridscope/trainer/dist/process_group.h"
 #include "hybridscope/trainer/hybrid/reshard_executor.h"
 #include "hybrid/reshard_fixtures.h"
+#include "dist/fsdp_fixtures.h"
 #include "dist/sharded_training_fixtures.h"
 
 namespace hs::trainer::test {
-int run_fsdp_update(const std::string& db, int tp, int dp);  // dist_child_fsdp.cpp
+int run_fsdp_update(const std::string& db, int tp, int dp, FsdpUnits units);  // dist_child_fsdp.cpp
 }
 
 namespace {
@@ -411,11 +412,21 @@ int main(int argc, char** argv) {
     if (argc == 3 && std::string(argv[1]) == "dp_update") return run_dp_update(argv[2]);
     if ((argc == 8 || argc == 9) && std::string(argv[1]) == "reshard") return run_reshard(argv);
     if (argc == 7 && std::string(argv[1]) == "sharded_training") return run_sharded_training(argv);
-    if (argc == 5 && std::string(argv[1]) == "fsdp_update")
-      return hs::trainer::test::run_fsdp_update(argv[2], std::stoi(argv[3]), std::stoi(argv[4]));
+    if ((argc == 5 || argc == 6) && std::string(argv[1]) == "fsdp_update") {
+      using hs::trainer::test::FsdpUnits;
+      const std::string units = argc == 6 ? argv[5] : "model";
+      if (units != "model" && units != "layer" && units != "prefetch" && units != "prefetch_recompute")
+        throw std::invalid_argument("fsdp_update UNITS must be model, layer, prefetch or prefetch_recompute, not " +
+                                    units);
+      return hs::trainer::test::run_fsdp_update(argv[2], std::stoi(argv[3]), std::stoi(argv[4]),
+                                                units == "model"      ? FsdpUnits::kModel
+                                                : units == "layer"    ? FsdpUnits::kLayer
+                                                : units == "prefetch" ? FsdpUnits::kLayerPrefetch
+                                                                      : FsdpUnits::kLayerPrefetchRecompute);
+    }
     std::fprintf(stderr,
                  "usage: hs_dist_child collectives DB | dp_update OUT | reshard DB PP TP DP TG MODE [DIRECT_MIN_ELEMENTS] | "
-                 "sharded_training PP TP DP KV OUT | fsdp_update DB TP DP\n");
+                 "sharded_training PP TP DP KV OUT | fsdp_update DB TP DP [model|layer|prefetch|prefetch_recompute]\n");
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %s: %s\n", std::getenv("RANK") ? std::getenv("RANK") : "?", e.what());

@@ -1,12 +1,16 @@
 // dist_child_fsdp.cpp — the fsdp (ZeRO-3) mode of hs_dist_child (see dist_child.cpp):
 //
-//   hs_dist_child fsdp_update DB TP DP
+//   hs_dist_child fsdp_update DB TP DP [UNITS]
 //       one PPO actor update over a (1, TP, DP) Gloo mesh with parameters sharded over dp
 //       (zero.h) on this rank's dp share of fsdp_fixtures.h's batch, probed into DB.rank<r>; the
 //       same rank also runs the single-process update on the whole batch and writes to
 //       DB.result.rank<r>: the largest |shard - the single-process row block| (after the update,
 //       and before it), |loss - single|, |grad_norm - single| / single, the single grad_norm, the
-//       module's parameter bytes after the update and the shard bytes.
+//       module's parameter bytes after the update and the shard bytes; then the update's peak
+//       full-parameter bytes, the root unit's, the largest layer unit's and the whole model's.
+//       UNITS: model (default: one unit), layer (fsdp_config.per_layer, on fsdp_layered_shape),
+//       prefetch (per_layer and forward_prefetch) or prefetch_recompute (the same with gradient
+//       checkpointing).
 #include <fstream>
 #include <string>
 
@@ -54,7 +58,7 @@ double metric(const Metrics& metrics, const std::string& name) {
 
 }  // namespace
 
-int run_fsdp_update(const std::string& db, int tp, int dp) {
+int run_fsdp_update(const std::string& db, int tp, int dp, FsdpUnits units) {
   torch::set_num_threads(1);
   const DistEnv env = dist_env_from_environment();
   const int r = env.rank;
@@ -68,8 +72,10 @@ int run_fsdp_update(const std::string& db, int tp, int dp) {
   ParallelContext ctx = make_training_context(groups, mesh, r);
   ctx.dp_sharding = DpSharding::kSharded;
 
-  const ModelShape shape = fsdp_shape();
-  const ActorConfig cfg = fsdp_actor_config();
+  const ModelShape shape = units == FsdpUnits::kModel ? fsdp_shape() : fsdp_layered_shape();
+  ActorConfig cfg = fsdp_actor_config();
+  cfg.fsdp_config.per_layer = units != FsdpUnits::kModel;
+  cfg.fsdp_config.forward_prefetch = units == FsdpUnits::kLayerPrefetch || units == FsdpUnits::kLayerPrefetchRecompute;
   const auto specs = llama_parameters(shape);
   const LayoutSet replicated = training_layout(specs, mesh, DpSharding::kReplicated);
   const LayoutSet sharded = training_layout(specs, mesh, DpSharding::kSharded);
@@ -78,6 +84,7 @@ int run_fsdp_update(const std::string& db, int tp, int dp) {
   Transformer reference(shape, HeadKind::kLm);  // the single-process model, the same on every rank
   Transformer model(shape, HeadKind::kLm, ctx);
   copy_training_shard(*reference, *model, replicated, r);  // this rank's tp shard
+  model->set_gradient_checkpointing(units == FsdpUnits::kLayerPrefetchRecompute);
   PPOActor actor(model, cfg, 1.0, kFsdpRolloutN, 10, ctx);
   const ZeroShards* zero = actor.optimizer().zero_shards();
   if (zero == nullptr) throw std::runtime_error("strategy fsdp with dp > 1 made no ZeroShards");
@@ -118,10 +125,11 @@ int run_fsdp_update(const std::string& db, int tp, int dp) {
   const double norm = metric(metrics, "actor/grad_norm");
 
   std::ofstream(db + ".result.rank" + std::to_string(r))
-      << fmt::format("{:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {} {}\n",
+      << fmt::format("{:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {} {} {} {} {} {}\n",
                      max_shard_diff(zero->named_shards(), *reference, sharded, r), before_diff,
                      std::abs(loss.item<double>() - single_loss), std::abs(norm - single_norm) / single_norm,
-                     single_norm, zero->module_parameter_bytes(), zero->shard_bytes());
+                     single_norm, zero->module_parameter_bytes(), zero->shard_bytes(), zero->peak_full_bytes(),
+                     zero->root_unit_bytes(), zero->largest_layer_unit_bytes(), zero->full_bytes());
   groups.world()->barrier();
   recorder.end_run(hs::probes::RunStatus::kCompleted);
   return 0;

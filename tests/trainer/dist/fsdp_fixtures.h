@@ -18,6 +18,19 @@ inline constexpr int kFsdpRolloutN = 4;
 // tiny_llama: every tp-split dim divides by tp 4 and every row count of a tp-2 shard by dp 2.
 inline ModelShape fsdp_shape() { return tiny_llama(); }
 
+// fsdp's per-layer units (fsdp_config.per_layer): four decoder layers, so that the root unit and
+// two layers (the most per-layer units hold at once) are less than the whole model.
+inline ModelShape fsdp_layered_shape() {
+  ModelShape s = tiny_llama();
+  s.num_hidden_layers = 4;
+  return s;
+}
+
+// How the fsdp actor wraps its units (hs_dist_child fsdp_update's UNITS argument).
+// kLayerPrefetchRecompute: per-layer prefetch under gradient checkpointing (the layer is gathered
+// before its recomputation in the backward).
+enum class FsdpUnits { kModel, kLayer, kLayerPrefetch, kLayerPrefetchRecompute };
+
 // One mini-batch of the whole batch, micro-batches of 2 samples (>= 2 per rank at dp 4), and an
 // update that is linear in the clipped gradient: AdamW's first step is lr·g/(|g| + eps), which
 // with eps = 1e3 far above |g| is (lr/eps)·g = g, so a gradient that is mis-summed or mis-placed

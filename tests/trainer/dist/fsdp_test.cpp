@@ -92,6 +92,48 @@ TEST(ZeroShards, RowBlocksGatherReleaseAndReduceScatterOverThreeRanks) {
   });
 }
 
+// Per-layer units (wrap_layers) on two thread ranks: the root unit and the layers partition the
+// module; the Pass scope gathers only the root, the layer hooks one layer at a time (the thread
+// world has no asynchronous collectives: prefetch runs its gathers at issue, which shows as the
+// next layer counted in flight); a module without decoder layers is refused by name.
+TEST(ZeroShards, PerLayerUnitsGatherTheRootAndOneLayerAtATime) {
+  const int n = 2;
+  std::vector<Transformer> models;
+  for (int r = 0; r < n; ++r) models.push_back(seeded_critic());
+  run_thread_ranks(n, [&](int rank, GroupFactory& groups) {
+    Transformer model = models[static_cast<std::size_t>(rank)];
+    ZeroShards zero(*model, groups.world());
+    zero.wrap_layers(/*forward_prefetch=*/true);
+    const std::int64_t root = zero.root_unit_bytes(), layer = zero.largest_layer_unit_bytes();
+    EXPECT_EQ(root + test::fsdp_shape().num_hidden_layers * layer, zero.full_bytes());
+    {
+      ZeroShards::PassScope pass(&zero);
+      EXPECT_EQ(zero.module_parameter_bytes(), root);
+      zero.reset_stats();
+      zero.before_forward(0);  // layer 0 full, layer 1's gather issued
+      EXPECT_EQ(zero.module_parameter_bytes(), root + layer);
+      EXPECT_EQ(zero.peak_full_bytes(), root + 2 * layer);
+      zero.after_forward(0);
+      EXPECT_EQ(zero.module_parameter_bytes(), root);
+      zero.before_forward(1);  // the prefetched gather lands
+      EXPECT_EQ(zero.module_parameter_bytes(), root + layer);
+      zero.after_forward(1);
+      EXPECT_EQ(zero.comm_stats().collectives, 2);
+    }
+    EXPECT_EQ(zero.module_parameter_bytes(), 0);
+    if (rank == 0) {
+      auto plain = torch::nn::Linear(4, 4);
+      ZeroShards flat(*plain, groups.world());
+      try {
+        flat.wrap_layers(false);
+        ADD_FAILURE() << "a module without decoder layers was wrapped per layer";
+      } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("model.layers.<i>"), std::string::npos) << e.what();
+      }
+    }
+  });
+}
+
 TEST(ZeroShards, LoadFullStateDictNamesAMissingOrMisshapedTensor) {
   Transformer model = seeded_critic();
   auto dp = std::make_shared<SingleRankCommunicator>("dp");
@@ -179,6 +221,53 @@ TEST(ZeroShards, CriticUpdateOverTwoThreadRanksEqualsSingleProcess) {
   });
 }
 
+// Per-layer units need every dp rank to run as many passes: a micro-batch without a valid token
+// (rank 1's first, its response mask zeroed) still runs, with an exactly-zero gradient, where the
+// single process skips it. Two thread ranks with forward_prefetch against the single-process
+// update on the whole batch, the tolerance of FsdpOverGloo (a skipped pass would hang the ranks).
+TEST(ZeroShards, PerLayerActorRunsAMicroBatchWithoutTokensAsAZeroGradient) {
+  torch::set_num_threads(1);
+  const int n = 2;
+  ActorConfig cfg = test::fsdp_actor_config();
+  cfg.fsdp_config.per_layer = true;
+  cfg.fsdp_config.forward_prefetch = true;
+  const ModelShape shape = test::fsdp_layered_shape();
+  RolloutBatch batch = test::fsdp_batch(shape.vocab_size);
+  batch.response_mask.narrow(0, 8, 2).zero_();  // rank 1's first micro-batch
+  auto seeded_actor = [&] {
+    torch::manual_seed(5);
+    return Transformer(shape, HeadKind::kLm);
+  };
+  Transformer reference = seeded_actor();
+  std::vector<Transformer> models;
+  for (int r = 0; r < n; ++r) models.push_back(seeded_actor());
+  PPOActor single(reference, cfg, 1.0, test::kFsdpRolloutN, 10);
+  single.update_policy(batch, 0, 0);
+  const auto params = reference->named_parameters();
+  run_thread_ranks(n, [&](int rank, GroupFactory& groups) {
+    ParallelContext ctx;
+    ctx.world = groups.world();
+    ctx.dp = ctx.world;
+    ctx.dp_sharding = DpSharding::kSharded;
+    PPOActor actor(models[static_cast<std::size_t>(rank)], cfg, 1.0, test::kFsdpRolloutN, 10, ctx);
+    const ZeroShards* zero = actor.optimizer().zero_shards();
+    ASSERT_NE(zero, nullptr);
+    ASSERT_TRUE(zero->per_layer());
+    std::vector<std::int64_t> rows;
+    const std::int64_t share = batch.size() / n;
+    for (std::int64_t i = rank * share; i < (rank + 1) * share; ++i) rows.push_back(i);
+    actor.update_policy(batch.select(rows), 0, 0);
+    double worst = 0;
+    for (std::size_t i = 0; i < zero->names().size(); ++i) {
+      const auto [begin, end] = zero->rows(i);
+      const auto want = params[zero->names()[i]].narrow(0, begin, end - begin);
+      if (want.numel() > 0) worst = std::max(worst, (zero->shards()[i] - want).abs().max().item<double>());
+    }
+    EXPECT_LE(worst, 2e-6) << "rank " << rank;  // NaN fails too
+    std::printf("per-layer actor rank %d: max |shard - single| = %.3g\n", rank, worst);
+  });
+}
+
 // One PPO actor update with strategy fsdp over a (1, tp, dp) Gloo mesh (hs_dist_child
 // fsdp_update) against the single-process update on the whole batch. Per rank:
 //   - its shards equal its training_layout(kSharded) boxes of the single-process model, before
@@ -195,26 +284,39 @@ TEST(ZeroShards, CriticUpdateOverTwoThreadRanksEqualsSingleProcess) {
 //   - comm_ops on the dp group: an all_gather per use (compute_log_prob, the mini-batch) and one
 //     reduce_scatter, each of nccl-tests bytes = M_r (all_gather: dp x the flat shard;
 //     reduce_scatter: the flat full gradients).
-void check_fsdp_update(int tp, int dp) {
-  const std::string tag = "fsdp_1" + std::to_string(tp) + std::to_string(dp);
+// With per-layer units (UNITS layer / prefetch / prefetch_recompute, fsdp_layered_shape's four
+// layers; the last with gradient checkpointing, each layer recomputed in the backward) the same
+// tolerances hold, and instead:
+//   - comm_ops: the root unit (embeddings, norm, head; R bytes) gathered per use and
+//     reduce-scattered once; each layer unit (Y bytes) gathered in every forward pass (the
+//     log-prob passes P and the update passes U) and again in every backward, reduce-scattered
+//     once per backward: all_gather R x 2, Y x (P + 2U) x L; reduce_scatter R x 1, Y x U x L;
+//   - the update's peak full-parameter bytes: R + Y without prefetch (one layer full at a time),
+//     R + 2Y with it (the next layer's gather in flight while one computes) — both less than M_r,
+//     the whole model that one unit holds.
+void check_fsdp_update(int tp, int dp, const std::string& units = "model") {
+  const std::string tag = "fsdp_1" + std::to_string(tp) + std::to_string(dp) + "_" + units;
   const auto db = hs::test::temp_db("fsdp_test", tag + ".sqlite");
   const int world = tp * dp;
   const auto status =
-      hs::test::run_ranks({HS_DIST_CHILD, "fsdp_update", db, std::to_string(tp), std::to_string(dp)}, world);
+      hs::test::run_ranks({HS_DIST_CHILD, "fsdp_update", db, std::to_string(tp), std::to_string(dp), units}, world);
   for (int r = 0; r < world; ++r) ASSERT_TRUE(hs::test::exited_ok(status[static_cast<std::size_t>(r)])) << tag << " rank " << r;
+  const bool layered = units != "model";
   const MeshShape mesh{1, tp, dp};
-  const auto specs = llama_parameters(test::fsdp_shape());
+  const ModelShape shape = layered ? test::fsdp_layered_shape() : test::fsdp_shape();
+  const auto specs = llama_parameters(shape);
   const LayoutSet replicated = training_layout(specs, mesh, DpSharding::kReplicated);
   const LayoutSet sharded = training_layout(specs, mesh, DpSharding::kSharded);
   for (int r = 0; r < world; ++r) {
     std::ifstream in(db + ".result.rank" + std::to_string(r));
     double after = -1, before = -1, loss = -1, norm = -1, single_norm = -1;
-    std::int64_t module_bytes = -1, shard_bytes = -1;
-    in >> after >> before >> loss >> norm >> single_norm >> module_bytes >> shard_bytes;
+    std::int64_t module_bytes = -1, shard_bytes = -1, peak = -1, root = -1, layer = -1, whole = -1;
+    in >> after >> before >> loss >> norm >> single_norm >> module_bytes >> shard_bytes >> peak >> root >> layer >> whole;
     ASSERT_TRUE(in) << tag << " rank " << r << " wrote no result";
     std::printf("%s rank %d: max |shard - single| = %.3g (before %.3g), |loss - single| = %.3g, grad_norm rel %.3g "
-                "(single %.4g)\n",
-                tag.c_str(), r, after, before, loss, norm, single_norm);
+                "(single %.4g); peak full bytes %lld of %lld\n",
+                tag.c_str(), r, after, before, loss, norm, single_norm, static_cast<long long>(peak),
+                static_cast<long long>(whole));
     EXPECT_EQ(before, 0.0) << tag << " rank " << r;
     EXPECT_LE(after, 2e-6) << tag << " rank " << r;
     EXPECT_LE(loss, 1e-6) << tag << " rank " << r;
@@ -224,20 +326,49 @@ void check_fsdp_update(int tp, int dp) {
     EXPECT_EQ(module_bytes, 0) << tag << " rank " << r;
     EXPECT_EQ(shard_bytes, sharded.rank_bytes(r)) << tag << " rank " << r;
     EXPECT_EQ(shard_bytes * dp, m_r) << tag << " rank " << r;
-    const auto rows = hs::test::query_rows(
+    EXPECT_EQ(whole, m_r) << tag << " rank " << r;
+    auto rows = hs::test::query_rows(
         db + ".rank" + std::to_string(r),
         "SELECT o.value, c.group_size, c.bytes FROM comm_ops c JOIN strings o ON o.id = c.op_id "
         "JOIN strings g ON g.id = c.group_id WHERE g.value = 'dp' AND o.value IN ('all_gather', 'reduce_scatter') "
         "ORDER BY c.start_ns");
-    const std::string gather = "all_gather|" + std::to_string(dp) + "|" + std::to_string(m_r);
-    const std::string scatter = "reduce_scatter|" + std::to_string(dp) + "|" + std::to_string(m_r);
-    EXPECT_EQ(rows, (std::vector<std::string>{gather, gather, scatter})) << tag << " rank " << r;
+    auto row = [&](const char* op, std::int64_t bytes) {
+      return std::string(op) + "|" + std::to_string(dp) + "|" + std::to_string(bytes);
+    };
+    if (!layered) {
+      EXPECT_EQ(rows, (std::vector<std::string>{row("all_gather", m_r), row("all_gather", m_r),
+                                                row("reduce_scatter", m_r)}))
+          << tag << " rank " << r;
+      EXPECT_EQ(peak, m_r) << tag << " rank " << r;
+      continue;
+    }
+    const int L = shape.num_hidden_layers;
+    const std::int64_t y = (m_r - root) / L;
+    EXPECT_EQ(layer, y) << tag << " rank " << r << ": equal layers";
+    const std::int64_t share = test::fsdp_batch(shape.vocab_size).size() / dp;
+    const std::int64_t passes = share / test::fsdp_actor_config().ppo_micro_batch_size_per_gpu;  // P = U
+    std::vector<std::string> want;
+    for (int i = 0; i < 2; ++i) want.push_back(row("all_gather", root));
+    for (std::int64_t i = 0; i < 3 * passes * L; ++i) want.push_back(row("all_gather", y));
+    want.push_back(row("reduce_scatter", root));
+    for (std::int64_t i = 0; i < passes * L; ++i) want.push_back(row("reduce_scatter", y));
+    std::sort(rows.begin(), rows.end());
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(rows, want) << tag << " rank " << r;
+    EXPECT_EQ(peak, root + (units == "layer" ? 1 : 2) * y) << tag << " rank " << r;
+    EXPECT_LT(peak, m_r) << tag << " rank " << r;
   }
 }
 
 TEST(FsdpOverGloo, TwoRanksUpdateEqualsSingleProcess) { check_fsdp_update(1, 2); }
 TEST(FsdpOverGloo, FourRanksUpdateEqualsSingleProcess) { check_fsdp_update(1, 4); }
 TEST(FsdpOverGloo, TensorParallelTwoByDataParallelTwo) { check_fsdp_update(2, 2); }
+TEST(FsdpOverGloo, FourRanksPerLayerUnitsEqualSingleProcess) { check_fsdp_update(1, 4, "layer"); }
+TEST(FsdpOverGloo, FourRanksPerLayerUnitsWithForwardPrefetchEqualSingleProcess) {
+  check_fsdp_update(1, 4, "prefetch");
+}
+TEST(FsdpOverGloo, TensorParallelTwoByPerLayerPrefetchOverTwo) { check_fsdp_update(2, 2, "prefetch"); }
+TEST(FsdpOverGloo, FourRanksPerLayerPrefetchUnderGradientCheckpointing) { check_fsdp_update(1, 4, "prefetch_recompute"); }
 
 }  // namespace
 }  // namespace hs::trainer

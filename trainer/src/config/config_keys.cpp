@@ -84,6 +84,8 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(actor_rollout_ref.actor.megatron.pipeline_model_parallel_size, "Pipeline stages of the training layout."),
       HS_CONFIG_KEY(actor_rollout_ref.actor.fsdp_config.param_offload, "Master weights to host memory while generating (the rollout then uses its own copy)."),
       HS_CONFIG_KEY(actor_rollout_ref.actor.fsdp_config.optimizer_offload, "AdamW's moments to host memory while generating."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.fsdp_config.per_layer, "hybridscope's own: fsdp gathers each decoder layer's parameters just before the layer runs and frees them after (embeddings, final norm and head are the root unit, full for the whole update), as verl's FSDP wraps each decoder layer; false = the whole actor is gathered at once (docs/parallelism.md)."),
+      HS_CONFIG_KEY(actor_rollout_ref.actor.fsdp_config.forward_prefetch, "With per_layer: issue the next layer's all-gather before the current layer computes (forward and backward) and overlap each layer's gradient reduce-scatter with the previous layer's backward; false = every collective is waited for at once."),
 
       HS_CONFIG_KEY(actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu, "Samples per reference log-prob pass on one rank; -1 = whole batch."),
       HS_CONFIG_KEY(actor_rollout_ref.ref.fsdp_config.param_offload, "Reference weights in host memory except while computing log-probs."),

@@ -442,6 +442,26 @@ void validate(const Config& c) {
   p.batches("actor_rollout_ref.actor", c, actor.ppo_mini_batch_size, actor.ppo_micro_batch_size_per_gpu,
             actor.use_dynamic_bsz, actor.ppo_epochs);
   if (actor.use_dynamic_bsz) p.at_least("actor_rollout_ref.actor.ppo_max_token_len_per_gpu", actor.ppo_max_token_len_per_gpu, 1);
+  if (actor.fsdp_config.forward_prefetch && !actor.fsdp_config.per_layer) {
+    p.add("actor_rollout_ref.actor.fsdp_config.forward_prefetch = true needs fsdp_config.per_layer = true: with the "
+          "whole model as one unit there is no next unit to prefetch");
+  }
+  if (actor.fsdp_config.per_layer) {
+    if (actor.strategy != ActorStrategy::kFsdp) {
+      p.add("actor_rollout_ref.actor.fsdp_config.per_layer = true with actor.strategy = megatron: per-layer units "
+            "gather fsdp's shards; megatron replicates the parameters over dp — set strategy=fsdp or per_layer=false");
+    }
+    if (actor.use_dynamic_bsz) {
+      p.add("actor_rollout_ref.actor.fsdp_config.per_layer = true with actor.use_dynamic_bsz = true: per-layer units "
+            "gather and reduce-scatter in every forward/backward pass, so every dp rank must run as many passes, "
+            "and token-balanced micro-batches differ in number per rank — set use_dynamic_bsz=false or per_layer=false");
+    }
+    if (actor.megatron.pipeline_model_parallel_size > 1) {
+      p.add("actor_rollout_ref.actor.fsdp_config.per_layer = true with pipeline_model_parallel_size = {}: per-layer "
+            "units are not interleaved with the 1F1B schedule — use pipeline_model_parallel_size=1 or per_layer=false",
+            actor.megatron.pipeline_model_parallel_size);
+    }
+  }
   if (!(actor.clip_ratio >= 0.0)) p.add("actor_rollout_ref.actor.clip_ratio = {}: must be >= 0", actor.clip_ratio);
   for (const auto& [key, value] : {std::pair{"actor_rollout_ref.actor.clip_ratio_low", actor.clip_ratio_low},
                                    std::pair{"actor_rollout_ref.actor.clip_ratio_high", actor.clip_ratio_high}}) {

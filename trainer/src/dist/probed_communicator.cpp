@@ -82,8 +82,57 @@ ProbedCommunicator::ProbedCommunicator(std::shared_ptr<Communicator> inner, cons
 
 void ProbedCommunicator::record(const char* op, std::int64_t bytes, const char* dtype,
                                 std::int64_t start_ns) const noexcept {
-  const std::int64_t end_ns = probes::now_ns();
-  recorder_->record_comm({op, group_, group_size_, bytes, dtype, start_ns, end_ns, probes_->step()});
+  record(op, bytes, dtype, start_ns, probes::now_ns(), probes_->step());
+}
+
+void ProbedCommunicator::record(const char* op, std::int64_t bytes, const char* dtype, std::int64_t start_ns,
+                                std::int64_t end_ns, std::int64_t step) const noexcept {
+  recorder_->record_comm({op, group_, group_size_, bytes, dtype, start_ns, end_ns, step});
+}
+
+// The wrapped collective in flight; its row is written once, at wait(), under the step of its issue.
+class ProbedCommunicator::ProbedPending final : public PendingCollective {
+ public:
+  ProbedPending(const ProbedCommunicator* probe, std::unique_ptr<PendingCollective> inner, const char* op,
+                std::int64_t bytes, const char* dtype, std::int64_t start_ns)
+      : probe_(probe), inner_(std::move(inner)), op_(op), bytes_(bytes), dtype_(dtype), start_ns_(start_ns),
+        step_(probe->probes_->step()) {}
+  at::Tensor wait() override {
+    at::Tensor out = inner_->wait();
+    if (!recorded_) probe_->record(op_, bytes_, dtype_, start_ns_, inner_->completed_ns(), step_);
+    recorded_ = true;
+    return out;
+  }
+  std::int64_t completed_ns() const override { return inner_->completed_ns(); }
+
+ private:
+  const ProbedCommunicator* probe_;
+  std::unique_ptr<PendingCollective> inner_;
+  const char* op_;
+  std::int64_t bytes_;
+  const char* dtype_;
+  std::int64_t start_ns_, step_;
+  bool recorded_ = false;
+};
+
+std::unique_ptr<PendingCollective> ProbedCommunicator::all_gather_async(const at::Tensor& input) {
+  auto* async = dynamic_cast<AsyncCollectives*>(inner_.get());
+  if (async == nullptr) return std::make_unique<CompletedCollective>(all_gather(input), probes::now_ns());
+  if (!recorder_) return async->all_gather_async(input);
+  const std::int64_t start = probes::now_ns();
+  const ObservedCollective observed("comm/all_gather", start);  // the kernels the post launches
+  return std::make_unique<ProbedPending>(this, async->all_gather_async(input), "all_gather",
+                                         nbytes(input) * group_size_, comm_dtype_name(input.scalar_type()), start);
+}
+
+std::unique_ptr<PendingCollective> ProbedCommunicator::reduce_scatter_async(const at::Tensor& input, ReduceOp op) {
+  auto* async = dynamic_cast<AsyncCollectives*>(inner_.get());
+  if (async == nullptr) return std::make_unique<CompletedCollective>(reduce_scatter(input, op), probes::now_ns());
+  if (!recorder_) return async->reduce_scatter_async(input, op);
+  const std::int64_t start = probes::now_ns();
+  const ObservedCollective observed("comm/reduce_scatter", start);  // the kernels the post launches
+  return std::make_unique<ProbedPending>(this, async->reduce_scatter_async(input, op), "reduce_scatter",
+                                         nbytes(input), comm_dtype_name(input.scalar_type()), start);
 }
 
 void ProbedCommunicator::all_reduce(at::Tensor& tensor, ReduceOp op) {

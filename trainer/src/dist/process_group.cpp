@@ -15,7 +15,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <functional>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -32,6 +34,8 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/torch.h>
 
+#include "hybridscope/probes/clock.h"
+#include "hybridscope/trainer/dist/pending_collective.h"
 #include "hybridscope/trainer/dist/probed_communicator.h"
 #include "dist/nccl_backend.h"
 
@@ -63,7 +67,10 @@ c10d::ReduceOp to_c10d(ReduceOp op) {
 /// NCCL moves CUDA tensors only: with `staging` set (the NCCL groups: this process's CUDA device),
 /// a CPU tensor (a flag, a count, metrics, packed responses) goes through that device and back;
 /// device tensors (weights, gradients, activations) are moved in place.
-class C10dCommunicator final : public Communicator {
+/// all_gather_async / reduce_scatter_async (pending_collective.h) post the same c10d ops and
+/// return at once: Gloo runs them on its worker threads while the caller computes. A CPU tensor on
+/// an NCCL group (staged) runs synchronously.
+class C10dCommunicator final : public Communicator, public AsyncCollectives {
  public:
   C10dCommunicator(c10::intrusive_ptr<c10d::Backend> backend, std::string name, std::string members,
                    std::chrono::milliseconds timeout, std::optional<at::Device> staging = std::nullopt)
@@ -136,6 +143,58 @@ class C10dCommunicator final : public Communicator {
       case ReduceOp::kMin: out = std::get<0>(chunks.min(0)); break;
     }
     return out.to(input.device());
+  }
+
+  std::unique_ptr<PendingCollective> all_gather_async(const at::Tensor& input) override {
+    if (staging_ && input.is_cpu()) return std::make_unique<CompletedCollective>(all_gather(input), probes::now_ns());
+    const at::Tensor in = input.contiguous();
+    std::vector<int64_t> shape = in.sizes().vec();
+    if (shape.empty()) shape.push_back(1);
+    shape[0] *= size();
+    at::Tensor out = at::empty(shape, in.options());
+    at::Tensor flat_in = in.dim() == 0 ? in.reshape({1}) : in;
+    c10d::AllgatherOptions opts;
+    opts.timeout = timeout_;
+    auto work = post([&] { return backend_->_allgather_base(out, flat_in, opts); }, "all_gather");
+    return std::make_unique<Pending>(this, std::move(work), "all_gather", [in, out] { return out; });
+  }
+
+  std::unique_ptr<PendingCollective> reduce_scatter_async(const at::Tensor& input, ReduceOp op) override {
+    if ((staging_ && input.is_cpu()) || (op != ReduceOp::kSum && op != ReduceOp::kAvg))
+      return std::make_unique<CompletedCollective>(reduce_scatter(input, op), probes::now_ns());
+    TORCH_CHECK(input.dim() >= 1 && input.size(0) % size() == 0, "reduce_scatter on group '", name_,
+                "': dim 0 (", input.dim() ? input.size(0) : 0, ") must be divisible by the group size ", size());
+    at::Tensor in = input.contiguous();
+    std::vector<int64_t> shape = in.sizes().vec();
+    shape[0] /= size();
+    const int n = size();
+    const bool avg = op == ReduceOp::kAvg;
+    if (!reduce_scatter_unsupported_) {
+      at::Tensor out = at::empty(shape, in.options());
+      c10d::ReduceScatterOptions opts;
+      opts.reduceOp = to_c10d(op);
+      opts.timeout = timeout_;
+      try {
+        auto work = backend_->_reduce_scatter_base(out, in, opts);
+        return std::make_unique<Pending>(this, std::move(work), "reduce_scatter", [in, out, avg, n] {
+          return avg ? out.div_(n) : out;
+        });
+      } catch (const c10::NotImplementedError&) {
+        reduce_scatter_unsupported_ = true;  // before any data moved, on every rank alike
+      }
+    }
+    // The all-to-all of reduce_scatter's fallback, summed at wait().
+    at::Tensor received = at::empty_like(in);
+    std::vector<int64_t> equal_splits;
+    c10d::AllToAllOptions opts;
+    opts.timeout = timeout_;
+    auto work = post([&] { return backend_->alltoall_base(received, in, equal_splits, equal_splits, opts); },
+                     "reduce_scatter (all_to_all)");
+    return std::make_unique<Pending>(this, std::move(work), "reduce_scatter (all_to_all)",
+                                     [in, received, shape, avg, n] {
+                                       auto sum = received.view(prepend(n, shape)).sum(0);
+                                       return avg ? sum.div_(n) : sum;
+                                     });
   }
 
   void broadcast(at::Tensor& tensor, int root) override {
@@ -246,6 +305,52 @@ class C10dCommunicator final : public Communicator {
   }
 
  private:
+  // A posted c10d work: wait() waits it as the blocking calls do and finishes the result; the
+  // completion time comes from the work's future (a callback on the backend's thread).
+  class Pending final : public PendingCollective {
+   public:
+    Pending(const C10dCommunicator* comm, c10::intrusive_ptr<c10d::Work> work, const char* op,
+            std::function<at::Tensor()> finish)
+        : comm_(comm), work_(std::move(work)), op_(op), finish_(std::move(finish)),
+          completed_(std::make_shared<std::atomic<std::int64_t>>(0)) {
+      try {
+        work_->getFuture()->addCallback([done = completed_](c10::ivalue::Future&) { done->store(probes::now_ns()); });
+      } catch (const std::exception&) {
+        // A backend without futures: completion is taken at wait()'s return.
+      }
+    }
+    ~Pending() override {
+      if (done_) return;
+      try {
+        work_->wait(comm_->timeout_);
+      } catch (const std::exception&) {
+        // Already failing (an exception unwinds past this collective); the peers time out.
+      }
+    }
+    at::Tensor wait() override {
+      if (!done_) {
+        comm_->wait(work_, op_);
+        result_ = finish_();
+        done_ = true;
+        const std::int64_t now = probes::now_ns();
+        const std::int64_t seen = completed_->load();
+        end_ns_ = seen > 0 && seen <= now ? seen : now;
+      }
+      return result_;
+    }
+    std::int64_t completed_ns() const override { return end_ns_; }
+
+   private:
+    const C10dCommunicator* comm_;
+    c10::intrusive_ptr<c10d::Work> work_;
+    const char* op_;
+    std::function<at::Tensor()> finish_;
+    std::shared_ptr<std::atomic<std::int64_t>> completed_;
+    at::Tensor result_;
+    std::int64_t end_ns_ = 0;
+    bool done_ = false;
+  };
+
   // `t` where the backend moves it: on the staging device when it is a CPU tensor and the backend
   // is NCCL; otherwise `t` itself.
   at::Tensor staged(const at::Tensor& t) const { return staging_ && t.is_cpu() ? t.to(*staging_) : t; }

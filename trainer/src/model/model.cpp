@@ -430,14 +430,33 @@ torch::Tensor BackboneImpl::forward(const torch::Tensor& input, const AttentionB
   const bool recompute = checkpoint_layers && torch::GradMode::is_enabled() && batch.cache == nullptr;
   for (std::size_t i = 0; i < typed_layers.size(); ++i) {
     const int index = first_layer_ + static_cast<int>(i);
+    if (layer_hooks != nullptr) hook_layer_boundary(h, index, i == 0 ? -1 : index - 1);
     if (recompute && h.requires_grad()) {
       const auto handle = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(typed_layers[i].get()));
       h = CheckpointedLayer::apply(h, handle, static_cast<std::int64_t>(index), batch);
     } else {
       h = typed_layers[i]->forward(h, batch, index);
     }
+    if (layer_hooks != nullptr) layer_hooks->after_forward(index);
+  }
+  if (layer_hooks != nullptr && !typed_layers.empty()) {
+    hook_layer_boundary(h, -1, first_layer_ + static_cast<int>(typed_layers.size()) - 1);
   }
   return norm.is_empty() ? h : norm(h);
+}
+
+void BackboneImpl::hook_layer_boundary(const torch::Tensor& h, int next, int previous) {
+  // h: the input of layer `next` and the output of layer `previous` (-1: none). One tensor hook
+  // per boundary, so that in the backward layer `next` is finished (after_backward) before layer
+  // `previous` is gathered (before_backward) — at most one layer and one prefetch full at once.
+  if (h.requires_grad()) {
+    LayerHooks* hooks = layer_hooks;
+    h.register_hook([hooks, next, previous](const torch::Tensor&) {
+      if (next >= 0) hooks->after_backward(next);
+      if (previous >= 0) hooks->before_backward(previous);
+    });
+  }
+  if (next >= 0) layer_hooks->before_forward(next);
 }
 
 std::unordered_map<std::string, int> tensor_parallel_dims(const torch::nn::Module& model) {

@@ -24,6 +24,7 @@
 #include <torch/types.h>
 
 #include "hybridscope/trainer/config/config.h"
+#include "hybridscope/trainer/model/layer_hooks.h"
 #include "hybridscope/trainer/model/model.h"
 #include "hybridscope/trainer/dist/parallel.h"
 
@@ -224,6 +225,9 @@ class BackboneImpl : public torch::nn::Module {
   /// enable_gradient_checkpointing: under autograd each decoder layer keeps only its input and is
   /// computed again in the backward (Megatron's full recomputation, HF's gradient checkpointing).
   bool checkpoint_layers = false;
+  /// Told around each decoder layer (layer_hooks.h): fsdp's per-layer units (zero.h). Not owned;
+  /// null: none.
+  LayerHooks* layer_hooks = nullptr;
 
   torch::nn::Embedding embed_tokens{nullptr};  // first stage only
   /// Container of this stage's decoder layers, each registered under its global index.
@@ -235,6 +239,9 @@ class BackboneImpl : public torch::nn::Module {
 
  private:
   void refresh_rotary();
+  // Before layer `next` (-1: after the last layer): layer_hooks' backward hook on h, then
+  // before_forward(next).
+  void hook_layer_boundary(const torch::Tensor& h, int next, int previous);
   int first_layer_ = 0;  // global index of typed_layers[0]
   torch::Tensor rope_cos64_, rope_sin64_;  // (max_position_embeddings, D) float64, CPU
 };

@@ -277,10 +277,20 @@ bool has_valid_token(const torch::Tensor& mask) { return mask.sum().item<double>
 PPOActor::PPOActor(Transformer model, const ActorConfig& config, double temperature, int rollout_n,
                    std::int64_t total_steps, ParallelContext parallel)
     : model_(std::move(model)), config_(config), temperature_(temperature), rollout_n_(rollout_n),
-      parallel_(parallel), optimizer_(*model_, config.optim, config.grad_clip, total_steps, parallel) {}
+      parallel_(parallel), optimizer_(*model_, config.optim, config.grad_clip, total_steps, parallel) {
+  ZeroShards* zero = optimizer_.zero_shards();
+  if (zero != nullptr && config_.fsdp_config.per_layer) {
+    // fsdp's per-layer units: the backbone's layer loop gathers and frees each layer (zero.h). The
+    // hooks point at the optimizer's ZeroShards, which lives as long as this actor.
+    auto backbone = std::dynamic_pointer_cast<detail::BackboneImpl>(model_->named_children()["model"]);
+    if (!backbone) throw std::logic_error("PPOActor: the actor's model has no decoder backbone named 'model'");
+    zero->wrap_layers(config_.fsdp_config.forward_prefetch);
+    backbone->layer_hooks = zero;
+  }
+}
 
 torch::Tensor PPOActor::compute_log_prob(const RolloutBatch& batch, std::int64_t micro) {
-  const ZeroShards::Scope full(optimizer_.zero_shards());  // fsdp: all-gather now, free on return
+  const ZeroShards::PassScope full(optimizer_.zero_shards());  // fsdp: all-gather now, free on return
   return micro_batched_log_probs(model_, batch, micro, temperature_);
 }
 
@@ -292,10 +302,13 @@ Metrics PPOActor::update_policy(const RolloutBatch& batch, std::int64_t step, st
   Averager metrics;
   const auto device = module_device(*model_);  // micro-batches go there; the batch stays where it is
   auto shuffle_gen = at::detail::createCPUGenerator(shuffle_seed);
+  ZeroShards* layered = optimizer_.zero_shards();
+  if (layered != nullptr && !layered->per_layer()) layered = nullptr;
+  if (layered != nullptr) layered->reset_stats();
   for (int epoch = 0; epoch < config_.ppo_epochs; ++epoch) {
     for (const auto& mini_rows : mini_batches(batch.size(), mini, config_.shuffle ? &shuffle_gen : nullptr)) {
       const RolloutBatch mb = batch.select(mini_rows);
-      const ZeroShards::Scope full(optimizer_.zero_shards());  // fsdp: all-gather the stepped shards
+      const ZeroShards::PassScope full(optimizer_.zero_shards());  // fsdp: all-gather the stepped shards
       optimizer_.zero_grad();
       const auto micro_batches = config_.use_dynamic_bsz
                                      ? split_rows_by_tokens(mb.attention_mask, config_.ppo_max_token_len_per_gpu)
@@ -307,15 +320,22 @@ Metrics PPOActor::update_policy(const RolloutBatch& batch, std::int64_t step, st
       // Micro-batches with a valid token (the same list on every pipeline stage: it depends on the
       // data only), run through the stages in the 1F1B order; the loss on the last stage.
       std::vector<RolloutBatch> ubs;
+      std::vector<char> no_tokens;  // per micro-batch: no valid token (kept only by per-layer fsdp)
       for (const auto& rows : micro_batches) {
         RolloutBatch ub = mb.select(rows);
-        if (!has_valid_token(ub.response_mask)) continue;  // its loss and gradient are exactly 0
+        // Its loss and gradient are exactly 0; per-layer fsdp runs it anyway, so that every dp rank
+        // runs as many passes (each gathers and reduce-scatters over dp).
+        const bool empty = !has_valid_token(ub.response_mask);
+        if (empty && layered == nullptr) continue;
         ubs.push_back(ub.to(device));
+        no_tokens.push_back(empty ? 1 : 0);
       }
       // Loss-like metrics are summed over the mini-batch's micro-batches (each is a share of the
       // mini-batch's loss), ratios are averaged per micro-batch (verl's SUM and MEAN aggregations).
       Averager mini_sums;
       pipeline_forward_backward(model_, ubs, [&](std::size_t m, const torch::Tensor& logits) {
+        // A pass without valid tokens (per-layer fsdp): an exactly-zero gradient, no metrics.
+        if (no_tokens[m] != 0) return logits.sum() * 0.0;
         const RolloutBatch& ub = ubs[m];
         const bool need_entropy = config_.entropy_coeff != 0.0;
         auto [log_prob, entropy_tokens] = response_log_probs_of_logits(logits, ub, temperature_, true);
@@ -342,6 +362,15 @@ Metrics PPOActor::update_policy(const RolloutBatch& batch, std::int64_t step, st
       metrics.add("actor/grad_norm", optimizer_.step());
     }
   }
+  if (layered != nullptr) {
+    // docs/metrics.md: fsdp's per-layer collectives in this update and its full parameters at peak.
+    const ZeroCommStats comm = layered->comm_stats();
+    metrics.add("actor/fsdp_comm_s", static_cast<double>(comm.comm_ns) * 1e-9);
+    metrics.add("actor/fsdp_exposed_comm_s", static_cast<double>(comm.exposed_ns) * 1e-9);
+    metrics.add("actor/fsdp_overlap", comm.overlap_ratio());
+    metrics.add("actor/fsdp_peak_param_bytes",
+                static_cast<double>(layered->shard_bytes() + layered->peak_full_bytes()));
+  }
   metrics.add("actor/lr", optimizer_.lr());
   auto result = metrics.result();
   broadcast_metrics(result, *parallel_.pp, parallel_.pp->size() - 1);
@@ -363,7 +392,7 @@ PPOCritic::PPOCritic(Transformer model, const CriticConfig& config, int rollout_
 
 torch::Tensor PPOCritic::compute_values(const RolloutBatch& batch, std::int64_t micro) {
   torch::NoGradGuard no_grad;
-  const ZeroShards::Scope full(optimizer_.zero_shards());  // fsdp: all-gather now, free on return
+  const ZeroShards::PassScope full(optimizer_.zero_shards());  // fsdp: all-gather now, free on return
   const auto device = module_device(*model_);
   std::vector<torch::Tensor> parts;
   for (const auto& rows : split_rows(batch.size(), micro)) {
@@ -382,7 +411,7 @@ Metrics PPOCritic::update_critic(const RolloutBatch& batch, std::int64_t step) {
   for (int epoch = 0; epoch < config_.ppo_epochs; ++epoch) {
     for (const auto& mini_rows : mini_batches(batch.size(), mini, nullptr)) {
       const RolloutBatch mb = batch.select(mini_rows);
-      const ZeroShards::Scope full(optimizer_.zero_shards());  // fsdp: all-gather the stepped shards
+      const ZeroShards::PassScope full(optimizer_.zero_shards());  // fsdp: all-gather the stepped shards
       optimizer_.zero_grad();
       const auto micro_batches = config_.use_dynamic_bsz
                                      ? split_rows_by_tokens(mb.attention_mask, config_.ppo_max_token_len_per_gpu)

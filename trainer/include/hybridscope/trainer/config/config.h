@@ -160,6 +160,12 @@ struct MegatronConfig {
 struct FsdpConfig {
   bool param_offload = false;      // master weights (and their freed gradients) to the host during rollout
   bool optimizer_offload = false;  // AdamW's moments to the host during rollout
+  /// hybridscope's own: per-layer wrapping units (zero.h; verl always wraps each decoder layer).
+  /// false: the whole model is one unit, gathered at once.
+  bool per_layer = false;
+  /// verl's forward_prefetch (per_layer only): the next layer's all_gather runs while this one
+  /// computes, the reduce-scatter of a layer's gradients while the previous one back-propagates.
+  bool forward_prefetch = false;
 };
 
 /// actor.policy_loss (verl PolicyLossConfig; defaults from verl's actor.yaml).

@@ -14,6 +14,11 @@
 //
 // A batched exchange (Communicator::exchange) is recorded as one row per message.
 //
+// An asynchronous collective (pending_collective.h: fsdp's prefetched gathers and overlapped
+// reduce-scatters) is recorded when it is waited for, as one row from its issue to the moment the
+// backend completed it — the transfer, not the caller's wait; it is announced to the range
+// observer while it is posted (when NCCL launches its kernels), with the row's start_ns.
+//
 // What this is not: a communicator of its own (it never moves data) or a CUPTI NCCL-kernel probe.
 #pragma once
 
@@ -27,6 +32,7 @@
 #include "hybridscope/probes/recorder.h"
 #include "hybridscope/probes/run_probes.h"
 #include "hybridscope/trainer/dist/parallel.h"
+#include "hybridscope/trainer/dist/pending_collective.h"
 
 namespace hs::trainer {
 
@@ -56,7 +62,7 @@ const char* comm_dtype_name(c10::ScalarType type) noexcept;
 /// not name the root, which receives nothing). Throws std::invalid_argument for other ops.
 std::int64_t received_bytes(std::string_view op, std::int64_t bytes, int group_size);
 
-class ProbedCommunicator final : public Communicator {
+class ProbedCommunicator final : public Communicator, public AsyncCollectives {
  public:
   /// The depth a collective is announced at to the range observer (not a range of `ranges`).
   static constexpr int kCollectiveDepth = -1;
@@ -83,10 +89,18 @@ class ProbedCommunicator final : public Communicator {
   void exchange(const std::vector<P2POp>& sends, const std::vector<P2POp>& recvs,
                 const ExchangeHooks& hooks = {}) override;
 
+  /// The wrapped communicator's asynchronous collective (its stand-in when it has none), recorded
+  /// at wait() from issue to completion.
+  std::unique_ptr<PendingCollective> all_gather_async(const at::Tensor& input) override;
+  std::unique_ptr<PendingCollective> reduce_scatter_async(const at::Tensor& input, ReduceOp op) override;
+
   const std::shared_ptr<Communicator>& inner() const { return inner_; }
 
  private:
+  class ProbedPending;
   void record(const char* op, std::int64_t bytes, const char* dtype, std::int64_t start_ns) const noexcept;
+  void record(const char* op, std::int64_t bytes, const char* dtype, std::int64_t start_ns, std::int64_t end_ns,
+              std::int64_t step) const noexcept;
 
   std::shared_ptr<Communicator> inner_;
   const probes::RunProbes* probes_;
