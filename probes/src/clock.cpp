@@ -5,7 +5,7 @@
 //   ns = ns0 + (ticks − tick0) × ns_per_tick.
 // The first segment comes from a ~20 ms calibration; each refine_clock() appends one that starts
 // where the previous one ends at that tick (the map stays continuous and monotonic) with the slope
-// measured over the whole run so far, corrected to steer the measured error to 0 within a second.
+// measured over the whole run so far, corrected to steer the measured error back towards 0.
 // Segments are never changed once published, so a tick converted by the writer long after it was
 // read gets the ns that now_ns() would have returned for it. (A tick read in the few ns between a
 // refinement's paired read and the new segment's publication may be converted by both segments;
@@ -48,7 +48,13 @@ struct Segment {
 // after which the map is only measured (the slope is by then known to far below 1 ppm).
 constexpr int kMaxSegments = 4096;
 constexpr std::int64_t kCalibrationNs = 20'000'000;
-constexpr std::int64_t kSteerNs = 1'000'000'000;
+// A measured error is steered out over four refinement intervals: by the next on-time refinement a
+// quarter of it is gone. A refinement k intervals late finds |1 − k/4| of it: it overshoots past 4
+// and grows only past 8. (Steering it out within one interval grew 16x per refinement once the
+// interval went from 1 s to 16 s.)
+constexpr int kSteerIntervals = 4;
+// The steering never bends the slope by more than NTP's own maximum slew.
+constexpr double kMaxSteer = 500e-6;
 
 Segment g_segments[kMaxSegments];
 std::atomic<int> g_segment_count{0};  // release after a segment is written
@@ -230,9 +236,11 @@ void refine_clock(bool force) noexcept {
   g_tsc_hz.store(1e9 / run_ns_per_tick, std::memory_order_relaxed);
   const int n = g_segment_count.load(std::memory_order_relaxed);
   if (n == kMaxSegments) return;
-  // From here the map gains kSteerNs − error ns per kSteerNs of true time: on CLOCK_MONOTONIC
-  // again one second on, if the run-long slope holds.
-  const double slope = run_ns_per_tick * (1.0 - static_cast<double>(error) / static_cast<double>(kSteerNs));
+  // From here the map gains horizon − error ns per horizon of true time: back on CLOCK_MONOTONIC
+  // kSteerIntervals intervals on if the run-long slope holds (a quarter of the way at the next).
+  const double horizon = static_cast<double>(kSteerIntervals * interval);
+  const double steer = std::clamp(static_cast<double>(error) / horizon, -kMaxSteer, kMaxSteer);
+  const double slope = run_ns_per_tick * (1.0 - steer);
   g_segments[n] = {p.tick, predicted, slope};
   g_segment_count.store(n + 1, std::memory_order_release);
   g_seconds_per_tick.store(slope * 1e-9, std::memory_order_relaxed);

@@ -6,9 +6,9 @@
 //     TSC (rdtsc, ~12 ns on this project's build machine against ~21 ns for CLOCK_MONOTONIC through
 //     the vDSO). The first use calibrates ticks per ns against CLOCK_MONOTONIC over ~20 ms and
 //     anchors the map at CLOCK_MONOTONIC, so converted ticks read CLOCK_MONOTONIC's time;
-//     refine_clock() (the recorder's writer thread calls it at each drain, at most once a second)
-//     measures the map's error against CLOCK_MONOTONIC and continues it from there with a slope
-//     refined over the whole run, steering the error back to 0 within the next second.
+//     refine_clock() (the recorder's writer thread calls it at each drain: once a second for the
+//     first minute, then every 16 s) measures the map's error against CLOCK_MONOTONIC and continues
+//     it from there with a slope refined over the whole run, steering the error back towards 0.
 //   - otherwise (another architecture, no invariant TSC, or HS_CLOCK=steady_clock in the
 //     environment): ticks are CLOCK_MONOTONIC ns (std::chrono::steady_clock), the map the identity.
 // Either way now_ns() == ticks_to_ns(now_ticks()): a range's ticks converted when the recorder
@@ -83,8 +83,9 @@ struct ClockInfo {
 ClockInfo clock_info() noexcept;
 
 /// Measures the TSC map's error against CLOCK_MONOTONIC and continues the map with the run-long
-/// slope, steering the error to 0 over the next second; at most once a second unless `force`
-/// (end of a run: the final measurement). Any thread; a no-op on the fallback.
+/// slope, steering the error towards 0 (a quarter of it left per refinement interval); at most once
+/// a second (every 16 s after the first minute) unless `force` (end of a run: the final
+/// measurement). Any thread; a no-op on the fallback.
 void refine_clock(bool force = false) noexcept;
 
 }  // namespace hs::probes

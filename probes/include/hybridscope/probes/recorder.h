@@ -1,8 +1,9 @@
 // recorder.h — writes a run into its SQLite database: the run row (with the resolved config and
 // how the run ended), phase ranges and per-step metrics.
 //
-// Hot path: record_range() appends to a chunk owned by the calling thread (no lock; one atomic
-// store publishes the record). A full chunk is swapped into the writer's queue under a short lock.
+// Hot path: record_ticks() (scoped ranges, times in raw clock ticks) and record_range() (times in
+// ns) append to a chunk owned by the calling thread (no lock, no allocation; one atomic store
+// publishes the record); the writer converts ticks to ns (clock.h). A full chunk is swapped into the writer's queue under a short lock.
 // A background writer thread drains the queue and the chunks being filled into SQLite (prepared
 // statements, one transaction per drain, WAL, synchronous=NORMAL) at least every
 // RecorderOptions::flush_interval_ms and whenever flush() asks. Memory is bounded: beyond
