@@ -190,16 +190,20 @@ TEST(Trainer, RecordsDecodePrefillMicroBatchAndOptimizerRangesWithTheirPayload) 
              quiet())
       .fit();
   const auto db = dir + "/run.sqlite";
+  // The ranges of step 1's training step (the validation after fit() generates too, outside it).
+  const std::string in_step =
+      " AND EXISTS (SELECT 1 FROM ranges t JOIN strings ts ON ts.id = t.name_id WHERE ts.value = 'step' AND "
+      "t.step = 1 AND t.start_ns <= r.start_ns AND r.end_ns <= t.end_ns)";
   const auto count = [&](const std::string& name, const std::string& where = "1") {
     return scalar(db, "SELECT COUNT(*) FROM ranges r JOIN strings s ON s.id = r.name_id WHERE s.value = '" + name +
-                          "' AND r.step = 1 AND " + where);
+                          "' AND r.step = 1 AND " + where + in_step);
   };
-  // Every one of them, and only inside the phase that runs it.
+  // Every one of them inside the step, and only inside the phase that runs it.
   const auto outside = [&](const std::string& name, const std::string& phases) {
     return scalar(db, "SELECT COUNT(*) FROM ranges r JOIN strings s ON s.id = r.name_id WHERE s.value = '" + name +
                           "' AND NOT EXISTS (SELECT 1 FROM ranges p JOIN strings ps ON ps.id = p.name_id WHERE "
                           "ps.value IN (" + phases + ") AND p.start_ns <= r.start_ns AND r.end_ns <= p.end_ns "
-                          "AND p.depth < r.depth)");
+                          "AND p.depth < r.depth)" + in_step);
   };
   // Prefill: one per wave, its prompts (4 prompts: at most 4) and their padded length (> 0).
   EXPECT_GE(count("gen/prefill"), 1.0);
@@ -210,8 +214,9 @@ TEST(Trainer, RecordsDecodePrefillMicroBatchAndOptimizerRangesWithTheirPayload) 
   // prompt + response lengths (12 + 8).
   const double decode_steps = count("gen/decode_step");
   EXPECT_GE(decode_steps, 1.0);
-  const double longest_prompt =
-      scalar(db, "SELECT MAX(context_len) FROM ranges r JOIN strings s ON s.id = r.name_id WHERE s.value = 'gen/prefill'");
+  const double longest_prompt = scalar(
+      db, "SELECT MAX(context_len) FROM ranges r JOIN strings s ON s.id = r.name_id WHERE s.value = 'gen/prefill'" +
+              in_step);
   EXPECT_EQ(count("gen/decode_step", "r.batch_size BETWEEN 1 AND 8 AND r.context_len > " +
                                          std::to_string(static_cast<int>(longest_prompt) - 1) +
                                          " AND r.context_len <= 20"),
