@@ -117,7 +117,7 @@ Chunk* RecordQueue::hand_off(Chunk* c) noexcept {
   }
 }
 
-void RecordQueue::push_range(const std::shared_ptr<RecordQueue>& self, const RangeRecord& range) noexcept {
+void RecordQueue::push_range(const std::shared_ptr<RecordQueue>& self, const QueuedRange& range) noexcept {
   Chunk* c = t_slot.chunk;
   if (t_slot.queue_id != id_) {
     c = attach(self);

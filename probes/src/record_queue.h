@@ -24,9 +24,23 @@
 
 namespace hs::probes::detail {
 
+/// A range as it waits for the writer (48 bytes): RangeRecord and TickRange in one layout, times
+/// in clock ticks or already in ns as `in_ticks` says; the writer converts ticks (clock.h).
+struct QueuedRange {
+  const char* name;
+  std::int64_t step;
+  std::int64_t start;
+  std::int64_t end;
+  std::int32_t depth;
+  std::int32_t batch_size;
+  std::int32_t context_len;
+  std::int8_t category;
+  bool in_ticks;
+};
+
 struct Chunk {
-  Chunk(int cap, std::int64_t thread_id) : records(new RangeRecord[cap]), capacity(cap), tid(thread_id) {}
-  std::unique_ptr<RangeRecord[]> records;
+  Chunk(int cap, std::int64_t thread_id) : records(new QueuedRange[cap]), capacity(cap), tid(thread_id) {}
+  std::unique_ptr<QueuedRange[]> records;
   const int capacity;
   std::int64_t tid;
   std::atomic<int> published{0};  // producer: release store after writing records[published]
@@ -74,7 +88,7 @@ class RecordQueue {
   /// Hot path, any thread: appends to the calling thread's chunk (no lock); a full chunk is
   /// handed off under a short lock. Dropped and counted when the queue is at its cap or memory
   /// ran out. `self` is the shared_ptr that owns this queue (the thread's slot keeps a weak_ptr).
-  void push_range(const std::shared_ptr<RecordQueue>& self, const RangeRecord& range) noexcept;
+  void push_range(const std::shared_ptr<RecordQueue>& self, const QueuedRange& range) noexcept;
   // Cold paths, any thread: queued under the lock; a failed allocation counts write errors.
   void push_metrics(std::int64_t step, const std::vector<std::pair<std::string, double>>& metrics) noexcept;
   void push_memory(const MemorySample& sample) noexcept;

@@ -52,8 +52,16 @@ bool Recorder::end_run(RunStatus status, const std::string& message) {
   return writer_->end_run(run_id_, status, message);
 }
 
-// A tail call: the hot path itself is RecordQueue::push_range.
-void Recorder::record_range(const RangeRecord& range) noexcept { queue_->push_range(queue_, range); }
+// Tail calls: the hot path itself is RecordQueue::push_range.
+void Recorder::record_range(const RangeRecord& r) noexcept {
+  queue_->push_range(queue_, {r.name, r.step, r.start_ns, r.end_ns, r.depth, r.batch_size, r.context_len,
+                              static_cast<std::int8_t>(r.category), false});
+}
+
+void Recorder::record_ticks(const TickRange& r) noexcept {
+  queue_->push_range(queue_, {r.name, r.step, r.start_ticks, r.end_ticks, r.depth, r.batch_size, r.context_len,
+                              static_cast<std::int8_t>(r.category), true});
+}
 
 void Recorder::record_metrics(std::int64_t step, const std::vector<std::pair<std::string, double>>& metrics) noexcept {
   queue_->push_metrics(step, metrics);

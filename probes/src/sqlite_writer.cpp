@@ -21,11 +21,13 @@ namespace {
 
 using schema::OnConflict;
 
-// Rows per multi-row INSERT: one sqlite3_step for many rows (7 bound ints each for ranges, up to 18
-// for kernels; run_id and rank are ?1 and ?2, bound once). 64 * 18 + 2 parameters stays below
+// Rows per multi-row INSERT: one sqlite3_step for many rows (9 bound values each for ranges, up to
+// 18 for kernels; run_id and rank are ?1 and ?2, bound once). 64 * 18 + 2 parameters stays below
 // SQLITE_MAX_VARIABLE_NUMBER (32766 since SQLite 3.32).
 constexpr int kRowsPerInsert = 64;
-constexpr int kRangeValues = 7;  // per row after (run_id, rank): tid, step, name_id, category_id, depth, start, end
+// Per row after (run_id, rank): tid, step, name_id, category_id, depth, start, end, batch_size,
+// context_len.
+constexpr int kRangeValues = 9;
 
 // The reserve file's size: room for end_run's transaction (the runs row with its config_yaml
 // overflow pages, the ranks row, their index pages: a few dozen 4 KiB WAL frames) with margin.
@@ -191,15 +193,19 @@ void SqliteWriter::step(sqlite3_stmt* st, std::int64_t rows) {
   sqlite3_reset(st);
 }
 
-void SqliteWriter::bind_range(sqlite3_stmt* st, int row, const RangeRecord& r, std::int64_t tid) {
+// A range timed in clock ticks becomes ns here, off the hot path (clock.h: the same map now_ns()
+// reads through, so it lands on the timeline of every other record).
+void SqliteWriter::bind_range(sqlite3_stmt* st, int row, const QueuedRange& r, std::int64_t tid) {
   const int p = 3 + row * kRangeValues;
   sqlite3_bind_int64(st, p + 0, tid);
   sqlite3_bind_int64(st, p + 1, r.step);
   sqlite3_bind_int64(st, p + 2, intern(r.name));
-  sqlite3_bind_int(st, p + 3, static_cast<int>(r.category));
+  sqlite3_bind_int(st, p + 3, r.category);
   sqlite3_bind_int(st, p + 4, r.depth);
-  sqlite3_bind_int64(st, p + 5, r.start_ns);
-  sqlite3_bind_int64(st, p + 6, r.end_ns);
+  sqlite3_bind_int64(st, p + 5, r.in_ticks ? ticks_to_ns(r.start) : r.start);
+  sqlite3_bind_int64(st, p + 6, r.in_ticks ? ticks_to_ns(r.end) : r.end);
+  bind_int64_or_null(st, p + 7, r.batch_size);
+  bind_int64_or_null(st, p + 8, r.context_len);
 }
 
 // Writes the ranges of the handed-off chunks, then of the live ones, and the cold records, in one
@@ -474,6 +480,7 @@ void SqliteWriter::writer_loop() noexcept {
   for (;;) {
     Drain drain;
     queue_->take(drain);
+    refine_clock();  // at most once a second (clock.h)
     if (drain.run_id >= 0) write(drain);
     queue_->finish(drain);
     if (drain.stopping) return;
@@ -540,7 +547,7 @@ std::int64_t SqliteWriter::insert_run_rows(const RunInfo& info, const std::strin
   auto q = [&](const char* column) { return schema::insert_parameter(ranks, column); };
   Statement r;
   db_.prepare(r, schema::insert_statement(ranks, OnConflict::kReplace));
-  expect_values(r, 16, ranks);
+  expect_values(r, 19, ranks);
   sqlite3_bind_int64(r.stmt, q("run_id"), run_id);
   sqlite3_bind_int(r.stmt, q("rank"), rank_);
   sqlite3_bind_int(r.stmt, q("local_rank"), info.local_rank);
@@ -555,6 +562,10 @@ std::int64_t SqliteWriter::insert_run_rows(const RunInfo& info, const std::strin
   sqlite3_bind_int64(r.stmt, q("clock_sync_offset_ns"), info.clock_sync_offset_ns);
   sqlite3_bind_int64(r.stmt, q("clock_sync_error_ns"), info.clock_sync_error_ns);
   sqlite3_bind_int(r.stmt, q("clock_sync_applied"), info.clock_sync_applied ? 1 : 0);
+  const ClockInfo clock = clock_info();
+  sqlite3_bind_text(r.stmt, q("clock_source"), to_string(clock.source), -1, SQLITE_STATIC);
+  bind_double_or_null(r.stmt, q("tsc_hz"), clock.source == ClockSource::kTsc ? clock.tsc_hz : std::nan(""));
+  sqlite3_bind_int64(r.stmt, q("clock_calibration_error_ns"), clock.calibration_error_ns);
   if (sqlite3_step(r.stmt) != SQLITE_DONE)
     throw RecorderError("cannot insert the ranks row: " + describe_error());
   return run_id;
@@ -562,6 +573,8 @@ std::int64_t SqliteWriter::insert_run_rows(const RunInfo& info, const std::strin
 
 bool SqliteWriter::end_run(std::int64_t run_id, RunStatus status, const std::string& message) {
   std::lock_guard<std::mutex> lock(db_mutex_);
+  refine_clock(/*force=*/true);  // the run's last measurement of the clock against CLOCK_MONOTONIC
+  const ClockInfo clock = clock_info();
   const std::int64_t end_unix_ns = now_ns() + epoch_offset_ns();
   const std::int64_t dropped = queue_->dropped();
   const std::int64_t errors = queue_->write_errors();
@@ -585,7 +598,11 @@ bool SqliteWriter::end_run(std::int64_t run_id, RunStatus status, const std::str
     sqlite3_bind_int64(s.stmt, 4, dropped);
     sqlite3_bind_int64(s.stmt, 5, errors);
     sqlite3_bind_int64(s.stmt, 6, run_id);
-    if (with_rank) sqlite3_bind_int(s.stmt, 7, rank_);
+    if (with_rank) {
+      sqlite3_bind_int(s.stmt, 7, rank_);
+      bind_double_or_null(s.stmt, 8, clock.source == ClockSource::kTsc ? clock.tsc_hz : std::nan(""));
+      sqlite3_bind_int64(s.stmt, 9, clock.calibration_error_ns);
+    }
     if (sqlite3_step(s.stmt) != SQLITE_DONE) {
       queue_->add_write_errors(1);
       ok = false;
@@ -594,8 +611,8 @@ bool SqliteWriter::end_run(std::int64_t run_id, RunStatus status, const std::str
   update("UPDATE runs SET status = ?, status_message = ?, end_unix_ns = ?, dropped_records = ?, write_errors = ? "
          "WHERE id = ?",
          false);
-  update("UPDATE ranks SET status = ?, status_message = ?, end_unix_ns = ?, dropped_records = ?, write_errors = ? "
-         "WHERE run_id = ? AND rank = ?",
+  update("UPDATE ranks SET status = ?1, status_message = ?2, end_unix_ns = ?3, dropped_records = ?4, write_errors = ?5, "
+         "tsc_hz = ?8, clock_calibration_error_ns = ?9 WHERE run_id = ?6 AND rank = ?7",
          true);
   if (ok && sqlite3_exec(db_.get(), "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) ok = false;
   if (ok) {  // a later drain (the destructor's) leaves them alone: a merge may have summed the ranks' since

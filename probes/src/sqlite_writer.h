@@ -54,7 +54,7 @@ class SqliteWriter {
   std::int64_t intern(const char* name);
   std::int64_t intern_pointer(const char* name);
   void step(sqlite3_stmt* st, std::int64_t rows);
-  void bind_range(sqlite3_stmt* st, int row, const RangeRecord& r, std::int64_t tid);
+  void bind_range(sqlite3_stmt* st, int row, const QueuedRange& r, std::int64_t tid);
   void flush_pending();
   void expect_values(const Statement& s, int values, const schema::Table& table) const;
   void write_metric(const Metric& m, std::int64_t run_id);
@@ -98,7 +98,7 @@ class SqliteWriter {
   std::unordered_map<std::string, std::int64_t> ids_by_value_;
   // Rows waiting for a full multi-row INSERT: (record in its chunk, tid). The chunks stay put
   // until the queue recycles them after the transaction.
-  std::vector<std::pair<const RangeRecord*, std::int64_t>> pending_;
+  std::vector<std::pair<const QueuedRange*, std::int64_t>> pending_;
   std::vector<int> drain_ends_;  // per chunk of the drain: the published records it ends at
   const char* last_name_ = nullptr;  // consecutive records mostly share a name: skip the lookup
   std::int64_t last_name_id_ = -1;

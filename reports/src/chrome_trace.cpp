@@ -174,8 +174,11 @@ json build_chrome_trace(const RunSummary& run, const TraceRows& rows, const Chro
     return std::make_tuple(a->start_ns, -a->end_ns, a->depth) < std::make_tuple(b->start_ns, -b->end_ns, b->depth);
   });
   for (const RangeRow* r : order) {
+    json args = {{"step", r->step}};
+    if (r->batch_size) args["batch_size"] = *r->batch_size;  // the range's payload (decode steps, micro-batches)
+    if (r->context_len) args["context_len"] = *r->context_len;
     json e = {{"ph", "X"}, {"name", r->name}, {"cat", r->category}, {"pid", r->rank}, {"tid", r->tid},
-              {"args", {{"step", r->step}}}};
+              {"args", std::move(args)}};
     span(e, r->start_ns, r->end_ns);
     events.push_back(std::move(e));
     ++counts.complete_events;

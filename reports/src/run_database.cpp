@@ -25,7 +25,8 @@ bool RunSummary::operator==(const RunSummary& o) const {
 
 bool RangeRow::operator==(const RangeRow& o) const {
   return rank == o.rank && tid == o.tid && step == o.step && name == o.name && category == o.category &&
-         depth == o.depth && start_ns == o.start_ns && end_ns == o.end_ns;
+         depth == o.depth && start_ns == o.start_ns && end_ns == o.end_ns && batch_size == o.batch_size &&
+         context_len == o.context_len;
 }
 
 bool StepMetric::operator==(const StepMetric& o) const {
@@ -216,7 +217,8 @@ std::vector<std::pair<std::string, std::string>> RunDatabase::config(std::int64_
 }
 
 std::vector<RangeRow> RunDatabase::ranges(std::int64_t run_id) const {
-  const std::string sql = "SELECT r.rank, r.tid, r.step, s.value, c.name, r.depth, r.start_ns, r.end_ns FROM " +
+  const std::string sql = "SELECT r.rank, r.tid, r.step, s.value, c.name, r.depth, r.start_ns, r.end_ns, "
+                          "r.batch_size, r.context_len FROM " +
                           std::string(schema::kRanges) + " r JOIN " + schema::kStrings + " s ON s.id = r.name_id JOIN " +
                           schema::kRangeCategories +
                           " c ON c.id = r.category_id WHERE r.run_id = ? "
@@ -234,6 +236,8 @@ std::vector<RangeRow> RunDatabase::ranges(std::int64_t run_id) const {
     r.depth = static_cast<int>(q.int64(5));
     r.start_ns = q.int64(6);
     r.end_ns = q.int64(7);
+    r.batch_size = q.opt_int64(8);
+    r.context_len = q.opt_int64(9);
     out.push_back(std::move(r));
   }
   return out;

@@ -31,7 +31,7 @@ void RunDatabase::scan_ranges(std::int64_t run_id, std::vector<std::string>& nam
     return at;
   };
   Query q(impl_->db,
-          "SELECT rank, tid, step, name_id, category_id, depth, start_ns, end_ns FROM " +
+          "SELECT rank, tid, step, name_id, category_id, depth, start_ns, end_ns, batch_size, context_len FROM " +
               std::string(schema::kRanges) + " WHERE run_id = ?",
           path_);
   q.bind(1, run_id);
@@ -45,6 +45,8 @@ void RunDatabase::scan_ranges(std::int64_t run_id, std::vector<std::string>& nam
     row.depth = static_cast<int>(q.int64(5));
     row.start_ns = q.int64(6);
     row.end_ns = q.int64(7);
+    row.batch_size = q.is_null(8) ? -1 : static_cast<std::int32_t>(q.int64(8));
+    row.context_len = q.is_null(9) ? -1 : static_cast<std::int32_t>(q.int64(9));
     visit(row);
   }
 }

@@ -42,7 +42,7 @@ TEST_F(Ranges, TraceOnlyRangeWithoutConsumerLeavesNoTrace) {
     HS_PROBE_TRACE_RANGE(timings, "decode", kPhase);
     // Not counted as a level: the timed range inside is at depth 0 (its push() returns 0).
     EXPECT_EQ(timings.push(), 0);
-    timings.pop("probe", Category::kPhase, 0, 0, 0, 0);
+    timings.pop({"probe", Category::kPhase, 0, 0, 0, 0}, 0);
   }
   EXPECT_TRUE(timings.totals().empty());
   { HS_PROBE_RANGE(timings, "gen", kPhase); }

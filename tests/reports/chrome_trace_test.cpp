@@ -299,6 +299,7 @@ GpuRun record_gpu_run() {
   run.run_id = rec.begin_run({"gpu_trace", "cmd", "", 2, "t"});
   rec.record_range({"step", p::Category::kStep, 0, 1, t0, t0 + 1'000'000});
   rec.record_range({"update_actor", p::Category::kPhase, 1, 1, t0 + 100'000, t0 + 900'000});
+  rec.record_range({"gen/decode_step", p::Category::kPhase, 2, 1, t0 + 100'000, t0 + 120'000, 8, 513});
   rec.record_comm({"all_reduce", "dp", 2, 4'000'000, "float32", t0 + 200'000, t0 + 300'000, 1});
   rec.record_comm({"all_gather", "tp", 2, 1'000'000, "bfloat16", t0 + 400'000, t0 + 450'000, 1});
   p::SwitchRecord sw;
@@ -409,6 +410,11 @@ TEST(ChromeTrace, CommSwitchGpuAndMemoryEventsFollowTheFormat) {
 
   // Comm ops: recorded times, args with the nccl-tests bandwidths.
   const auto xs = events_of(trace, "X");
+  // A range's payload is in its args; a range without one has none.
+  const auto decode = named(xs, "gen/decode_step");
+  ASSERT_EQ(decode.size(), 1u);
+  EXPECT_EQ(decode[0]["args"], (json{{"step", 1}, {"batch_size", 8}, {"context_len", 513}}));
+  EXPECT_EQ(named(xs, "update_actor").at(0)["args"], (json{{"step", 1}}));
   const auto ar = named(xs, "all_reduce");
   ASSERT_EQ(ar.size(), 1u);
   EXPECT_EQ(ar[0]["cat"], "comm");

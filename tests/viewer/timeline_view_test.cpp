@@ -86,6 +86,39 @@ TEST(TimelineData, FixtureRunGivesThreadCollectiveAndSwitchTracksPerRank) {
   EXPECT_EQ(from_data.item_count, d.item_count);
 }
 
+// A range's payload (ranges.batch_size, context_len) reaches its item through range_details, by
+// both readers; a range without one keeps only its category.
+TEST(TimelineData, RangePayloadReachesTheItemsDetail) {
+  const std::string path = hs::test::temp_db("viewer", "timeline_payload.sqlite");
+  {
+    probes::Recorder rec(path);
+    testing::begin_one_rank_run(rec, "payload");
+    rec.record_range({"step", probes::Category::kStep, 0, 1, 0, 100 * kMs});
+    rec.record_range({"gen/decode_step", probes::Category::kPhase, 1, 1, 10 * kMs, 20 * kMs, 8, 513});
+    rec.record_range({"gen", probes::Category::kPhase, 1, 1, 30 * kMs, 40 * kMs});
+    rec.end_run(probes::RunStatus::kCompleted);
+  }
+  for (const TimelineData& d : {load_timeline(path, 1), build_timeline(reports::load_run(reports::RunDatabase(path), 1))}) {
+    ASSERT_TRUE(d.ok()) << d.error;
+    const TimelineTrack* thread = find_track(d, TrackKind::kThread, 0);
+    ASSERT_NE(thread, nullptr);
+    ASSERT_EQ(thread->lanes.size(), 2u);
+    const auto& items = thread->lanes[1].items();
+    ASSERT_EQ(items.size(), 2u);
+    ASSERT_LT(items[0].detail, d.range_details.size());
+    ASSERT_LT(items[1].detail, d.range_details.size());
+    const RangeDetail& decode = d.range_details[items[0].detail];
+    EXPECT_EQ(d.names[items[0].name], "gen/decode_step");
+    EXPECT_EQ(d.names[decode.category], "phase");
+    EXPECT_EQ(decode.batch_size, 8);
+    EXPECT_EQ(decode.context_len, 513);
+    const RangeDetail& gen = d.range_details[items[1].detail];
+    EXPECT_EQ(d.names[gen.category], "phase");
+    EXPECT_EQ(gen.batch_size, -1);
+    EXPECT_EQ(gen.context_len, -1);
+  }
+}
+
 TEST(TimelineData, GpuStreamsAndMemoryCountersFromARunData) {
   // A hand-built CUDA run of one rank: two kernels and a copy on stream 7 (the copy overlaps
   // sgemm, so it takes a second lane of the stream's track), memory sampled three times.

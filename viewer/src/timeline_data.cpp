@@ -214,11 +214,14 @@ class TimelineBuilder {
   }
 
   void add_range(int rank, std::int64_t tid, int depth, std::int64_t step, std::uint32_t name, std::uint32_t category,
-                 std::int64_t start_ns, std::int64_t end_ns) {
+                 std::int64_t start_ns, std::int64_t end_ns, std::int32_t batch_size, std::int32_t context_len) {
     auto& depths = threads_[{rank, tid}];
     const auto d = static_cast<std::size_t>(std::max(depth, 0));
     if (d >= depths.size()) depths.resize(d + 1);
-    depths[d].push_back({start_ns, std::max(start_ns, end_ns), name, category});
+    const RangeDetail detail{category, batch_size, context_len};
+    const auto [it, added] = range_detail_index_.emplace(detail, static_cast<std::uint32_t>(out_.range_details.size()));
+    if (added) out_.range_details.push_back(detail);
+    depths[d].push_back({start_ns, std::max(start_ns, end_ns), name, it->second});
     if (category >= is_step_category_.size()) is_step_category_.resize(out_.names.size(), -1);
     if (is_step_category_[category] < 0) is_step_category_[category] = out_.names[category] == "step" ? 1 : 0;
     if (is_step_category_[category] == 1) out_.steps.push_back({step, rank, start_ns, end_ns});
@@ -366,6 +369,7 @@ class TimelineBuilder {
   TimelineData& out_;
   std::unordered_map<std::string, std::uint32_t> index_;
   std::vector<signed char> is_step_category_;  // by names index: -1 not looked at yet
+  std::map<RangeDetail, std::uint32_t> range_detail_index_;  // -> index into out_.range_details
   std::map<std::pair<int, std::int64_t>, std::vector<std::vector<TimelineItem>>> threads_;  // (rank, tid) -> by depth
   std::map<int, std::vector<TimelineItem>> comm_;
   std::map<int, SwitchLanes> switches_;
@@ -386,7 +390,8 @@ TimelineData load_timeline(const std::string& path, std::int64_t run_id) {
     // scan_ranges interns range names into out.names itself; the builder indexes them afterwards
     // so that the other tables' names share the one table.
     db.scan_ranges(run_id, out.names, [&](const reports::RangeScanRow& r) {
-      builder.add_range(r.rank, r.tid, r.depth, r.step, r.name, r.category, r.start_ns, r.end_ns);
+      builder.add_range(r.rank, r.tid, r.depth, r.step, r.name, r.category, r.start_ns, r.end_ns, r.batch_size,
+                        r.context_len);
     });
     builder.index_names();
     for (const auto& c : db.comm_ops(run_id)) builder.add_comm(c);
@@ -412,7 +417,8 @@ TimelineData build_timeline(const reports::RunData& data) {
   out.run_name = data.run.name;
   TimelineBuilder b(out);
   for (const auto& r : data.ranges)
-    b.add_range(r.rank, r.tid, r.depth, r.step, b.intern(r.name), b.intern(r.category), r.start_ns, r.end_ns);
+    b.add_range(r.rank, r.tid, r.depth, r.step, b.intern(r.name), b.intern(r.category), r.start_ns, r.end_ns,
+                static_cast<std::int32_t>(r.batch_size.value_or(-1)), static_cast<std::int32_t>(r.context_len.value_or(-1)));
   for (const auto& c : data.comm_ops) b.add_comm(c);
   for (const auto& w : data.switches) b.add_switch(w);
   for (const auto& m : data.memory) b.add_memory(m);

@@ -536,7 +536,12 @@ QString TimelineView::describe(const Row& row, const LodEntry& e) const {
                      .arg(format_duration(static_cast<double>(item.end_ns - item.start_ns)));
   switch (lane.kind()) {
     case TimelineKind::kRange:
-      text += tr("<br>category %1, depth %2").arg(name(item.detail)).arg(lane.depth());
+      if (item.detail < data_->range_details.size()) {
+        const RangeDetail& r = data_->range_details[item.detail];
+        text += tr("<br>category %1, depth %2").arg(name(r.category)).arg(lane.depth());
+        if (r.batch_size >= 0) text += tr("<br>batch size %1").arg(r.batch_size);
+        if (r.context_len >= 0) text += tr("<br>context length %1").arg(r.context_len);
+      }
       break;
     case TimelineKind::kComm:
       if (item.detail < data_->comm.size()) {

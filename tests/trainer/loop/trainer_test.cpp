@@ -180,6 +180,71 @@ TEST(Trainer, RecordsEveryPhaseAndDerivesTimingFromRanges) {
   EXPECT_TRUE(fs::exists(dir + "/ckpt/base/config.json"));
 }
 
+// The fine trace-only ranges (probes::thread_timings()): the rollout's prefill and decode steps with
+// their payload, each micro-batch's forward and backward (actor and critic), the optimizer steps;
+// each inside the phase that runs it.
+TEST(Trainer, RecordsDecodePrefillMicroBatchAndOptimizerRangesWithTheirPayload) {
+  const auto dir = scratch("fine_ranges");
+  PPOTrainer(tiny_config(dir, {"algorithm.adv_estimator=gae", "trainer.total_training_steps=1",
+                               "hybridscope.warmup.steps=0"}),
+             quiet())
+      .fit();
+  const auto db = dir + "/run.sqlite";
+  // The ranges of step 1's training step (the validation after fit() generates too, outside it).
+  const std::string in_step =
+      " AND EXISTS (SELECT 1 FROM ranges t JOIN strings ts ON ts.id = t.name_id WHERE ts.value = 'step' AND "
+      "t.step = 1 AND t.start_ns <= r.start_ns AND r.end_ns <= t.end_ns)";
+  const auto count = [&](const std::string& name, const std::string& where = "1") {
+    return scalar(db, "SELECT COUNT(*) FROM ranges r JOIN strings s ON s.id = r.name_id WHERE s.value = '" + name +
+                          "' AND r.step = 1 AND " + where + in_step);
+  };
+  // Every one of them inside the step, and only inside the phase that runs it.
+  const auto outside = [&](const std::string& name, const std::string& phases) {
+    return scalar(db, "SELECT COUNT(*) FROM ranges r JOIN strings s ON s.id = r.name_id WHERE s.value = '" + name +
+                          "' AND NOT EXISTS (SELECT 1 FROM ranges p JOIN strings ps ON ps.id = p.name_id WHERE "
+                          "ps.value IN (" + phases + ") AND p.start_ns <= r.start_ns AND r.end_ns <= p.end_ns "
+                          "AND p.depth < r.depth)" + in_step);
+  };
+  // Prefill: one per wave, its prompts (4 prompts: at most 4) and their padded length (> 0).
+  EXPECT_GE(count("gen/prefill"), 1.0);
+  EXPECT_EQ(count("gen/prefill"), count("gen/prefill", "r.batch_size BETWEEN 1 AND 4 AND r.context_len >= 1"));
+  EXPECT_EQ(outside("gen/prefill", "'gen'"), 0.0);
+  // Decode steps: the sequences still decoding (4 prompts x 2 samples: at most 8) and the longest
+  // context, the prompt and at least one sampled token: above the prefill's length, at most
+  // prompt + response lengths (12 + 8).
+  const double decode_steps = count("gen/decode_step");
+  EXPECT_GE(decode_steps, 1.0);
+  const double longest_prompt = scalar(
+      db, "SELECT MAX(context_len) FROM ranges r JOIN strings s ON s.id = r.name_id WHERE s.value = 'gen/prefill'" +
+              in_step);
+  EXPECT_EQ(count("gen/decode_step", "r.batch_size BETWEEN 1 AND 8 AND r.context_len > " +
+                                         std::to_string(static_cast<int>(longest_prompt) - 1) +
+                                         " AND r.context_len <= 20"),
+            decode_steps);
+  EXPECT_EQ(outside("gen/decode_step", "'gen'"), 0.0);
+  // Micro-batches: a forward and a backward each, of 2 rows (ppo_micro_batch_size_per_gpu=2) for the
+  // actor, inside update_actor or update_critic.
+  const double forwards = count("micro_batch/forward");
+  EXPECT_GE(forwards, 2.0);
+  EXPECT_EQ(count("micro_batch/backward"), forwards);
+  EXPECT_EQ(count("micro_batch/forward", "r.batch_size >= 1 AND r.context_len > 1"), forwards);
+  EXPECT_GE(scalar(db, "SELECT COUNT(*) FROM ranges r JOIN strings s ON s.id = r.name_id JOIN ranges p ON "
+                       "p.start_ns <= r.start_ns AND r.end_ns <= p.end_ns JOIN strings ps ON ps.id = p.name_id "
+                       "WHERE s.value = 'micro_batch/forward' AND ps.value = 'update_actor' AND r.batch_size = 2"),
+            1.0);
+  EXPECT_EQ(outside("micro_batch/forward", "'update_actor', 'update_critic'"), 0.0);
+  EXPECT_EQ(outside("micro_batch/backward", "'update_actor', 'update_critic'"), 0.0);
+  // Optimizer steps: one per mini-batch of each model (2 of the actor, 2 of the critic: 8 samples,
+  // mini-batches of 2 prompts x 2 samples), without a payload.
+  EXPECT_EQ(count("optimizer_step"), 4.0);
+  EXPECT_EQ(count("optimizer_step", "r.batch_size IS NULL AND r.context_len IS NULL"), 4.0);
+  EXPECT_EQ(outside("optimizer_step", "'update_actor', 'update_critic'"), 0.0);
+  // They are trace-only: no timing_s/ metric of their own.
+  const auto m = metrics_of(db, 1);
+  for (const char* name : {"timing_s/gen/decode_step", "timing_s/micro_batch/forward", "timing_s/optimizer_step"})
+    EXPECT_FALSE(m.count(name)) << name;
+}
+
 // train_step() (what the probe-overhead benchmark interleaves) is fit()'s loop one step at a time:
 // the same metrics, the run completed when the trainer goes.
 TEST(Trainer, TrainStepRunsWhatFitRuns) {

@@ -16,6 +16,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/torch.h>
 
+#include "hybridscope/probes/range.h"
 #include "hybridscope/trainer/model/device.h"
 #include "hybridscope/trainer/rl/ppo_workers.h"
 
@@ -185,8 +186,17 @@ void pipeline_forward_backward(Transformer& model, const std::vector<RolloutBatc
     for (int m = 0; m < count; ++m) {
       const auto& ub = micro_batches[static_cast<std::size_t>(m)];
       if (trace) trace->push_back({PipelineOp::Kind::kForward, m});
-      loss_of(static_cast<std::size_t>(m), model->forward(ub.input_ids, ub.attention_mask, ub.position_ids))
-          .backward();
+      torch::Tensor loss;
+      {
+        HS_PROBE_TRACE_RANGE_ARGS(probes::thread_timings(), "micro_batch/forward", kPhase, ub.size(),
+                                  ub.input_ids.size(1));
+        loss = loss_of(static_cast<std::size_t>(m), model->forward(ub.input_ids, ub.attention_mask, ub.position_ids));
+      }
+      {
+        HS_PROBE_TRACE_RANGE_ARGS(probes::thread_timings(), "micro_batch/backward", kPhase, ub.size(),
+                                  ub.input_ids.size(1));
+        loss.backward();
+      }
       if (trace) trace->push_back({PipelineOp::Kind::kBackward, m});
     }
     return;
@@ -203,6 +213,8 @@ void pipeline_forward_backward(Transformer& model, const std::vector<RolloutBatc
     const auto& ub = micro_batches[m];
     auto& state = in_flight[m];
     if (op.kind == PipelineOp::Kind::kForward) {
+      HS_PROBE_TRACE_RANGE_ARGS(probes::thread_timings(), "micro_batch/forward", kPhase, ub.size(),
+                                ub.input_ids.size(1));
       state.input = stage_input(links, ub);
       if (!links.first()) state.input.requires_grad_(true);
       auto output = model->forward(state.input, ub.attention_mask, ub.position_ids);
@@ -213,6 +225,8 @@ void pipeline_forward_backward(Transformer& model, const std::vector<RolloutBatc
         state.output = std::move(output);
       }
     } else {
+      HS_PROBE_TRACE_RANGE_ARGS(probes::thread_timings(), "micro_batch/backward", kPhase, ub.size(),
+                                ub.input_ids.size(1));
       if (links.last()) {
         state.output.backward();
       } else {

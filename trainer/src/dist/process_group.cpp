@@ -475,10 +475,9 @@ std::string boot_id() {
   return id.empty() ? host_name() : id;
 }
 
-std::int64_t monotonic_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+// The probes' one clock without its shift (clock.h: CLOCK_MONOTONIC's time, read through the
+// calibrated TSC where there is one): the offset is then between the timelines the ranks record on.
+std::int64_t monotonic_ns() { return probes::now_ns() - probes::clock_shift_ns(); }
 
 // Cristian's algorithm against rank 0, one rank at a time: rank r sends its clock, rank 0 answers
 // with its own; of kRounds exchanges the shortest round trip bounds the error best.

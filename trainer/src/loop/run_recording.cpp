@@ -65,6 +65,14 @@ void RunRecording::begin(probes::RunInfo info, Communicator& world, int rank) {
   } else {
     recorder_->begin_run(info);
   }
+  // Which clock the records are on (each rank's is in ranks.clock_source).
+  if (rank == 0) {
+    const probes::ClockInfo clock = probes::clock_info();
+    if (clock.source == probes::ClockSource::kTsc)
+      fmt::print("clock: tsc at {:.4f} GHz, calibrated against CLOCK_MONOTONIC\n", clock.tsc_hz * 1e-9);
+    else
+      fmt::print("clock: steady_clock (CLOCK_MONOTONIC: no invariant TSC, or HS_CLOCK=steady_clock)\n");
+  }
   if (!probes_->on()) return;
   if (memory_interval_ms_ > 0)
     collectors_->memory_sampler = std::make_unique<MemorySampler>(*probes_, memory_device_,

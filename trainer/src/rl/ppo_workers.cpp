@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include "hybridscope/probes/range.h"
 #include "hybridscope/trainer/rl/core_algos.h"
 #include "hybridscope/trainer/model/device.h"
 #include "hybridscope/trainer/dist/pipeline.h"
@@ -63,6 +64,7 @@ std::vector<torch::Tensor> Optimizer::state_tensors() const {
 }
 
 double Optimizer::step() {
+  HS_PROBE_TRACE_RANGE(probes::thread_timings(), "optimizer_step", kPhase);
   // Data parallel: gradients are averaged over dp, as FSDP and DDP do. Each rank's loss was
   // normalised by agg_loss with the global batch info (global counts, times dp_size), so the
   // average is the gradient of the whole mini-batch's loss. Replicated parameters: one flat
@@ -421,10 +423,20 @@ Metrics PPOCritic::update_critic(const RolloutBatch& batch, std::int64_t step) {
       for (const auto& rows : micro_batches) {
         const RolloutBatch ub = mb.select(rows).to(device);
         if (!has_valid_token(ub.response_mask)) continue;  // its loss and gradient are exactly 0
-        auto vpreds = response_values(model_, ub);
-        auto vl = compute_value_loss(vpreds, ub.returns, ub.values, ub.response_mask, config_.cliprange_value,
-                                     config_.loss_agg_mode, info);
-        vl.vf_loss.backward();
+        torch::Tensor vpreds;
+        ValueLossOutput vl;
+        {
+          HS_PROBE_TRACE_RANGE_ARGS(probes::thread_timings(), "micro_batch/forward", kPhase, ub.size(),
+                                    ub.input_ids.size(1));
+          vpreds = response_values(model_, ub);
+          vl = compute_value_loss(vpreds, ub.returns, ub.values, ub.response_mask, config_.cliprange_value,
+                                  config_.loss_agg_mode, info);
+        }
+        {
+          HS_PROBE_TRACE_RANGE_ARGS(probes::thread_timings(), "micro_batch/backward", kPhase, ub.size(),
+                                    ub.input_ids.size(1));
+          vl.vf_loss.backward();
+        }
         vf_loss_sum += vl.vf_loss.item<double>();
         metrics.add("critic/vf_clipfrac", vl.vf_clipfrac.item<double>());
         metrics.add("critic/vpred_mean", masked_mean(vpreds.detach(), ub.response_mask).item<double>());

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "hybridscope/probes/range.h"
 #include "hybridscope/trainer/model/device.h"
 #include "hybridscope/trainer/memory/memory_probe.h"
 #include "hybridscope/trainer/rollout/rollout.h"
@@ -390,7 +391,11 @@ void RolloutEngine::run_wave(const GenerationRequest& request, std::size_t first
   view.context_lens = long_tensor(ctx, W, 1, device).view({W});
   view.max_context_len = *std::max_element(ctx.begin(), ctx.end());  // no device sync in forward_cached
   view.all_slots_written = std::find(slots.begin(), slots.end(), -1) == slots.end() ? 1 : 0;
-  auto logits = model_->forward_cached(long_tensor(ids, W, T, device), long_tensor(pos, W, T, device), view);
+  torch::Tensor logits;
+  {
+    HS_PROBE_TRACE_RANGE_ARGS(probes::thread_timings(), "gen/prefill", kPhase, W, T);
+    logits = model_->forward_cached(long_tensor(ids, W, T, device), long_tensor(pos, W, T, device), view);
+  }
   auto last = logits.select(1, T - 1);  // (W, V): each prompt's last token (left padding)
 
   // ---- fork: sample 0 continues in the prompt's sequence, samples 1..n-1 share its blocks
@@ -473,6 +478,7 @@ void RolloutEngine::run_wave(const GenerationRequest& request, std::size_t first
     view.context_lens = long_tensor(ctx, A, 1, device).view({A});
     view.max_context_len = *std::max_element(ctx.begin(), ctx.begin() + A);
     view.all_slots_written = 1;  // one new token per active sequence, each with its slot
+    HS_PROBE_TRACE_RANGE_ARGS(probes::thread_timings(), "gen/decode_step", kPhase, A, view.max_context_len);
     logits = model_->forward_cached(long_tensor(ids, A, 1, device), long_tensor(pos, A, 1, device), view);
     take(logits.select(1, 0), active);
   }

@@ -1,8 +1,9 @@
 // recorder.h — writes a run into its SQLite database: the run row (with the resolved config and
 // how the run ended), phase ranges and per-step metrics.
 //
-// Hot path: record_range() appends to a chunk owned by the calling thread (no lock; one atomic
-// store publishes the record). A full chunk is swapped into the writer's queue under a short lock.
+// Hot path: record_ticks() (scoped ranges, times in raw clock ticks) and record_range() (times in
+// ns) append to a chunk owned by the calling thread (no lock, no allocation; one atomic store
+// publishes the record); the writer converts ticks to ns (clock.h). A full chunk is swapped into the writer's queue under a short lock.
 // A background writer thread drains the queue and the chunks being filled into SQLite (prepared
 // statements, one transaction per drain, WAL, synchronous=NORMAL) at least every
 // RecorderOptions::flush_interval_ms and whenever flush() asks. Memory is bounded: beyond
@@ -72,6 +73,8 @@ struct RunInfo {
 enum class RunStatus { kRunning, kCompleted, kFailed, kKilled };
 const char* to_string(RunStatus status);
 
+/// A range in ns on the run's timeline (probes::now_ns()), as a caller that already holds ns
+/// records it (fixtures, tools). Scoped ranges record TickRange instead.
 struct RangeRecord {
   const char* name;  // static storage (a string literal): interned by pointer, never copied
   Category category;
@@ -79,6 +82,24 @@ struct RangeRecord {
   std::int64_t step;
   std::int64_t start_ns;  // probes::now_ns()
   std::int64_t end_ns;
+  /// Optional payload (the ranges table's batch_size and context_len; -1: none, NULL): the rows
+  /// (sequences) the range worked on and the tokens of context per row — a decode step's batch
+  /// and context length, a micro-batch's rows and padded length.
+  std::int32_t batch_size = -1;
+  std::int32_t context_len = -1;
+};
+
+/// A range as the hot path records it: start and end in raw clock ticks (probes::now_ticks()),
+/// converted to ns by the writer, off the hot path (clock.h). Otherwise as RangeRecord.
+struct TickRange {
+  const char* name;  // a string literal
+  Category category;
+  int depth;
+  std::int64_t step;
+  std::int64_t start_ticks;
+  std::int64_t end_ticks;
+  std::int32_t batch_size = -1;
+  std::int32_t context_len = -1;
 };
 
 /// One reading of a device's memory (the `memory_samples` table). -1 = not provided by the device
@@ -163,8 +184,8 @@ struct SwitchRecord {
 };
 
 struct RecorderOptions {
-  /// Records waiting in full chunks for the writer before new records are dropped (40 B each:
-  /// the default caps the queue near 160 MiB). Each recording thread also holds one chunk.
+  /// Records waiting in full chunks for the writer before new records are dropped (48 B each:
+  /// the default caps the queue near 200 MiB). Each recording thread also holds one chunk.
   std::int64_t max_queued_records = 4 << 20;
   /// Records per per-thread chunk (the unit handed to the writer under a lock).
   int chunk_records = 4096;
@@ -194,6 +215,8 @@ class Recorder {
 
   /// Hot path, any thread: appends to the thread's chunk; drops (counted) when the queue is full.
   void record_range(const RangeRecord& range) noexcept;
+  /// The same for a range timed in clock ticks (ScopedRange): converted to ns when written.
+  void record_ticks(const TickRange& range) noexcept;
   /// Queues the metrics of one step (name -> value); any thread.
   void record_metrics(std::int64_t step, const std::vector<std::pair<std::string, double>>& metrics) noexcept;
   /// Queues a memory or KV-pool sample (cold path: phase boundaries); any thread.

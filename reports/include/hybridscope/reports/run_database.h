@@ -61,6 +61,8 @@ struct RangeRow {
   int depth = 0;         // 0 = outermost
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
+  std::optional<std::int64_t> batch_size;   // the range's payload (ranges.batch_size); NULL: none
+  std::optional<std::int64_t> context_len;  // ranges.context_len
 
   bool operator==(const RangeRow& o) const;
 };
@@ -76,6 +78,8 @@ struct RangeScanRow {
   std::int64_t end_ns = 0;
   std::uint32_t name = 0;      // index into the `names` passed to scan_ranges
   std::uint32_t category = 0;  // index into the same `names` (step, phase, switch, ...)
+  std::int32_t batch_size = -1;   // the range's payload; -1: none (NULL)
+  std::int32_t context_len = -1;
 };
 
 /// One row of `step_metrics` with its name resolved (verl's metric names, docs/metrics.md).

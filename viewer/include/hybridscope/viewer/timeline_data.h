@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <tuple>
 #include <vector>
 
 namespace hs::reports {
@@ -32,9 +33,10 @@ struct TimelineItem {
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;     // >= start_ns
   std::uint32_t name = 0;      // index into TimelineData::names
-  std::uint32_t detail = 0;    // by the lane's kind: kRange: its category (a names index); kComm: index
-                               // into TimelineData::comm; kSwitch, kSwitchComponent: into switches;
-                               // kKernel, kMemcpy, kMemset: into gpu
+  std::uint32_t detail = 0;    // by the lane's kind: kRange: index into TimelineData::range_details
+                               // (category and payload); kComm: index into TimelineData::comm;
+                               // kSwitch, kSwitchComponent: into switches; kKernel, kMemcpy, kMemset:
+                               // into gpu
 };
 
 /// True when the item shows in [t0, t1): it overlaps the window, a zero-length item counting as
@@ -130,6 +132,18 @@ struct TimelineTrack {
   std::size_t item_count() const;
 };
 
+/// A range's category and payload, interned: one entry per distinct triple, shared by the ranges
+/// that have it (most ranges have no payload: one entry per category).
+struct RangeDetail {
+  std::uint32_t category = 0;     // names index: step, phase, switch, ...
+  std::int32_t batch_size = -1;   // ranges.batch_size; -1: none
+  std::int32_t context_len = -1;  // ranges.context_len; -1: none
+
+  bool operator<(const RangeDetail& o) const {
+    return std::tie(category, batch_size, context_len) < std::tie(o.category, o.batch_size, o.context_len);
+  }
+};
+
 struct CommDetail {
   std::uint32_t op = 0, group = 0, dtype = 0;  // names indexes
   int group_size = 0;
@@ -167,6 +181,7 @@ struct TimelineData {
   std::vector<std::string> names;        // every interned name, category, op, group, ...
   std::vector<TimelineTrack> tracks;     // by rank; within a rank: threads (by tid), collectives,
                                          // switches, GPU streams, memory
+  std::vector<RangeDetail> range_details;
   std::vector<CommDetail> comm;
   std::vector<SwitchDetail> switches;
   std::vector<GpuDetail> gpu;

@@ -21,7 +21,7 @@
 namespace hs::probes::schema {
 
 /// PRAGMA user_version of databases this build writes.
-inline constexpr int kSchemaVersion = 7;
+inline constexpr int kSchemaVersion = 8;
 /// Oldest version opened files are upgraded from in place (kMigrateToV2, kMigrateToV4,
 /// kMigrateToV5*; v3, v4 and v6 also add tables, which create_statements() creates); older or newer
 /// ones are refused.
@@ -170,6 +170,8 @@ inline constexpr Column kRangesColumns[] = {
     {"depth", kInteger, kNotNull},
     {"start_ns", kInteger, kNotNull},
     {"end_ns", kInteger, kNotNull},
+    {"batch_size", kInteger, 0},   // v8: optional payload (NULL: none)
+    {"context_len", kInteger, 0},  // v8
 };
 inline constexpr Index kRangesIndexes[] = {
     {"ranges_by_run_step", "run_id, step, rank"},
@@ -415,6 +417,9 @@ inline constexpr Column kRanksColumns[] = {
     {"clock_sync_offset_ns", kInteger, kNotNull, nullptr, "0"},  // v7
     {"clock_sync_error_ns", kInteger, kNotNull, nullptr, "0"},   // v7
     {"clock_sync_applied", kInteger, kNotNull, nullptr, "0"},    // v7
+    {"clock_source", kText, kNotNull, nullptr, "'steady_clock'", "clock_source IN ('tsc', 'steady_clock')"},  // v8
+    {"tsc_hz", kReal, 0},                                        // v8: NULL on steady_clock
+    {"clock_calibration_error_ns", kInteger, kNotNull, nullptr, "0"},  // v8
 };
 // v6: benchmark matrices.
 inline constexpr Column kMatricesColumns[] = {
@@ -669,6 +674,20 @@ inline constexpr const char* kMigrateToV7[] = {
     "ALTER TABLE ranks ADD COLUMN clock_sync_applied INTEGER NOT NULL DEFAULT 0",
 };
 
+/// v7 -> v8: the one clock may be a calibrated TSC: which clock each rank used, its rate and the
+/// calibration's largest measured error; ranges gain an optional payload (batch_size,
+/// context_len). Files before v8 were all on steady_clock (the defaults).
+inline constexpr const char* kMigrateToV8Ranks[] = {
+    "ALTER TABLE ranks ADD COLUMN clock_source TEXT NOT NULL DEFAULT 'steady_clock' "
+    "CHECK (clock_source IN ('tsc', 'steady_clock'))",
+    "ALTER TABLE ranks ADD COLUMN tsc_hz REAL",
+    "ALTER TABLE ranks ADD COLUMN clock_calibration_error_ns INTEGER NOT NULL DEFAULT 0",
+};
+inline constexpr const char* kMigrateToV8Ranges[] = {
+    "ALTER TABLE ranges ADD COLUMN batch_size INTEGER",
+    "ALTER TABLE ranges ADD COLUMN context_len INTEGER",
+};
+
 /// The statements that bring a file of schema `version` (kOldestMigratableVersion..kSchemaVersion)
 /// up to kSchemaVersion, in order; create_statements() runs after them and adds the tables the file
 /// lacks. `lacks_column(table, column)` answers for the file: true when `table` exists without
@@ -688,6 +707,10 @@ std::vector<std::string> migration_statements(int version, LacksColumn&& lacks_c
   }
   if (version >= 1 && version < 7 && lacks_column(kRanks, "clock_sync_offset_ns"))
     for (const char* statement : kMigrateToV7) out.emplace_back(statement);
+  if (version >= 1 && version < 8 && lacks_column(kRanks, "clock_source"))
+    for (const char* statement : kMigrateToV8Ranks) out.emplace_back(statement);
+  if (version >= 1 && version < 8 && lacks_column(kRanges, "batch_size"))
+    for (const char* statement : kMigrateToV8Ranges) out.emplace_back(statement);
   return out;
 }
 

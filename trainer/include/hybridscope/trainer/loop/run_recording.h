@@ -85,6 +85,9 @@ class RunRecording {
   std::unique_ptr<probes::Recorder> recorder_;
   std::unique_ptr<probes::RunProbes> probes_;
   probes::StepTimings timings_;
+  // The constructing thread (the loop's) records the fine ranges of the rollout, the micro-batches
+  // and the optimizer step through timings_ (probes::thread_timings()).
+  probes::ThreadTimings thread_timings_{timings_};
   std::unique_ptr<Collectors> collectors_;  // while a run is being recorded
 };
 
