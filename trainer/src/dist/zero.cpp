@@ -17,6 +17,7 @@
 #include <torch/torch.h>
 
 #include "hybridscope/probes/clock.h"
+#include "hybridscope/probes/range.h"
 #include "hybridscope/trainer/dist/pending_collective.h"
 
 namespace hs::trainer {
@@ -177,6 +178,9 @@ void ZeroShards::ensure_full(std::size_t u) {
   if (unit.gathered) return;
   torch::NoGradGuard no_grad;
   issue_gather(u);
+  // The training thread's wait for this unit's gather (the gather itself, issue to completion, is
+  // its comm_ops row): on the timeline, the exposed part of each layer's all-gather.
+  HS_PROBE_TRACE_RANGE(probes::thread_timings(), "fsdp/gather_wait", kPhase);
   const std::int64_t wait_begin = probes::now_ns();
   const auto gathered = unit.gather->wait().view({dp_->size(), unit.chunk});
   const std::int64_t wait_end = probes::now_ns();
@@ -244,6 +248,7 @@ void ZeroShards::reduce_scatter_unit(std::size_t u, bool async) {
 void ZeroShards::finish_reduce_scatter() {
   if (!reduce_scatter_) return;
   torch::NoGradGuard no_grad;
+  HS_PROBE_TRACE_RANGE(probes::thread_timings(), "fsdp/reduce_scatter_wait", kPhase);
   const std::int64_t wait_begin = probes::now_ns();
   const auto mine = reduce_scatter_->wait().reshape({-1});  // (chunk)
   const std::int64_t wait_end = probes::now_ns();
