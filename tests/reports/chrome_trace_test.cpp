@@ -208,9 +208,11 @@ TEST(ChromeTrace, EveryRankIsAProcessAndCountersFollowRankZero) {
   run.world_size = 2;
   run.clock_offset_ns = 1'700'000'000'000'000'000;
   const std::vector<RangeRow> ranges = {
-      {0, 100, 1, "step", "step", 0, 1'000, 9'000},   {0, 100, 1, "gen", "phase", 1, 1'000, 5'000},
-      {1, 200, 1, "step", "step", 0, 1'500, 9'500},   {1, 200, 1, "gen", "phase", 1, 2'000, 6'000},
-      {1, 201, 1, "update_actor", "phase", 0, 6'000, 9'000},
+      {0, 100, 1, "step", "step", 0, 1'000, 9'000, {}, {}},
+      {0, 100, 1, "gen", "phase", 1, 1'000, 5'000, {}, {}},
+      {1, 200, 1, "step", "step", 0, 1'500, 9'500, {}, {}},
+      {1, 200, 1, "gen", "phase", 1, 2'000, 6'000, {}, {}},
+      {1, 201, 1, "update_actor", "phase", 0, 6'000, 9'000, {}, {}},
   };
   const std::vector<StepMetric> metrics = {
       {1, "perf/throughput", 100.0},
@@ -244,7 +246,7 @@ TEST(ChromeTrace, EveryRankIsAProcessAndCountersFollowRankZero) {
 
 TEST(ChromeTrace, ChosenCountersReplaceTheDefaults) {
   RunSummary run;
-  const std::vector<RangeRow> ranges = {{0, 1, 3, "step", "step", 0, 10, 20}};
+  const std::vector<RangeRow> ranges = {{0, 1, 3, "step", "step", 0, 10, 20, {}, {}}};
   const std::vector<StepMetric> metrics = {{3, "perf/throughput", 1.0}, {3, "timing_s/gen", 2.0}};
   ChromeTraceOptions options;
   options.counters = {"timing_s/gen"};

@@ -87,7 +87,7 @@ inline RecordedRun record_run(const std::filesystem::path& dir) {
   run.wall_after_ns = probes::now_ns() + probes::epoch_offset_ns();
 
   for (const auto& s : specs)
-    run.ranges.push_back({0, run.tid, s.step, s.name, s.category_name, s.depth, s.start_ns, s.end_ns});
+    run.ranges.push_back({0, run.tid, s.step, s.name, s.category_name, s.depth, s.start_ns, s.end_ns, {}, {}});
   std::sort(run.ranges.begin(), run.ranges.end(), [](const RangeRow& a, const RangeRow& b) {
     return std::tie(a.rank, a.tid, a.start_ns, a.depth) < std::tie(b.rank, b.tid, b.start_ns, b.depth);
   });

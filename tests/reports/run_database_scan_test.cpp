@@ -3,6 +3,8 @@
 // same way; each distinct name is interned once; an unknown run throws.
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include <algorithm>
 #include <set>
 #include <string>
@@ -23,7 +25,9 @@ TEST(RunDatabaseScan, SameRowsAsRangesWithNamesInternedOnce) {
   db.scan_ranges(run.run_id, names, [&](const RangeScanRow& r) {
     ASSERT_LT(r.name, names.size());
     ASSERT_LT(r.category, names.size());
-    scanned.push_back({r.rank, r.tid, r.step, names[r.name], names[r.category], r.depth, r.start_ns, r.end_ns});
+    const auto payload = [](std::int32_t v) { return v < 0 ? std::optional<std::int64_t>{} : std::optional<std::int64_t>{v}; };
+    scanned.push_back({r.rank, r.tid, r.step, names[r.name], names[r.category], r.depth, r.start_ns, r.end_ns,
+                       payload(r.batch_size), payload(r.context_len)});
   });
   const auto key = [](const RangeRow& r) { return std::tie(r.rank, r.tid, r.start_ns, r.depth, r.name); };
   std::sort(scanned.begin(), scanned.end(), [&](const RangeRow& a, const RangeRow& b) { return key(a) < key(b); });

@@ -150,7 +150,7 @@ TEST(ReshardExecutor, MeasuredReceivedBytesEqualClosedForm) {
         // Every piece packed (the sharded model's pieces are all below the default), and every
         // piece that is contiguous on both sides moved directly: the same bits, the same bytes.
         for (const std::int64_t direct_min : {ReshardExecutor::kDirectMinElements, std::int64_t{1}}) {
-          const auto received = run_plan(plan, tag, {direct_min});
+          const auto received = run_plan(plan, tag, {direct_min, std::nullopt, nullptr});
           for (std::size_t r = 0; r < received.size(); ++r)
             EXPECT_EQ(received[r], expected) << tag << " direct from " << direct_min << " elements, rank " << r;
         }
@@ -175,7 +175,7 @@ TEST(ReshardExecutor, PiecesContiguousOnBothSidesMoveWithoutPacking) {
       int recv_messages = 0;
       for (const auto& r : plan->ranks)
         for (const auto& t : r.recvs) recv_messages += static_cast<int>(t.pieces.size());
-      RunOptions run{1};
+      RunOptions run{1, std::nullopt, nullptr};
       if (wire_bf16) run.wire_dtype = at::kBFloat16;
       int direct = -1;
       run.direct_messages = &direct;

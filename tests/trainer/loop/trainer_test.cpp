@@ -558,7 +558,9 @@ TEST(Trainer, RemovePaddingKeepsEveryMetric) {
         ++compared;
       }
       EXPECT_GT(compared, 20) << estimator << " step " << step;
-      if (estimator == "gae") EXPECT_TRUE(padded.count("critic/vf_loss"));
+      if (estimator == "gae") {
+        EXPECT_TRUE(padded.count("critic/vf_loss"));
+      }
     }
   }
 }
