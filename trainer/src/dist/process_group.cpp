@@ -95,13 +95,19 @@ class C10dCommunicator final : public Communicator, public AsyncCollectives {
     if (op == ReduceOp::kAvg) tensor.div_(size());
   }
 
-  at::Tensor all_gather(const at::Tensor& input) override {
-    const at::Tensor in = staged(input.contiguous());
+  // all_gather's output, (size·d0, ...) (a 0-d input gathers as (size,)), and its input as at
+  // least 1-d: what _allgather_base takes.
+  std::pair<at::Tensor, at::Tensor> all_gather_buffers(const at::Tensor& in) const {
     std::vector<int64_t> shape = in.sizes().vec();
     if (shape.empty()) shape.push_back(1);
     shape[0] *= size();
-    at::Tensor out = at::empty(shape, in.options());
-    at::Tensor flat_in = in.dim() == 0 ? in.reshape({1}) : in;
+    return {at::empty(shape, in.options()), in.dim() == 0 ? in.reshape({1}) : in};
+  }
+
+  at::Tensor all_gather(const at::Tensor& input) override {
+    const at::Tensor in = staged(input.contiguous());
+    const auto buffers = all_gather_buffers(in);
+    at::Tensor out = buffers.first, flat_in = buffers.second;
     c10d::AllgatherOptions opts;
     opts.timeout = timeout_;
     wait(backend_->_allgather_base(out, flat_in, opts), "all_gather");
@@ -148,11 +154,8 @@ class C10dCommunicator final : public Communicator, public AsyncCollectives {
   std::unique_ptr<PendingCollective> all_gather_async(const at::Tensor& input) override {
     if (staging_ && input.is_cpu()) return std::make_unique<CompletedCollective>(all_gather(input), probes::now_ns());
     const at::Tensor in = input.contiguous();
-    std::vector<int64_t> shape = in.sizes().vec();
-    if (shape.empty()) shape.push_back(1);
-    shape[0] *= size();
-    at::Tensor out = at::empty(shape, in.options());
-    at::Tensor flat_in = in.dim() == 0 ? in.reshape({1}) : in;
+    const auto buffers = all_gather_buffers(in);
+    at::Tensor out = buffers.first, flat_in = buffers.second;
     c10d::AllgatherOptions opts;
     opts.timeout = timeout_;
     auto work = post([&] { return backend_->_allgather_base(out, flat_in, opts); }, "all_gather");
