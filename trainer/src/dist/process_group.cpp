@@ -95,109 +95,22 @@ class C10dCommunicator final : public Communicator, public AsyncCollectives {
     if (op == ReduceOp::kAvg) tensor.div_(size());
   }
 
-  // all_gather's output, (size·d0, ...) (a 0-d input gathers as (size,)), and its input as at
-  // least 1-d: what _allgather_base takes.
-  std::pair<at::Tensor, at::Tensor> all_gather_buffers(const at::Tensor& in) const {
-    std::vector<int64_t> shape = in.sizes().vec();
-    if (shape.empty()) shape.push_back(1);
-    shape[0] *= size();
-    return {at::empty(shape, in.options()), in.dim() == 0 ? in.reshape({1}) : in};
-  }
-
-  at::Tensor all_gather(const at::Tensor& input) override {
-    const at::Tensor in = staged(input.contiguous());
-    const auto buffers = all_gather_buffers(in);
-    at::Tensor out = buffers.first, flat_in = buffers.second;
-    c10d::AllgatherOptions opts;
-    opts.timeout = timeout_;
-    wait(backend_->_allgather_base(out, flat_in, opts), "all_gather");
-    return out.to(input.device());
-  }
+  at::Tensor all_gather(const at::Tensor& input) override { return post_all_gather(input)->wait(); }
 
   at::Tensor reduce_scatter(const at::Tensor& input, ReduceOp op) override {
-    TORCH_CHECK(input.dim() >= 1 && input.size(0) % size() == 0, "reduce_scatter on group '", name_,
-                "': dim 0 (", input.dim() ? input.size(0) : 0, ") must be divisible by the group size ", size());
-    at::Tensor in = staged(input.contiguous());
-    std::vector<int64_t> shape = in.sizes().vec();
-    shape[0] /= size();
-    if (!reduce_scatter_unsupported_) {
-      at::Tensor out = at::empty(shape, in.options());
-      c10d::ReduceScatterOptions opts;
-      opts.reduceOp = to_c10d(op);
-      opts.timeout = timeout_;
-      try {
-        wait(backend_->_reduce_scatter_base(out, in, opts), "reduce_scatter");
-        if (op == ReduceOp::kAvg) out.div_(size());
-        return out.to(input.device());
-      } catch (const c10::NotImplementedError&) {
-        // Raised before any data moves, identically on every rank: fall back from now on.
-        reduce_scatter_unsupported_ = true;
-      }
-    }
-    // (n, ...) chunks: row k of `received` is rank k's chunk for this rank.
-    at::Tensor received = at::empty_like(in);
-    std::vector<int64_t> equal_splits;  // empty: n equal chunks along dim 0
-    c10d::AllToAllOptions opts;
-    opts.timeout = timeout_;
-    wait(backend_->alltoall_base(received, in, equal_splits, equal_splits, opts), "reduce_scatter (all_to_all)");
-    auto chunks = received.view(prepend(size(), shape));
-    at::Tensor out;
-    switch (op) {
-      case ReduceOp::kSum: out = chunks.sum(0); break;
-      case ReduceOp::kAvg: out = chunks.sum(0).div_(size()); break;
-      case ReduceOp::kMax: out = std::get<0>(chunks.max(0)); break;
-      case ReduceOp::kMin: out = std::get<0>(chunks.min(0)); break;
-    }
-    return out.to(input.device());
+    return post_reduce_scatter(input, op)->wait();
   }
 
+  // NCCL with CPU tensors goes through the staging device: run at once (the result is ready).
   std::unique_ptr<PendingCollective> all_gather_async(const at::Tensor& input) override {
     if (staging_ && input.is_cpu()) return std::make_unique<CompletedCollective>(all_gather(input), probes::now_ns());
-    const at::Tensor in = input.contiguous();
-    const auto buffers = all_gather_buffers(in);
-    at::Tensor out = buffers.first, flat_in = buffers.second;
-    c10d::AllgatherOptions opts;
-    opts.timeout = timeout_;
-    auto work = post([&] { return backend_->_allgather_base(out, flat_in, opts); }, "all_gather");
-    return std::make_unique<Pending>(this, std::move(work), "all_gather", [in, out] { return out; });
+    return post_all_gather(input);
   }
 
   std::unique_ptr<PendingCollective> reduce_scatter_async(const at::Tensor& input, ReduceOp op) override {
-    if ((staging_ && input.is_cpu()) || (op != ReduceOp::kSum && op != ReduceOp::kAvg))
+    if (staging_ && input.is_cpu())
       return std::make_unique<CompletedCollective>(reduce_scatter(input, op), probes::now_ns());
-    TORCH_CHECK(input.dim() >= 1 && input.size(0) % size() == 0, "reduce_scatter on group '", name_,
-                "': dim 0 (", input.dim() ? input.size(0) : 0, ") must be divisible by the group size ", size());
-    at::Tensor in = input.contiguous();
-    std::vector<int64_t> shape = in.sizes().vec();
-    shape[0] /= size();
-    const int n = size();
-    const bool avg = op == ReduceOp::kAvg;
-    if (!reduce_scatter_unsupported_) {
-      at::Tensor out = at::empty(shape, in.options());
-      c10d::ReduceScatterOptions opts;
-      opts.reduceOp = to_c10d(op);
-      opts.timeout = timeout_;
-      try {
-        auto work = backend_->_reduce_scatter_base(out, in, opts);
-        return std::make_unique<Pending>(this, std::move(work), "reduce_scatter", [in, out, avg, n] {
-          return avg ? out.div_(n) : out;
-        });
-      } catch (const c10::NotImplementedError&) {
-        reduce_scatter_unsupported_ = true;  // before any data moved, on every rank alike
-      }
-    }
-    // The all-to-all of reduce_scatter's fallback, summed at wait().
-    at::Tensor received = at::empty_like(in);
-    std::vector<int64_t> equal_splits;
-    c10d::AllToAllOptions opts;
-    opts.timeout = timeout_;
-    auto work = post([&] { return backend_->alltoall_base(received, in, equal_splits, equal_splits, opts); },
-                     "reduce_scatter (all_to_all)");
-    return std::make_unique<Pending>(this, std::move(work), "reduce_scatter (all_to_all)",
-                                     [in, received, shape, avg, n] {
-                                       auto sum = received.view(prepend(n, shape)).sum(0);
-                                       return avg ? sum.div_(n) : sum;
-                                     });
+    return post_reduce_scatter(input, op);
   }
 
   void broadcast(at::Tensor& tensor, int root) override {
@@ -310,6 +223,69 @@ class C10dCommunicator final : public Communicator, public AsyncCollectives {
  private:
   // A posted c10d work: wait() waits it as the blocking calls do and finishes the result; the
   // completion time comes from the work's future (a callback on the backend's thread).
+  // One all_gather posted to the backend (the synchronous form waits on it at once): the result,
+  // (size·d0, ...) (a 0-d input gathers as (size,)), on the input's device at wait().
+  std::unique_ptr<PendingCollective> post_all_gather(const at::Tensor& input) const {
+    const at::Tensor in = staged(input.contiguous());
+    std::vector<int64_t> shape = in.sizes().vec();
+    if (shape.empty()) shape.push_back(1);
+    shape[0] *= size();
+    at::Tensor out = at::empty(shape, in.options());
+    at::Tensor flat_in = in.dim() == 0 ? in.reshape({1}) : in;
+    c10d::AllgatherOptions opts;
+    opts.timeout = timeout_;
+    auto work = post([&] { return backend_->_allgather_base(out, flat_in, opts); }, "all_gather");
+    return std::make_unique<Pending>(this, std::move(work), "all_gather",
+                                     [in, out, device = input.device()] { return out.to(device); });
+  }
+
+  // One reduce_scatter posted: _reduce_scatter_base where the backend has it (LibTorch's Gloo
+  // clones, all-reduces and copies out the chunk), else an all-to-all whose chunks are reduced at
+  // wait(). The result (d0 / size, ...) on the input's device.
+  std::unique_ptr<PendingCollective> post_reduce_scatter(const at::Tensor& input, ReduceOp op) {
+    TORCH_CHECK(input.dim() >= 1 && input.size(0) % size() == 0, "reduce_scatter on group '", name_,
+                "': dim 0 (", input.dim() ? input.size(0) : 0, ") must be divisible by the group size ", size());
+    at::Tensor in = staged(input.contiguous());
+    std::vector<int64_t> shape = in.sizes().vec();
+    shape[0] /= size();
+    const int n = size();
+    const auto device = input.device();
+    if (!reduce_scatter_unsupported_) {
+      at::Tensor out = at::empty(shape, in.options());
+      c10d::ReduceScatterOptions opts;
+      opts.reduceOp = to_c10d(op);
+      opts.timeout = timeout_;
+      try {
+        auto work = backend_->_reduce_scatter_base(out, in, opts);
+        return std::make_unique<Pending>(this, std::move(work), "reduce_scatter", [in, out, op, n, device] {
+          return (op == ReduceOp::kAvg ? out.div_(n) : out).to(device);
+        });
+      } catch (const c10::NotImplementedError&) {
+        // Raised before any data moves, identically on every rank: fall back from now on.
+        reduce_scatter_unsupported_ = true;
+      }
+    }
+    // (n, ...) chunks: row k of `received` is rank k's chunk for this rank.
+    at::Tensor received = at::empty_like(in);
+    std::vector<int64_t> equal_splits;  // empty: n equal chunks along dim 0
+    c10d::AllToAllOptions opts;
+    opts.timeout = timeout_;
+    auto work = post([&] { return backend_->alltoall_base(received, in, equal_splits, equal_splits, opts); },
+                     "reduce_scatter (all_to_all)");
+    return std::make_unique<Pending>(this, std::move(work), "reduce_scatter (all_to_all)",
+                                     [in, received, shape, op, n, device] {
+                                       const auto chunks = received.view(prepend(n, shape));
+                                       at::Tensor out;
+                                       switch (op) {
+                                         case ReduceOp::kSum: out = chunks.sum(0); break;
+                                         case ReduceOp::kAvg: out = chunks.sum(0).div_(n); break;
+                                         case ReduceOp::kMax: out = std::get<0>(chunks.max(0)); break;
+                                         case ReduceOp::kMin: out = std::get<0>(chunks.min(0)); break;
+                                       }
+                                       return out.to(device);
+                                     });
+  }
+
   class Pending final : public PendingCollective {
    public:
     Pending(const C10dCommunicator* comm, c10::intrusive_ptr<c10d::Work> work, const char* op,
