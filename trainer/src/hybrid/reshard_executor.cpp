@@ -37,37 +37,37 @@ bool piece_moves_directly(const ReshardPlan& plan, const Piece& piece, int sende
   return held && assembled && hs::trainer::moves_directly(*held, *assembled, piece.box, min_elements);
 }
 
-// The messages of every transfer, in the order both sides post them: each direct piece, then the
-// packed buffer of the rest (when there is any).
-std::vector<ReshardExecutor::Message> messages_of(const ReshardPlan& plan, const std::vector<Transfer>& transfers,
-                                                  int rank, bool sending, std::int64_t min_elements) {
-  std::vector<ReshardExecutor::Message> out;
+// Splits every transfer into its messages, in the order both sides post them — each direct
+// piece, then the packed buffer of the rest (when there is any) — and lists each transfer's packed
+// pieces (indices into its pieces).
+void split_transfers(const ReshardPlan& plan, const std::vector<Transfer>& transfers, int rank, bool sending,
+                     std::int64_t min_elements, std::vector<ReshardExecutor::Message>& messages,
+                     std::vector<std::vector<std::size_t>>& packed) {
+  messages.clear();
+  packed.assign(transfers.size(), {});
   for (std::size_t t = 0; t < transfers.size(); ++t) {
     const int sender = sending ? rank : transfers[t].peer;
     const int receiver = sending ? transfers[t].peer : rank;
-    bool packed = false;
     for (std::size_t i = 0; i < transfers[t].pieces.size(); ++i) {
       if (piece_moves_directly(plan, transfers[t].pieces[i], sender, receiver, min_elements))
-        out.push_back({t, static_cast<int>(i)});
+        messages.push_back({t, static_cast<int>(i)});
       else
-        packed = true;
+        packed[t].push_back(i);
     }
-    if (packed) out.push_back({t, ReshardExecutor::Message::kPacked});
+    if (!packed[t].empty()) messages.push_back({t, ReshardExecutor::Message::kPacked});
   }
-  return out;
 }
 
 // One flat buffer per transfer for its packed pieces, (elements,): contiguous views of one
 // allocation; empty for a transfer whose pieces all move directly.
-std::vector<at::Tensor> flat_buffers(const ReshardPlan& plan, const std::vector<Transfer>& transfers, int rank,
-                                     bool sending, std::int64_t min_elements, const at::TensorOptions& options) {
+std::vector<at::Tensor> flat_buffers(const std::vector<Transfer>& transfers,
+                                     const std::vector<std::vector<std::size_t>>& packed,
+                                     const at::TensorOptions& options) {
   std::vector<std::int64_t> counts;
   std::int64_t total = 0;
-  for (const Transfer& t : transfers) {
+  for (std::size_t t = 0; t < transfers.size(); ++t) {
     std::int64_t count = 0;
-    for (const Piece& piece : t.pieces)
-      if (!piece_moves_directly(plan, piece, sending ? rank : t.peer, sending ? t.peer : rank, min_elements))
-        count += piece.box.numel();
+    for (const std::size_t i : packed[t]) count += transfers[t].pieces[i].box.numel();
     counts.push_back(count);
     total += count;
   }
@@ -112,7 +112,7 @@ std::vector<ParamSpec> parameter_specs(const TransformerImpl& model) {
 
 ReshardExecutor::ReshardExecutor(std::shared_ptr<const ReshardPlan> plan, int rank, GroupFactory& groups,
                                  const probes::RunProbes* probes, std::int64_t direct_min_elements)
-    : plan_(std::move(plan)), rank_(rank), direct_min_elements_(direct_min_elements) {
+    : plan_(std::move(plan)), rank_(rank) {
   if (!plan_) throw std::invalid_argument("ReshardExecutor: the plan is null");
   const int world = plan_->training.world();
   if (rank < 0 || rank >= world) {
@@ -134,8 +134,8 @@ ReshardExecutor::ReshardExecutor(std::shared_ptr<const ReshardPlan> plan, int ra
     comm_ = std::make_shared<ProbedCommunicator>(std::move(group), probes ? *probes : probes::RunProbes::off());
   }
   const RankPlan& mine = plan_->ranks[static_cast<std::size_t>(rank_)];
-  send_messages_ = messages_of(*plan_, mine.sends, rank_, true, direct_min_elements_);
-  recv_messages_ = messages_of(*plan_, mine.recvs, rank_, false, direct_min_elements_);
+  split_transfers(*plan_, mine.sends, rank_, true, direct_min_elements, send_messages_, send_packed_);
+  split_transfers(*plan_, mine.recvs, rank_, false, direct_min_elements, recv_messages_, recv_packed_);
 }
 
 std::vector<at::Tensor> ReshardExecutor::to_generation(const std::vector<at::Tensor>& training,
@@ -187,8 +187,8 @@ std::vector<at::Tensor> ReshardExecutor::to_generation(const std::vector<at::Ten
                                   send_buffers_[0].device() != options.device())) ||
       (!recv_buffers_.empty() && (recv_buffers_[0].scalar_type() != options.dtype().toScalarType() ||
                                   recv_buffers_[0].device() != options.device()))) {
-    send_buffers_ = flat_buffers(plan, mine.sends, rank_, true, direct_min_elements_, options);
-    recv_buffers_ = flat_buffers(plan, mine.recvs, rank_, false, direct_min_elements_, options);
+    send_buffers_ = flat_buffers(mine.sends, send_packed_, options);
+    recv_buffers_ = flat_buffers(mine.recvs, recv_packed_, options);
   }
   // The send of each message: a direct piece is a view of the training tensor (a copy only when
   // it must be cast or is not contiguous); the packed pieces are copied into the peer's buffer,
@@ -204,8 +204,8 @@ std::vector<at::Tensor> ReshardExecutor::to_generation(const std::vector<at::Ten
       continue;
     }
     std::int64_t offset = 0;
-    for (const Piece& piece : t.pieces) {
-      if (piece_moves_directly(plan, piece, rank_, t.peer, direct_min_elements_)) continue;
+    for (const std::size_t i : send_packed_[m.transfer]) {
+      const Piece& piece = t.pieces[i];
       const std::int64_t count = piece.box.numel();
       send_buffers_[m.transfer].slice(0, offset, offset + count).view(shape_of(piece.box))
           .copy_(view_of(training[piece.param], held[piece.param], piece.box));
@@ -237,8 +237,8 @@ std::vector<at::Tensor> ReshardExecutor::to_generation(const std::vector<at::Ten
     const std::int64_t begin = probes::now_ns();
     const Transfer& t = mine.recvs[m.transfer];
     std::int64_t offset = 0;
-    for (const Piece& piece : t.pieces) {
-      if (piece_moves_directly(plan, piece, t.peer, rank_, direct_min_elements_)) continue;
+    for (const std::size_t i : recv_packed_[m.transfer]) {
+      const Piece& piece = t.pieces[i];
       const std::int64_t count = piece.box.numel();
       view_of(assembled[piece.param], *mine.assembled[piece.param], piece.box)
           .copy_(recv_buffers_[m.transfer].slice(0, offset, offset + count).view(shape_of(piece.box)));

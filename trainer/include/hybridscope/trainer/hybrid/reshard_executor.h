@@ -119,8 +119,8 @@ class ReshardExecutor {
   // sends/recvs: (elements of the transfer's packed pieces,) in the wire dtype. Made at the first
   // to_generation and again only when the dtype or device changes.
   std::vector<at::Tensor> send_buffers_, recv_buffers_;
-  std::int64_t direct_min_elements_;
   std::vector<Message> send_messages_, recv_messages_;  // the order of the exchange's sends, receives
+  std::vector<std::vector<std::size_t>> send_packed_, recv_packed_;  // per transfer: its packed pieces
   std::vector<at::Tensor> kept_;  // training tensors that do not lie inside the generation box
   bool rounded_ = false;          // the last to_generation cast into another dtype
 };
