@@ -189,10 +189,15 @@ ReshardTraffic reshard_traffic(const LayoutSet& training, const LayoutSet& gener
   walk_plan(training, generation, mode, traffic.ranks,
             [&](std::size_t p, int r, const Box& assembled, const Source& s, int from) {
               if (from == r) return;
-              const auto piece = intersect(assembled, s.box);
-              const std::int64_t bytes = piece->numel() * training.params[p].spec.element_size;
+              const std::int64_t elements = overlap_numel(assembled, s.box);
+              const std::int64_t bytes = elements * training.params[p].spec.element_size;
               pair_bytes[static_cast<std::size_t>(from) * world + static_cast<std::size_t>(r)] += bytes;
-              if (!moves_directly(*training.box(p, from), assembled, *piece)) {
+              // The executor's rule, against the source box instead of the holder's training box
+              // (no box to build): a source is that training box or (naive) a dp row block of it,
+              // with the same whole trailing dims, so a piece is contiguous within both or neither.
+              const bool direct =
+                  elements >= kDirectMinElements && moves_directly(s.box, assembled, *intersect(assembled, s.box));
+              if (!direct) {
                 traffic.ranks[static_cast<std::size_t>(r)].packed_bytes_received += bytes;
                 traffic.ranks[static_cast<std::size_t>(from)].packed_bytes_sent += bytes;
               }
