@@ -1,6 +1,7 @@
-// precision_test.cpp — bf16 compute over fp32 master weights against the fp32 path, and the two
-// attention kernels (scaled_dot_product_attention, eager) against each other (hybridscope.precision,
-// hybridscope.attention; docs/config.md "Precision").
+// precision_test.cpp — bf16 compute over fp32 master weights against the fp32 path, the two
+// attention kernels (scaled_dot_product_attention, eager) against each other, and the two libraries
+// of float32 products on CPU (oneDNN, BLAS) against the float64 model (hybridscope.precision,
+// hybridscope.attention, hybridscope.cpu_matmul; docs/config.md "Precision").
 //
 // Tolerances: bf16 keeps 8 significant bits (relative rounding 2^-9 ≈ 2e-3 per operand). Through
 // two decoder layers the logits of the tiny model (O(1) logits, initializer_range 0.2) move by a few
@@ -12,6 +13,8 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "hybridscope/trainer/data/batch.h"
@@ -43,10 +46,12 @@ Transformer make_model(std::uint64_t seed = 5) {
   return Transformer(tiny_shape(), HeadKind::kLm);
 }
 
-ComputeOptions options(torch::Dtype dtype, AttentionKernel attention = AttentionKernel::kAuto) {
+ComputeOptions options(torch::Dtype dtype, AttentionKernel attention = AttentionKernel::kAuto,
+                       CpuMatmul matmul = CpuMatmul::kOneDnn) {
   ComputeOptions o;
   o.dtype = dtype;
   o.attention = attention;
+  o.cpu_matmul = matmul;
   return o;
 }
 
@@ -78,6 +83,20 @@ torch::Tensor flat_grads(Transformer& model) {
   std::vector<torch::Tensor> parts;
   for (const auto& p : model->parameters()) parts.push_back(p.grad().defined() ? p.grad().reshape(-1) : torch::zeros({p.numel()}));
   return torch::cat(parts).to(torch::kDouble);
+}
+
+// Whether the autograd graph behind `t` has a node whose name contains `name`.
+bool graph_has(const torch::Tensor& t, const std::string& name) {
+  std::vector<torch::autograd::Node*> todo{t.grad_fn().get()};
+  std::set<torch::autograd::Node*> seen;
+  while (!todo.empty()) {
+    auto* node = todo.back();
+    todo.pop_back();
+    if (node == nullptr || !seen.insert(node).second) continue;
+    if (node->name().find(name) != std::string::npos) return true;
+    for (const auto& edge : node->next_edges()) todo.push_back(edge.function.get());
+  }
+  return false;
 }
 
 double cosine(const torch::Tensor& a, const torch::Tensor& b) {
@@ -192,18 +211,70 @@ TEST_F(PrecisionTest, SdpaAndEagerAttentionAgree) {
   EXPECT_LT(max_abs(real_rows(sdpa16, in) - real_rows(eager16, in)) / scale, 3e-2);
 }
 
+// The float32 products of every linear layer and of the eager attention, forward and backward, by
+// oneDNN and by BLAS: both equal the float64 model within float32 rounding, padded and packed, with
+// and without gradient checkpointing; the oneDNN path really runs (its autograd node makes the
+// logits) and leaves bf16 alone (autocast takes torch::linear either way: bit-identical logits).
+TEST_F(PrecisionTest, OneDnnAndBlasProductsEqualTheFloat64Model) {
+  const auto in = padded_inputs();
+  const auto targets = torch::randint(0, 37, {3, 12}, torch::kLong);
+  // Logits of the real tokens and the flat gradient of a log-likelihood loss.
+  auto pass = [&](Transformer& model) {
+    auto logits = model->forward(in.ids, in.mask, in.pos);
+    auto logp = torch::log_softmax(logits, -1);
+    (-(logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1) * in.mask).sum() / in.mask.sum()).backward();
+    return std::make_pair(logits, flat_grads(model));
+  };
+  for (const bool packed : {false, true}) {
+    auto reference = make_model();
+    reference->to(torch::kDouble);
+    ComputeOptions o = options(torch::kFloat, AttentionKernel::kEager);
+    o.remove_padding = packed;
+    reference->set_compute(o);
+    const auto [want_logits, want_grads] = pass(reference);
+    const double scale = max_abs(real_rows(want_logits, in));
+    for (const auto matmul : {CpuMatmul::kOneDnn, CpuMatmul::kBlas}) {
+      for (const bool checkpoint : {false, true}) {
+        SCOPED_TRACE(std::string(to_string(matmul)) + (packed ? " packed" : " padded") + (checkpoint ? " checkpointed" : ""));
+        auto model = make_model();
+        o.cpu_matmul = matmul;
+        model->set_compute(o);
+        model->set_gradient_checkpointing(checkpoint);
+        const auto [logits, grads] = pass(model);
+        EXPECT_EQ(graph_has(logits, "OneDnnLinear"), matmul == CpuMatmul::kOneDnn);
+        EXPECT_EQ(graph_has(logits, "OneDnnBmm"), matmul == CpuMatmul::kOneDnn && !checkpoint)
+            << "the attention's products (inside the checkpointed layers' own graph when checkpointed)";
+        EXPECT_LT(max_abs(real_rows(logits, in).to(torch::kDouble) - real_rows(want_logits, in)) / scale, 1e-5);
+        EXPECT_LT(max_abs(grads - want_grads) / max_abs(want_grads), 1e-4);
+      }
+    }
+  }
+  auto model = make_model();
+  torch::NoGradGuard no_grad;
+  model->set_compute(options(torch::kBFloat16, AttentionKernel::kEager, CpuMatmul::kOneDnn));
+  const auto onednn16 = model->forward(in.ids, in.mask, in.pos);
+  model->set_compute(options(torch::kBFloat16, AttentionKernel::kEager, CpuMatmul::kBlas));
+  EXPECT_TRUE(torch::equal(model->forward(in.ids, in.mask, in.pos), onednn16));
+}
+
 // The rollout of a bf16-compute model over fp32 weights: a bf16 KV cache, and decoding through it
-// gives the full forward's logits within bf16 tolerance, with either attention kernel.
+// gives the full forward's logits within bf16 tolerance, with either attention kernel; and of an
+// fp32 model with oneDNN's products (a float32 cache, float32 tolerance).
 TEST_F(PrecisionTest, Bf16RolloutDecodesThroughABf16CacheLikeTheFullForward) {
-  for (const auto kernel : {AttentionKernel::kEager, AttentionKernel::kSdpa}) {
+  const std::vector<ComputeOptions> cases = {options(torch::kBFloat16, AttentionKernel::kEager),
+                                             options(torch::kBFloat16, AttentionKernel::kSdpa),
+                                             options(torch::kFloat, AttentionKernel::kEager, CpuMatmul::kOneDnn)};
+  for (const auto& compute : cases) {
+    SCOPED_TRACE(std::string(c10::toString(compute.dtype)) + " " + to_string(compute.attention));
+    const bool bf16 = compute.dtype == torch::kBFloat16;
     auto model = make_model();
-    model->set_compute(options(torch::kBFloat16, kernel));
+    model->set_compute(compute);
     RolloutEngine engine(model, /*eos=*/-1, 0, /*block_size=*/4, /*num_blocks=*/-1, /*max_num_seqs=*/4, 24);
     engine.allocate_cache();
     ModelShape s = tiny_shape();
     EXPECT_EQ(engine.cache_bytes(), 2 * s.num_hidden_layers * engine.allocator().num_blocks() * 4 * s.num_key_value_heads *
-                                        s.head_dim() * 2)
-        << "a bf16 cache holds 2-byte elements";
+                                        s.head_dim() * (bf16 ? 2 : 4))
+        << "the cache holds elements of the compute dtype";
     SamplingParams greedy;
     greedy.do_sample = false;
     torch::Generator gen = at::make_generator<at::CPUGeneratorImpl>(1);
@@ -222,7 +293,7 @@ TEST_F(PrecisionTest, Bf16RolloutDecodesThroughABf16CacheLikeTheFullForward) {
       for (std::size_t t = 0; t < result.responses[r].size(); ++t) {
         const auto row = logits[static_cast<std::int64_t>(prompts[r].size() + t) - 1];
         const double chosen = row[result.responses[r][t]].item<double>();
-        EXPECT_GE(chosen, row.max().item<double>() - 3e-2 * max_abs(row))
+        EXPECT_GE(chosen, row.max().item<double>() - (bf16 ? 3e-2 : 1e-5) * max_abs(row))
             << "row " << r << " token " << t << " is not the full forward's argmax";
       }
     }
@@ -230,11 +301,13 @@ TEST_F(PrecisionTest, Bf16RolloutDecodesThroughABf16CacheLikeTheFullForward) {
 }
 
 TEST(PrecisionConfig, KeysParseAndBadValuesNameTheKey) {
-  const Config c = parse_config("", {"hybridscope.precision=bf16", "hybridscope.attention=sdpa"});
+  const Config c = parse_config("", {"hybridscope.precision=bf16", "hybridscope.attention=sdpa", "hybridscope.cpu_matmul=blas"});
   EXPECT_EQ(c.hybridscope.precision, Precision::kBf16);
-  const auto o = compute_options(c.hybridscope.precision, c.hybridscope.attention);
+  const auto o = compute_options(c.hybridscope.precision, c.hybridscope.attention, c.hybridscope.cpu_matmul);
   EXPECT_EQ(o.dtype, torch::kBFloat16);
   EXPECT_EQ(o.attention, AttentionKernel::kSdpa);
+  EXPECT_EQ(o.cpu_matmul, CpuMatmul::kBlas);
+  EXPECT_EQ(Config{}.hybridscope.cpu_matmul, CpuMatmul::kOneDnn);
   EXPECT_EQ(compute_options(Precision::kFp32, AttentionKernel::kAuto).dtype, torch::kFloat);
   try {
     parse_config("", {"hybridscope.precision=fp16"});
@@ -249,6 +322,13 @@ TEST(PrecisionConfig, KeysParseAndBadValuesNameTheKey) {
     FAIL() << "spda accepted";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("did you mean sdpa?"), std::string::npos) << e.what();
+  }
+  try {
+    parse_config("", {"hybridscope.cpu_matmul=mkl"});
+    FAIL() << "mkl accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("hybridscope.cpu_matmul: expected one of onednn, blas, got 'mkl'"), std::string::npos)
+        << e.what();
   }
 }
 

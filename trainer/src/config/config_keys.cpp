@@ -212,6 +212,10 @@ const std::vector<Key>& keys() {
                                             "the device's bf16 peak by name (else a measured bf16 GEMM) on cuda."),
       HS_CONFIG_KEY(hybridscope.precision, "fp32, or bf16: bf16 compute over fp32 master weights and optimizer state; bf16 rollout weights and KV cache."),
       HS_CONFIG_KEY(hybridscope.attention, "Attention kernel: auto (scaled_dot_product_attention on CUDA, eager on CPU), sdpa or eager."),
+      HS_CONFIG_KEY(hybridscope.cpu_matmul, "Which LibTorch library multiplies the linear layers' float32 matrices on CPU, forward and backward: "
+                                            "onednn (AVX-512 kernels wherever the CPU has them) or blas (torch::linear: MKL in the PyPI wheel, "
+                                            "whose kernels stay on AVX2 on AMD CPUs; 2.0-2.4x slower than onednn on this project's AMD EPYC build machine). "
+                                            "Results differ only by float32 rounding; bf16 and CUDA always take torch::linear."),
   };
   return table;
 }
@@ -240,6 +244,7 @@ const char* to_string(DistBackendChoice v) { return detail::canonical_name(v); }
 const char* to_string(ReshardMode v) { return detail::canonical_name(v); }
 const char* to_string(Precision v) { return detail::canonical_name(v); }
 const char* to_string(AttentionKernel v) { return detail::canonical_name(v); }
+const char* to_string(CpuMatmul v) { return detail::canonical_name(v); }
 const char* to_string(RewardRule v) { return detail::canonical_name(v); }
 const char* to_string(TokenizerKind v) { return detail::canonical_name(v); }
 const char* to_string(ModelArchitecture v) { return detail::canonical_name(v); }
@@ -274,6 +279,7 @@ HS_CONFIG_ENUM(DistBackendChoice)
 HS_CONFIG_ENUM(ReshardMode)
 HS_CONFIG_ENUM(Precision)
 HS_CONFIG_ENUM(AttentionKernel)
+HS_CONFIG_ENUM(CpuMatmul)
 HS_CONFIG_ENUM(RewardRule)
 HS_CONFIG_ENUM(TokenizerKind)
 HS_CONFIG_ENUM(ModelArchitecture)

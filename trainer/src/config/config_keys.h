@@ -118,6 +118,10 @@ struct EnumSpellings<AttentionKernel> {
       {AttentionKernel::kAuto, "auto"}, {AttentionKernel::kSdpa, "sdpa"}, {AttentionKernel::kEager, "eager"}};
 };
 template <>
+struct EnumSpellings<CpuMatmul> {
+  static constexpr Spelling<CpuMatmul> kAll[] = {{CpuMatmul::kOneDnn, "onednn"}, {CpuMatmul::kBlas, "blas"}};
+};
+template <>
 struct EnumSpellings<RewardRule> {
   static constexpr Spelling<RewardRule> kAll[] = {{RewardRule::kGsm8k, "gsm8k"}};
 };
@@ -175,7 +179,7 @@ using AnyField = std::variant<Field<bool>, Field<int>, Field<std::uint64_t>, Fie
                               Field<KlCtrlType>, Field<Truncation>, Field<ActorStrategy>,
                               Field<WarmupStyle>, Field<ResumeMode>, Field<DeviceKind>,
                               Field<DistBackendChoice>, Field<ReshardMode>, Field<Precision>,
-                              Field<AttentionKernel>, Field<RewardRule>, Field<TokenizerKind>,
+                              Field<AttentionKernel>, Field<CpuMatmul>, Field<RewardRule>, Field<TokenizerKind>,
                               Field<ModelArchitecture>, Field<OnWriteError>>;
 
 struct Key {

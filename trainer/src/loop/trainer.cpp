@@ -149,7 +149,7 @@ struct PPOTrainer::State {
 };
 
 void PPOTrainer::State::apply_compute_options() {
-  const ComputeOptions options = compute_options(cfg.hybridscope.precision, cfg.hybridscope.attention);
+  const ComputeOptions options = compute_options(cfg.hybridscope.precision, cfg.hybridscope.attention, cfg.hybridscope.cpu_matmul);
   std::vector<Transformer*> models{&ref_model};
   if (actor) {
     models.insert(models.end(), {&actor->model, &actor->full, &actor->rollout_model});

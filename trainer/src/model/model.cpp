@@ -1,7 +1,8 @@
 // model.cpp — the Llama decoder: tensor-parallel linears, RMSNorm, rotary embeddings, grouped
 // query attention (full or through the paged KV cache), SwiGLU MLP, LM / value heads.
 //
-// Attention on CPU is written out as baddbmm + softmax + bmm with an additive mask laid out per
+// Attention on CPU is written out as bmm + scaled mask add + softmax + bmm (the products by
+// hybridscope.cpu_matmul's library, cpu_matmul.cpp) with an additive mask laid out per
 // KV head group; the G query heads of a KV head are stacked as rows of one matrix, so GQA needs
 // no repeat of K/V. Measured on the demo shape (hidden 128, 2 layers, B 256, 1 thread, whole
 // model): a decode step 4.6 ms against 5.0 ms with at::scaled_dot_product_attention and a
@@ -145,11 +146,11 @@ ColumnParallelLinearImpl::ColumnParallelLinearImpl(std::int64_t in_features,
 }
 
 torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& x) {
-  if (tp_->size() == 1) return torch::linear(x, weight, bias);
+  if (tp_->size() == 1) return linear(x, weight, bias, matmul);
   const bool track = torch::GradMode::is_enabled();
   const auto handle = comm_handle(tp_.get());
   auto input = track ? CopyToTpRegion::apply(x, handle) : x;
-  auto y = torch::linear(input, weight, bias);  // (..., out / tp)
+  auto y = linear(input, weight, bias, matmul);  // (..., out / tp)
   if (!gather_output_) return y;
   return track ? GatherFromTpRegion::apply(y, handle) : all_gather_last_dim(y, *tp_);
 }
@@ -166,8 +167,8 @@ RowParallelLinearImpl::RowParallelLinearImpl(std::int64_t in_features, std::int6
 }
 
 torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& x) {
-  if (tp_->size() == 1) return torch::linear(x, weight, bias);
-  auto y = torch::linear(x, weight);  // (..., out), this rank's partial sum
+  if (tp_->size() == 1) return linear(x, weight, bias, matmul);
+  auto y = linear(x, weight, {}, matmul);  // (..., out), this rank's partial sum
   if (torch::GradMode::is_enabled()) {
     y = ReduceFromTpRegion::apply(y, comm_handle(tp_.get()));
   } else {
@@ -262,13 +263,13 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionBatc
 #endif
   } else {
     // Query heads of one KV group side by side: (B * KV, G * T, D) against (B * KV, D, L); a view
-    // when T = 1 (decode). K^T is a strided view that BLAS takes as a transposed operand.
+    // when T = 1 (decode). K^T is a strided view that BLAS and oneDNN take as a transposed operand.
     auto qb = q.view({B, T, KV, G, D}).permute({0, 2, 3, 1, 4}).reshape({B * KV, G * T, D});
-    auto scores = torch::baddbmm(batch.additive_mask, qb, kb.transpose(1, 2), 1.0, scale_);  // (B*KV, G*T, L)
+    auto scores = torch::add(batch.additive_mask, bmm(qb, kb.transpose(1, 2), batch.matmul), scale_);  // (B*KV, G*T, L)
     // At least float32 whatever the compute dtype, as HF's eager attention (no cast for fp32/fp64).
     auto probs = torch::softmax(scores, -1, at::promote_types(scores.scalar_type(), torch::kFloat))
                      .to(scores.scalar_type());
-    out = torch::bmm(probs, vb)  // (B * KV, G * T, D)
+    out = bmm(probs, vb, batch.matmul)  // (B * KV, G * T, D)
               .view({B, KV, G, T, D})
               .permute({0, 3, 1, 2, 4})
               .reshape({B, T, heads_ * D});
@@ -381,6 +382,7 @@ struct CheckpointedLayer : torch::autograd::Function<CheckpointedLayer> {
     ctx->saved_data["visible"] = batch.visible;
     ctx->saved_data["segments"] = batch.segments;
     ctx->saved_data["segment_masks"] = c10::List<torch::Tensor>(batch.segment_masks);
+    ctx->saved_data["matmul"] = static_cast<std::int64_t>(batch.matmul);
     const auto device = x.device().type();
     const bool autocast = at::autocast::is_autocast_enabled(device);
     ctx->saved_data["autocast"] = autocast;
@@ -405,6 +407,7 @@ struct CheckpointedLayer : torch::autograd::Function<CheckpointedLayer> {
     batch.visible = tensor("visible");
     batch.segments = ctx->saved_data["segments"].toIntVector();
     batch.segment_masks = ctx->saved_data["segment_masks"].toTensorVector();
+    batch.matmul = static_cast<CpuMatmul>(ctx->saved_data["matmul"].toInt());
     torch::Tensor output;
     {
       torch::AutoGradMode grad(true);
@@ -574,10 +577,11 @@ bool TransformerImpl::is_first_stage() const { return parallel_.pp->rank() == 0;
 
 bool TransformerImpl::is_last_stage() const { return parallel_.pp->rank() == parallel_.pp->size() - 1; }
 
-ComputeOptions compute_options(Precision precision, AttentionKernel attention) {
+ComputeOptions compute_options(Precision precision, AttentionKernel attention, CpuMatmul cpu_matmul) {
   ComputeOptions options;
   options.dtype = precision == Precision::kBf16 ? torch::kBFloat16 : torch::kFloat;
   options.attention = attention;
+  options.cpu_matmul = cpu_matmul;
   return options;
 }
 
@@ -594,6 +598,10 @@ void TransformerImpl::set_compute(const ComputeOptions& options) {
     throw std::invalid_argument("ComputeOptions.dtype must be float32 or bfloat16");
   }
   compute_ = options;
+  for (const auto& module : modules(/*include_self=*/false)) {
+    if (auto* column = module->as<detail::ColumnParallelLinearImpl>()) column->matmul = options.cpu_matmul;
+    if (auto* row = module->as<detail::RowParallelLinearImpl>()) row->matmul = options.cpu_matmul;
+  }
 }
 
 torch::Dtype TransformerImpl::compute_dtype() const {
@@ -637,6 +645,7 @@ torch::Tensor TransformerImpl::forward_impl(const torch::Tensor& input_ids,
   batch.batch = input_ids.size(0);
   batch.tokens = input_ids.size(1);
   batch.keys = batch.tokens;
+  batch.matmul = compute_.cpu_matmul;
   const auto dtype = compute_dtype();
   parts_->model->rotary_at(position_ids, batch, dtype);
 
@@ -668,6 +677,7 @@ torch::Tensor TransformerImpl::forward_packed_impl(const torch::Tensor& input_id
   batch.batch = 1;
   batch.tokens = rows.index.numel();
   batch.keys = batch.tokens;
+  batch.matmul = compute_.cpu_matmul;
   const auto dtype = compute_dtype();
   parts_->model->rotary_at(detail::pack(position_ids, rows), batch, dtype);
   const std::int64_t G = shape_.num_attention_heads / shape_.num_key_value_heads;
@@ -698,6 +708,7 @@ torch::Tensor TransformerImpl::forward_cached_impl(const torch::Tensor& input_id
   batch.batch = input_ids.size(0);
   batch.tokens = input_ids.size(1);
   batch.cache = kv.cache;
+  batch.matmul = compute_.cpu_matmul;
   const auto dtype = compute_dtype();
   parts_->model->rotary_at(position_ids, batch, dtype);
 
@@ -745,7 +756,7 @@ torch::Tensor TransformerImpl::apply_head(const torch::Tensor& hidden) {
   if (head_ == HeadKind::kValue) {
     out = parts_->score(hidden).squeeze(-1);  // (B, T)
   } else if (shape_.tie_word_embeddings) {
-    out = torch::linear(hidden, parts_->model->embed_tokens->weight);
+    out = detail::linear(hidden, parts_->model->embed_tokens->weight, {}, compute_.cpu_matmul);
   } else {
     out = parts_->lm_head(hidden);  // (B, T, V)
   }

@@ -30,6 +30,13 @@
 
 namespace hs::trainer::detail {
 
+/// torch::linear(x, weight, bias) (bias may be undefined), with float32 CPU products outside
+/// autocast multiplied by `matmul`'s library, forward and backward (linear.cpp); anything else
+/// takes torch::linear.
+torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias, CpuMatmul matmul);
+/// torch::bmm(a, b) — (batch, n, k) x (batch, k, m) — with the same choice of library (cpu_matmul.cpp).
+torch::Tensor bmm(const torch::Tensor& a, const torch::Tensor& b, CpuMatmul matmul);
+
 /// Y = X W^T with W split by rows (output features) over the tp group: rank r holds rows
 /// [r * out/tp, (r+1) * out/tp). The input is replicated; backward all-reduces its gradient.
 /// With gather_output the rank slices are all-gathered into the full output (the LM head),
@@ -45,6 +52,7 @@ class ColumnParallelLinearImpl : public torch::nn::Module {
   torch::Tensor weight;  // (out / tp, in)
   torch::Tensor bias;    // (out / tp) or undefined
   static constexpr int kShardDim = 0;
+  CpuMatmul matmul = CpuMatmul::kOneDnn;  // ComputeOptions::cpu_matmul (TransformerImpl::set_compute)
 
  private:
   std::shared_ptr<Communicator> tp_;
@@ -65,6 +73,7 @@ class RowParallelLinearImpl : public torch::nn::Module {
   torch::Tensor weight;  // (out, in / tp)
   torch::Tensor bias;    // (out) replicated, added once after the reduction; or undefined
   static constexpr int kShardDim = 1;
+  CpuMatmul matmul = CpuMatmul::kOneDnn;  // ComputeOptions::cpu_matmul (TransformerImpl::set_compute)
 
  private:
   std::shared_ptr<Communicator> tp_;
@@ -96,6 +105,8 @@ struct AttentionBatch {
   torch::Tensor sin;        // (B, T, 1, D) sin(...) with the first half negated (rotate_half sign)
   /// CPU path: (B * KV, G * T, L) additive mask, 0 where visible and -inf elsewhere.
   torch::Tensor additive_mask;
+  /// The library of the CPU path's float32 products (ComputeOptions::cpu_matmul).
+  CpuMatmul matmul = CpuMatmul::kOneDnn;
   /// CUDA path (scaled_dot_product_attention): (B, 1, T, L) bool, true where visible.
   torch::Tensor visible;
 

@@ -96,11 +96,11 @@ torch::Tensor packed_attention(const torch::Tensor& q, const torch::Tensor& k, c
     auto qs = q0.narrow(0, start, n).view({n, KV, G, D}).permute({1, 2, 0, 3}).reshape({KV, G * n, D});
     auto ks = k0.narrow(0, start, n).transpose(0, 1);  // (KV, n, D)
     auto vs = v0.narrow(0, start, n).transpose(0, 1);  // (KV, n, D)
-    auto scores = torch::baddbmm(batch.segment_masks[s], qs, ks.transpose(1, 2), 1.0, scale);  // (KV, G*n, n)
+    auto scores = torch::add(batch.segment_masks[s], bmm(qs, ks.transpose(1, 2), batch.matmul), scale);  // (KV, G*n, n)
     // At least float32, as AttentionImpl's padded path (HF's eager attention).
     auto probs = torch::softmax(scores, -1, at::promote_types(scores.scalar_type(), torch::kFloat))
                      .to(scores.scalar_type());
-    outs.push_back(torch::bmm(probs, vs).view({KV, G, n, D}).permute({2, 0, 1, 3}).reshape({n, H * D}));
+    outs.push_back(bmm(probs, vs, batch.matmul).view({KV, G, n, D}).permute({2, 0, 1, 3}).reshape({n, H * D}));
     start += n;
   }
   TORCH_CHECK(start == q.size(1), "packed_attention: the sequences cover ", start, " of ", q.size(1), " tokens");

@@ -12,6 +12,11 @@
 //   (is_cpu_enabled, set_autocast_cpu_dtype, is_enabled, set_autocast_gpu_dtype). AutocastGuard
 //   hides both, and clears the cast-weight cache when the outermost region ends, as Python's
 //   torch.autocast does.
+// - oneDNN matrix products: at::native::mkldnn_matmul(mat1, mat2, result, beta, alpha) (result =
+//   beta * result + alpha * mat1 @ mat2, any strides, float32 in float32 unless the float32 matmul
+//   precision allows bf16/tf32) is exported by libtorch_cpu from 2.0 on but declared only in
+//   ATen/native/mkldnn/Matmul.h, which the wheel does not ship; declared here with the signature
+//   it has had since 2.0. HS_TORCH_HAS_ONEDNN_MATMUL when LibTorch is built with oneDNN (x86-64).
 // - scaled_dot_product_attention with a scale argument: 2.1+ (HS_TORCH_HAS_SDPA); its enable_gqa argument 2.5+, before
 //   which the K/V heads are repeated for grouped-query attention.
 #pragma once
@@ -30,6 +35,17 @@
 #include <ATen/ops/scaled_dot_product_attention.h>
 #else
 #define HS_TORCH_HAS_SDPA 0
+#endif
+
+#include <ATen/Config.h>
+#if AT_MKLDNN_ENABLED() && defined(__x86_64__)
+#define HS_TORCH_HAS_ONEDNN_MATMUL 1
+namespace at::native {
+TORCH_API void mkldnn_matmul(const at::Tensor& mat1, const at::Tensor& mat2, const at::Tensor& result, float beta,
+                             float alpha);
+}  // namespace at::native
+#else
+#define HS_TORCH_HAS_ONEDNN_MATMUL 0
 #endif
 
 #if __has_include(<c10/cuda/CUDACachingAllocator.h>)
@@ -88,6 +104,15 @@ class AutocastGuard {
   bool was_enabled_ = false;
   c10::ScalarType was_dtype_ = c10::ScalarType::Float;
 };
+
+/// Whether autocast is on for ops on `device` tensors.
+inline bool autocast_enabled(c10::DeviceType device) {
+#if HS_TORCH_AT_LEAST(2, 4)
+  return at::autocast::is_autocast_enabled(device);
+#else
+  return device == c10::DeviceType::CPU ? at::autocast::is_cpu_enabled() : at::autocast::is_enabled();
+#endif
+}
 
 #if HS_TORCH_HAS_SDPA
 /// softmax(q k^T · scale + mask) v with a boolean mask (true = visible). q (B, H, T, D); k, v

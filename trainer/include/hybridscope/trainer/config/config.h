@@ -64,6 +64,12 @@ enum class AttentionKernel {
   kSdpa,   // at::scaled_dot_product_attention (fused kernels on CUDA; needs LibTorch 2.1+)
   kEager,  // baddbmm + softmax (in float32, as HF's eager attention) + bmm
 };
+/// hybridscope.cpu_matmul: which of LibTorch's libraries multiplies the linear layers' float32
+/// matrices on CPU (model.h). Other dtypes and CUDA tensors always take torch::linear.
+enum class CpuMatmul {
+  kOneDnn,  // oneDNN (in LibTorch): AVX-512 kernels wherever the CPU has them
+  kBlas,    // torch::linear, i.e. LibTorch's BLAS: MKL in the PyPI wheel, AVX2-only on AMD CPUs
+};
 /// reward_model.rule: the built-in rule reward (reward.h).
 enum class RewardRule { kGsm8k };
 /// hybridscope.tokenizer: char = the built-in character tokenizer; hf = a HuggingFace tokenizer
@@ -80,7 +86,7 @@ enum class ModelArchitecture { kLlama, kQwen2, kQwen3 };
 // "reinforce_plus_plus_baseline", "remax"; "token-mean", ...; "kl"/"k1", "abs", "mse"/"k2",
 // "low_var_kl"/"k3"; "fixed", "adaptive"; "error", "left", "right"; "fsdp", "megatron";
 // "constant", "cosine"; "auto", "disable"; "cpu", "cuda"; "auto", "gloo", "nccl"; "hybrid",
-// "vanilla", "naive"; "fp32", "bf16"; "auto", "sdpa", "eager"; "gsm8k"; "char"; "continue", "stop"). One table
+// "vanilla", "naive"; "fp32", "bf16"; "auto", "sdpa", "eager"; "onednn", "blas"; "gsm8k"; "char"; "continue", "stop"). One table
 // (config_keys.h) serves the loader, to_string and from_string.
 const char* to_string(AdvEstimator v);
 const char* to_string(LossAggMode v);
@@ -96,6 +102,7 @@ const char* to_string(DistBackendChoice v);
 const char* to_string(ReshardMode v);
 const char* to_string(Precision v);
 const char* to_string(AttentionKernel v);
+const char* to_string(CpuMatmul v);
 const char* to_string(RewardRule v);
 const char* to_string(TokenizerKind v);
 const char* to_string(ModelArchitecture v);
@@ -442,6 +449,8 @@ struct HybridscopeSection {
   Precision precision = Precision::kFp32;
   /// Attention kernel: auto (scaled_dot_product_attention on CUDA, eager on CPU), sdpa or eager.
   AttentionKernel attention = AttentionKernel::kAuto;
+  /// Float32 linear layers on CPU: onednn or blas (torch::linear).
+  CpuMatmul cpu_matmul = CpuMatmul::kOneDnn;
 };
 
 /// The whole resolved configuration.

@@ -32,6 +32,9 @@ struct ComputeOptions {
   /// rollout model): plain bf16.
   torch::Dtype dtype = torch::kFloat;
   AttentionKernel attention = AttentionKernel::kAuto;
+  /// hybridscope.cpu_matmul: the library of the linear layers' float32 products on CPU (forward
+  /// and backward). kOneDnn falls back to torch::linear where LibTorch has no oneDNN (non-x86).
+  CpuMatmul cpu_matmul = CpuMatmul::kOneDnn;
   /// verl's use_remove_padding: forward() packs the real tokens of its (B, T) batch into one
   /// (1, N) sequence, attends within each row's tokens only (per sequence, the CPU kernel
   /// whatever `attention` says) and scatters the outputs back to (B, T, ...) with zeros at the
@@ -39,9 +42,10 @@ struct ComputeOptions {
   /// forward_cached (generation) is unaffected.
   bool remove_padding = false;
 };
-/// hybridscope.precision / hybridscope.attention (AttentionKernel is declared in config.h) as
+/// hybridscope.precision / .attention / .cpu_matmul (their enums are declared in config.h) as
 /// ComputeOptions.
-ComputeOptions compute_options(Precision precision, AttentionKernel attention);
+ComputeOptions compute_options(Precision precision, AttentionKernel attention,
+                               CpuMatmul cpu_matmul = CpuMatmul::kOneDnn);
 
 /// Where the K/V of a forward pass go: nullptr = no cache (training forward).
 struct KvCacheView {
