@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <map>
 #include <stdexcept>
 
@@ -56,6 +57,15 @@ TEST(Metrics, FlopsEstimateMatchesTheClosedForm) {
   const double dense = 418304.0;
   const double expected = 6 * dense * (10 + 20) + 6 * (100.0 + 400.0) * 32 * 4 * 2;
   EXPECT_DOUBLE_EQ(estimate_flops(s, {10, 20}), expected);
+}
+
+// The CPU peak behind mfu is measured over both float32 product libraries (cpu_matmul.cpp): a
+// finite rate a 2-core machine reaches, not zero when one library is missing or a product throws.
+TEST(Metrics, MeasuredCpuPeakIsAFiniteGemmRate) {
+  const double peak = measure_gemm_flops();
+  EXPECT_TRUE(std::isfinite(peak));
+  EXPECT_GT(peak, 1e9);   // a single core of anything this code builds for does a GFLOP/s
+  EXPECT_LT(peak, 1e14);  // no CPU socket does 100 TFLOP/s of float32
 }
 
 TEST(Metrics, DataMetricsCountValidTokensOnly) {
