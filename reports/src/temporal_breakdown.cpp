@@ -126,9 +126,10 @@ std::map<int, RankTimeline> kernel_timelines(const RunData& data, const std::map
 // Host ranges of the measured steps. CommOpRow carries no thread id: every collective is taken as
 // issued on the rank's main thread (the thread of its `step` ranges), where the trainer issues
 // them. What that thread spent blocked is cut out of its phases: a synchronous collective's whole
-// row, an asynchronous one's wait alone (comm_ops.wait_start_ns..wait_end_ns) — between its issue
-// and that wait the thread computed, so the collective overlaps that compute. Phases on other
-// threads keep everything (they compute while the collective runs).
+// row; an asynchronous one's post (start_ns..posted_ns: Gloo copies and splits the input on the
+// calling thread) and its wait (wait_start_ns..wait_end_ns) — between the two the thread computed,
+// so the collective overlaps that compute. Phases on other threads keep everything (they compute
+// while the collective runs).
 std::map<int, RankTimeline> host_timelines(const RunData& data, const std::set<std::int64_t>& measured,
                                            const std::map<int, RankSteps>& steps) {
   std::map<int, RankTimeline> timelines;
@@ -144,9 +145,13 @@ std::map<int, RankTimeline> host_timelines(const RunData& data, const std::set<s
     const Interval transfer{c.start_ns, c.end_ns};
     t->second.comm.push_back(transfer);
     t->second.all.push_back(transfer);
-    const Interval wait = c.asynchronous() ? Interval{*c.wait_start_ns, *c.wait_end_ns} : transfer;
-    blocked[c.rank].push_back(wait);
-    if (c.asynchronous()) t->second.all.push_back(wait);  // busy, not computing (it may outlast the row)
+    if (!c.asynchronous()) {
+      blocked[c.rank].push_back(transfer);
+      continue;
+    }
+    const Interval post{c.start_ns, *c.posted_ns}, wait{*c.wait_start_ns, *c.wait_end_ns};
+    blocked[c.rank].insert(blocked[c.rank].end(), {post, wait});
+    t->second.all.insert(t->second.all.end(), {post, wait});  // busy, not computing (may outlast the row)
   }
   std::map<int, std::vector<Interval>> main_thread_phases;  // rank -> its phases on the step thread
   for (const RangeRow& r : data.ranges) {
@@ -242,7 +247,7 @@ TemporalAnalysis temporal_analysis(const RunData& data, const std::vector<std::i
     analysis.note = fmt::format(
         "host ranges: phase and switch ranges and collectives of {} on {} rank(s){}; compute = phases "
         "minus the time each rank's step thread blocked on collectives (a synchronous one's whole "
-        "duration, an asynchronous one's wait)",
+        "duration, an asynchronous one's post and wait)",
         steps_text(measured), timelines.size(), data.gpu.empty() ? " (no kernel records)" : " (no kernel records in these steps)");
   }
   for (const auto& [rank, t] : timelines) {

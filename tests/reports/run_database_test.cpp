@@ -158,11 +158,11 @@ TEST(RunDatabase, ReadsAVersion8FileWithoutCommWaitsAsSynchronous) {
     info.name = "v8";
     info.world_size = 2;
     run_id = rec.begin_run(info);
-    rec.record_comm({"all_gather", "dp", 2, 4096, "float32", 100, 300, 1, 250, 310});
+    rec.record_comm({"all_gather", "dp", 2, 4096, "float32", 100, 300, 1, 120, 250, 310});
     rec.end_run(p::RunStatus::kCompleted);
   }
-  write_sqlite(path, "ALTER TABLE comm_ops DROP COLUMN wait_start_ns; ALTER TABLE comm_ops DROP COLUMN wait_end_ns; "
-                     "PRAGMA user_version=8;");
+  write_sqlite(path, "ALTER TABLE comm_ops DROP COLUMN posted_ns; ALTER TABLE comm_ops DROP COLUMN wait_start_ns; "
+                     "ALTER TABLE comm_ops DROP COLUMN wait_end_ns; PRAGMA user_version=8;");
   const RunDatabase db(path);
   EXPECT_EQ(db.schema_version(), 8);
   const auto comm = db.comm_ops(run_id);
@@ -171,6 +171,7 @@ TEST(RunDatabase, ReadsAVersion8FileWithoutCommWaitsAsSynchronous) {
   EXPECT_EQ(comm[0].start_ns, 100);
   EXPECT_EQ(comm[0].end_ns, 300);
   EXPECT_FALSE(comm[0].asynchronous());
+  EXPECT_FALSE(comm[0].posted_ns.has_value());
   EXPECT_FALSE(comm[0].wait_end_ns.has_value());
 }
 
@@ -209,7 +210,7 @@ TEST(RunDatabase, ReadsCommSwitchMemoryAndGpuRowsExactly) {
     run_id = rec.begin_run({"rows", "cmd", "", 4, "t"});
     rec.record_comm({"all_gather", "tp", 4, 4096, "bfloat16", 500, 500, 2});  // zero duration: NULL bandwidths
     rec.record_comm({"all_reduce", "dp", 4, 8000, "float32", 100, 300, 2});
-    rec.record_comm({"reduce_scatter", "dp", 4, 8000, "float32", 600, 900, 2, 850, 905});  // asynchronous
+    rec.record_comm({"reduce_scatter", "dp", 4, 8000, "float32", 600, 900, 2, 620, 850, 905});  // asynchronous
     p::SwitchRecord w;
     w.step = 2;
     w.direction = "rollout_to_train";
@@ -248,6 +249,7 @@ TEST(RunDatabase, ReadsCommSwitchMemoryAndGpuRowsExactly) {
   EXPECT_FALSE(comm[0].wait_start_ns.has_value());
   EXPECT_EQ(comm[2].op, "reduce_scatter");
   EXPECT_TRUE(comm[2].asynchronous());
+  EXPECT_EQ(comm[2].posted_ns, std::optional<std::int64_t>(620));
   EXPECT_EQ(comm[2].wait_start_ns, std::optional<std::int64_t>(850));
   EXPECT_EQ(comm[2].wait_end_ns, std::optional<std::int64_t>(905));
   EXPECT_EQ(comm[0].rank, 3);

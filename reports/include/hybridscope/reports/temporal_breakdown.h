@@ -11,10 +11,11 @@
 // intervals: communication = the `comm_ops` records, each from its issue to its completion;
 // compute = the phase ranges (category phase) with the time the rank's step thread blocked on its
 // collectives cut out (a thread blocked in a collective is not computing): a synchronous
-// collective's whole row, an asynchronous one's wait (comm_ops.wait_start_ns..wait_end_ns, v9);
+// collective's whole row, an asynchronous one's post and wait (comm_ops start_ns..posted_ns and
+// wait_start_ns..wait_end_ns, v9);
 // memory = none; the window is the measured steps' `step` ranges. Synchronous collectives on the
 // training thread therefore overlap nothing; an asynchronous one (fsdp's per-layer gathers and
-// reduce-scatters with forward_prefetch) overlaps the compute between its issue and its wait, and
+// reduce-scatters with forward_prefetch) overlaps the compute between its post and its wait, and
 // phases on other threads overlap whatever runs under them.
 #pragma once
 

@@ -236,8 +236,10 @@ inline constexpr Column kCommOpsColumns[] = {
     {"end_ns", kInteger, kNotNull},
     {"algbw_gbps", kReal, 0},
     {"busbw_gbps", kReal, 0},
-    // v9: an asynchronous collective's wait -- the part of [start_ns, end_ns] the issuing thread
-    // spent blocked on it; NULL: synchronous (the thread blocked from start_ns to end_ns).
+    // v9: an asynchronous collective -- when the call that issued it returned, and the issuing
+    // thread's wait for it: the thread was blocked on it from start_ns to posted_ns and from
+    // wait_start_ns to wait_end_ns. NULL: synchronous (blocked from start_ns to end_ns).
+    {"posted_ns", kInteger, 0},
     {"wait_start_ns", kInteger, 0},
     {"wait_end_ns", kInteger, 0},
 };
@@ -692,10 +694,11 @@ inline constexpr const char* kMigrateToV8Ranges[] = {
     "ALTER TABLE ranges ADD COLUMN context_len INTEGER",
 };
 
-/// v8 -> v9: an asynchronous collective's row carries the issuing thread's wait for it (the
-/// reports' overlap credits the rest of the row to the compute it ran under). Files before v9
-/// recorded every collective as synchronous (NULL).
+/// v8 -> v9: an asynchronous collective's row carries when its issuing call returned and the
+/// issuing thread's wait for it (the reports' overlap credits the time between to the compute it
+/// ran under). Files before v9 recorded every collective as synchronous (NULL).
 inline constexpr const char* kMigrateToV9CommOps[] = {
+    "ALTER TABLE comm_ops ADD COLUMN posted_ns INTEGER",
     "ALTER TABLE comm_ops ADD COLUMN wait_start_ns INTEGER",
     "ALTER TABLE comm_ops ADD COLUMN wait_end_ns INTEGER",
 };
@@ -723,7 +726,7 @@ std::vector<std::string> migration_statements(int version, LacksColumn&& lacks_c
     for (const char* statement : kMigrateToV8Ranks) out.emplace_back(statement);
   if (version >= 1 && version < 8 && lacks_column(kRanges, "batch_size"))
     for (const char* statement : kMigrateToV8Ranges) out.emplace_back(statement);
-  if (version >= 1 && version < 9 && lacks_column(kCommOps, "wait_start_ns"))
+  if (version >= 1 && version < 9 && lacks_column(kCommOps, "posted_ns"))
     for (const char* statement : kMigrateToV9CommOps) out.emplace_back(statement);
   return out;
 }

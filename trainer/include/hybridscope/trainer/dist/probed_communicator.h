@@ -16,8 +16,9 @@
 //
 // An asynchronous collective (pending_collective.h: fsdp's prefetched gathers and overlapped
 // reduce-scatters) is recorded when it is waited for, as one row from its issue to the moment the
-// backend completed it — the transfer — with the caller's wait for it in the row's wait_start_ns
-// and wait_end_ns (NULL for a synchronous row: its caller blocked throughout); it is announced to
+// backend completed it — the transfer — with the return of the call that posted it (posted_ns)
+// and the caller's wait for it (wait_start_ns, wait_end_ns) in the row (NULL for a synchronous
+// row: its caller blocked throughout); it is announced to
 // the range observer while it is posted (when NCCL launches its kernels), with the row's start_ns.
 //
 // What this is not: a communicator of its own (it never moves data) or a CUPTI NCCL-kernel probe.
