@@ -138,7 +138,7 @@ std::map<int, RankTimeline> host_timelines(const RunData& data, const std::set<s
     for (const auto& [interval, step] : s.steps) step_intervals.push_back(interval);
     timelines[rank].window = span_of(step_intervals);
   }
-  std::map<int, std::vector<Interval>> blocked;  // rank -> when its main thread waited on a collective
+  std::map<int, std::vector<Interval>> blocked;  // rank -> when its main thread was blocked on a collective
   for (const CommOpRow& c : data.comm_ops) {
     const auto t = timelines.find(c.rank);
     if (t == timelines.end() || measured.count(c.step) == 0) continue;
