@@ -58,7 +58,7 @@ SqliteWriter::SqliteWriter(const std::string& path, int rank, std::shared_ptr<Re
   prepare(insert_metric_, schema::kStepMetricsTable, 4, OnConflict::kReplace);
   prepare(insert_memory_, schema::kMemorySamplesTable, 18);
   prepare(insert_kv_pool_, schema::kKvPoolSamplesTable, 13);
-  prepare(insert_comm_, schema::kCommOpsTable, 12);
+  prepare(insert_comm_, schema::kCommOpsTable, 15);
   prepare(insert_switch_, schema::kSwitchesTable, 12);
   prepare(insert_switch_component_, schema::kSwitchComponentsTable, 3);
   prepare_batch(kernel_rows_, schema::kKernelsTable, 18);
@@ -345,6 +345,7 @@ void SqliteWriter::write_comm(const CommRecord& c, std::int64_t run_id) {
   sqlite3_bind_int64(st, p++, c.end_ns);
   const double algbw = algorithm_bandwidth_gbps(c.bytes, c.start_ns, c.end_ns);
   for (double v : {algbw, algbw * bus_bandwidth_factor(c.op, c.group_size)}) bind_double_or_null(st, p++, v);
+  for (std::int64_t v : {c.posted_ns, c.wait_start_ns, c.wait_end_ns}) bind_int64_or_null(st, p++, v);
   step(st, 1);
 }
 

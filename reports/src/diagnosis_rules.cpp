@@ -52,6 +52,8 @@ constexpr const char* kDynamicBsz = "actor_rollout_ref.actor.use_dynamic_bsz";
 constexpr const char* kMaxTokenLen = "actor_rollout_ref.actor.ppo_max_token_len_per_gpu";
 constexpr const char* kParamOffload = "actor_rollout_ref.actor.fsdp_config.param_offload";
 constexpr const char* kOptimizerOffload = "actor_rollout_ref.actor.fsdp_config.optimizer_offload";
+constexpr const char* kPerLayer = "actor_rollout_ref.actor.fsdp_config.per_layer";
+constexpr const char* kForwardPrefetch = "actor_rollout_ref.actor.fsdp_config.forward_prefetch";
 constexpr const char* kGradientCheckpointing = "actor_rollout_ref.model.enable_gradient_checkpointing";
 constexpr const char* kBalanceBatch = "trainer.balance_batch";
 constexpr const char* kPrecision = "hybridscope.precision";
@@ -283,10 +285,24 @@ std::optional<Finding> comm_exposed(const RunAnalysis& a, const DiagnosisThresho
   if (ranks_above > 1) f.evidence += fmt::format("; {} ranks above {}", ranks_above, format_percent(t.comm_share));
   if (!a.temporal.note.empty()) f.evidence += "; " + a.temporal.note;
   const auto& d = a.data;
-  f.suggestion = fmt::format(
-      "The trainer's collectives run on the training thread with no per-layer prefetch (the fsdp strategy "
-      "gathers the whole model once per mini-batch and reduce-scatters its gradients), so their time adds "
-      "to the step: a larger {} means fewer gathers per step (and fewer optimizer updates); ",
+  // The overlap credits asynchronous collectives (fsdp's per-layer gathers and reduce-scatters
+  // with forward_prefetch), so an fsdp run without prefetch is told to turn it on; a run before
+  // these keys existed (absent from its config) is not.
+  const bool fsdp = d.config_value(kActorStrategy) == "fsdp";
+  const bool can_prefetch = fsdp && d.config_value(kForwardPrefetch) == "false" && d.config_value(kPerLayer).has_value();
+  f.suggestion = "Exposed communication is time the training thread spends waiting for collectives. ";
+  if (can_prefetch)
+    f.suggestion += fmt::format(
+        "{} with {} issues each layer's all-gather before the layer runs and waits for its gradient "
+        "reduce-scatter only after the previous layer's backward, so the actor's fsdp collectives run under "
+        "compute (the overlap ratio above credits them); ",
+        key_now(d, kPerLayer), key_now(d, kForwardPrefetch));
+  else if (fsdp && d.config_value(kForwardPrefetch) == "true")
+    f.suggestion += "Forward prefetch is on: the time still exposed is the waits for gathers and reduce-scatters "
+                    "that compute did not cover, and the synchronous collectives; ";
+  f.suggestion += fmt::format(
+      "a larger {} means fewer optimizer updates per step (and, with the whole model as one fsdp unit, fewer "
+      "whole-model gathers and reduce-scatters); ",
       key_now(d, kMiniBatch));
   // A smaller actor tp only helps when there is one to shrink.
   const bool tp_can_shrink = d.config_number(kActorTp).value_or(1.0) > 1.0;
@@ -296,6 +312,7 @@ std::optional<Finding> comm_exposed(const RunAnalysis& a, const DiagnosisThresho
       "a larger {} sends the same bytes in fewer, larger messages; {} chooses between sharded (fsdp) and "
       "replicated (megatron) parameters.",
       key_now(d, kMicroBatch), key_now(d, kActorStrategy));
+  if (can_prefetch) name_keys(f, d, {kPerLayer, kForwardPrefetch});
   if (tp_can_shrink)
     name_keys(f, d, {kMiniBatch, kActorTp, kMicroBatch, kActorStrategy});
   else

@@ -36,7 +36,9 @@ bool StepMetric::operator==(const StepMetric& o) const {
 bool CommOpRow::operator==(const CommOpRow& o) const {
   return rank == o.rank && step == o.step && op == o.op && group == o.group && group_size == o.group_size &&
          bytes == o.bytes && dtype == o.dtype && start_ns == o.start_ns && end_ns == o.end_ns &&
-         algbw_gbps == o.algbw_gbps && busbw_gbps == o.busbw_gbps;
+         algbw_gbps == o.algbw_gbps && busbw_gbps == o.busbw_gbps && posted_ns == o.posted_ns &&
+         wait_start_ns == o.wait_start_ns &&
+         wait_end_ns == o.wait_end_ns;
 }
 
 bool SwitchRow::operator==(const SwitchRow& o) const {
@@ -255,7 +257,7 @@ std::vector<StepMetric> RunDatabase::step_metrics(std::int64_t run_id) const {
 
 std::vector<CommOpRow> RunDatabase::comm_ops(std::int64_t run_id) const {
   const std::string sql = "SELECT c.rank, c.step, o.value, g.value, c.group_size, c.bytes, d.value, c.start_ns, "
-                          "c.end_ns, c.algbw_gbps, c.busbw_gbps FROM " +
+                          "c.end_ns, c.algbw_gbps, c.busbw_gbps, c.posted_ns, c.wait_start_ns, c.wait_end_ns FROM " +
                           std::string(schema::kCommOps) + " c JOIN " + schema::kStrings + " o ON o.id = c.op_id JOIN " +
                           schema::kStrings + " g ON g.id = c.group_id JOIN " + schema::kStrings +
                           " d ON d.id = c.dtype_id WHERE c.run_id = ? ORDER BY c.rank, c.start_ns, c.rowid";
@@ -275,6 +277,9 @@ std::vector<CommOpRow> RunDatabase::comm_ops(std::int64_t run_id) const {
     c.end_ns = q.int64(8);
     c.algbw_gbps = q.opt_real(9);
     c.busbw_gbps = q.opt_real(10);
+    c.posted_ns = q.opt_int64(11);
+    c.wait_start_ns = q.opt_int64(12);
+    c.wait_end_ns = q.opt_int64(13);
     out.push_back(std::move(c));
   }
   return out;

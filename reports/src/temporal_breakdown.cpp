@@ -124,9 +124,12 @@ std::map<int, RankTimeline> kernel_timelines(const RunData& data, const std::map
 }
 
 // Host ranges of the measured steps. CommOpRow carries no thread id: every collective is taken as
-// running on the rank's main thread (the thread of its `step` ranges), where the trainer issues
-// them synchronously; phases on that thread have the collectives cut out, phases on other threads
-// keep them (they compute while the collective waits).
+// issued on the rank's main thread (the thread of its `step` ranges), where the trainer issues
+// them. What that thread spent blocked is cut out of its phases: a synchronous collective's whole
+// row; an asynchronous one's post (start_ns..posted_ns: Gloo copies and splits the input on the
+// calling thread) and its wait (wait_start_ns..wait_end_ns) — between the two the thread computed,
+// so the collective overlaps that compute. Phases on other threads keep everything (they compute
+// while the collective runs).
 std::map<int, RankTimeline> host_timelines(const RunData& data, const std::set<std::int64_t>& measured,
                                            const std::map<int, RankSteps>& steps) {
   std::map<int, RankTimeline> timelines;
@@ -135,11 +138,20 @@ std::map<int, RankTimeline> host_timelines(const RunData& data, const std::set<s
     for (const auto& [interval, step] : s.steps) step_intervals.push_back(interval);
     timelines[rank].window = span_of(step_intervals);
   }
+  std::map<int, std::vector<Interval>> blocked;  // rank -> when its main thread was blocked on a collective
   for (const CommOpRow& c : data.comm_ops) {
     const auto t = timelines.find(c.rank);
     if (t == timelines.end() || measured.count(c.step) == 0) continue;
-    t->second.comm.push_back({c.start_ns, c.end_ns});
-    t->second.all.push_back({c.start_ns, c.end_ns});
+    const Interval transfer{c.start_ns, c.end_ns};
+    t->second.comm.push_back(transfer);
+    t->second.all.push_back(transfer);
+    if (!c.asynchronous()) {
+      blocked[c.rank].push_back(transfer);
+      continue;
+    }
+    const Interval post{c.start_ns, *c.posted_ns}, wait{*c.wait_start_ns, *c.wait_end_ns};
+    blocked[c.rank].insert(blocked[c.rank].end(), {post, wait});
+    t->second.all.insert(t->second.all.end(), {post, wait});  // busy, not computing (may outlast the row)
   }
   std::map<int, std::vector<Interval>> main_thread_phases;  // rank -> its phases on the step thread
   for (const RangeRow& r : data.ranges) {
@@ -156,10 +168,10 @@ std::map<int, RankTimeline> host_timelines(const RunData& data, const std::set<s
         t->second.compute.push_back(i);
     }
   }
-  // The step thread's phases minus its collectives, in one sweep per rank (not one per phase).
+  // The step thread's phases minus its blocked time, in one sweep per rank (not one per phase).
   for (auto& [rank, phases] : main_thread_phases) {
     auto& t = timelines.at(rank);
-    const auto uncovered = subtract_intervals(std::move(phases), t.comm);
+    const auto uncovered = subtract_intervals(std::move(phases), blocked[rank]);
     t.compute.insert(t.compute.end(), uncovered.begin(), uncovered.end());
   }
   return timelines;
@@ -234,7 +246,8 @@ TemporalAnalysis temporal_analysis(const RunData& data, const std::vector<std::i
     timelines = host_timelines(data, measured_set, steps);
     analysis.note = fmt::format(
         "host ranges: phase and switch ranges and collectives of {} on {} rank(s){}; compute = phases "
-        "minus the collectives, taken as running on each rank's step thread",
+        "minus the time each rank's step thread blocked on collectives (a synchronous one's whole "
+        "duration, an asynchronous one's post and wait)",
         steps_text(measured), timelines.size(), data.gpu.empty() ? " (no kernel records)" : " (no kernel records in these steps)");
   }
   for (const auto& [rank, t] : timelines) {

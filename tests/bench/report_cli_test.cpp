@@ -99,6 +99,39 @@ TEST_F(ReportCliTest, DiagnoseNamesGenerationFirstOnARolloutBoundRun) {
   EXPECT_NE(text.find("actor_rollout_ref.rollout.n=2"), std::string::npos) << text;
 }
 
+// fsdp with per-layer units and forward prefetch on two Gloo ranks: the gathers and reduce-scatters
+// are issued ahead and waited for later, and the report's host-range overlap credits the compute
+// in between (schema v9's comm_ops waits). Read as synchronous, as before v9, every collective on
+// the training thread overlapped nothing: a ratio of exactly 0 on every rank.
+TEST_F(ReportCliTest, ReportCreditsForwardPrefetchOverlapOnTwoGlooRanks) {
+  const auto db = (dir_ / "prefetch.sqlite").string();
+  ASSERT_EQ(run({"launch", "-n", "2", "--log-dir", (dir_ / "logs").string(), "--", "train", "-c",
+                 "configs/demo_grpo.yaml", "--db", db, "--no-progress", "trainer.n_gpus_per_node=2",
+                 "trainer.resume_mode=disable", "hybridscope.warmup.steps=0", "trainer.val_before_train=false",
+                 "trainer.test_freq=-1", "trainer.save_freq=-1", "trainer.total_training_steps=3",
+                 "data.train_batch_size=4", "actor_rollout_ref.rollout.n=2",
+                 "actor_rollout_ref.actor.ppo_mini_batch_size=4", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
+                 "actor_rollout_ref.actor.strategy=fsdp", "actor_rollout_ref.actor.fsdp_config.per_layer=true",
+                 "actor_rollout_ref.actor.fsdp_config.forward_prefetch=true", "hybridscope.model.hidden_size=128",
+                 "hybridscope.model.intermediate_size=256", "hybridscope.model.num_hidden_layers=3",
+                 "hybridscope.model.num_attention_heads=4", "hybridscope.model.num_key_value_heads=2",
+                 "hybridscope.num_threads=1", "hybridscope.dist.timeout_s=60"},
+                "train.log"),
+            0)
+      << read(dir_ / "train.log");
+  const auto out = (dir_ / "report.json").string();
+  ASSERT_EQ(run({"report", db, "-o", out}, "report.log"), 0) << read(dir_ / "report.log");
+  const auto json = nlohmann::json::parse(read(out));
+  const auto& temporal = json["runs"][0]["temporal"];
+  EXPECT_EQ(temporal["source"], "host ranges") << temporal.dump(2);
+  ASSERT_EQ(temporal["overlap"].size(), 2u) << temporal.dump(2);
+  for (const auto& rank : temporal["overlap"]) {
+    ASSERT_TRUE(rank["overlap_ratio"].is_number()) << rank.dump();
+    EXPECT_GT(rank["overlap_ratio"].get<double>(), 0.0) << rank.dump();
+    EXPECT_GT(rank["overlap_ns"].get<std::int64_t>(), 0) << rank.dump();
+  }
+}
+
 TEST_F(ReportCliTest, ReportsInEveryFormatCarryTheRunAndItsFindings) {
   const auto db = (dir_ / "fixture.sqlite").string();
   hs::reports::testing::FixtureOptions options;

@@ -297,6 +297,21 @@ TEST(Recorder, UpgradesAVersion4DatabaseWithItsWriteErrorColumns) {
   EXPECT_EQ(db.number("SELECT write_errors FROM ranks"), 0);
 }
 
+TEST(Recorder, UpgradesAVersion8DatabaseWithItsCommWaitColumns) {
+  const auto path = temp_db("v8.sqlite");
+  std::string v8 = schema::create_statements();
+  for (const std::string column : {",\n  posted_ns INTEGER", ",\n  wait_start_ns INTEGER", ",\n  wait_end_ns INTEGER"}) {
+    ASSERT_NE(v8.find(column), std::string::npos) << column;
+    v8.erase(v8.find(column), column.size());
+  }
+  ASSERT_NO_FATAL_FAILURE(record_into_old_database(path, v8, 8));
+  Db db(path);
+  EXPECT_EQ(db.number("PRAGMA user_version"), schema::kSchemaVersion);
+  EXPECT_EQ(db.number("SELECT COUNT(*) FROM pragma_table_info('comm_ops') WHERE name IN ('posted_ns', 'wait_start_ns', "
+                      "'wait_end_ns')"),
+            3);
+}
+
 // A transaction that fails is rolled back whole: every record it held is lost, and counted so
 // (not as one error), in write_errors() and in the run's write_errors columns.
 TEST(Recorder, AFailedTransactionCountsEveryRecordItLost) {

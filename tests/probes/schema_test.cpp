@@ -128,7 +128,7 @@ void record_one_of_each(const std::string& path, int rank, std::int64_t run_id) 
   m.num_ooms = 1;
   rec.record_memory(m);
   rec.record_kv_pool({12, 7, "rollout", 64, 16, 10, 3, 4, 150, 140, 4096});
-  rec.record_comm({"all_reduce", "dp", 4, 1000, "float32", 1000, 2000, 7});
+  rec.record_comm({"all_reduce", "dp", 4, 1000, "float32", 1000, 2000, 7, 1100, 1900, 2010});  // asynchronous
   SwitchRecord w;
   w.step = 7;
   w.direction = "train_to_rollout";
@@ -191,7 +191,8 @@ std::map<std::string, Row> expected_rows(const std::string& run, int rank) {
       {schema::kCommOps,
        {{"run_id", run}, {"rank", r}, {"step", "7"}, {"op_id", "all_reduce"}, {"group_id", "dp"},
         {"group_size", "4"}, {"bytes", "1000"}, {"dtype_id", "float32"}, {"start_ns", "1000"}, {"end_ns", "2000"},
-        {"algbw_gbps", "1.0"}, {"busbw_gbps", "1.5"}}},
+        {"algbw_gbps", "1.0"}, {"busbw_gbps", "1.5"}, {"posted_ns", "1100"}, {"wait_start_ns", "1900"},
+        {"wait_end_ns", "2010"}}},
       {schema::kSwitches,
        {{"run_id", run}, {"rank", r}, {"step", "7"}, {"direction_id", "train_to_rollout"}, {"start_ns", "300"},
         {"end_ns", "400"}, {"bytes_sent", "21"}, {"bytes_received", "22"}, {"bytes_local", "23"},

@@ -54,6 +54,8 @@ RunAnalysis clean_run() {
       {"actor_rollout_ref.actor.ppo_max_token_len_per_gpu", "4096"},
       {"actor_rollout_ref.actor.fsdp_config.param_offload", "false"},
       {"actor_rollout_ref.actor.fsdp_config.optimizer_offload", "false"},
+      {"actor_rollout_ref.actor.fsdp_config.per_layer", "false"},
+      {"actor_rollout_ref.actor.fsdp_config.forward_prefetch", "false"},
       {"actor_rollout_ref.model.enable_gradient_checkpointing", "true"},
       {"trainer.balance_batch", "false"},
   };
@@ -268,6 +270,11 @@ TEST(DiagnosisRules, CommExposedNamesTheRankAndItsExposedTime) {
   EXPECT_EQ(f->suggestion.find("tensor_model_parallel_size"), std::string::npos) << f->suggestion;
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2"));
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.strategy=fsdp"));
+  // fsdp without forward prefetch: per-layer units with prefetch would overlap the actor's collectives.
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.fsdp_config.per_layer=false"));
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.fsdp_config.forward_prefetch=false"));
+  EXPECT_CONTAINS(f->suggestion, "actor_rollout_ref.actor.fsdp_config.per_layer (now false) with "
+                                 "actor_rollout_ref.actor.fsdp_config.forward_prefetch (now false)");
 
   auto tp2 = exposed_comm(2'000'000'000, 400'000'000);
   for (auto& [key, value] : tp2.data.config)
@@ -276,6 +283,41 @@ TEST(DiagnosisRules, CommExposedNamesTheRankAndItsExposedTime) {
   ASSERT_TRUE(g);
   EXPECT_TRUE(names_key(*g, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"));
   EXPECT_CONTAINS(g->suggestion, "a smaller actor_rollout_ref.actor.megatron.tensor_model_parallel_size (now 2)");
+}
+
+// The fsdp prefetch keys are named only where they would change something: an fsdp run without
+// prefetch (above), not one that has it on, nor one under megatron, nor a run recorded before the
+// keys existed.
+TEST(DiagnosisRules, CommExposedNamesForwardPrefetchOnlyForAnFsdpRunWithoutIt) {
+  const auto with_config = [](const std::string& key, const std::optional<std::string>& value) {
+    auto a = exposed_comm(2'000'000'000, 400'000'000);
+    auto& config = a.data.config;
+    const auto it = std::find_if(config.begin(), config.end(), [&](const auto& kv) { return kv.first == key; });
+    if (value)
+      it->second = *value;
+    else
+      config.erase(it);
+    return a;
+  };
+  const auto names_prefetch = [](const Finding& f) {
+    return std::any_of(f.config_keys.begin(), f.config_keys.end(),
+                       [](const std::string& k) { return k.find("forward_prefetch") != std::string::npos; });
+  };
+  auto prefetching = with_config("actor_rollout_ref.actor.fsdp_config.per_layer", "true");
+  for (auto& [key, value] : prefetching.data.config)
+    if (key == "actor_rollout_ref.actor.fsdp_config.forward_prefetch") value = "true";
+  const auto on = check("comm-exposed", prefetching);
+  ASSERT_TRUE(on);
+  EXPECT_FALSE(names_prefetch(*on));
+  EXPECT_CONTAINS(on->suggestion, "Forward prefetch is on");
+
+  const auto megatron = check("comm-exposed", with_config("actor_rollout_ref.actor.strategy", "megatron"));
+  ASSERT_TRUE(megatron);
+  EXPECT_FALSE(names_prefetch(*megatron));
+
+  const auto old_run = check("comm-exposed", with_config("actor_rollout_ref.actor.fsdp_config.per_layer", std::nullopt));
+  ASSERT_TRUE(old_run);
+  EXPECT_FALSE(names_prefetch(*old_run));
 }
 
 TEST(DiagnosisRules, CommExposedSilentWhenSmallOrHidden) {

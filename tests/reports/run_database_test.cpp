@@ -146,6 +146,35 @@ TEST(RunDatabase, ReadsOlderSchemaVersionsWithoutChangingTheFile) {
   EXPECT_EQ(again.schema_version(), 4) << "a report must not upgrade the file it reads";
 }
 
+// A v8 file has no comm_ops wait columns: its collectives read back as synchronous, the rest of
+// each row unchanged.
+TEST(RunDatabase, ReadsAVersion8FileWithoutCommWaitsAsSynchronous) {
+  namespace p = hs::probes;
+  const auto path = (temp_dir("v8_comm") / "run.sqlite").string();
+  std::int64_t run_id = -1;
+  {
+    p::Recorder rec(path);
+    p::RunInfo info;
+    info.name = "v8";
+    info.world_size = 2;
+    run_id = rec.begin_run(info);
+    rec.record_comm({"all_gather", "dp", 2, 4096, "float32", 100, 300, 1, 120, 250, 310});
+    rec.end_run(p::RunStatus::kCompleted);
+  }
+  write_sqlite(path, "ALTER TABLE comm_ops DROP COLUMN posted_ns; ALTER TABLE comm_ops DROP COLUMN wait_start_ns; "
+                     "ALTER TABLE comm_ops DROP COLUMN wait_end_ns; PRAGMA user_version=8;");
+  const RunDatabase db(path);
+  EXPECT_EQ(db.schema_version(), 8);
+  const auto comm = db.comm_ops(run_id);
+  ASSERT_EQ(comm.size(), 1u);
+  EXPECT_EQ(comm[0].op, "all_gather");
+  EXPECT_EQ(comm[0].start_ns, 100);
+  EXPECT_EQ(comm[0].end_ns, 300);
+  EXPECT_FALSE(comm[0].asynchronous());
+  EXPECT_FALSE(comm[0].posted_ns.has_value());
+  EXPECT_FALSE(comm[0].wait_end_ns.has_value());
+}
+
 TEST(RunDatabaseErrors, SchemaOlderThanAnyMigrationIsRefused) {
   const auto path = (temp_dir("ancient") / "ancient.sqlite").string();
   write_sqlite(path, "CREATE TABLE runs(id INTEGER); PRAGMA user_version=-3;");
@@ -181,6 +210,7 @@ TEST(RunDatabase, ReadsCommSwitchMemoryAndGpuRowsExactly) {
     run_id = rec.begin_run({"rows", "cmd", "", 4, "t"});
     rec.record_comm({"all_gather", "tp", 4, 4096, "bfloat16", 500, 500, 2});  // zero duration: NULL bandwidths
     rec.record_comm({"all_reduce", "dp", 4, 8000, "float32", 100, 300, 2});
+    rec.record_comm({"reduce_scatter", "dp", 4, 8000, "float32", 600, 900, 2, 620, 850, 905});  // asynchronous
     p::SwitchRecord w;
     w.step = 2;
     w.direction = "rollout_to_train";
@@ -213,8 +243,15 @@ TEST(RunDatabase, ReadsCommSwitchMemoryAndGpuRowsExactly) {
   }
   const RunDatabase db(path);
   const auto comm = db.comm_ops(run_id);
-  ASSERT_EQ(comm.size(), 2u);  // by start_ns
+  ASSERT_EQ(comm.size(), 3u);  // by start_ns
   EXPECT_EQ(comm[0].op, "all_reduce");
+  EXPECT_FALSE(comm[0].asynchronous());  // no wait recorded: NULL
+  EXPECT_FALSE(comm[0].wait_start_ns.has_value());
+  EXPECT_EQ(comm[2].op, "reduce_scatter");
+  EXPECT_TRUE(comm[2].asynchronous());
+  EXPECT_EQ(comm[2].posted_ns, std::optional<std::int64_t>(620));
+  EXPECT_EQ(comm[2].wait_start_ns, std::optional<std::int64_t>(850));
+  EXPECT_EQ(comm[2].wait_end_ns, std::optional<std::int64_t>(905));
   EXPECT_EQ(comm[0].rank, 3);
   EXPECT_EQ(comm[0].group, "dp");
   EXPECT_EQ(comm[0].bytes, 8000);

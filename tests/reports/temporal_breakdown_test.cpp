@@ -109,6 +109,28 @@ RunData host_run() {
   return data;
 }
 
+// Rank 0 on host ranges, fsdp with forward prefetch. Step 1 = [1000,2000), main thread 1:
+//   update_actor [1100,1900), with the wait range fsdp/gather_wait [1700,1720) inside it (a phase
+//   range, as the trainer records it);
+//   an asynchronous all_gather issued at 1200, its post returning at 1230, completed at 1710,
+//   waited for [1700,1720) (its wait outlasts the transfer: the thread sees the completion when the
+//   wait returns);
+//   a synchronous all_reduce [1800,1850).
+RunData prefetch_run() {
+  RunData data;
+  data.ranges = {
+      range(0, 1, 1, "step", "step", 1000, 2000),
+      range(0, 1, 1, "update_actor", "phase", 1100, 1900),
+      range(0, 1, 1, "fsdp/gather_wait", "phase", 1700, 1720),
+  };
+  CommOpRow gather = comm(0, 1, "all_gather", 1200, 1710);
+  gather.posted_ns = 1230;
+  gather.wait_start_ns = 1700;
+  gather.wait_end_ns = 1720;
+  data.comm_ops = {gather, comm(0, 1, "all_reduce", 1800, 1850)};
+  return data;
+}
+
 }  // namespace
 
 TEST(TemporalBreakdownTest, ClassifiesKernelsAsHtaDoes) {
@@ -252,4 +274,49 @@ TEST(TemporalBreakdownTest, FallsBackToHostRangesWhenNoKernelIsInTheMeasuredStep
   EXPECT_EQ(a.source, TimelineSource::kHostRanges);
   EXPECT_NE(a.note.find("no kernel records in these steps"), std::string::npos) << a.note;
   EXPECT_EQ(a.breakdown[0].idle_ns, 800);
+}
+
+TEST(TemporalBreakdownTest, AnAsynchronousCollectiveOverlapsTheComputeBetweenItsPostAndItsWait) {
+  const TemporalAnalysis a = temporal_analysis(prefetch_run(), {1});
+  EXPECT_EQ(a.source, TimelineSource::kHostRanges);
+  EXPECT_NE(a.note.find("an asynchronous one's post and wait"), std::string::npos) << a.note;
+  ASSERT_EQ(a.overlap.size(), 1u);
+  const CommComputeOverlap& o = a.overlap[0];
+  // ∪ comm = all_gather [1200,1710) 510 + all_reduce [1800,1850) 50 = 560.
+  EXPECT_EQ(o.comm_ns, 560);
+  // compute = update_actor minus what the thread blocked on: the gather's post [1200,1230) and
+  // wait [1700,1720), the whole all_reduce [1800,1850): [1100,1200) 100 + [1230,1700) 470
+  // + [1720,1800) 80 + [1850,1900) 50 = 700.
+  EXPECT_EQ(o.compute_ns, 700);
+  // overlap = the gather less its post and its wait inside the row: [1230,1700) = 510 − 30 − 10
+  // = 470; the all_reduce overlaps nothing. ratio 470 / 560; exposed = 30 + 10 + 50 = 90.
+  EXPECT_EQ(o.overlap_ns, 470);
+  ASSERT_TRUE(o.overlap_ratio.has_value());
+  EXPECT_DOUBLE_EQ(*o.overlap_ratio, 470.0 / 560.0);
+  EXPECT_EQ(o.exposed_comm_ns, 90);
+
+  const TemporalBreakdown& b = a.breakdown[0];
+  // window [1000,2000) 1000; busy = update_actor [1100,1900) 800, idle 200; non_compute = the
+  // post 30 + the wait 20 + the all_reduce 50 = 100.
+  EXPECT_EQ(b.window_ns, 1000);
+  EXPECT_EQ(b.idle_ns, 200);
+  EXPECT_EQ(b.compute_ns, 700);
+  EXPECT_EQ(b.non_compute_ns, 100);
+}
+
+TEST(TemporalBreakdownTest, TheSameCollectiveRecordedSynchronouslyOverlapsNothing) {
+  // The gather of prefetch_run() without its post and wait (as every row of a file before schema v9 reads):
+  // the thread is taken as blocked from its issue to its completion.
+  RunData data = prefetch_run();
+  data.comm_ops[0].posted_ns.reset();
+  data.comm_ops[0].wait_start_ns.reset();
+  data.comm_ops[0].wait_end_ns.reset();
+  const CommComputeOverlap o = temporal_analysis(data, {1}).overlap[0];
+  EXPECT_EQ(o.comm_ns, 560);
+  EXPECT_EQ(o.overlap_ns, 0);
+  EXPECT_DOUBLE_EQ(*o.overlap_ratio, 0.0);
+  EXPECT_EQ(o.exposed_comm_ns, 560);
+  // compute = [1100,1200) 100 + [1710,1800) 90 + [1850,1900) 50 = 240 (the wait range is compute
+  // here: nothing says the thread blocked there).
+  EXPECT_EQ(o.compute_ns, 240);
 }

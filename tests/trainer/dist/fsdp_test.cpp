@@ -332,6 +332,24 @@ void check_fsdp_update(int tp, int dp, const std::string& units = "model") {
         "SELECT o.value, c.group_size, c.bytes FROM comm_ops c JOIN strings o ON o.id = c.op_id "
         "JOIN strings g ON g.id = c.group_id WHERE g.value = 'dp' AND o.value IN ('all_gather', 'reduce_scatter') "
         "ORDER BY c.start_ns");
+    // fsdp's gathers and reduce-scatters are issued asynchronously (pending_collective.h): each row
+    // carries the return of its post and the training thread's wait, in that order after the issue,
+    // the wait returning no earlier than the completion; every other collective (tp's, the gradient
+    // norm's all_reduce) is synchronous.
+    const std::string fsdp_row = "(g.value = 'dp' AND o.value IN ('all_gather', 'reduce_scatter'))";
+    EXPECT_EQ(hs::test::query_rows(db + ".rank" + std::to_string(r),
+                                   "SELECT COUNT(*) FROM comm_ops c JOIN strings o ON o.id = c.op_id JOIN strings g ON "
+                                   "g.id = c.group_id WHERE " + fsdp_row + " AND NOT COALESCE(c.posted_ns >= "
+                                   "c.start_ns AND c.wait_start_ns >= c.posted_ns AND c.wait_end_ns >= c.wait_start_ns "
+                                   "AND c.wait_end_ns >= c.end_ns, 0)"),
+              std::vector<std::string>{"0"})
+        << tag << " rank " << r << ": an fsdp collective without its post and wait, or out of order";
+    EXPECT_EQ(hs::test::query_rows(db + ".rank" + std::to_string(r),
+                                   "SELECT COUNT(*) FROM comm_ops c JOIN strings o ON o.id = c.op_id JOIN strings g ON "
+                                   "g.id = c.group_id WHERE NOT " + fsdp_row + " AND (c.posted_ns IS NOT NULL "
+                                   "OR c.wait_start_ns IS NOT NULL OR c.wait_end_ns IS NOT NULL)"),
+              std::vector<std::string>{"0"})
+        << tag << " rank " << r << ": a synchronous collective recorded with a wait";
     auto row = [&](const char* op, std::int64_t bytes) {
       return std::string(op) + "|" + std::to_string(dp) + "|" + std::to_string(bytes);
     };

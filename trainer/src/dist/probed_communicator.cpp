@@ -82,24 +82,30 @@ ProbedCommunicator::ProbedCommunicator(std::shared_ptr<Communicator> inner, cons
 
 void ProbedCommunicator::record(const char* op, std::int64_t bytes, const char* dtype,
                                 std::int64_t start_ns) const noexcept {
-  record(op, bytes, dtype, start_ns, probes::now_ns(), probes_->step());
-}
-
-void ProbedCommunicator::record(const char* op, std::int64_t bytes, const char* dtype, std::int64_t start_ns,
-                                std::int64_t end_ns, std::int64_t step) const noexcept {
-  recorder_->record_comm({op, group_, group_size_, bytes, dtype, start_ns, end_ns, step});
+  recorder_->record_comm({op, group_, group_size_, bytes, dtype, start_ns, probes::now_ns(), probes_->step()});
 }
 
 // The wrapped collective in flight; its row is written once, at wait(), under the step of its issue.
 class ProbedCommunicator::ProbedPending final : public PendingCollective {
  public:
+  // Made once the wrapped collective is posted: `start_ns` before the post, now its return.
   ProbedPending(const ProbedCommunicator* probe, std::unique_ptr<PendingCollective> inner, const char* op,
                 std::int64_t bytes, const char* dtype, std::int64_t start_ns)
       : probe_(probe), inner_(std::move(inner)), op_(op), bytes_(bytes), dtype_(dtype), start_ns_(start_ns),
-        step_(probe->probes_->step()) {}
+        posted_ns_(probes::now_ns()), step_(probe->probes_->step()) {}
   at::Tensor wait() override {
+    const std::int64_t wait_start = probes::now_ns();
     at::Tensor out = inner_->wait();
-    if (!recorded_) probe_->record(op_, bytes_, dtype_, start_ns_, inner_->completed_ns(), step_);
+    if (!recorded_) {
+      probes::CommRecord row{op_, probe_->group_, probe_->group_size_, bytes_, dtype_, start_ns_,
+                             inner_->completed_ns(), step_};
+      // The caller was blocked on it while posting it and while waiting: what the reports cut out
+      // of its compute.
+      row.posted_ns = posted_ns_;
+      row.wait_start_ns = wait_start;
+      row.wait_end_ns = probes::now_ns();
+      probe_->recorder_->record_comm(row);
+    }
     recorded_ = true;
     return out;
   }
@@ -111,7 +117,7 @@ class ProbedCommunicator::ProbedPending final : public PendingCollective {
   const char* op_;
   std::int64_t bytes_;
   const char* dtype_;
-  std::int64_t start_ns_, step_;
+  std::int64_t start_ns_, posted_ns_, step_;
   bool recorded_ = false;
 };
 

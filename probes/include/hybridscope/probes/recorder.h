@@ -156,6 +156,13 @@ struct CommRecord {
   std::int64_t start_ns;  // probes::now_ns()
   std::int64_t end_ns;
   std::int64_t step;
+  /// An asynchronous collective (issued, then waited for: pending_collective.h): when the call
+  /// that issued it returned (from start_ns until then the thread was posting it), and the issuing
+  /// thread's wait for it, from entering the wait to its return. All -1 (NULL): synchronous, the
+  /// thread blocked from start_ns to end_ns.
+  std::int64_t posted_ns = -1;
+  std::int64_t wait_start_ns = -1;
+  std::int64_t wait_end_ns = -1;
 };
 
 /// nccl-tests' bus-bandwidth factor for `op` over `n` ranks (profiling-facts.md; nccl-tests

@@ -104,7 +104,16 @@ struct CommOpRow {
   std::int64_t end_ns = 0;
   std::optional<double> algbw_gbps;  // NULL for a zero-length call
   std::optional<double> busbw_gbps;
+  /// An asynchronous collective (comm_ops.posted_ns, wait_start_ns, wait_end_ns; v9): the issuing
+  /// thread was blocked on it from start_ns to posted_ns (posting it) and from wait_start_ns to
+  /// wait_end_ns (waiting for it). NULL: synchronous, the thread blocked from start_ns to end_ns
+  /// (every row of a file before v9).
+  std::optional<std::int64_t> posted_ns = std::nullopt;
+  std::optional<std::int64_t> wait_start_ns = std::nullopt;
+  std::optional<std::int64_t> wait_end_ns = std::nullopt;
 
+  /// Whether the issuing thread went on after issuing it (the row carries its post and its wait).
+  bool asynchronous() const { return posted_ns.has_value() && wait_start_ns.has_value() && wait_end_ns.has_value(); }
   bool operator==(const CommOpRow& o) const;
 };
 

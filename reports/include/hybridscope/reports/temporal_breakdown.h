@@ -8,11 +8,15 @@
 //   compute = |∪ compute|; non_compute = kernel_time − compute − idle;
 //   overlap = |∪ comm ∩ ∪ compute|; overlap ratio = overlap / |∪ comm|.
 // On host ranges (CPU runs, or GPU runs without kernel records) the same formulas run over host
-// intervals: communication = the `comm_ops` records; compute = the phase ranges (category phase)
-// with the rank's communication on the same thread cut out (a thread blocked in a collective is
-// not computing); memory = none; the window is the measured steps' `step` ranges. Synchronous
-// collectives on the training thread therefore overlap nothing; collectives on another thread
-// (prefetch) overlap the phases they run under.
+// intervals: communication = the `comm_ops` records, each from its issue to its completion;
+// compute = the phase ranges (category phase) with the time the rank's step thread blocked on its
+// collectives cut out (a thread blocked in a collective is not computing): a synchronous
+// collective's whole row, an asynchronous one's post and wait (comm_ops start_ns..posted_ns and
+// wait_start_ns..wait_end_ns, v9);
+// memory = none; the window is the measured steps' `step` ranges. Synchronous collectives on the
+// training thread therefore overlap nothing; an asynchronous one (fsdp's per-layer gathers and
+// reduce-scatters with forward_prefetch) overlaps the compute between its post and its wait, and
+// phases on other threads overlap whatever runs under them.
 #pragma once
 
 #include <optional>

@@ -21,7 +21,7 @@
 namespace hs::probes::schema {
 
 /// PRAGMA user_version of databases this build writes.
-inline constexpr int kSchemaVersion = 8;
+inline constexpr int kSchemaVersion = 9;
 /// Oldest version opened files are upgraded from in place (kMigrateToV2, kMigrateToV4,
 /// kMigrateToV5*; v3, v4 and v6 also add tables, which create_statements() creates); older or newer
 /// ones are refused.
@@ -236,6 +236,12 @@ inline constexpr Column kCommOpsColumns[] = {
     {"end_ns", kInteger, kNotNull},
     {"algbw_gbps", kReal, 0},
     {"busbw_gbps", kReal, 0},
+    // v9: an asynchronous collective -- when the call that issued it returned, and the issuing
+    // thread's wait for it: the thread was blocked on it from start_ns to posted_ns and from
+    // wait_start_ns to wait_end_ns. NULL: synchronous (blocked from start_ns to end_ns).
+    {"posted_ns", kInteger, 0},
+    {"wait_start_ns", kInteger, 0},
+    {"wait_end_ns", kInteger, 0},
 };
 inline constexpr Index kCommOpsIndexes[] = {
     {"comm_ops_by_run", "run_id, rank, start_ns"},
@@ -688,6 +694,15 @@ inline constexpr const char* kMigrateToV8Ranges[] = {
     "ALTER TABLE ranges ADD COLUMN context_len INTEGER",
 };
 
+/// v8 -> v9: an asynchronous collective's row carries when its issuing call returned and the
+/// issuing thread's wait for it (the reports' overlap credits the time between to the compute it
+/// ran under). Files before v9 recorded every collective as synchronous (NULL).
+inline constexpr const char* kMigrateToV9CommOps[] = {
+    "ALTER TABLE comm_ops ADD COLUMN posted_ns INTEGER",
+    "ALTER TABLE comm_ops ADD COLUMN wait_start_ns INTEGER",
+    "ALTER TABLE comm_ops ADD COLUMN wait_end_ns INTEGER",
+};
+
 /// The statements that bring a file of schema `version` (kOldestMigratableVersion..kSchemaVersion)
 /// up to kSchemaVersion, in order; create_statements() runs after them and adds the tables the file
 /// lacks. `lacks_column(table, column)` answers for the file: true when `table` exists without
@@ -711,6 +726,8 @@ std::vector<std::string> migration_statements(int version, LacksColumn&& lacks_c
     for (const char* statement : kMigrateToV8Ranks) out.emplace_back(statement);
   if (version >= 1 && version < 8 && lacks_column(kRanges, "batch_size"))
     for (const char* statement : kMigrateToV8Ranges) out.emplace_back(statement);
+  if (version >= 1 && version < 9 && lacks_column(kCommOps, "posted_ns"))
+    for (const char* statement : kMigrateToV9CommOps) out.emplace_back(statement);
   return out;
 }
 

@@ -16,8 +16,10 @@
 //
 // An asynchronous collective (pending_collective.h: fsdp's prefetched gathers and overlapped
 // reduce-scatters) is recorded when it is waited for, as one row from its issue to the moment the
-// backend completed it — the transfer, not the caller's wait; it is announced to the range
-// observer while it is posted (when NCCL launches its kernels), with the row's start_ns.
+// backend completed it — the transfer — with the return of the call that posted it (posted_ns)
+// and the caller's wait for it (wait_start_ns, wait_end_ns) in the row (NULL for a synchronous
+// row: its caller blocked throughout); it is announced to
+// the range observer while it is posted (when NCCL launches its kernels), with the row's start_ns.
 //
 // What this is not: a communicator of its own (it never moves data) or a CUPTI NCCL-kernel probe.
 #pragma once
@@ -98,9 +100,8 @@ class ProbedCommunicator final : public Communicator, public AsyncCollectives {
 
  private:
   class ProbedPending;
+  // A synchronous collective's row: from start_ns to now, under the current step.
   void record(const char* op, std::int64_t bytes, const char* dtype, std::int64_t start_ns) const noexcept;
-  void record(const char* op, std::int64_t bytes, const char* dtype, std::int64_t start_ns, std::int64_t end_ns,
-              std::int64_t step) const noexcept;
 
   std::shared_ptr<Communicator> inner_;
   const probes::RunProbes* probes_;
