@@ -37,6 +37,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "hybridscope/bench/run_environment.h"
 #include "hybridscope/trainer/config/config.h"
 #include "hybridscope/trainer/loop/trainer.h"
 #include "hybridscope/trainer/model/model.h"
@@ -298,6 +299,7 @@ json compare(const StepShape& shape, const Options& o, PlainPeer& peer) {
     throw std::runtime_error(fmt::format("shape {}: the plain model has {} parameters, hybridscope's {}", shape.name,
                                          init.at("parameters").get<std::int64_t>(), hs_params));
 
+  const auto environment = hs::bench::current_environment({});
   hs::trainer::TrainerOptions options;
   options.show_progress = false;
   hs::trainer::PPOTrainer trainer(cfg, options);
@@ -314,12 +316,22 @@ json compare(const StepShape& shape, const Options& o, PlainPeer& peer) {
     if (!hs_first) hs.push_back(hybridscope_step(trainer, cfg));
   }
 
-  fmt::print("\nshape {}: {}\n  {} interleaved steps per side after {} warm-up; torch {}, {} threads; {} parameters\n",
+  // The OpenMP wait policy moves a tiny model's step by 2x (every parallel region wakes a sleeping
+  // thread under PASSIVE), and the load average says how quiet the machine was: both are printed.
+  const std::string thread_env = environment.thread_settings.empty()
+                                     ? "no OMP_/GOMP_ variables (OpenMP's default: spin, then sleep)"
+                                     : environment.thread_settings;
+  const double load_after = hs::bench::load_average();
+  fmt::print("\nshape {}: {}\n  {} interleaved steps per side after {} warm-up; torch {}, {} threads; {} parameters\n"
+             "  {}; load average {:.2f} before, {:.2f} after\n",
              shape.name, shape.what, o.steps, o.warmup, init.at("torch").get<std::string>(),
-             init.at("threads").get<int>(), hs_params);
+             init.at("threads").get<int>(), hs_params, thread_env, environment.load_avg_before, load_after);
   fmt::print("  {:<14} {:>18} {:>12} {:>8} {:>10} {:>10}\n", "phase", "hybridscope tok/s", "plain tok/s", "ratio",
              "hs ms", "plain ms");
-  json row = {{"shape", shape.name}, {"what", shape.what}, {"steps", o.steps}, {"parameters", hs_params}};
+  json row = {{"shape", shape.name},        {"what", shape.what},
+              {"steps", o.steps},            {"parameters", hs_params},
+              {"thread_settings", environment.thread_settings},
+              {"load_before", environment.load_avg_before}, {"load_after", load_after}};
   for (const auto& p : kPhases) {
     std::vector<double> a, b, a_ms, b_ms;
     for (const auto& s : hs) {

@@ -50,7 +50,7 @@ probes::RunEnvironment current_environment(const std::vector<std::string>& confi
   env.torch_version = TORCH_VERSION;
   env.hybridscope_version = HS_VERSION_STRING;
   env.hybridscope_commit = HS_GIT_COMMIT;
-  for (const char* name : {"OMP_NUM_THREADS", "OMP_WAIT_POLICY", "MKL_NUM_THREADS", "OMP_PROC_BIND"}) {
+  for (const char* name : {"OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "MKL_NUM_THREADS", "OMP_PROC_BIND"}) {
     if (const char* value = std::getenv(name))
       env.thread_settings += (env.thread_settings.empty() ? "" : " ") + std::string(name) + "=" + value;
   }
