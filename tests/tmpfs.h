@@ -32,6 +32,12 @@ class Tmpfs {
 
   bool mounted() const { return mounted_; }
   const std::string& refusal() const { return refusal_; }
+  /// Gives the mounted tmpfs a new size ("8m"), keeping its files: room made on a full disk.
+  bool resize(const std::string& size) {
+    if (!mounted_) return false;
+    return exited_ok(
+        wait_for(spawn({"/bin/mount", "-o", "remount,size=" + size, dir_}, {}), std::chrono::seconds(60)));
+  }
   /// True when it was mounted and is no longer.
   bool unmount() {
     if (!mounted_) return false;

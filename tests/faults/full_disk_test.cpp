@@ -88,6 +88,11 @@ class FullDisk : public ::testing::Test {
     return status;
   }
   std::string db() const { return (disk_ / "run.sqlite").string(); }
+  // What a user does before `hybridscope merge` on the disk that filled: make room. The merge
+  // copies the rank files' records into RUN.sqlite on that disk; with it still full, whether the
+  // copy fits depends on how far each rank got before the stop (it failed 1 run in 8 under load:
+  // SQLite's "database or disk is full" at COMMIT).
+  void make_room() { ASSERT_TRUE(tmpfs_->resize("16m")) << "remount " << disk_ << " with room"; }
   std::string ckpt() const { return (dir_ / "ckpt").string(); }
 
   // What holds whatever was configured: the database is intact, keeps the first steps, counts
@@ -182,6 +187,7 @@ TEST_F(FullDisk, TwoRanksStopAtTheSameStepAndALaterMergeCompletesTheRun) {
   EXPECT_TRUE(contains(err_, "writing " + db() + ".rank1")) << err_;
   ASSERT_TRUE(fs::exists(db() + ".rank1")) << "left for hybridscope merge";
 
+  make_room();
   ASSERT_TRUE(hs::test::exited_ok(run({"merge", db()}))) << err_ << out_;
   EXPECT_TRUE(contains(out_, "merged 1 rank files")) << out_;
   EXPECT_FALSE(fs::exists(db() + ".rank1"));
@@ -217,6 +223,7 @@ TEST_F(FullDiskFourRanks, ASplitReferenceStopsAtTheSameStepAsTheActor) {
   EXPECT_FALSE(steps[0].empty()) << err_;
   for (int rank = 1; rank < 4; ++rank) EXPECT_EQ(steps[static_cast<std::size_t>(rank)], steps[0]) << err_;
 
+  make_room();
   ASSERT_TRUE(hs::test::exited_ok(run({"merge", db()}))) << err_ << out_;
   EXPECT_EQ(hs::test::query_row(db(), "PRAGMA integrity_check"), "ok");
   EXPECT_TRUE(hs::test::query_rows(db(), "PRAGMA foreign_key_check").empty());
