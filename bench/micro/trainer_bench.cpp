@@ -15,6 +15,7 @@
 #include "hybridscope/trainer/data/batch.h"
 #include "hybridscope/trainer/config/config.h"
 #include "hybridscope/trainer/rl/core_algos.h"
+#include "hybridscope/trainer/rl/metrics.h"
 #include "hybridscope/trainer/memory/cpu_memory_tracker.h"
 #include "hybridscope/trainer/data/dataset.h"
 #include "hybridscope/trainer/rl/ppo_workers.h"
@@ -63,6 +64,18 @@ void BM_Gemm(benchmark::State& state) {
                                                benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_Gemm)->Arg(256)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The CPU peak behind perf/mfu (measure_gemm_flops: the faster of BLAS and oneDNN, the libraries of
+// hybridscope.cpu_matmul, on a float32 1024^3 product) at 1 and 2 intra-op threads: what
+// bench/hardware/cpu-local.yaml's fp32 peak (one thread per rank) is measured with.
+void BM_GemmPeak(benchmark::State& state) {
+  torch::set_num_threads(static_cast<int>(state.range(0)));
+  double peak = 0.0;
+  for (auto _ : state) peak = std::max(peak, measure_gemm_flops());
+  state.counters["peak_FLOPS"] = peak;
+  torch::set_num_threads(demo().cfg.hybridscope.num_threads);
+}
+BENCHMARK(BM_GemmPeak)->Arg(1)->Arg(2)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // One rollout of the demo step: train_batch_size prompts x n samples.
 void BM_Rollout(benchmark::State& state) {
