@@ -123,15 +123,17 @@ std::map<int, RankTimeline> kernel_timelines(const RunData& data, const std::map
   return timelines;
 }
 
-// Host ranges of the measured steps. CommOpRow carries no thread id: every collective is taken as
+// Host ranges of the measured steps: each range and collective that starts inside one of its rank's
+// measured `step` ranges (as kernel records are placed), so that the breakdown, whose window is
+// those step ranges, and the overlap see the same intervals — a final validation after the last
+// step carries that step's number but lies outside its range. CommOpRow carries no thread id: every collective is taken as
 // issued on the rank's main thread (the thread of its `step` ranges), where the trainer issues
 // them. What that thread spent blocked is cut out of its phases: a synchronous collective's whole
 // row; an asynchronous one's post (start_ns..posted_ns: Gloo copies and splits the input on the
 // calling thread) and its wait (wait_start_ns..wait_end_ns) — between the two the thread computed,
 // so the collective overlaps that compute. Phases on other threads keep everything (they compute
 // while the collective runs).
-std::map<int, RankTimeline> host_timelines(const RunData& data, const std::set<std::int64_t>& measured,
-                                           const std::map<int, RankSteps>& steps) {
+std::map<int, RankTimeline> host_timelines(const RunData& data, const std::map<int, RankSteps>& steps) {
   std::map<int, RankTimeline> timelines;
   for (const auto& [rank, s] : steps) {
     std::vector<Interval> step_intervals;
@@ -141,7 +143,7 @@ std::map<int, RankTimeline> host_timelines(const RunData& data, const std::set<s
   std::map<int, std::vector<Interval>> blocked;  // rank -> when its main thread was blocked on a collective
   for (const CommOpRow& c : data.comm_ops) {
     const auto t = timelines.find(c.rank);
-    if (t == timelines.end() || measured.count(c.step) == 0) continue;
+    if (t == timelines.end() || !in_measured_step(steps.at(c.rank), c.start_ns)) continue;
     const Interval transfer{c.start_ns, c.end_ns};
     t->second.comm.push_back(transfer);
     t->second.all.push_back(transfer);
@@ -156,7 +158,7 @@ std::map<int, RankTimeline> host_timelines(const RunData& data, const std::set<s
   std::map<int, std::vector<Interval>> main_thread_phases;  // rank -> its phases on the step thread
   for (const RangeRow& r : data.ranges) {
     const auto t = timelines.find(r.rank);
-    if (t == timelines.end() || measured.count(r.step) == 0) continue;
+    if (t == timelines.end() || !in_measured_step(steps.at(r.rank), r.start_ns)) continue;
     const Interval i{r.start_ns, r.end_ns};
     if (r.category == "switch") {
       t->second.all.push_back(i);
@@ -243,7 +245,7 @@ TemporalAnalysis temporal_analysis(const RunData& data, const std::vector<std::i
   } else {
     // No CUPTI records (a CPU run, or the collector off), or none inside the measured steps.
     analysis.source = TimelineSource::kHostRanges;
-    timelines = host_timelines(data, measured_set, steps);
+    timelines = host_timelines(data, steps);
     analysis.note = fmt::format(
         "host ranges: phase and switch ranges and collectives of {} on {} rank(s){}; compute = phases "
         "minus the time each rank's step thread blocked on collectives (a synchronous one's whole "
