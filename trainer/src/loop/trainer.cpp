@@ -785,6 +785,9 @@ FitSummary PPOTrainer::fit() {
     }
     bar.finish();
     if (summary.val_after < 0 && summary.steps_run > 0) {
+      // A range as the in-step validations have: its generation's fine ranges (gen/prefill,
+      // gen/decode_step) nest under it on the timeline instead of standing alone after the step.
+      HS_PROBE_RANGE(s.recording->timings(), "testing", kValidation);
       summary.val_after = s.validate(nullptr);
       s.recording->recorder().record_metrics(s.global_step, {{"val/mean@1", summary.val_after}});
     }
