@@ -31,7 +31,7 @@
 namespace hs::trainer::detail {
 
 /// torch::linear(x, weight, bias) (bias may be undefined), with float32 CPU products outside
-/// autocast multiplied by `matmul`'s library, forward and backward (linear.cpp); anything else
+/// autocast multiplied by `matmul`'s library, forward and backward (cpu_matmul.cpp); anything else
 /// takes torch::linear.
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias, CpuMatmul matmul);
 /// torch::bmm(a, b) — (batch, n, k) x (batch, k, m) — with the same choice of library (cpu_matmul.cpp).
