@@ -156,19 +156,19 @@ std::vector<PipelineOp> one_f_one_b_order(int stages, int stage, int micro_batch
 }
 
 void pipeline_forward(Transformer& model, const std::vector<RolloutBatch>& micro_batches,
-                      const StageOutputFn& on_output) {
+                      const StageOutputFn& on_output, LmOutput lm_output) {
   torch::NoGradGuard no_grad;
   if (model->parallel().pp->size() == 1) {
     for (std::size_t m = 0; m < micro_batches.size(); ++m) {
       const auto& ub = micro_batches[m];
-      on_output(m, model->forward(ub.input_ids, ub.attention_mask, ub.position_ids));
+      on_output(m, model->forward(ub.input_ids, ub.attention_mask, ub.position_ids, lm_output));
     }
     return;
   }
   StageLinks links(model);
   for (std::size_t m = 0; m < micro_batches.size(); ++m) {
     const auto& ub = micro_batches[m];
-    auto output = model->forward(stage_input(links, ub), ub.attention_mask, ub.position_ids);
+    auto output = model->forward(stage_input(links, ub), ub.attention_mask, ub.position_ids, lm_output);
     if (links.last()) {
       on_output(m, output);
     } else {
@@ -179,7 +179,7 @@ void pipeline_forward(Transformer& model, const std::vector<RolloutBatch>& micro
 }
 
 void pipeline_forward_backward(Transformer& model, const std::vector<RolloutBatch>& micro_batches,
-                               const StageOutputFn& loss_of, std::vector<PipelineOp>* trace) {
+                               const StageOutputFn& loss_of, std::vector<PipelineOp>* trace, LmOutput lm_output) {
   const int count = static_cast<int>(micro_batches.size());
   if (model->parallel().pp->size() == 1) {
     // One stage: forward and backward per micro-batch, the order one_f_one_b_order(1, 0, m) gives.
@@ -190,7 +190,8 @@ void pipeline_forward_backward(Transformer& model, const std::vector<RolloutBatc
       {
         HS_PROBE_TRACE_RANGE_ARGS(probes::thread_timings(), "micro_batch/forward", kPhase, ub.size(),
                                   ub.input_ids.size(1));
-        loss = loss_of(static_cast<std::size_t>(m), model->forward(ub.input_ids, ub.attention_mask, ub.position_ids));
+        loss = loss_of(static_cast<std::size_t>(m),
+                       model->forward(ub.input_ids, ub.attention_mask, ub.position_ids, lm_output));
       }
       {
         HS_PROBE_TRACE_RANGE_ARGS(probes::thread_timings(), "micro_batch/backward", kPhase, ub.size(),
@@ -217,7 +218,7 @@ void pipeline_forward_backward(Transformer& model, const std::vector<RolloutBatc
                                 ub.input_ids.size(1));
       state.input = stage_input(links, ub);
       if (!links.first()) state.input.requires_grad_(true);
-      auto output = model->forward(state.input, ub.attention_mask, ub.position_ids);
+      auto output = model->forward(state.input, ub.attention_mask, ub.position_ids, lm_output);
       if (links.last()) {
         state.output = loss_of(m, output);
       } else {
@@ -249,10 +250,13 @@ torch::Tensor micro_batched_log_probs(Transformer& model, const RolloutBatch& ba
   std::vector<RolloutBatch> micro_batches;
   for (const auto& rows : split_rows(batch.size(), micro)) micro_batches.push_back(batch.select(rows).to(device));
   std::vector<torch::Tensor> parts(micro_batches.size());
-  pipeline_forward(model, micro_batches, [&](std::size_t m, const torch::Tensor& logits) {
-    parts[m] = response_log_probs_of_logits(logits, micro_batches[m], temperature, false).first;
-    return torch::Tensor();
-  });
+  pipeline_forward(
+      model, micro_batches,
+      [&](std::size_t m, const torch::Tensor& hidden) {
+        parts[m] = response_log_probs_of_hidden(model, hidden, micro_batches[m], temperature, false).first;
+        return torch::Tensor();
+      },
+      LmOutput::kHidden);
   auto& pp = *model->parallel().pp;
   if (pp.size() == 1) return torch::cat(parts, 0).to(batch.responses.device());
   const int root = pp.size() - 1;

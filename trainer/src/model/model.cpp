@@ -611,24 +611,24 @@ torch::Dtype TransformerImpl::compute_dtype() const {
 
 torch::Tensor TransformerImpl::forward(const torch::Tensor& input_ids,
                                        const torch::Tensor& attention_mask,
-                                       const torch::Tensor& position_ids) {
+                                       const torch::Tensor& position_ids, LmOutput output) {
   const auto dtype = compute_dtype();
-  if (dtype == anchor_.scalar_type()) return forward_impl(input_ids, attention_mask, position_ids);
+  if (dtype == anchor_.scalar_type()) return forward_impl(input_ids, attention_mask, position_ids, output);
   const compat::AutocastGuard autocast(anchor_.device().type(), dtype);
-  return forward_impl(input_ids, attention_mask, position_ids);
+  return forward_impl(input_ids, attention_mask, position_ids, output);
 }
 
 torch::Tensor TransformerImpl::forward_cached(const torch::Tensor& input_ids, const torch::Tensor& position_ids,
-                                              const KvCacheView& kv) {
+                                              const KvCacheView& kv, bool last_token_only) {
   const auto dtype = compute_dtype();
-  if (dtype == anchor_.scalar_type()) return forward_cached_impl(input_ids, position_ids, kv);
+  if (dtype == anchor_.scalar_type()) return forward_cached_impl(input_ids, position_ids, kv, last_token_only);
   const compat::AutocastGuard autocast(anchor_.device().type(), dtype);
-  return forward_cached_impl(input_ids, position_ids, kv);
+  return forward_cached_impl(input_ids, position_ids, kv, last_token_only);
 }
 
 torch::Tensor TransformerImpl::forward_impl(const torch::Tensor& input_ids,
                                             const torch::Tensor& attention_mask,
-                                            const torch::Tensor& position_ids) {
+                                            const torch::Tensor& position_ids, LmOutput output) {
   if (is_first_stage()) {
     TORCH_CHECK(input_ids.dim() == 2, "forward: input_ids must be (B, T), got ", input_ids.sizes());
   } else {
@@ -640,7 +640,7 @@ torch::Tensor TransformerImpl::forward_impl(const torch::Tensor& input_ids,
   const auto bt = input_ids.sizes().slice(0, 2);
   TORCH_CHECK(attention_mask.sizes() == bt && position_ids.sizes() == bt, "forward: attention_mask ",
               attention_mask.sizes(), " and position_ids ", position_ids.sizes(), " must be (B, T) = ", bt);
-  if (compute_.remove_padding) return forward_packed_impl(input_ids, attention_mask, position_ids);
+  if (compute_.remove_padding) return forward_packed_impl(input_ids, attention_mask, position_ids, output);
   detail::AttentionBatch batch;
   batch.batch = input_ids.size(0);
   batch.tokens = input_ids.size(1);
@@ -659,12 +659,13 @@ torch::Tensor TransformerImpl::forward_impl(const torch::Tensor& input_ids,
   set_mask(batch, visible, shape_, parallel_.tp->size(), dtype, compute_.attention);
 
   auto hidden = parts_->model->forward(input_ids, batch);
-  return is_last_stage() ? apply_head(hidden) : hidden;
+  const bool logits = head_ == HeadKind::kValue || output == LmOutput::kLogits;
+  return is_last_stage() && logits ? apply_head(hidden) : hidden;
 }
 
 torch::Tensor TransformerImpl::forward_packed_impl(const torch::Tensor& input_ids,
                                                    const torch::Tensor& attention_mask,
-                                                   const torch::Tensor& position_ids) {
+                                                   const torch::Tensor& position_ids, LmOutput output) {
   // The N real tokens as one (1, N) sequence, positions restarting at each row's first token
   // (position_ids as given), attention within each row's tokens only (in chunks of whole rows,
   // packed_attention.cpp); the output scattered back to (B, T, ...) with zeros at the padding.
@@ -686,12 +687,13 @@ torch::Tensor TransformerImpl::forward_packed_impl(const torch::Tensor& input_id
   batch.segments = std::move(chunks.lengths);
   batch.segment_masks = std::move(chunks.masks);
   auto hidden = parts_->model->forward(detail::pack(input_ids, rows), batch);  // (1, N, C)
-  return detail::unpack(is_last_stage() ? apply_head(hidden) : hidden, rows);
+  const bool logits = head_ == HeadKind::kValue || output == LmOutput::kLogits;
+  return detail::unpack(is_last_stage() && logits ? apply_head(hidden) : hidden, rows);
 }
 
 torch::Tensor TransformerImpl::forward_cached_impl(const torch::Tensor& input_ids,
                                                    const torch::Tensor& position_ids,
-                                                   const KvCacheView& kv) {
+                                                   const KvCacheView& kv, bool last_token_only) {
   TORCH_CHECK(parallel_.pp->size() == 1, "forward_cached: this model is pipeline stage ", parallel_.pp->rank(),
               " of ", parallel_.pp->size(), "; generation runs on whole (pp = 1) models — reshard to the "
               "generation layout (pp_g = 1) first");
@@ -748,7 +750,8 @@ torch::Tensor TransformerImpl::forward_cached_impl(const torch::Tensor& input_id
                  query_pos.clamp_min(0).unsqueeze(-1);  // (B, T, L)
   set_mask(batch, visible, shape_, parallel_.tp->size(), dtype, compute_.attention);
 
-  return apply_head(parts_->model->forward(input_ids, batch));
+  auto hidden = parts_->model->forward(input_ids, batch);  // (B, T, C)
+  return apply_head(last_token_only ? hidden.narrow(1, T - 1, 1) : hidden);
 }
 
 torch::Tensor TransformerImpl::apply_head(const torch::Tensor& hidden) {

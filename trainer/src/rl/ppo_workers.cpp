@@ -236,8 +236,21 @@ std::vector<std::vector<std::int64_t>> mini_batches(std::int64_t batch_size, std
 
 std::pair<torch::Tensor, torch::Tensor> response_log_probs(Transformer& model, const RolloutBatch& batch,
                                                            double temperature, bool with_entropy) {
-  return response_log_probs_of_logits(model->forward(batch.input_ids, batch.attention_mask, batch.position_ids),
-                                      batch, temperature, with_entropy);
+  return response_log_probs_of_hidden(
+      model, model->forward(batch.input_ids, batch.attention_mask, batch.position_ids, LmOutput::kHidden), batch,
+      temperature, with_entropy);
+}
+
+std::pair<torch::Tensor, torch::Tensor> response_log_probs_of_hidden(Transformer& model, const torch::Tensor& hidden,
+                                                                     const RolloutBatch& batch, double temperature,
+                                                                     bool with_entropy) {
+  // Hidden states at the positions that predict response tokens: (B, P+R, C) -> (B·R, C).
+  const auto p = batch.prompt_length();
+  const auto B = batch.size();
+  const auto R = batch.response_length();
+  const auto h = hidden.slice(1, p - 1, p + R - 1).reshape({B * R, hidden.size(-1)});
+  auto [log_probs, entropy] = model->token_log_probs(h, batch.responses.reshape({B * R}), temperature, with_entropy);
+  return {log_probs.view({B, R}), entropy.defined() ? entropy.view({B, R}) : entropy};
 }
 
 std::pair<torch::Tensor, torch::Tensor> response_log_probs_of_logits(const torch::Tensor& full_logits,
@@ -335,12 +348,13 @@ Metrics PPOActor::update_policy(const RolloutBatch& batch, std::int64_t step, st
       // Loss-like metrics are summed over the mini-batch's micro-batches (each is a share of the
       // mini-batch's loss), ratios are averaged per micro-batch (verl's SUM and MEAN aggregations).
       Averager mini_sums;
-      pipeline_forward_backward(model_, ubs, [&](std::size_t m, const torch::Tensor& logits) {
-        // A pass without valid tokens (per-layer fsdp): an exactly-zero gradient, no metrics.
-        if (no_tokens[m] != 0) return logits.sum() * 0.0;
+      pipeline_forward_backward(model_, ubs, [&](std::size_t m, const torch::Tensor& hidden) {
         const RolloutBatch& ub = ubs[m];
+        // A pass without valid tokens (per-layer fsdp): an exactly-zero gradient of every
+        // parameter, the head's included, and no metrics.
+        if (no_tokens[m] != 0) return response_log_probs_of_hidden(model_, hidden, ub, temperature_, false).first.sum() * 0.0;
         const bool need_entropy = config_.entropy_coeff != 0.0;
-        auto [log_prob, entropy_tokens] = response_log_probs_of_logits(logits, ub, temperature_, true);
+        auto [log_prob, entropy_tokens] = response_log_probs_of_hidden(model_, hidden, ub, temperature_, true);
         // rollout correction's IS weights (undefined when off) multiply the per-token loss after clipping.
         auto pg = compute_policy_loss_for_mode(config_, ub.old_log_probs, log_prob, ub.advantages, ub.response_mask,
                                                info, ub.rollout_is_weights);
@@ -359,7 +373,7 @@ Metrics PPOActor::update_policy(const RolloutBatch& batch, std::int64_t step, st
         if (pg.ppo_kl.defined()) metrics.add("actor/ppo_kl", pg.ppo_kl.item<double>());
         if (pg.pg_clipfrac_lower.defined()) metrics.add("actor/pg_clipfrac_lower", pg.pg_clipfrac_lower.item<double>());
         return policy_loss;
-      });
+      }, nullptr, LmOutput::kHidden);
       for (const auto& name : mini_sums.order) metrics.add(name, mini_sums.sums.at(name).first);
       metrics.add("actor/grad_norm", optimizer_.step());
     }

@@ -394,9 +394,10 @@ void RolloutEngine::run_wave(const GenerationRequest& request, std::size_t first
   torch::Tensor logits;
   {
     HS_PROBE_TRACE_RANGE_ARGS(probes::thread_timings(), "gen/prefill", kPhase, W, T);
-    logits = model_->forward_cached(long_tensor(ids, W, T, device), long_tensor(pos, W, T, device), view);
+    logits = model_->forward_cached(long_tensor(ids, W, T, device), long_tensor(pos, W, T, device), view,
+                                    /*last_token_only=*/true);
   }
-  auto last = logits.select(1, T - 1);  // (W, V): each prompt's last token (left padding)
+  auto last = logits.select(1, 0);  // (W, V): each prompt's last token (left padding)
 
   // ---- fork: sample 0 continues in the prompt's sequence, samples 1..n-1 share its blocks
   const std::int64_t N = W * n;

@@ -43,21 +43,24 @@ struct PipelineOp {
 /// At most p − s micro-batches are in flight on stage s.
 std::vector<PipelineOp> one_f_one_b_order(int stages, int stage, int micro_batches);
 
-/// Called on the last stage with micro-batch `micro`'s model output (logits (B, T, V) or values
-/// (B, T)); returns the scalar to backpropagate (pipeline_forward_backward) or is only observed
+/// Called on the last stage with micro-batch `micro`'s model output (logits (B, T, V), final hidden
+/// states (B, T, C) with LmOutput::kHidden, or values (B, T)); returns the scalar to backpropagate (pipeline_forward_backward) or is only observed
 /// (pipeline_forward, whose result is ignored).
 using StageOutputFn = std::function<torch::Tensor(std::size_t micro, const torch::Tensor& output)>;
 
 /// Forward of every micro-batch through the stages in order, no autograd; `on_output` runs on the
 /// last stage only.
+/// `output`: what the last stage of an LM model hands on (LmOutput::kHidden: the final hidden
+/// states, for response_log_probs_of_hidden).
 void pipeline_forward(Transformer& model, const std::vector<RolloutBatch>& micro_batches,
-                      const StageOutputFn& on_output);
+                      const StageOutputFn& on_output, LmOutput output = LmOutput::kLogits);
 
 /// One forward and backward of every micro-batch in the 1F1B order; gradients accumulate into
 /// this stage's parameters (call Optimizer::zero_grad before, Optimizer::step after). `loss_of`
 /// runs on the last stage only. `trace`, when given, receives the ops in the order they ran.
 void pipeline_forward_backward(Transformer& model, const std::vector<RolloutBatch>& micro_batches,
-                               const StageOutputFn& loss_of, std::vector<PipelineOp>* trace = nullptr);
+                               const StageOutputFn& loss_of, std::vector<PipelineOp>* trace = nullptr,
+                               LmOutput output = LmOutput::kLogits);
 
 /// Response log-probs (B, R) of `model` (a whole model or one pipeline stage) on `batch` in
 /// micro-batches of `micro` rows (whole batch when micro <= 0), logits / temperature, no

@@ -22,6 +22,11 @@ namespace hs::trainer {
 
 enum class HeadKind { kLm, kValue };
 
+/// What an LM model's last stage returns from forward(): the logits (B, T, V), or the final
+/// hidden states (B, T, C) after model.norm, for token_log_probs() to apply the head in chunks of
+/// tokens so that no (B, T, V) tensor exists. Value heads and earlier pipeline stages ignore it.
+enum class LmOutput { kLogits, kHidden };
+
 class PagedKvCache;  // rollout.h
 
 /// How a model computes (hybridscope.precision, hybridscope.attention; docs/config.md).
@@ -79,7 +84,7 @@ class TransformerImpl : public torch::nn::Module {
   /// every stage but the last returns its hidden states (B, T, C). pipeline.h runs the stages.
   /// L % p must be 0; tied embeddings are refused with p > 1.
   torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
-                        const torch::Tensor& position_ids);
+                        const torch::Tensor& position_ids, LmOutput output = LmOutput::kLogits);
   bool is_first_stage() const;  // holds embed_tokens
   bool is_last_stage() const;   // holds model.norm and lm_head / score; forward returns logits / values
 
@@ -87,8 +92,26 @@ class TransformerImpl : public torch::nn::Module {
   /// slots of `kv.slot_mapping`, attends over each sequence's cached context (context_lens).
   /// Returns logits (B, T, V). Equal to the full forward's logits at the same positions.
   /// Whole models only (pp = 1: the generation layout has one stage); throws on a pipeline stage.
+  /// last_token_only: the head on each sequence's last new token only, (B, 1, V): a prefill needs
+  /// no more, and its (B, T, V) logits at a 152k vocabulary would be the wave's largest tensor.
   torch::Tensor forward_cached(const torch::Tensor& input_ids, const torch::Tensor& position_ids,
-                               const KvCacheView& kv);
+                               const KvCacheView& kv, bool last_token_only = false);
+
+  /// log p(labels) and the entropy of softmax(head(hidden) / temperature) per token, the LM head
+  /// applied to `kLogitsChunkBytes` of float32 logits at a time, forward and backward (a custom
+  /// autograd function recomputes each chunk's logits in the backward, as verl's fused
+  /// linear-for-PPO does): memory is bounded by the tokens, never by tokens x vocabulary.
+  /// hidden: (N, C) final hidden states (forward with LmOutput::kHidden); labels: (N) token ids.
+  /// Returns {log_probs (N), entropy (N) or undefined}, float32 (float64 for a float64 model).
+  /// Differentiable in `hidden` and the head's weight. Last stage of an LM model only. With
+  /// tp > 1 the vocabulary-split head is gathered per chunk through the usual autograd path.
+  /// `chunk_bytes`: float32 logits materialised at once (at least one token's).
+  std::pair<torch::Tensor, torch::Tensor> token_log_probs(const torch::Tensor& hidden, const torch::Tensor& labels,
+                                                          double temperature, bool with_entropy,
+                                                          std::int64_t chunk_bytes = kLogitsChunkBytes);
+  /// Bytes of float32 logits token_log_probs materialises at once by default: 441 tokens of a
+  /// 151,936-row vocabulary.
+  static constexpr std::int64_t kLogitsChunkBytes = std::int64_t{256} << 20;
 
   const ModelShape& shape() const { return shape_; }
   HeadKind head() const { return head_; }
@@ -125,12 +148,14 @@ class TransformerImpl : public torch::nn::Module {
   torch::Tensor apply_head(const torch::Tensor& hidden);
   /// forward / forward_cached without the autocast region compute() asks for.
   torch::Tensor forward_impl(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
-                             const torch::Tensor& position_ids);
+                             const torch::Tensor& position_ids, LmOutput output);
   torch::Tensor forward_cached_impl(const torch::Tensor& input_ids, const torch::Tensor& position_ids,
-                                    const KvCacheView& kv);
+                                    const KvCacheView& kv, bool last_token_only);
   /// forward_impl with compute().remove_padding.
   torch::Tensor forward_packed_impl(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
-                                    const torch::Tensor& position_ids);
+                                    const torch::Tensor& position_ids, LmOutput output);
+  /// The head's weight (V/tp, C): lm_head's, or embed_tokens' when tied.
+  torch::Tensor head_weight() const;
 };
 TORCH_MODULE(Transformer);
 

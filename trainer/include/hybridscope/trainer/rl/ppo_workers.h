@@ -89,8 +89,15 @@ std::vector<std::vector<std::size_t>> balanced_equal_partitions(const std::vecto
 /// that predict each response token. Each (B, R).
 std::pair<torch::Tensor, torch::Tensor> response_log_probs(Transformer& model, const RolloutBatch& batch,
                                                            double temperature, bool with_entropy);
-/// The same from the model's logits (B, P+R, V) on `batch` (a pipeline's last stage has them).
+/// The same from the model's logits (B, P+R, V) on `batch`: the reference computation the chunked
+/// path below is tested against (it holds the whole micro-batch's logits).
 std::pair<torch::Tensor, torch::Tensor> response_log_probs_of_logits(const torch::Tensor& logits,
+                                                                     const RolloutBatch& batch, double temperature,
+                                                                     bool with_entropy);
+/// The same from the last stage's final hidden states (B, P+R, C) (forward with LmOutput::kHidden):
+/// the head is applied only at the R response-predicting positions, in chunks of tokens
+/// (TransformerImpl::token_log_probs), so memory is bounded by B·R·C, not B·(P+R)·V.
+std::pair<torch::Tensor, torch::Tensor> response_log_probs_of_hidden(Transformer& model, const torch::Tensor& hidden,
                                                                      const RolloutBatch& batch, double temperature,
                                                                      bool with_entropy);
 /// Critic values at the positions of the response tokens (values[:, P-1 : P+R-1]), (B, R).
