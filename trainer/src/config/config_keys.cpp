@@ -87,7 +87,7 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(actor_rollout_ref.actor.fsdp_config.per_layer, "hybridscope's own: fsdp gathers each decoder layer's parameters just before the layer runs and frees them after (embeddings, final norm and head are the root unit, full for the whole update), as verl's FSDP wraps each decoder layer; false = the whole actor is gathered at once (docs/parallelism.md)."),
       HS_CONFIG_KEY(actor_rollout_ref.actor.fsdp_config.forward_prefetch, "With per_layer: issue the next layer's all-gather before the current layer computes (forward and backward) and overlap each layer's gradient reduce-scatter with the previous layer's backward; false = every collective is waited for at once."),
 
-      HS_CONFIG_KEY(actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu, "Samples per reference log-prob pass on one rank; -1 = whole batch."),
+      HS_CONFIG_KEY(actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu, "Samples per reference log-prob pass on one rank; -1 = the actor's ppo_micro_batch_size_per_gpu (a pass never holds more than a training micro-batch)."),
       HS_CONFIG_KEY(actor_rollout_ref.ref.fsdp_config.param_offload, "Reference weights in host memory except while computing log-probs."),
 
       HS_CONFIG_KEY(actor_rollout_ref.rollout.name, "Generation engine: hybridscope, the built-in paged-KV engine (verl's vllm/sglang/hf are refused)."),
@@ -100,7 +100,7 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(actor_rollout_ref.rollout.gpu_memory_utilization, "Share of the CUDA device's total memory the rollout may hold, its weights included (vLLM's meaning); caps a KV pool sized by kv_num_blocks=-1."),
       HS_CONFIG_KEY(actor_rollout_ref.rollout.max_num_seqs, "Most sequences decoded at once."),
       HS_CONFIG_KEY(actor_rollout_ref.rollout.free_cache_engine, "Free the KV blocks when switching back to training."),
-      HS_CONFIG_KEY(actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu, "Samples per old-log-prob pass on one rank; -1 = whole batch."),
+      HS_CONFIG_KEY(actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu, "Samples per old-log-prob pass on one rank; -1 = the actor's ppo_micro_batch_size_per_gpu (a pass never holds more than a training micro-batch)."),
       HS_CONFIG_KEY(actor_rollout_ref.rollout.val_kwargs.temperature, "Validation sampling temperature."),
       HS_CONFIG_KEY(actor_rollout_ref.rollout.val_kwargs.top_k, "Validation top-k; -1 = off."),
       HS_CONFIG_KEY(actor_rollout_ref.rollout.val_kwargs.top_p, "Validation nucleus mass."),

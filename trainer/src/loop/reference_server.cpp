@@ -111,7 +111,7 @@ int serve_reference(const Config& cfg, Topology& topology, RunRecording& recordi
         batch.prompts = batch.input_ids.slice(1, 0, prompt);
         batch.responses = batch.input_ids.slice(1, prompt);
         std::vector<torch::Tensor> parts;
-        for (const auto& sel : split_rows(rows, cfg_ref.ref.log_prob_micro_batch_size_per_gpu))
+        for (const auto& sel : split_rows(rows, cfg_ref.log_prob_micro_batch(cfg_ref.ref.log_prob_micro_batch_size_per_gpu)))
           parts.push_back(
               response_log_probs(ref_model, batch.select(sel).to(topology.device), cfg_ref.rollout.temperature, false)
                   .first.to(torch::kCPU));

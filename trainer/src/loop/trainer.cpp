@@ -31,6 +31,7 @@
 #include <torch/torch.h>
 
 #include "loop/console.h"
+#include "loop/out_of_memory.h"
 #include "hybridscope/probes/merge.h"
 #include "hybridscope/trainer/data/batch.h"
 #include "hybridscope/trainer/loop/checkpoint.h"
@@ -312,11 +313,13 @@ Metrics PPOTrainer::State::step() {
     };
     {
       HS_PROBE_RANGE(timings, "switch/train_to_rollout", kSwitch);
+      HS_PHASE_MARK("switch/train_to_rollout");
       hybrid_switch.to_rollout(step);
     }
     sample("switch/train_to_rollout");
     {
       HS_PROBE_RANGE(timings, "gen", kPhase);
+      HS_PHASE_MARK("gen");
       examples = draw();
       generated = generate_round(0, examples);
       if (filter.enable) keep_varied_groups(examples, generated);
@@ -334,6 +337,7 @@ Metrics PPOTrainer::State::step() {
               "policy; raise max_num_gen_batches (0 = no limit) or data.gen_batch_size",
               rounds, examples.size(), wanted, filter.max_num_gen_batches));
         HS_PROBE_RANGE(timings, "gen_extra", kPhase);
+        HS_PHASE_MARK("gen_extra");
         std::vector<const Example*> more = draw();
         Rollouts extra = generate_round(rounds++, more);
         keep_varied_groups(more, extra);
@@ -352,6 +356,7 @@ Metrics PPOTrainer::State::step() {
     metrics.insert(metrics.end(), balance.begin(), balance.end());
     if (cfg.algorithm.adv_estimator == AdvEstimator::kRemax) {
       HS_PROBE_RANGE(timings, "gen_max", kPhase);
+      HS_PHASE_MARK("gen_max");
       SamplingParams greedy = arr.rollout.sampling();
       greedy.do_sample = false;
       const RolloutBatch baseline = rollout->make_batch(
@@ -360,16 +365,19 @@ Metrics PPOTrainer::State::step() {
     }
     {
       HS_PROBE_RANGE(timings, "switch/rollout_to_train", kSwitch);
+      HS_PHASE_MARK("switch/rollout_to_train");
       hybrid_switch.to_train(step);
     }
     sample("switch/rollout_to_train");
     {
       HS_PROBE_RANGE(timings, "reward", kPhase);
+      HS_PHASE_MARK("reward");
       batch.token_level_scores = rollout->score(batch);
     }
     {
       HS_PROBE_RANGE(timings, "old_log_prob", kPhase);
-      batch.old_log_probs = actor->worker->compute_log_prob(batch, arr.rollout.log_prob_micro_batch_size_per_gpu);
+      HS_PHASE_MARK("old_log_prob");
+      batch.old_log_probs = actor->worker->compute_log_prob(batch, arr.log_prob_micro_batch(arr.rollout.log_prob_micro_batch_size_per_gpu));
     }
     sample("old_log_prob");
     if (batch.rollout_log_probs.defined()) {
@@ -389,12 +397,13 @@ Metrics PPOTrainer::State::step() {
     }
     if (cfg.use_reference()) {
       HS_PROBE_RANGE(timings, "ref", kPhase);
+      HS_PHASE_MARK("ref");
       torch::NoGradGuard no_grad;
       if (topology.split()) {
         batch.ref_log_probs = remote_ref_log_probs(topology, batch);
       } else {
         const std::int64_t onloaded = ref_offload.onload();
-        batch.ref_log_probs = micro_batched_log_probs(ref_model, batch, arr.ref.log_prob_micro_batch_size_per_gpu,
+        batch.ref_log_probs = micro_batched_log_probs(ref_model, batch, arr.log_prob_micro_batch(arr.ref.log_prob_micro_batch_size_per_gpu),
                                                       arr.rollout.temperature);
         if (arr.ref.fsdp_config.param_offload) {
           ref_offload.offload(ref_model->parameters());
@@ -404,10 +413,12 @@ Metrics PPOTrainer::State::step() {
     }
     if (critic) {
       HS_PROBE_RANGE(timings, "values", kPhase);
+      HS_PHASE_MARK("values");
       batch.values = critic->compute_values(batch, cfg.critic.ppo_micro_batch_size_per_gpu);
     }
     {
       HS_PROBE_RANGE(timings, "adv", kPhase);
+      HS_PHASE_MARK("adv");
       if (cfg.algorithm.use_kl_in_reward) {
         const auto kl = apply_kl_penalty(batch.token_level_scores, batch.old_log_probs, batch.ref_log_probs,
                                          batch.response_mask, *kl_ctrl, cfg.algorithm.kl_penalty);
@@ -423,12 +434,14 @@ Metrics PPOTrainer::State::step() {
     }
     if (critic) {
       HS_PROBE_RANGE(timings, "update_critic", kPhase);
+      HS_PHASE_MARK("update_critic");
       const auto critic_metrics = critic->update_critic(batch, step - 1);
       metrics.insert(metrics.end(), critic_metrics.begin(), critic_metrics.end());
     }
     if (critic) sample("update_critic");
     if (step > cfg.trainer.critic_warmup) {
       HS_PROBE_RANGE(timings, "update_actor", kPhase);
+      HS_PHASE_MARK("update_actor");
       const auto actor_metrics = actor->worker->update_policy(
           batch, step - 1, rank_stream_seed(cfg.hybridscope.seed, step, kActorShuffleStream, topology.actor_rank));
       metrics.insert(metrics.end(), actor_metrics.begin(), actor_metrics.end());
@@ -437,6 +450,7 @@ Metrics PPOTrainer::State::step() {
     const bool last = step == total_steps;
     if (cfg.trainer.test_freq > 0 && (step % cfg.trainer.test_freq == 0 || last)) {
       HS_PROBE_RANGE(timings, "testing", kValidation);
+      HS_PHASE_MARK("testing");
       std::map<std::string, double> per_source;
       const double score = validate(&per_source);
       for (const auto& [source, v] : per_source) metrics.emplace_back("val-core/" + source + "/reward/mean@1", v);
@@ -665,6 +679,7 @@ void PPOTrainer::State::prepare(FitSummary& summary) {
 
   if (cfg.trainer.val_before_train) {
     HS_PROBE_RANGE(timings, "testing", kValidation);
+    HS_PHASE_MARK("testing");
     summary.val_before = validate(nullptr);
     if (lead)
       fmt::print("validation before training (step {}): mean@1 = {:.3f} on {} prompts\n", global_step,
@@ -676,7 +691,15 @@ void PPOTrainer::State::prepare(FitSummary& summary) {
 
 Metrics PPOTrainer::State::train_step() {
   recording->begin_step(++global_step);
-  Metrics metrics = step();
+  detail::PhaseMark::clear_failed();
+  Metrics metrics;
+  try {
+    metrics = step();
+  } catch (const c10::OutOfMemoryError& e) {
+    // The run is marked failed by the caller with this message; its records so far are kept.
+    throw TrainingOutOfMemory(detail::out_of_memory_message(cfg, detail::PhaseMark::failed(), global_step,
+                                                            topology.memory_device, e.what_without_backtrace()));
+  }
   recording->recorder().record_metrics(global_step, metrics);
   recording->flush();
   return metrics;

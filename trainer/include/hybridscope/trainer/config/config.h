@@ -220,7 +220,7 @@ struct RefFsdpConfig {
 };
 
 struct RefConfig {
-  int log_prob_micro_batch_size_per_gpu = -1;  // -1 = whole batch
+  int log_prob_micro_batch_size_per_gpu = -1;  // -1 = the actor's ppo_micro_batch_size_per_gpu
   RefFsdpConfig fsdp_config{};
 };
 
@@ -243,7 +243,7 @@ struct RolloutConfig {
   double gpu_memory_utilization = 0.5;  // share of device memory the KV pool may take (CUDA)
   int max_num_seqs = 256;
   bool free_cache_engine = true;
-  int log_prob_micro_batch_size_per_gpu = -1;
+  int log_prob_micro_batch_size_per_gpu = -1;  // -1 = the actor's ppo_micro_batch_size_per_gpu
   SamplingParams val_kwargs{0.0, -1, 1.0, 1, false};
 
   SamplingParams sampling() const { return SamplingParams{temperature, top_k, top_p, n, do_sample}; }
@@ -255,6 +255,13 @@ struct ActorRolloutRefConfig {
   ActorConfig actor{};
   RefConfig ref{};
   RolloutConfig rollout{};
+
+  /// Rows per log-prob pass (old or reference log-probs) for a configured
+  /// log_prob_micro_batch_size_per_gpu: itself when set, else the actor's micro-batch, so that a
+  /// pass never holds more than a training micro-batch's activations (verl refuses it unset).
+  int log_prob_micro_batch(int configured) const {
+    return configured > 0 ? configured : actor.ppo_micro_batch_size_per_gpu;
+  }
 };
 
 struct CriticConfig {
