@@ -110,6 +110,9 @@ probes::SwitchRecord HybridSwitch::to_rollout(std::int64_t step) {
     record.bytes_local = bytes.local;
   }
   if (collect_offload_) timed(record, "offload", [&] { offload_.offload(collect_offload_()); });
+  // The training phases' cached blocks go back before the KV pool is allocated (verl's
+  // empty_cache on entering the rollout layout); only on a CUDA device.
+  if (memory_device_ >= 0) timed(record, "empty_cache", [&] { release_cached_device_memory(memory_device_); });
   timed(record, "kv_allocate", [&] {
     if (!rollout_.cache_allocated()) rollout_.allocate_cache();
   });
@@ -129,6 +132,8 @@ probes::SwitchRecord HybridSwitch::to_train(std::int64_t step) {
   timed(record, "kv_release", [&] {
     if (free_cache_engine_) rollout_.release_cache();
   });
+  // The freed KV pool goes back to the driver rather than staying cached for training's shapes.
+  if (memory_device_ >= 0) timed(record, "empty_cache", [&] { release_cached_device_memory(memory_device_); });
   if (collect_offload_) timed(record, "onload", [&] { offload_.onload(); });
   if (executor_ && !wire_dtype_) {
     timed(record, "restore_weights", [&] {

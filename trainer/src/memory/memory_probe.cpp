@@ -113,6 +113,14 @@ DevicePeak take_cuda_peak(int device) {
   return peak;
 }
 
+void release_cached_device_memory(int device) {
+#if HS_TORCH_HAS_CUDA_ALLOCATOR
+  if (device >= 0) compat::cuda_empty_cache();
+#else
+  (void)device;
+#endif
+}
+
 MemorySampler::MemorySampler(const probes::RunProbes& probes, int device, std::chrono::milliseconds interval)
     : probes_(probes), device_(device), interval_(interval) {
   if (!probes_.on()) throw std::invalid_argument("MemorySampler: the probes are off (no recorder)");

@@ -140,13 +140,19 @@ inline CudaDeviceStats cuda_device_stats(int device) {
   return cuda_alloc::getDeviceStats(static_cast<c10::DeviceIndex>(device));
 }
 inline std::int64_t cuda_largest_free_block(int device) {
-  std::size_t largest = 0;
+  // cacheInfo raises *largest to the largest free cached block, but a 0 passed in is first
+  // replaced by cudaMemGetInfo's free device memory ("an optimistic initial guess"): the whole
+  // card's free bytes, not the cache's, which made external fragmentation −286 on an H100. Any
+  // cached block is at least 512 bytes, so starting at 1 asks for the cache's figure alone.
+  std::size_t largest = 1;
   cuda_alloc::cacheInfo(static_cast<c10::DeviceIndex>(device), &largest);
-  return static_cast<std::int64_t>(largest);
+  return largest <= 1 ? 0 : static_cast<std::int64_t>(largest);
 }
 inline void cuda_reset_peak_stats(int device) {
   cuda_alloc::resetPeakStats(static_cast<c10::DeviceIndex>(device));
 }
+/// Returns the caching allocator's unused cached blocks to the driver (torch.cuda.empty_cache()).
+inline void cuda_empty_cache() { cuda_alloc::emptyCache(); }
 
 /// The aggregate pool's fields the memory probe records, into `Out` (CudaAllocatorStats).
 template <typename Out>

@@ -71,6 +71,12 @@ struct DevicePeak {
 };
 DevicePeak take_cuda_peak(int device);
 
+/// torch.cuda.empty_cache() where `device` is a CUDA device (>= 0) of a CUDA build, else nothing:
+/// the caching allocator's unused cached blocks go back to the driver, as verl does when the actor
+/// enters and leaves the rollout layout, so that the KV pool and the training state do not hold
+/// each other's cached blocks (a fragmented cache of one phase starving the next).
+void release_cached_device_memory(int device);
+
 /// Records read_memory(device, step, "timer") from its own thread, one interval after the
 /// previous sample (never closer), until destroyed (which wakes and joins the thread at once).
 class MemorySampler {
