@@ -78,6 +78,7 @@ TEST(GpuActivity, ClassifiesKernelsByName) {
   EXPECT_EQ(classify_kernel("_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE"),
             KernelClass::kNccl);
   EXPECT_EQ(classify_kernel("_Z20ncclKernel_AllReducev"), KernelClass::kNccl);
+  EXPECT_EQ(classify_kernel("_ZN12_GLOBAL__N_113oneRankReduceI10FuncPreMulIfEEEvPvS3_mmb"), KernelClass::kNccl);
   EXPECT_EQ(classify_kernel("Memset (Device)"), KernelClass::kMemory);
   EXPECT_EQ(classify_kernel("MemcpyDtoD"), KernelClass::kMemory);
   EXPECT_EQ(classify_kernel("ampere_sgemm_128x64_nn"), KernelClass::kCompute);

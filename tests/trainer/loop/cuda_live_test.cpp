@@ -62,7 +62,11 @@ TEST_F(CudaLive, CuptiRecordsCorrelateToTheRangesThatLaunchedThem) {
   auto one = [&](const std::string& sql) { return test::query_row(path, sql); };
   EXPECT_NE(one("SELECT COUNT(*) FROM kernels"), "0");
   EXPECT_NE(one("SELECT COUNT(*) FROM runtime_api"), "0");
-  EXPECT_NE(one("SELECT COUNT(*) FROM memcpy m JOIN memcpy_kinds k ON k.id = m.copy_kind_id WHERE k.name = 'DTOH'"), "0");
+  // memcpy_kinds carries Nsight Systems' names (CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, docs/schema.md): the
+  // short 'DTOH' matched no row, which read as "no device-to-host copy recorded".
+  EXPECT_NE(one("SELECT COUNT(*) FROM memcpy m JOIN memcpy_kinds k ON k.id = m.copy_kind_id"
+                " WHERE k.name = 'CUPTI_ACTIVITY_MEMCPY_KIND_DTOH'"),
+            "0");
   // Every kernel launched inside a range, and the launch (runtime API call) lies within that range.
   const std::string tagged =
       " FROM kernels k JOIN runtime_api a ON a.rank = k.rank AND a.correlation_id = k.correlation_id"
@@ -75,14 +79,17 @@ TEST_F(CudaLive, CuptiRecordsCorrelateToTheRangesThatLaunchedThem) {
   EXPECT_NE(one("SELECT COUNT(*)" + tagged + " JOIN strings s ON s.id = cr.name_id WHERE s.value = 'matmul'"), "0");
   EXPECT_EQ(one("SELECT s.value FROM memcpy m JOIN external_correlations e ON e.correlation_id = m.correlation_id"
                 " JOIN correlation_ranges cr ON cr.external_id = e.external_id JOIN strings s ON s.id = cr.name_id"
-                " JOIN memcpy_kinds k ON k.id = m.copy_kind_id WHERE k.name = 'DTOH' LIMIT 1"),
+                " JOIN memcpy_kinds k ON k.id = m.copy_kind_id WHERE k.name = 'CUPTI_ACTIVITY_MEMCPY_KIND_DTOH' LIMIT 1"),
             "copy_back");
   EXPECT_EQ(one("SELECT COUNT(*) FROM kernels WHERE end_ns < start_ns"), "0");
 }
 
-// A one-rank NCCL communicator's all-reduce still launches an NCCL kernel; CUPTI's record of it is
-// classified `nccl` (kernel_classes), not compute.
-TEST_F(CudaLive, OneRankNcclAllReduceIsClassifiedAsCommunication) {
+// What one NCCL rank really launches: an in-place sum on one rank is the identity and NCCL
+// launches nothing for it (ncclLaunchOneRank returns at once; the first H100 run saw only the
+// tensor fill's kernel), while an average is a pre-multiplied sum, which NCCL runs as its own
+// one-rank kernel (oneRankReduce). That kernel is classified `nccl` (kernel_classes), not compute,
+// and no kernel that NCCL launched is left as compute.
+TEST_F(CudaLive, OneRankNcclAverageKernelIsClassifiedAsCommunication) {
   const auto path = test::temp_db("cuda_live", "nccl.sqlite");
   probes::Recorder rec(path);
   rec.begin_run({});
@@ -93,21 +100,29 @@ TEST_F(CudaLive, OneRankNcclAllReduceIsClassifiedAsCommunication) {
   options.timeout = std::chrono::seconds(60);
   C10dGroupFactory groups(env, options);
   auto world = groups.world();
+  auto t = torch::ones({1 << 20}, torch::kCUDA);
+  torch::cuda::synchronize();
   probes::CuptiCollector cupti(rec);
   ASSERT_EQ(cupti.start(), probes::CuptiState::kActive) << cupti.status();
-  auto t = torch::ones({1 << 20}, torch::kCUDA);
   world->all_reduce(t, ReduceOp::kSum);
+  world->all_reduce(t, ReduceOp::kAvg);
   torch::cuda::synchronize();
   cupti.flush();
   rec.flush();
   cupti.stop();
   rec.end_run(probes::RunStatus::kCompleted);
-  EXPECT_EQ(t.sum().item<double>(), static_cast<double>(1 << 20)) << "a one-rank sum is the identity";
+  EXPECT_EQ(t.sum().item<double>(), static_cast<double>(1 << 20)) << "a one-rank sum and average are the identity";
+  const std::string seen =
+      test::query_row(path, "SELECT group_concat(DISTINCT s.value) FROM kernels k JOIN strings s ON s.id = k.name_id");
   EXPECT_NE(test::query_row(path, "SELECT COUNT(*) FROM kernels k JOIN kernel_classes c ON c.id = k.class_id "
                                   "WHERE c.name = 'nccl'"),
             "0")
-      << "kernels seen: "
-      << test::query_row(path, "SELECT group_concat(DISTINCT s.value) FROM kernels k JOIN strings s ON s.id = k.short_name_id");
+      << "kernels seen: " << seen;
+  EXPECT_EQ(test::query_row(path, "SELECT COUNT(*) FROM kernels k JOIN kernel_classes c ON c.id = k.class_id "
+                                  "JOIN strings s ON s.id = k.name_id WHERE c.name <> 'nccl' AND "
+                                  "(s.value LIKE '%nccl%' OR s.value LIKE '%oneRank%')"),
+            "0")
+      << "kernels seen: " << seen;
 }
 #endif  // HS_HAVE_CUPTI
 
