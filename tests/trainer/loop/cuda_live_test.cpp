@@ -86,8 +86,8 @@ TEST_F(CudaLive, CuptiRecordsCorrelateToTheRangesThatLaunchedThem) {
 
 // What one NCCL rank really launches: an in-place sum on one rank is the identity and NCCL
 // launches nothing for it (ncclLaunchOneRank returns at once; the first H100 run saw only the
-// tensor fill's kernel), while an average is a pre-multiplied sum, which NCCL runs as its own
-// one-rank kernel (oneRankReduce). That kernel is classified `nccl` (kernel_classes), not compute,
+// tensor fill's kernel), while an average — which the communicator hands to NCCL as ncclAvg, a
+// pre-multiplied sum — runs as NCCL's own one-rank kernel (oneRankReduce). That kernel is classified `nccl` (kernel_classes), not compute,
 // and no kernel that NCCL launched is left as compute.
 TEST_F(CudaLive, OneRankNcclAverageKernelIsClassifiedAsCommunication) {
   const auto path = test::temp_db("cuda_live", "nccl.sqlite");

@@ -53,14 +53,14 @@ c10d::ReduceOp to_c10d(ReduceOp op) {
     case ReduceOp::kSum: return c10d::ReduceOp(c10d::ReduceOp::SUM);
     case ReduceOp::kMax: return c10d::ReduceOp(c10d::ReduceOp::MAX);
     case ReduceOp::kMin: return c10d::ReduceOp(c10d::ReduceOp::MIN);
-    case ReduceOp::kAvg: return c10d::ReduceOp(c10d::ReduceOp::SUM);  // divided after (Gloo has no AVG)
+    case ReduceOp::kAvg: return c10d::ReduceOp(c10d::ReduceOp::SUM);  // divided after (where no native AVG)
   }
   return c10d::ReduceOp(c10d::ReduceOp::SUM);
 }
 
 /// One c10d backend (Gloo or NCCL) as a Communicator. Every call waits for its work.
 /// Ops the backend lacks are built from ones it has, moving the bytes the probe's row implies:
-///   kAvg: SUM then divide by size (the same bytes as a sum);
+///   kAvg: NCCL's AVG on floating tensors; otherwise SUM then divide by size (the same bytes);
 ///   reduce_scatter without _reduce_scatter_base (Gloo): an all-to-all of the input's n row
 ///   chunks (chunk k to rank k), then the sum of the n chunks received — (n−1)/n × input in and
 ///   out per rank, a ring reduce-scatter's volume (an all_reduce + slice would move twice that).
@@ -88,11 +88,12 @@ class C10dCommunicator final : public Communicator, public AsyncCollectives {
     TORCH_CHECK(tensor.is_contiguous(), "all_reduce on group '", name_, "' needs a contiguous tensor");
     std::vector<at::Tensor> tensors{staged(tensor)};
     c10d::AllreduceOptions opts;
-    opts.reduceOp = to_c10d(op);
+    const bool avg_here = op == ReduceOp::kAvg && native_avg_ && at::isFloatingType(tensor.scalar_type());
+    opts.reduceOp = avg_here ? c10d::ReduceOp(c10d::ReduceOp::AVG) : to_c10d(op);
     opts.timeout = timeout_;
     wait(backend_->allreduce(tensors, opts), "all_reduce");
     unstage(tensors[0], tensor);
-    if (op == ReduceOp::kAvg) tensor.div_(size());
+    if (op == ReduceOp::kAvg && !avg_here) tensor.div_(size());
   }
 
   at::Tensor all_gather(const at::Tensor& input) override { return post_all_gather(input)->wait(); }
@@ -253,12 +254,13 @@ class C10dCommunicator final : public Communicator, public AsyncCollectives {
     if (!reduce_scatter_unsupported_) {
       at::Tensor out = at::empty(shape, in.options());
       c10d::ReduceScatterOptions opts;
-      opts.reduceOp = to_c10d(op);
+      const bool avg_here = op == ReduceOp::kAvg && native_avg_ && at::isFloatingType(in.scalar_type());
+      opts.reduceOp = avg_here ? c10d::ReduceOp(c10d::ReduceOp::AVG) : to_c10d(op);
       opts.timeout = timeout_;
       try {
         auto work = backend_->_reduce_scatter_base(out, in, opts);
-        return std::make_unique<Pending>(this, std::move(work), "reduce_scatter", [in, out, op, n, device] {
-          return (op == ReduceOp::kAvg ? out.div_(n) : out).to(device);
+        return std::make_unique<Pending>(this, std::move(work), "reduce_scatter", [in, out, op, n, device, avg_here] {
+          return (op == ReduceOp::kAvg && !avg_here ? out.div_(n) : out).to(device);
         });
       } catch (const c10::NotImplementedError&) {
         // Raised before any data moves, identically on every rank: fall back from now on.
@@ -367,6 +369,9 @@ class C10dCommunicator final : public Communicator, public AsyncCollectives {
   }
 
   c10::intrusive_ptr<c10d::Backend> backend_;
+  // NCCL averages natively (ncclAvg, a pre-multiplied sum: one kernel, and on a one-rank
+  // communicator NCCL's own oneRankReduce rather than nothing); Gloo has no AVG.
+  bool native_avg_ = backend_->getBackendName() == "nccl";
   std::string name_;
   std::string members_;  // "0 (host-a), 1 (host-b)": the world ranks a failure may be waiting on
   std::chrono::milliseconds timeout_;
