@@ -1,36 +1,59 @@
 #!/usr/bin/env bash
-# gpu-proof.sh — everything issue 5 must show, in one call on a lent GPU machine (docs/benchmarks.md,
-# "On a GPU"). Run from the repository root there, with the bundle scripts/gpu-bundle.sh made on
-# the CPU machine carried along (.gpu-bundle). Writes at most 8 files into $OUT (default out/gpu)
-# and prints a summary table last.
+# gpu-proof.sh — the GPU checks of issues 33 and 36 in one call on a lent GPU machine
+# (docs/benchmarks.md, "On a GPU"). Run from the repository root there, with the bundle that
+# scripts/gpu-bundle.sh made on the CPU machine carried along (.gpu-bundle). Every part runs under
+# its own time limit; the whole proof is planned for <= 8 minutes on an H100. At most 8 files come
+# back in $OUT (summary.txt, status.txt, tests.txt, demo.txt, cells.txt, bench.json, sim.txt,
+# logs.tar.gz with everything else); the summary table is printed last.
 #
-#   1. the test suites (the CUDA tests run instead of skipping)
-#   2. the demo GRPO run on cuda in bf16 with CUPTI: kernels/memcpy/runtime records, the check that
-#      every kernel was launched inside the range it is correlated with, fragmentation ratios from the
-#      caching allocator, the switches broken into components
-#   3. the same run with the probes (and CUPTI) off: probe overhead = step time on / off
-#   4. the demo with param and optimizer offload: the switch with offload/onload and a KV pool sized
-#      by rollout.gpu_memory_utilization (checks appended to checks.txt)
-#   5. cell 1 of bench/matrices/gpu-shapes.yaml (Qwen2.5-0.5B shape, random weights), 3 steps:
-#      a real-sized GRPO step's phases, MFU and memory (log appended to demo.log)
-#   6. hs_gpu_bench: decode step vs the HBM roofline, a training step's MFU
+# Parts (HS_PROOF_PARTS, default all, in this order):
+#   probe   the device, and the kernels one NCCL rank really launches (PyTorch profiler)
+#   tests   every CUDA test, each in its own process (a crash is named and rerun under cuda-gdb
+#           for its backtrace), and hs_cupti_tests
+#   demo    the demo GRPO run on cuda in bf16 with CUPTI, then the kernel->range correlation check
+#   cells   the cells of bench/matrices/gpu-shapes.yaml that fit one device, smallest first, each
+#           under its own limit while the part's budget lasts: steps, phases, MFU, peak memory
+#           against `hybridscope simulate`'s prediction for the same cell
+#   bench   hs_gpu_bench: decode step vs the HBM roofline, a training step's MFU
+#   sim     simulate --calibrate on the cells' database with the device's hardware file, --validate
 #
-# Environment: OUT (output folder), HS_PROOF_STEPS (trainer steps, default 20), HS_PROOF_SKIP
-# (space-separated parts to skip: tests demo overhead offload matrix bench).
+# A second call reruns only what failed: copy the status.txt that came back to
+# .gpu-bundle/rerun.txt (it travels with the bundle) and call again; or name parts in
+# HS_PROOF_PARTS. Environment: OUT (output folder, default out/gpu), HS_PROOF_STEPS (demo steps,
+# default 10), HS_PROOF_CELLS_BUDGET (seconds for
+# all cells, default 300); HS_PROOF_SHAPES, HS_PROOF_RESPONSE (the cells run).
 set -uo pipefail
 
 repo="$(pwd)"
 out="${OUT:-$repo/out/gpu}"
-steps="${HS_PROOF_STEPS:-20}"
-skip=" ${HS_PROOF_SKIP:-} "
+steps="${HS_PROOF_STEPS:-10}"
+cells_budget="${HS_PROOF_CELLS_BUDGET:-300}"
 mkdir -p "$out"
+logs="$(mktemp -d)"
 summary="$out/summary.txt"
+status="$out/status.txt"
 : > "$summary"
+: > "$status"
 say() { printf '%s\n' "$*" | tee -a "$summary"; }
-part() { [[ "$skip" != *" $1 "* ]]; }
+mark() { printf '%s %s\n' "$1" "$2" >> "$status"; }  # part ok|fail
+t0=$(date +%s)
+elapsed() { echo $(( $(date +%s) - t0 )); }
 
-# --- layout: the binaries and the paths they were built with ------------------------------------
-[ -d .gpu-bundle ] || { echo "gpu-proof: no .gpu-bundle here: run scripts/gpu-bundle.sh on the build machine and carry .gpu-bundle"; exit 2; }
+parts="${HS_PROOF_PARTS:-probe tests demo cells bench sim}"
+if [ -z "${HS_PROOF_PARTS:-}" ] && [ -f .gpu-bundle/rerun.txt ]; then
+  parts="$(awk '$2 != "ok" {print $1}' .gpu-bundle/rerun.txt | tr '\n' ' ')"
+  say "rerun of the parts that failed last time: ${parts:-none}"
+fi
+part() { [[ " $parts " == *" $1 "* ]]; }
+
+# --- layout: unpack the binaries where they were built ------------------------------------------
+[ -f .gpu-bundle/bundle.tar.xz ] || { echo "gpu-proof: no .gpu-bundle/bundle.tar.xz here: run scripts/gpu-bundle.sh on the build machine and carry .gpu-bundle"; exit 2; }
+unpacked="/tmp/hs-gpu-bundle"
+rm -rf "$unpacked" && mkdir -p "$unpacked"
+if ! tar -C "$unpacked" -xJf .gpu-bundle/bundle.tar.xz 2>/dev/null; then
+  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' .gpu-bundle/bundle.tar.xz "$unpacked" ||
+    { echo "gpu-proof: could not unpack the bundle"; exit 2; }
+fi
 src="$(grep '^SOURCE=' .gpu-bundle/paths.txt | cut -d= -f2)"
 bld="$(grep '^BUILD=' .gpu-bundle/paths.txt | cut -d= -f2)"
 if [ "$(realpath "$src" 2>/dev/null)" != "$(realpath "$repo")" ]; then
@@ -38,106 +61,198 @@ if [ "$(realpath "$src" 2>/dev/null)" != "$(realpath "$repo")" ]; then
   mkdir -p "$(dirname "$src")" && ln -s "$repo" "$src"
 fi
 mkdir -p "$(dirname "$bld")"
-[ -e "$bld" ] || ln -s "$repo/.gpu-bundle/build/release" "$bld"
+[ -e "$bld" ] || ln -s "$unpacked/build/release" "$bld"
 bin="$bld"
+hs="$bin/cli/hybridscope"
 
-# --- LibTorch and CUDA libraries of this machine's PyTorch --------------------------------------
 py="${HS_PYTHON:-python3}"
 torch_lib="$("$py" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')"
 nvidia_libs="$("$py" -c 'import glob, os, site; print(":".join(sorted(glob.glob(os.path.join(site.getsitepackages()[0], "nvidia", "*", "lib")))))')"
-export LD_LIBRARY_PATH="$repo/.gpu-bundle/lib:$torch_lib:$nvidia_libs:${LD_LIBRARY_PATH:-}"
+export LD_LIBRARY_PATH="$unpacked/lib:$torch_lib:$nvidia_libs:${LD_LIBRARY_PATH:-}"
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-8}"
 
-say "# hybridscope GPU proof — $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(cat .gpu-bundle/commit.txt)"
+device_name="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
+say "# hybridscope GPU proof — $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(head -1 .gpu-bundle/commit.txt)$(sed -n 2p .gpu-bundle/commit.txt)"
 say "device: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -1)"
 say "torch here: $("$py" -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda)'); built against $(grep '^TORCH=' .gpu-bundle/paths.txt | cut -d= -f2)"
-missing="$(ldd "$bin/cli/hybridscope" | grep 'not found')"
+missing="$(ldd "$hs" | grep 'not found')"
 [ -n "$missing" ] && { say "missing libraries: $missing"; exit 3; }
+case "$device_name" in
+  *H200*) hardware=bench/hardware/h200-ib.yaml ;;
+  *) hardware=bench/hardware/h100-ib.yaml ;;
+esac
 
-# --- 1. tests ------------------------------------------------------------------------------------
-if part tests; then
-  : > "$out/tests.log"
-  for t in hs_probes_tests hs_reports_tests hs_cupti_tests hs_trainer_tests; do
-    [ -x "$bin/tests/$t" ] || continue
-    start=$(date +%s)
-    (cd "$bin/tests" && ./"$t" --gtest_brief=1 >> "$out/tests.log" 2>&1)
-    rc=$?
-    say "tests: $t rc=$rc ($(( $(date +%s) - start )) s): $(grep -c '^\[  FAILED  \]' "$out/tests.log") FAILED lines so far, $(grep -c 'SKIPPED' "$out/tests.log") skipped"
-  done
-fi
-
-# --- 2./3. the demo on cuda, probes on and off ---------------------------------------------------
-run_demo() {  # $1 db, $2 probes true|false, rest: extra overrides
-  local db="$1" probes="$2"
-  shift 2
-  "$bin/cli/hybridscope" train --config configs/demo_grpo.yaml --no-progress --db "$db" \
-    trainer.device=cuda hybridscope.precision=bf16 hybridscope.probes.enable="$probes" \
-    trainer.total_training_steps="$steps" trainer.test_freq=-1 trainer.save_freq=-1 trainer.resume_mode=disable \
-    trainer.default_local_dir="/tmp/hs-gpu-ckpt-$probes" "$@"
-}
-if part demo; then
-  rm -f /tmp/hs-gpu-demo.sqlite
-  start=$(date +%s)
-  run_demo /tmp/hs-gpu-demo.sqlite true > "$out/demo.log" 2>&1
-  say "demo (cuda, bf16, CUPTI, $steps steps): rc=$? in $(( $(date +%s) - start )) s; $(grep -m1 'after' "$out/demo.log" | tr -s ' ')"
-  "$py" scripts/gpu-checks.py /tmp/hs-gpu-demo.sqlite | tee "$out/checks.txt" | tee -a "$summary"
-  gzip -c /tmp/hs-gpu-demo.sqlite > "$out/demo.sqlite.gz"
-fi
-if part overhead; then
-  rm -f /tmp/hs-gpu-off.sqlite /tmp/hs-gpu-on.sqlite
-  run_demo /tmp/hs-gpu-off.sqlite false hybridscope.warmup.steps=0 trainer.val_before_train=false > /dev/null 2>&1
-  run_demo /tmp/hs-gpu-on.sqlite true hybridscope.warmup.steps=0 trainer.val_before_train=false > /dev/null 2>&1
-  "$py" - /tmp/hs-gpu-on.sqlite /tmp/hs-gpu-off.sqlite <<'PY' | tee -a "$summary"
-import sqlite3, statistics, sys
-def step_times(path):
-    db = sqlite3.connect(path)
-    rows = db.execute("SELECT m.step, m.value FROM step_metrics m JOIN strings s ON s.id = m.name_id "
-                      "WHERE s.value = 'perf/time_per_step' AND m.step > 2 ORDER BY m.step").fetchall()
-    return [v for _, v in rows]
-on, off = step_times(sys.argv[1]), step_times(sys.argv[2])
-if on and off:
-    m_on, m_off = statistics.median(on), statistics.median(off)
-    print(f"probe overhead (probes + CUPTI on vs off, median step time over steps 3..): "
-          f"{m_on*1e3:.1f} ms vs {m_off*1e3:.1f} ms = {100*(m_on/m_off-1):+.2f} % (goal <= 3 %)")
-else:
-    print("probe overhead: no step times recorded")
+# --- probe: what one NCCL rank launches ------------------------------------------------------------
+if part probe; then
+  timeout 60 "$py" - > "$logs/probe.txt" 2>&1 <<'PY'
+import os, torch, torch.distributed as dist
+from torch.profiler import profile, ProfilerActivity
+os.environ.setdefault("MASTER_ADDR", "127.0.0.1"); os.environ.setdefault("MASTER_PORT", "29533")
+dist.init_process_group("nccl", rank=0, world_size=1, device_id=torch.device("cuda:0"))
+t = torch.ones(1 << 20, device="cuda")
+for name, fn in [("all_reduce sum", lambda: dist.all_reduce(t)),
+                 ("all_reduce avg", lambda: dist.all_reduce(t, op=dist.ReduceOp.AVG)),
+                 ("all_gather", lambda: dist.all_gather_into_tensor(torch.empty_like(t), t))]:
+    fn(); torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as p:
+        fn(); torch.cuda.synchronize()
+    names = sorted({e.name for e in p.events() if e.device_type == torch.autograd.DeviceType.CUDA})
+    print(f"nccl one rank, {name}: {names}")
+dist.destroy_process_group()
 PY
+  rc=$?
+  cat "$logs/probe.txt" | grep -E '^nccl' | tee -a "$summary"
+  mark probe "$([ $rc -eq 0 ] && echo ok || echo fail)"
 fi
 
-# --- 4. offloading: the switch's offload/onload components and the KV pool on the device ------
-if part offload; then
-  rm -f /tmp/hs-gpu-offload.sqlite
-  run_demo /tmp/hs-gpu-offload.sqlite true hybridscope.warmup.steps=0 trainer.val_before_train=false \
-    trainer.total_training_steps=5 actor_rollout_ref.actor.fsdp_config.param_offload=true \
-    actor_rollout_ref.actor.fsdp_config.optimizer_offload=true > /tmp/hs-gpu-offload.log 2>&1
-  say "offload demo (param + optimizer offload, 5 steps): rc=$?"
-  { echo; echo "# offload run"; "$py" scripts/gpu-checks.py /tmp/hs-gpu-offload.sqlite; } | tee -a "$out/checks.txt" | grep -iE 'switch|offload|onload|kv_' | tee -a "$summary"
+# --- tests: each CUDA test in its own process --------------------------------------------------------
+if part tests; then
+  : > "$out/tests.txt"
+  filter='CudaTrainer.*:CudaLive.*:DeviceSpec.*:TrainerDevice.*:RolloutBatchTo.*:*Cuda*'
+  mapfile -t names < <(cd "$bin/tests" && ./hs_trainer_tests --gtest_list_tests --gtest_filter="$filter" |
+                       awk '/^[^ ]/ {suite=$1} /^  / {print suite $1}')
+  pass=0 fail=0
+  for name in "${names[@]}"; do
+    (cd "$bin/tests" && timeout 120 ./hs_trainer_tests --gtest_filter="$name" > "$logs/test-$name.log" 2>&1)
+    rc=$?
+    if [ $rc -eq 0 ] && ! grep -q '\[  SKIPPED \]' "$logs/test-$name.log"; then
+      pass=$((pass + 1)); echo "PASS $name" >> "$out/tests.txt"
+    elif [ $rc -eq 0 ]; then
+      echo "SKIP $name: $(grep -m1 -A1 'Skipped' "$logs/test-$name.log" | tail -1)" >> "$out/tests.txt"
+    else
+      fail=$((fail + 1))
+      { echo "FAIL $name (rc $rc)"; grep -E 'Failure|Expected|Which is|actual|error|what\(\)' "$logs/test-$name.log" | head -12 | sed 's/^/    /'; } >> "$out/tests.txt"
+      if [ $rc -ge 128 ] && [ $rc -ne 137 ] && command -v cuda-gdb > /dev/null; then
+        (cd "$bin/tests" && timeout 150 cuda-gdb -batch -ex run -ex bt -ex 'thread apply all bt 6' \
+           --args ./hs_trainer_tests --gtest_filter="$name" > "$logs/gdb-$name.log" 2>&1)
+        { echo "    backtrace:"; grep -E '^#[0-9]' "$logs/gdb-$name.log" | head -25 | sed 's/^/    /'; } >> "$out/tests.txt"
+      fi
+    fi
+  done
+  if [ -x "$bin/tests/hs_cupti_tests" ]; then
+    (cd "$bin/tests" && timeout 120 ./hs_cupti_tests --gtest_brief=1 > "$logs/cupti-tests.log" 2>&1)
+    rc=$?
+    echo "hs_cupti_tests rc=$rc: $(grep -E '^\[  (PASSED|FAILED) ' "$logs/cupti-tests.log" | tr '\n' ' ')" >> "$out/tests.txt"
+    [ $rc -eq 0 ] || fail=$((fail + 1))
+  fi
+  say "tests: ${#names[@]} CUDA tests of hs_trainer_tests, $pass passed, $fail failed (+ hs_cupti_tests) at $(elapsed) s"
+  grep -E '^(FAIL|SKIP|hs_cupti)' "$out/tests.txt" | tee -a "$summary"
+  mark tests "$([ $fail -eq 0 ] && echo ok || echo fail)"
 fi
 
-# --- 5. one cell of the GPU matrix: the Qwen2.5-0.5B shape ----------------------------------------
-if part matrix; then
-  cell="$("$bin/cli/hybridscope" matrix plan bench/matrices/gpu-shapes.yaml --commands | grep -A1 '^# cell 1 ' | tail -1)"
-  cell="${cell/#hybridscope /$bin/cli/hybridscope }"
+# --- demo on cuda with CUPTI, and the correlation check -----------------------------------------------
+if part demo; then
+  rm -f /tmp/hs-gpu-demo.sqlite*
   start=$(date +%s)
-  { echo; echo "# matrix cell 1: $cell"; eval "$cell trainer.total_training_steps=3"; } >> "$out/demo.log" 2>&1
-  say "matrix cell 1 (qwen2.5-0.5b shape, 3 steps): rc=$? in $(( $(date +%s) - start )) s"
-  "$py" - out/matrix/gpu-shapes/cell1.sqlite <<'PY' | tee -a "$summary"
+  timeout 240 "$hs" train --config configs/demo_grpo.yaml --no-progress --db /tmp/hs-gpu-demo.sqlite \
+    trainer.device=cuda hybridscope.precision=bf16 trainer.total_training_steps="$steps" trainer.test_freq=-1 \
+    trainer.save_freq=-1 trainer.resume_mode=disable trainer.default_local_dir=/tmp/hs-gpu-ckpt > "$out/demo.txt" 2>&1
+  rc=$?
+  say "demo (cuda, bf16, CUPTI, $steps steps): rc=$rc in $(( $(date +%s) - start )) s; $(grep -m1 'after' "$out/demo.txt" | tr -s ' ')"
+  start=$(date +%s)
+  if "$hs" --help 2>/dev/null | grep -qE "^ +check"; then
+    timeout 90 "$hs" check /tmp/hs-gpu-demo.sqlite >> "$out/demo.txt" 2>&1
+  else
+    timeout 90 "$py" scripts/gpu-checks.py /tmp/hs-gpu-demo.sqlite >> "$out/demo.txt" 2>&1
+  fi
+  crc=$?
+  say "correlation check: rc=$crc in $(( $(date +%s) - start )) s"
+  grep -iE 'correlation|records:|kernels (compute|nccl|memory)|external_frag' "$out/demo.txt" | head -12 | tee -a "$summary"
+  timeout 60 "$hs" diagnose /tmp/hs-gpu-demo.sqlite > "$logs/demo-diagnose.txt" 2>&1
+  say "diagnose on the demo: rc=$? ($(wc -l < "$logs/demo-diagnose.txt") lines)"
+  ls -la /tmp/hs-gpu-demo.sqlite >> "$logs/demo-db.txt" 2>&1
+  mark demo "$([ $rc -eq 0 ] && [ $crc -eq 0 ] && echo ok || echo fail)"
+fi
+
+# --- cells of gpu-shapes.yaml that fit one device ---------------------------------------------------
+# A trimmed copy of the matrix (HS_PROOF_SHAPES, response HS_PROOF_RESPONSE; one repetition of
+# 1 warm-up + 1 measured step) through `hybridscope bench`, so that the database is a matrix that
+# `summary` and `simulate --calibrate` read; the whole part under one limit (a rerun resumes).
+if part cells; then
+  : > "$out/cells.txt"
+  shapes="${HS_PROOF_SHAPES:-qwen2.5-0.5b qwen2.5-1.5b}"
+  response="${HS_PROOF_RESPONSE:-256}"
+  "$py" - "$shapes" "$response" > bench/matrices/gpu-shapes-proof.yaml <<'PY'
+import sys, yaml
+spec = yaml.safe_load(open("bench/matrices/gpu-shapes.yaml"))
+shapes, response = sys.argv[1].split(), [int(r) for r in sys.argv[2].split()]
+spec.update(name="gpu-shapes-proof", repetitions=1, warmup_steps=1, measured_steps=1)
+spec["axes"]["shape"] = {k: v for k, v in spec["axes"]["shape"].items() if k in shapes}
+spec["axes"]["data.max_response_length"] = response
+spec["baseline"] = {"shape": shapes[0], "data.max_response_length": response[0]}
+print(yaml.safe_dump(spec, sort_keys=False))
+PY
+  start=$(date +%s)
+  timeout "$cells_budget" "$hs" bench bench/matrices/gpu-shapes-proof.yaml --db out/gpu-shapes.sqlite --resume \
+    > "$logs/cells-bench.txt" 2>&1
+  rc=$?
+  echo "hybridscope bench (shapes: $shapes; response $response): rc=$rc in $(( $(date +%s) - start )) s" >> "$out/cells.txt"
+  "$hs" matrix plan bench/matrices/gpu-shapes-proof.yaml --commands > "$logs/plan.txt" 2>&1
+  # Per cell: its run's steps, and simulate's predicted peak memory for the same overrides.
+  grep '^# cell ' "$logs/plan.txt" | while read -r _ _ index name; do
+    cell="$(grep -A1 "^# cell $index " "$logs/plan.txt" | tail -1)"
+    sim_cmd="$(sed -E "s|^[^ ]*hybridscope |$hs |; s| train | simulate --hardware $hardware --ranks 1 |; s| --db [^ ]+||; s| --no-progress||" <<< "$cell")"
+    eval "timeout 30 $sim_cmd" > "$logs/sim-cell$index.txt" 2>&1
+    predicted="$(grep -m1 -oE 'predicted peak memory [0-9.]+ GB' "$logs/sim-cell$index.txt" | grep -oE '[0-9.]+$')"
+    "$py" - out/gpu-shapes.sqlite "$index" "$name" "${predicted:-}" <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
-names = ("perf/time_per_step", "timing_s/gen", "timing_s/update_actor", "perf/mfu/actor", "perf/throughput",
-         "perf/max_memory_allocated_gb", "perf/max_memory_reserved_gb", "rollout/kv_num_blocks")
-for step, name, value in db.execute(
-        "SELECT m.step, s.value, m.value FROM step_metrics m JOIN strings s ON s.id = m.name_id "
-        f"WHERE s.value IN ({','.join('?' * len(names))}) ORDER BY m.step, s.value", names):
-    print(f"  step {step} {name} = {value:.4g}")
+index, name, predicted = int(sys.argv[2]), sys.argv[3], sys.argv[4]
+row = db.execute("SELECT r.run_id, r.status, r.error FROM matrix_runs r JOIN matrix_cells c ON c.id = r.cell_id "
+                 "WHERE c.cell_index = ? AND c.matrix_id = (SELECT MAX(id) FROM matrices) ORDER BY r.id DESC LIMIT 1",
+                 (index - 1,)).fetchone()
+if row is None:
+    print(f"cell {index} {name}: not run"); sys.exit(0)
+run, status, error = row
+print(f"cell {index} {name}: {status}" + (f" ({error.splitlines()[-1][:300]})" if error else ""))
+names = ("perf/time_per_step", "timing_s/gen", "timing_s/old_log_prob", "timing_s/update_actor", "perf/mfu/actor",
+         "perf/throughput", "perf/max_memory_allocated_gb", "perf/max_memory_reserved_gb")
+rows = db.execute("SELECT m.step, s.value, m.value FROM step_metrics m JOIN strings s ON s.id = m.name_id "
+                  f"WHERE m.run_id = ? AND s.value IN ({','.join('?' * len(names))}) ORDER BY m.step",
+                  (run, *names)).fetchall() if run else []
+for step in sorted({r[0] for r in rows}):
+    v = {n: x for st, n, x in rows if st == step}
+    print(f"    step {step}: " + ", ".join(f"{n.split('/')[-1]} {v[n]:.4g}" for n in names if n in v))
+peaks = [x for st, n, x in rows if n == "perf/max_memory_reserved_gb"]
+if peaks and predicted:
+    peak = max(peaks) * 2**30 / 1e9
+    print(f"    peak reserved {peak:.2f} GB vs simulate {float(predicted):.2f} GB: {100 * (float(predicted) / peak - 1):+.1f} %")
+elif peaks:
+    print("    simulate gave no peak-memory figure for this cell")
 PY
+  done >> "$out/cells.txt" 2>&1
+  "$hs" summary out/gpu-shapes.sqlite >> "$logs/cells-summary.txt" 2>&1
+  cp out/gpu-shapes.sqlite "$logs/" 2>/dev/null
+  say "cells at $(elapsed) s:"
+  tee -a "$summary" < "$out/cells.txt"
+  mark cells "$([ $rc -eq 0 ] && ! grep -qE ': (failed|not run)' "$out/cells.txt" && echo ok || echo fail)"
 fi
 
-# --- 6. benchmarks -------------------------------------------------------------------------------
+# --- benchmarks -----------------------------------------------------------------------------------
 if part bench; then
-  "$bin/bench/hs_gpu_bench" --benchmark_out="$out/gpu-bench.json" --benchmark_out_format=json \
-    --benchmark_counters_tabular=true > "$out/bench.txt" 2>&1
-  say "bench: rc=$?"
-  grep -E '^BM_|^-|Benchmark' "$out/bench.txt" | tee -a "$summary"
+  # Debian 12's Google Benchmark (1.7) takes --benchmark_min_time in seconds without a unit.
+  timeout 150 "$bin/bench/hs_gpu_bench" --benchmark_out="$out/bench.json" --benchmark_out_format=json \
+    --benchmark_min_time=0.2 --benchmark_counters_tabular=true > "$logs/bench.txt" 2>&1
+  rc=$?
+  say "bench: rc=$rc at $(elapsed) s"
+  grep -E '^BM_|^-|Benchmark' "$logs/bench.txt" | tee -a "$summary"
+  mark bench "$([ $rc -eq 0 ] && echo ok || echo fail)"
 fi
-say "files in $out: $(ls "$out" | tr '\n' ' ')"
+
+# --- the simulator calibrated on the cells ------------------------------------------------------------
+if part sim; then
+  if [ -f out/gpu-shapes.sqlite ]; then
+    timeout 90 "$hs" simulate --hardware "$hardware" --config configs/demo_grpo.yaml --calibrate out/gpu-shapes.sqlite \
+      --validate --ranks 1,8 > "$out/sim.txt" 2>&1
+    rc=$?
+  else
+    echo "no cell database to calibrate on (run the cells part)" > "$out/sim.txt"; rc=1
+  fi
+  say "simulate --calibrate --validate ($hardware): rc=$rc"
+  grep -iE 'MAPE|held-out|fitted|error' "$out/sim.txt" | head -8 | tee -a "$summary"
+  mark sim "$([ $rc -eq 0 ] && echo ok || echo fail)"
+fi
+
+cp "$summary" "$logs/" 2>/dev/null
+tar -C "$logs" -czf "$out/logs.tar.gz" . 2>/dev/null
+say "parts: $(tr '\n' ' ' < "$status")— $(elapsed) s in all; files in $out: $(ls "$out" | tr '\n' ' ')"
