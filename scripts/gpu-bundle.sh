@@ -9,7 +9,7 @@
 # bundle carries the binaries plus the few shared libraries that are not part of LibTorch or the
 # C runtime. On the GPU machine the binaries load that machine's LibTorch (LD_LIBRARY_PATH).
 #
-# Only what the proof runs goes in (the CLI, the trainer tests with their rank child, the CUPTI
+# Only what the proof runs goes in (the CLI, the CUDA tests with the rank child, the CUPTI
 # tests, the GPU benchmarks: the CPU suites run in CI), stripped and packed into one xz tarball that
 # gpu-proof.sh unpacks. The device tool carries at most 64 MiB with the working tree (~19 MB), so
 # the bundle must stay under HS_BUNDLE_MAX_MIB (default 44): this script refuses a larger one.
@@ -21,7 +21,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build/release}"
 bundle="$root/.gpu-bundle"
 max_mib="${HS_BUNDLE_MAX_MIB:-44}"
-targets=(hybridscope hs_trainer_tests hs_dist_child hs_gpu_bench)
+targets=(hybridscope hs_cuda_tests hs_dist_child hs_gpu_bench)
 
 log() { printf '[gpu-bundle] %s\n' "$*"; }
 
@@ -34,7 +34,7 @@ stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/build/release/cli" "$stage/build/release/tests" "$stage/build/release/bench" "$stage/lib"
 cp "$build/cli/hybridscope" "$stage/build/release/cli/"
-for t in hs_trainer_tests hs_dist_child hs_cupti_tests; do
+for t in hs_cuda_tests hs_dist_child hs_cupti_tests; do
   if [ -x "$build/tests/$t" ]; then cp "$build/tests/$t" "$stage/build/release/tests/"; fi
 done
 cp "$build/tests/libhs_nvtx_injection.so" "$stage/build/release/tests/" 2>/dev/null || true

@@ -108,12 +108,11 @@ fi
 # --- tests: each CUDA test in its own process --------------------------------------------------------
 if part tests; then
   : > "$out/tests.txt"
-  filter='CudaTrainer.*:CudaLive.*:DeviceSpec.*:TrainerDevice.*:RolloutBatchTo.*:*Cuda*'
-  mapfile -t names < <(cd "$bin/tests" && ./hs_trainer_tests --gtest_list_tests --gtest_filter="$filter" |
+  mapfile -t names < <(cd "$bin/tests" && ./hs_cuda_tests --gtest_list_tests |
                        awk '/^[^ ]/ {suite=$1} /^  / {print suite $1}')
   pass=0 fail=0
   for name in "${names[@]}"; do
-    (cd "$bin/tests" && timeout 120 ./hs_trainer_tests --gtest_filter="$name" > "$logs/test-$name.log" 2>&1)
+    (cd "$bin/tests" && timeout 120 ./hs_cuda_tests --gtest_filter="$name" > "$logs/test-$name.log" 2>&1)
     rc=$?
     if [ $rc -eq 0 ] && ! grep -q '\[  SKIPPED \]' "$logs/test-$name.log"; then
       pass=$((pass + 1)); echo "PASS $name" >> "$out/tests.txt"
@@ -124,7 +123,7 @@ if part tests; then
       { echo "FAIL $name (rc $rc)"; grep -E 'Failure|Expected|Which is|actual|error|what\(\)' "$logs/test-$name.log" | head -12 | sed 's/^/    /'; } >> "$out/tests.txt"
       if [ $rc -ge 128 ] && [ $rc -ne 137 ] && command -v cuda-gdb > /dev/null; then
         (cd "$bin/tests" && timeout 150 cuda-gdb -batch -ex run -ex bt -ex 'thread apply all bt 6' \
-           --args ./hs_trainer_tests --gtest_filter="$name" > "$logs/gdb-$name.log" 2>&1)
+           --args ./hs_cuda_tests --gtest_filter="$name" > "$logs/gdb-$name.log" 2>&1)
         { echo "    backtrace:"; grep -E '^#[0-9]' "$logs/gdb-$name.log" | head -25 | sed 's/^/    /'; } >> "$out/tests.txt"
       fi
     fi
@@ -135,7 +134,7 @@ if part tests; then
     echo "hs_cupti_tests rc=$rc: $(grep -E '^\[  (PASSED|FAILED) ' "$logs/cupti-tests.log" | tr '\n' ' ')" >> "$out/tests.txt"
     [ $rc -eq 0 ] || fail=$((fail + 1))
   fi
-  say "tests: ${#names[@]} CUDA tests of hs_trainer_tests, $pass passed, $fail failed (+ hs_cupti_tests) at $(elapsed) s"
+  say "tests: ${#names[@]} tests of hs_cuda_tests, $pass passed, $fail failed (+ hs_cupti_tests) at $(elapsed) s"
   grep -E '^(FAIL|SKIP|hs_cupti)' "$out/tests.txt" | tee -a "$summary"
   mark tests "$([ $fail -eq 0 ] && echo ok || echo fail)"
 fi
