@@ -16,6 +16,7 @@
 #           against `hybridscope simulate`'s prediction for the same cell
 #   bench   hs_gpu_bench: decode step vs the HBM roofline, a training step's MFU
 #   sim     simulate --calibrate on the cells' database with the device's hardware file, --validate
+#   peer    (only when named) bench/micro/hf_grpo_peer.py, the transformers loop, on a cell's shape
 #
 # A second call reruns only what failed: copy the status.txt that came back to
 # .gpu-bundle/rerun.txt (it travels with the bundle) and call again; or name parts in
@@ -236,6 +237,17 @@ if part bench; then
   say "bench: rc=$rc at $(elapsed) s"
   grep -E '^BM_|^-|Benchmark' "$logs/bench.txt" | tee -a "$summary"
   mark bench "$([ $rc -eq 0 ] && echo ok || echo fail)"
+fi
+
+# --- the transformers peer on a cell's shape (issue 36; not in the default parts) -----------------------
+if part peer; then
+  timeout "${HS_PROOF_PEER_TIMEOUT:-150}" "$py" bench/micro/hf_grpo_peer.py --shape "${HS_PROOF_PEER_SHAPE:-qwen2.5-0.5b}" \
+    --prompts 32 --n 8 --response "${HS_PROOF_RESPONSE:-256}" --steps "${HS_PROOF_PEER_STEPS:-1}" \
+    > "$logs/peer.txt" 2>&1
+  rc=$?
+  say "transformers peer (${HS_PROOF_PEER_SHAPE:-qwen2.5-0.5b}): rc=$rc"
+  grep '^{' "$logs/peer.txt" | tee -a "$summary"
+  mark peer "$([ $rc -eq 0 ] && echo ok || echo fail)"
 fi
 
 # --- the simulator calibrated on the cells ------------------------------------------------------------
