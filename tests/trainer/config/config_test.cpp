@@ -699,6 +699,14 @@ TEST(ConfigValidate, DistributedKeys) {
   EXPECT_TRUE(Contains(error_of([&] { validate(c); }), "is not divisible by actor_rollout_ref.actor.megatron"));
 }
 
+// An allocator setting for a device the run does not use is refused, not ignored.
+TEST(ConfigValidate, ExpandableSegmentsNeedACudaRun) {
+  Config c = default_config();
+  c.hybridscope.expandable_segments = true;
+  EXPECT_TRUE(Contains(error_of([&] { validate(c); }), "hybridscope.expandable_segments = true configures the CUDA"));
+  EXPECT_EQ(parse_config("", {"hybridscope.expandable_segments=true"}).hybridscope.expandable_segments, true);
+}
+
 // verl's example scripts name vllm and wandb: accepted, and each substitution is said, not hidden.
 TEST(ConfigSubstitutions, VerlScriptValuesAreAcceptedAndSaid) {
   Config plain;

@@ -192,6 +192,7 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY_AS(hybridscope.model.head_dim, hybridscope.model.explicit_head_dim, "Attention head width; 0 = hidden_size / num_attention_heads (Qwen3 sets 128)."),
       HS_CONFIG_KEY(hybridscope.tokenizer, "Tokenizer: auto (hf when data.tokenizer is set or the model path holds tokenizer.json, else char), char (the built-in character tokenizer, 98 ids) or hf (tokenizer.json and its chat template)."),
       HS_CONFIG_KEY(hybridscope.kv_block_size, "Tokens per KV-cache block."),
+      HS_CONFIG_KEY(hybridscope.expandable_segments, "trainer.device=cuda only: the caching allocator grows segments in place (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) instead of a segment per large allocation, which keeps the KV pool and the training phases from fragmenting each other's memory."),
       HS_CONFIG_KEY(hybridscope.kv_num_blocks, "KV blocks in the pool; -1 = sized from max_num_seqs and the sequence length (on CUDA no more than rollout.gpu_memory_utilization leaves)."),
       HS_CONFIG_KEY(hybridscope.num_threads, "Intra-op threads (inter-op is 1)."),
       HS_CONFIG_KEY(hybridscope.seed, "Seed of weights initialisation and sampling."),

@@ -586,6 +586,9 @@ void validate(const Config& c) {
   const auto& h = c.hybridscope;
   p.at_least("hybridscope.kv_block_size", h.kv_block_size, 1);
   p.unset_or_at_least_1("hybridscope.kv_num_blocks", h.kv_num_blocks);
+  if (h.expandable_segments && c.trainer.device != DeviceKind::kCuda)
+    p.add("hybridscope.expandable_segments = true configures the CUDA caching allocator, but trainer.device = cpu: "
+          "set trainer.device=cuda or leave it false");
   p.at_least("hybridscope.num_threads", h.num_threads, 1);
   p.at_least("hybridscope.probes.memory_interval_ms", h.probes.memory_interval_ms, 0);
   p.at_least("hybridscope.warmup.steps", h.warmup.steps, 0);

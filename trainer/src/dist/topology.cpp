@@ -41,7 +41,7 @@ Topology Topology::connect(const Config& cfg) {
                                         t.env.world_size, world, t.env.world_size));
   }
   // Before any group: NCCL takes the process's current CUDA device, which this sets.
-  t.device = trainer_device(cfg.trainer.device, t.env.local_rank);
+  t.device = trainer_device(cfg.trainer.device, t.env.local_rank, cfg.hybridscope.expandable_segments);
   t.memory_device = memory_device_index(t.device);
   const auto in_pool = std::find(t.actor_ranks.begin(), t.actor_ranks.end(), t.rank());
   t.actor_rank = in_pool == t.actor_ranks.end() ? -1 : static_cast<int>(in_pool - t.actor_ranks.begin());

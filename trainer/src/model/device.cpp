@@ -17,6 +17,7 @@
 
 #include "hybridscope/trainer/config/config.h"
 #include "hybridscope/trainer/rl/metrics.h"
+#include "model/torch_compat.h"
 
 namespace hs::trainer {
 
@@ -68,8 +69,9 @@ std::optional<DeviceSpec> device_spec_for_name(std::string_view device_name) {
   return std::nullopt;
 }
 
-c10::Device trainer_device(DeviceKind device, int local_rank) {
+c10::Device trainer_device(DeviceKind device, int local_rank, bool expandable_segments) {
   if (device == DeviceKind::kCpu) return c10::Device(c10::kCPU);
+  if (expandable_segments) compat::set_allocator_settings("expandable_segments:True");
   if (!torch::cuda::is_available())
     throw ConfigError(
         "trainer.device = cuda, but this process sees no CUDA device (a CPU-only LibTorch, no NVIDIA driver, or "

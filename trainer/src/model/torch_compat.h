@@ -23,8 +23,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 
 #include <ATen/autocast_mode.h>
+#if __has_include(<c10/core/AllocatorConfig.h>)
+#include <c10/core/AllocatorConfig.h>
+#endif
 #include <ATen/core/Tensor.h>
 #include <torch/version.h>
 
@@ -153,6 +158,20 @@ inline void cuda_reset_peak_stats(int device) {
 }
 /// Returns the caching allocator's unused cached blocks to the driver (torch.cuda.empty_cache()).
 inline void cuda_empty_cache() { cuda_alloc::emptyCache(); }
+#endif
+
+/// PYTORCH_CUDA_ALLOC_CONF-style settings ("expandable_segments:True") for the allocators: parsed
+/// now where c10 has AllocatorConfig (2.8+), else through the variable the allocator reads at its
+/// first use.
+#if __has_include(<c10/core/AllocatorConfig.h>)
+inline void set_allocator_settings(const std::string& settings) { c10::CachingAllocator::setAllocatorSettings(settings); }
+#else
+inline void set_allocator_settings(const std::string& settings) {
+  ::setenv("PYTORCH_CUDA_ALLOC_CONF", settings.c_str(), 1);
+}
+#endif
+
+#if HS_TORCH_HAS_CUDA_ALLOCATOR
 
 /// The aggregate pool's fields the memory probe records, into `Out` (CudaAllocatorStats).
 template <typename Out>

@@ -440,6 +440,7 @@ struct HybridscopeSection {
   TokenizerKind tokenizer = TokenizerKind::kAuto;
   int kv_block_size = 16;          // tokens per KV-cache block
   int kv_num_blocks = -1;          // -1: sized from max_num_seqs and the sequence length
+  bool expandable_segments = false;  // CUDA caching allocator's expandable_segments:True
   int num_threads = 2;             // intra-op threads; interop is 1 (see docs/building.md)
   std::uint64_t seed = 1;
   std::string db = "out/run.sqlite";  // run database (SQLite)

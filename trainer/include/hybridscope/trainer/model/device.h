@@ -44,7 +44,9 @@ std::optional<DeviceSpec> device_spec_for_name(std::string_view device_name);
 /// local_rank % (visible devices), made this process's current device (NCCL groups and the
 /// caching allocator's statistics use it). Throws ConfigError naming trainer.device when CUDA is
 /// asked for and this process has no CUDA device.
-c10::Device trainer_device(DeviceKind device, int local_rank);
+/// expandable_segments (hybridscope.expandable_segments): set on the CUDA caching allocator before
+/// the device is taken.
+c10::Device trainer_device(DeviceKind device, int local_rank, bool expandable_segments = false);
 
 /// Where `module` computes: its first parameter's device (the CPU for a module without
 /// parameters).
