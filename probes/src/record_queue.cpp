@@ -21,12 +21,14 @@ void ColdRecords::swap(ColdRecords& other) noexcept {
   switches.swap(other.switches);
   gpu.swap(other.gpu);
   collector_stats.swap(other.collector_stats);
+  gpu_aggregates.swap(other.gpu_aggregates);
 }
 
 std::int64_t ColdRecords::rows() const noexcept {
   std::size_t n = metrics.size() + memory.size() + kv_pool.size() + comm.size() + collector_stats.size();
   for (const SwitchRecord& s : switches) n += 1 + s.components.size();
   for (const GpuActivityBatch& b : gpu) n += b.size();
+  for (const GpuAggregates& a : gpu_aggregates) n += a.size();
   return static_cast<std::int64_t>(n);
 }
 
@@ -174,6 +176,12 @@ void RecordQueue::push_switch(const SwitchRecord& record) noexcept {
 
 void RecordQueue::push_collector_stats(const CollectorStats& stats) noexcept {
   push_cold(1, [&](ColdRecords& cold) { cold.collector_stats.push_back(stats); });
+}
+
+void RecordQueue::push_gpu_aggregates(GpuAggregates&& aggregates) noexcept {
+  if (aggregates.empty()) return;
+  const auto n = static_cast<std::int64_t>(aggregates.size());
+  push_cold(n, [&](ColdRecords& cold) { cold.gpu_aggregates.push_back(std::move(aggregates)); });
 }
 
 void RecordQueue::push_gpu_activity(GpuActivityBatch&& batch) noexcept {

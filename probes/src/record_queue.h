@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "hybridscope/probes/gpu_aggregator.h"
 #include "hybridscope/probes/recorder.h"
 
 namespace hs::probes::detail {
@@ -63,6 +64,7 @@ struct ColdRecords {
   std::vector<SwitchRecord> switches;
   std::vector<GpuActivityBatch> gpu;
   std::vector<CollectorStats> collector_stats;
+  std::vector<GpuAggregates> gpu_aggregates;  // kernel_stats and stream_busy rows (gpu_aggregator.h)
   void swap(ColdRecords& other) noexcept;
   /// Rows these records become (a switch: its row and one per component).
   std::int64_t rows() const noexcept;
@@ -98,6 +100,8 @@ class RecordQueue {
   /// Bounded like the ranges: a batch that does not fit under max_queued_records is dropped whole.
   void push_gpu_activity(GpuActivityBatch&& batch) noexcept;
   void push_collector_stats(const CollectorStats& stats) noexcept;
+  /// The aggregates of every GPU record (few rows: never dropped for the cap).
+  void push_gpu_aggregates(GpuAggregates&& aggregates) noexcept;
 
   /// From now on the writer drains into run `run_id`.
   void start_run(std::int64_t run_id) noexcept { run_id_.store(run_id); }

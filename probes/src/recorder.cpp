@@ -3,10 +3,27 @@
 // run rows to the writer; it holds no SQLite state of its own.
 #include "hybridscope/probes/recorder.h"
 
+#include <mutex>
+
+#include "hybridscope/probes/clock.h"
+#include "hybridscope/probes/run_probes.h"
 #include "record_queue.h"
 #include "sqlite_writer.h"
 
 namespace hs::probes {
+
+namespace detail {
+
+// The GPU aggregator is fed by the collector's thread and emptied by flush(): one lock.
+struct GpuFolding {
+  explicit GpuFolding(const GpuCaptureOptions& options) : aggregator(options) {}
+  std::mutex mutex;
+  GpuActivityAggregator aggregator;
+};
+
+void set_recorder_step(Recorder& recorder, std::int64_t step) noexcept { recorder.set_step(step); }
+
+}  // namespace detail
 
 const char* to_string(RunStatus status) {
   switch (status) {
@@ -33,6 +50,7 @@ const char* to_string(Category category) noexcept {
 Recorder::Recorder(const std::string& path, int rank, RecorderOptions options)
     : queue_(std::make_shared<detail::RecordQueue>(options)),
       writer_(std::make_unique<detail::SqliteWriter>(path, rank, queue_)),
+      gpu_(std::make_unique<detail::GpuFolding>(options.gpu)),
       path_(path),
       rank_(rank) {}
 
@@ -48,6 +66,7 @@ std::int64_t Recorder::begin_run(const RunInfo& info) {
 }
 
 bool Recorder::end_run(RunStatus status, const std::string& message) {
+  flush_gpu_aggregates(/*final=*/true);
   flush();
   return writer_->end_run(run_id_, status, message);
 }
@@ -75,12 +94,41 @@ void Recorder::record_comm(const CommRecord& comm) noexcept { queue_->push_comm(
 
 void Recorder::record_switch(const SwitchRecord& record) noexcept { queue_->push_switch(record); }
 
-void Recorder::record_gpu_activity(GpuActivityBatch&& batch) noexcept { queue_->push_gpu_activity(std::move(batch)); }
+void Recorder::record_gpu_activity(GpuActivityBatch&& batch) noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(gpu_->mutex);
+    gpu_->aggregator.fold(batch);
+  } catch (...) {  // out of memory: the batch's records may be missing from the aggregates
+    queue_->add_write_errors(static_cast<std::int64_t>(batch.kernels.size() + batch.memcpys.size() + batch.memsets.size()));
+  }
+  queue_->push_gpu_activity(std::move(batch));
+}
+
+void Recorder::set_step(std::int64_t step) noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(gpu_->mutex);
+    gpu_->aggregator.set_step(step, now_ns());
+  } catch (...) {
+  }
+}
+
+void Recorder::flush_gpu_aggregates(bool final) noexcept {
+  try {
+    GpuAggregates changed;
+    {
+      std::lock_guard<std::mutex> lock(gpu_->mutex);
+      changed = gpu_->aggregator.take_changed(final);
+    }
+    queue_->push_gpu_aggregates(std::move(changed));
+  } catch (...) {
+  }
+}
 
 void Recorder::record_collector_stats(const CollectorStats& stats) noexcept { queue_->push_collector_stats(stats); }
 
 void Recorder::flush() noexcept {
   if (run_id_ < 0) return;
+  flush_gpu_aggregates(/*final=*/false);
   queue_->flush();
 }
 

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "hybridscope/probes/clock.h"
 
@@ -32,6 +33,9 @@ constexpr int kRangeValues = 9;
 // The reserve file's size: room for end_run's transaction (the runs row with its config_yaml
 // overflow pages, the ranks row, their index pages: a few dozen 4 KiB WAL frames) with margin.
 constexpr std::size_t kReserveBytes = 256 * 1024;
+
+// A value insert_rows() binds as NULL.
+constexpr std::int64_t kNull = std::numeric_limits<std::int64_t>::min();
 
 void bind_int64_or_null(sqlite3_stmt* st, int p, std::int64_t v) {
   if (v < 0) sqlite3_bind_null(st, p);
@@ -66,6 +70,8 @@ SqliteWriter::SqliteWriter(const std::string& path, int rank, std::shared_ptr<Re
   prepare_batch(memset_rows_, schema::kMemsetTable, 9);
   prepare_batch(runtime_api_rows_, schema::kRuntimeApiTable, 7);
   prepare_batch(external_correlation_rows_, schema::kExternalCorrelationsTable, 2);
+  prepare_batch(kernel_stat_rows_, schema::kKernelStatsTable, 13, OnConflict::kReplace);
+  prepare_batch(stream_busy_rows_, schema::kStreamBusyTable, 7, OnConflict::kReplace);
   prepare(insert_correlation_range_, schema::kCorrelationRangesTable, 7, OnConflict::kReplace);
   prepare(insert_overhead_, schema::kCuptiOverheadTable, 5);
   prepare(insert_collector_stats_, schema::kCollectorStatsTable, 10);
@@ -109,10 +115,11 @@ void SqliteWriter::expect_values(const Statement& s, int values, const schema::T
 }
 
 // (run_id, rank) then `values_per_row` per row, one row and kRowsPerInsert rows.
-void SqliteWriter::prepare_batch(BatchInsert& b, const schema::Table& table, int values_per_row) {
-  db_.prepare(b.single, schema::insert_statement(table));
+void SqliteWriter::prepare_batch(BatchInsert& b, const schema::Table& table, int values_per_row,
+                                 OnConflict on_conflict) {
+  db_.prepare(b.single, schema::insert_statement(table, on_conflict));
   expect_values(b.single, 2 + values_per_row, table);
-  db_.prepare(b.multi, schema::insert_statement(table, OnConflict::kAbort, kRowsPerInsert));
+  db_.prepare(b.multi, schema::insert_statement(table, on_conflict, kRowsPerInsert));
   expect_values(b.multi, 2 + kRowsPerInsert * values_per_row, table);
 }
 
@@ -250,6 +257,7 @@ void SqliteWriter::write(Drain& d) {
     for (const auto& c : d.cold.comm) write_comm(c, run_id);
     for (const auto& w : d.cold.switches) write_switch(w, run_id);
     for (const auto& b : d.cold.gpu) write_gpu(b, run_id);
+    for (const auto& a : d.cold.gpu_aggregates) write_gpu_aggregates(a, run_id);
     for (const auto& c : d.cold.collector_stats) write_collector_stats(c, run_id);
     for (const auto& m : d.cold.metrics) write_metric(m, run_id);
     write_counters(run_id);
@@ -391,14 +399,20 @@ void SqliteWriter::insert_rows(BatchInsert& b, std::int64_t run_id, const Rows& 
   for (; i + kRowsPerInsert <= rows.size(); i += kRowsPerInsert) {
     for (int r = 0; r < kRowsPerInsert; ++r) {
       const std::array<std::int64_t, N> v = values(rows[i + static_cast<std::size_t>(r)]);
-      for (std::size_t c = 0; c < N; ++c)
-        sqlite3_bind_int64(b.multi.stmt, 3 + r * static_cast<int>(N) + static_cast<int>(c), v[c]);
+      for (std::size_t c = 0; c < N; ++c) {
+        const int p = 3 + r * static_cast<int>(N) + static_cast<int>(c);
+        if (v[c] == kNull) sqlite3_bind_null(b.multi.stmt, p);
+        else sqlite3_bind_int64(b.multi.stmt, p, v[c]);
+      }
     }
     step(b.multi.stmt, kRowsPerInsert);
   }
   for (; i < rows.size(); ++i) {
     const std::array<std::int64_t, N> v = values(rows[i]);
-    for (std::size_t c = 0; c < N; ++c) sqlite3_bind_int64(b.single.stmt, 3 + static_cast<int>(c), v[c]);
+    for (std::size_t c = 0; c < N; ++c) {
+      if (v[c] == kNull) sqlite3_bind_null(b.single.stmt, 3 + static_cast<int>(c));
+      else sqlite3_bind_int64(b.single.stmt, 3 + static_cast<int>(c), v[c]);
+    }
     step(b.single.stmt, 1);
   }
 }
@@ -445,6 +459,19 @@ void SqliteWriter::write_gpu(const GpuActivityBatch& b, std::int64_t run_id) {
     for (std::int64_t v : {intern_pointer(o.kind), o.start_ns, o.end_ns}) sqlite3_bind_int64(st, p++, v);
     step(st, 1);
   }
+}
+
+void SqliteWriter::write_gpu_aggregates(const GpuAggregates& a, std::int64_t run_id) {
+  using I = std::int64_t;
+  insert_rows<13>(kernel_stat_rows_, run_id, a.kernels, [this](const KernelStat& k) {
+    return std::array<I, 13>{k.step, static_cast<I>(k.external_id), intern_pointer(k.name),
+                             intern_pointer(k.short_name), I{static_cast<int>(k.kernel_class)}, k.count, k.total_ns,
+                             k.min_ns, k.max_ns, k.bytes, k.launched, k.launched > 0 ? k.launch_first_ns : kNull,
+                             k.launched > 0 ? k.launch_last_ns : kNull};
+  });
+  insert_rows<7>(stream_busy_rows_, run_id, a.streams, [](const StreamBusy& s) {
+    return std::array<I, 7>{s.step, I{s.device}, I{s.stream}, s.activities, s.busy_ns, s.first_start_ns, s.last_end_ns};
+  });
 }
 
 void SqliteWriter::write_collector_stats(const CollectorStats& c, std::int64_t run_id) {

@@ -47,7 +47,8 @@ class SqliteWriter {
     Statement single, multi;
   };
 
-  void prepare_batch(BatchInsert& b, const schema::Table& table, int values_per_row);
+  void prepare_batch(BatchInsert& b, const schema::Table& table, int values_per_row,
+                     schema::OnConflict on_conflict = schema::OnConflict::kAbort);
   void writer_loop() noexcept;
   void write(Drain& drain);
   std::int64_t intern_value(const std::string& value);
@@ -65,6 +66,7 @@ class SqliteWriter {
   template <std::size_t N, typename Rows, typename Values>
   void insert_rows(BatchInsert& b, std::int64_t run_id, const Rows& rows, Values values);
   void write_gpu(const GpuActivityBatch& b, std::int64_t run_id);
+  void write_gpu_aggregates(const GpuAggregates& a, std::int64_t run_id);
   void write_collector_stats(const CollectorStats& c, std::int64_t run_id);
   void write_counters(std::int64_t run_id);
   std::string describe_error();
@@ -88,6 +90,8 @@ class SqliteWriter {
       insert_kv_pool_, insert_comm_, insert_switch_, insert_switch_component_, insert_correlation_range_,
       insert_overhead_, insert_collector_stats_, update_counters_;
   BatchInsert kernel_rows_, memcpy_rows_, memset_rows_, runtime_api_rows_, external_correlation_rows_;
+  // v10 aggregates: a row is replaced each time it changes (its values so far).
+  BatchInsert kernel_stat_rows_, stream_busy_rows_;
   // Records lost inside the current transaction; added to the queue's count only if it commits
   // (a rolled-back transaction counts all its rows instead).
   std::int64_t transaction_errors_ = 0;

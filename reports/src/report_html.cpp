@@ -181,6 +181,10 @@ std::string run_html(const RunReport& run, std::size_t index) {
     out += empty_note("No kernel records or host ranges to break down.");
   out += table_html(detail::temporal_table(a.temporal));
   out += table_html(detail::overlap_table(a.temporal));
+  if (!a.gpu_kernels.top.empty()) {
+    out += "<h3>GPU kernels by range</h3>";
+    out += table_html(detail::gpu_kernel_table(a.gpu_kernels));
+  }
 
   out += "<h3>Stragglers and imbalance</h3>";
   out += table_html(detail::straggler_table(a.stragglers));

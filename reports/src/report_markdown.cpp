@@ -75,6 +75,7 @@ std::string run_md(const RunReport& run) {
   out += "### Memory\n\n" + table_md(detail::memory_table(a.memory)) + table_md(detail::memory_phase_table(a.memory));
   out += "### Temporal breakdown and communication overlap (HTA)\n\n";
   out += table_md(detail::temporal_table(a.temporal)) + table_md(detail::overlap_table(a.temporal));
+  if (!a.gpu_kernels.top.empty()) out += "### GPU kernels by range\n\n" + table_md(detail::gpu_kernel_table(a.gpu_kernels));
   out += "### Stragglers and imbalance\n\n";
   out += table_md(detail::straggler_table(a.stragglers)) + table_md(detail::imbalance_table(a.stragglers));
   out += "### Trends over the run\n\n";

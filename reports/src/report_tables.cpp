@@ -208,6 +208,21 @@ ReportTable overlap_table(const TemporalAnalysis& temporal) {
   return t;
 }
 
+ReportTable gpu_kernel_table(const GpuKernelSummary& gpu) {
+  ReportTable t;
+  t.headers = {"range", "kernel", "class", "count", "total (ms)", "min (ms)", "max (ms)", "share"};
+  t.numeric = {false, false, false, true, true, true, true, true};
+  for (const auto& k : gpu.top)
+    add(t, {k.range.empty() ? "-" : k.range, k.kernel, k.kernel_class, std::to_string(k.count), ms(k.total_ns),
+            ms(k.min_ns), ms(k.max_ns), format_percent(k.share)});
+  if (!gpu.source.empty())
+    t.note = fmt::format("Source: {}: {} GPU records, {} ms summed{}. Share = of the summed durations (not wall time).",
+                         gpu.source, gpu.records, ms(gpu.total_ns),
+                         gpu.busy_ns > 0 ? fmt::format(", {} ms of stream busy time (union per stream)", ms(gpu.busy_ns))
+                                         : std::string());
+  return t;
+}
+
 ReportTable straggler_table(const StragglerAnalysis& s) {
   ReportTable t;
   t.headers = {"phase", "fastest rank", "min (ms)", "median (ms)", "max (ms)", "slowest rank", "spread"};

@@ -39,6 +39,8 @@ ReportTable memory_phase_table(const MemoryAnalysis& memory);
 ReportTable temporal_table(const TemporalAnalysis& temporal);
 /// HTA comm/compute overlap per rank.
 ReportTable overlap_table(const TemporalAnalysis& temporal);
+/// GPU time by (range, kernel) of the measured steps; empty without GPU records.
+ReportTable gpu_kernel_table(const GpuKernelSummary& gpu);
 /// Per phase: the spread of the ranks' mean times, fastest and slowest rank.
 ReportTable straggler_table(const StragglerAnalysis& stragglers);
 /// The straggler rank, HTA's late-collective rank, global_seqlen token balance (measure, value).

@@ -9,6 +9,7 @@ RunAnalysis analyze_run(RunData data, const AnalysisOptions& options) {
   a.phases = phase_breakdown(a.data, options.warmup_steps);
   a.measured = a.phases.measured;
   a.temporal = temporal_analysis(a.data, a.measured);
+  a.gpu_kernels = gpu_kernel_summary(a.data, a.measured);
   a.switches = switch_analysis(a.data, a.measured, options.links);
   a.memory = memory_analysis(a.data, a.measured);
   a.stragglers = straggler_analysis(a.data, a.phases);

@@ -95,6 +95,8 @@ RunData load_run(const RunDatabase& db, std::int64_t run_id) {
   data.memory = db.memory_samples(run_id);
   data.kv_pool = db.kv_pool_samples(run_id);
   data.gpu = db.gpu_activity(run_id);
+  data.kernel_stats = db.kernel_stats(run_id);
+  data.stream_busy = db.stream_busy(run_id);
   sort_by_start(data);
   return data;
 }

@@ -31,12 +31,14 @@
 #include <vector>
 
 #include "hybridscope/probes/gpu_activity.h"
+#include "hybridscope/probes/gpu_aggregator.h"
 
 namespace hs::probes {
 
 namespace detail {
 class RecordQueue;
 class SqliteWriter;
+struct GpuFolding;
 }  // namespace detail
 
 class RecorderError : public std::runtime_error {
@@ -198,6 +200,10 @@ struct RecorderOptions {
   int chunk_records = 4096;
   /// The writer commits at least this often (ms) even when nobody calls flush().
   int flush_interval_ms = 500;
+  /// GPU activity (record_gpu_activity): every kernel, copy and memset is aggregated into
+  /// kernel_stats and stream_busy; raw records are kept only for the steps of this window (by
+  /// default every step). The trainer sets it from hybridscope.probes.cupti_raw_steps.
+  GpuCaptureOptions gpu;
 };
 
 class Recorder {
@@ -233,14 +239,20 @@ class Recorder {
   void record_comm(const CommRecord& comm) noexcept;
   /// Queues one train<->rollout switch with its components (cold path); any thread.
   void record_switch(const SwitchRecord& record) noexcept;
-  /// Queues the GPU activity of one parsed CUPTI buffer (the collector's thread, not the hot
-  /// path). Bounded like the ranges: when the waiting records plus the batch would exceed
-  /// max_queued_records the whole batch is dropped and counted (dropped_records()).
+  /// Folds the GPU activity of one parsed CUPTI buffer into the aggregates (kernel_stats,
+  /// stream_busy; written at the next flush()) and queues the raw records of the capture window
+  /// (RecorderOptions::gpu) with the batch's correlation ranges and overhead records (the
+  /// collector's thread, not the hot path). Bounded like the ranges: when the waiting records plus
+  /// the raw batch would exceed max_queued_records the raw batch is dropped whole and counted
+  /// (dropped_records()); its records are still in the aggregates.
   void record_gpu_activity(GpuActivityBatch&& batch) noexcept;
+  /// From now on GPU records belong to `step` (RunProbes::set_step calls it at every step's
+  /// start): the step of kernel_stats, stream_busy and the raw capture window.
+  void set_step(std::int64_t step) noexcept;
   /// Queues one snapshot of the CUPTI collector's state and counters (collector_stats).
   void record_collector_stats(const CollectorStats& stats) noexcept;
   /// Returns once everything recorded before the call (by this thread, or published by others)
-  /// is committed to the database. No-op before begin_run.
+  /// is committed to the database, with the GPU aggregates as they stand. No-op before begin_run.
   void flush() noexcept;
 
   std::int64_t run_id() const { return run_id_; }
@@ -258,8 +270,11 @@ class Recorder {
   std::string write_error() const;
 
  private:
+  void flush_gpu_aggregates(bool final) noexcept;
+
   std::shared_ptr<detail::RecordQueue> queue_;   // the hot path's side (record_queue.h)
   std::unique_ptr<detail::SqliteWriter> writer_;  // the writer thread (sqlite_writer.h)
+  std::unique_ptr<detail::GpuFolding> gpu_;       // the GPU aggregator and its lock (recorder.cpp)
   std::string path_;
   int rank_;
   std::int64_t run_id_ = -1;

@@ -17,6 +17,9 @@
 namespace hs::probes {
 
 class Recorder;
+namespace detail {
+void set_recorder_step(Recorder& recorder, std::int64_t step) noexcept;  // Recorder::set_step (recorder.cpp)
+}  // namespace detail
 
 class RunProbes {
  public:
@@ -33,7 +36,11 @@ class RunProbes {
 
   /// The training step the records made now belong to (0: set-up and warm-up).
   std::int64_t step() const noexcept { return step_.load(std::memory_order_relaxed); }
-  void set_step(std::int64_t step) noexcept { step_.store(step, std::memory_order_relaxed); }
+  /// Also tells the recorder, which places GPU records in steps (kernel_stats, the raw window).
+  void set_step(std::int64_t step) noexcept {
+    step_.store(step, std::memory_order_relaxed);
+    if (recorder_) detail::set_recorder_step(*recorder_, step);
+  }
 
   /// The shared "off" object, for probe sites that are given none.
   static const RunProbes& off() noexcept {

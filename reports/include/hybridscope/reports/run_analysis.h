@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "hybridscope/reports/gpu_kernels.h"
 #include "hybridscope/reports/imbalance.h"
 #include "hybridscope/reports/memory_analysis.h"
 #include "hybridscope/reports/phase_breakdown.h"
@@ -27,6 +28,7 @@ struct RunAnalysis {
   std::vector<std::int64_t> measured;  // the steps the analyses cover
   PhaseBreakdown phases;
   TemporalAnalysis temporal;
+  GpuKernelSummary gpu_kernels;  // GPU time by range and kernel (v10 aggregates, else raw records)
   SwitchAnalysis switches;
   MemoryAnalysis memory;
   StragglerAnalysis stragglers;

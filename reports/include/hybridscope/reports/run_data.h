@@ -28,7 +28,9 @@ struct RunData {
   std::vector<SwitchRow> switches;         // by start_ns, then rank
   std::vector<MemorySampleRow> memory;     // by ts_ns, then rank
   std::vector<KvPoolSampleRow> kv_pool;    // by ts_ns, then rank
-  std::vector<GpuActivityRow> gpu;         // kernels, copies and memsets together, by start_ns, then rank
+  std::vector<GpuActivityRow> gpu;         // raw kernels, copies and memsets (the capture window), by start_ns, then rank
+  std::vector<KernelStatRow> kernel_stats; // v10 aggregates of every kernel, copy and memset, by rank, step
+  std::vector<StreamBusyRow> stream_busy;  // v10, by rank, step, device, stream
 
   /// The value of a step metric; nullopt when the step did not record it.
   std::optional<double> metric(std::int64_t step, const std::string& name) const;

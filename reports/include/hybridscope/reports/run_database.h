@@ -189,6 +189,49 @@ struct GpuActivityRow {
   std::int64_t block[3] = {0, 0, 0};  // kernels only
 };
 
+/// One row of `kernel_stats` (v10): what the kernels (or copies, memsets) of one name launched in
+/// one range instance of one step did, names resolved.
+struct KernelStatRow {
+  int rank = 0;
+  std::int64_t step = 0;
+  std::int64_t external_id = 0;  // the range instance (correlation_ranges); 0: none
+  std::string range;             // its name ("gen", "comm/all_reduce", ...); "" for none
+  std::string name;              // kernel: mangled; copies "Memcpy <kind>", memsets "Memset <kind>"
+  std::string short_name;
+  std::string kernel_class;      // kernel_classes.name: compute | nccl | memory
+  std::int64_t count = 0;
+  std::int64_t total_ns = 0;
+  std::int64_t min_ns = 0;
+  std::int64_t max_ns = 0;
+  std::int64_t bytes = 0;
+};
+
+/// One row of `stream_busy` (v10).
+struct StreamBusyRow {
+  int rank = 0;
+  std::int64_t step = 0;
+  int device = 0;
+  std::int64_t stream = 0;
+  std::int64_t activities = 0;
+  std::int64_t busy_ns = 0;  // union of the step's kernels, copies and memsets on the stream
+  std::int64_t first_start_ns = 0;
+  std::int64_t last_end_ns = 0;
+};
+
+/// The kernel -> range correlation check (`hybridscope check`, scripts/gpu-checks.py): every
+/// kernel tagged with a range (through its launching call's external correlation) must have been
+/// launched inside that range. Counts kernels (copies and memsets aside), all ranks of the run.
+struct KernelCorrelationCheck {
+  bool from_aggregates = false;  // kernel_stats (v10: every kernel) or the raw kernels table
+  std::int64_t kernels = 0;
+  std::int64_t correlated = 0;    // tagged with a range
+  std::int64_t inside = 0;        // of those, launched inside the range's [start_ns, end_ns]
+  std::int64_t outside = 0;       // launched outside it (from aggregates: a (range, name) whose launch span is not inside)
+  std::int64_t unverified = 0;    // tagged, but no launch time (runtime API record) or no range end (ranges/comm_ops row) to compare
+  std::int64_t uncorrelated = 0;  // launched outside every range
+  bool ok() const { return outside == 0; }
+};
+
 /// One row of `runtime_api`, name resolved.
 struct RuntimeApiRow {
   int rank = 0;
@@ -311,6 +354,13 @@ class RunDatabase {
   std::vector<GpuActivityRow> gpu_activity(std::int64_t run_id) const;
   /// CUDA runtime API calls of a run ordered by rank, start_ns.
   std::vector<RuntimeApiRow> runtime_api(std::int64_t run_id) const;
+  /// The GPU aggregates of a run (v10; empty for older files and runs without the collector),
+  /// ordered by rank, step, range, name / by rank, step, device, stream.
+  std::vector<KernelStatRow> kernel_stats(std::int64_t run_id) const;
+  std::vector<StreamBusyRow> stream_busy(std::int64_t run_id) const;
+  /// The kernel -> range correlation check, on kernel_stats when the run has it (every kernel),
+  /// else on the raw tables; indexed joins only (seconds on millions of kernels).
+  KernelCorrelationCheck check_kernel_correlation(std::int64_t run_id) const;
 
   /// Every resolved config key of a run (`config` table), by key. Throws kUnknownRun.
   std::vector<std::pair<std::string, std::string>> config(std::int64_t run_id) const;

@@ -21,7 +21,7 @@
 namespace hs::probes::schema {
 
 /// PRAGMA user_version of databases this build writes.
-inline constexpr int kSchemaVersion = 9;
+inline constexpr int kSchemaVersion = 10;
 /// Oldest version opened files are upgraded from in place (kMigrateToV2, kMigrateToV4,
 /// kMigrateToV5*; v3, v4 and v6 also add tables, which create_statements() creates); older or newer
 /// ones are refused.
@@ -51,6 +51,10 @@ inline constexpr const char* kCorrelationRanges = "correlation_ranges";
 inline constexpr const char* kCuptiOverhead = "cupti_overhead";
 inline constexpr const char* kCollectorStats = "collector_stats";
 inline constexpr const char* kRanks = "ranks";
+// v10: GPU activity at any scale -- aggregates the recorder keeps of every kernel, copy and memset
+// (the raw tables above hold only the steps asked for: RecorderOptions::gpu, docs/schema.md).
+inline constexpr const char* kKernelStats = "kernel_stats";
+inline constexpr const char* kStreamBusy = "stream_busy";
 // v6: benchmark matrices (`hybridscope bench`): the spec, its cells and every run of a cell, with
 // the environment it ran in. The runs themselves are ordinary runs of this file.
 inline constexpr const char* kMatrices = "matrices";
@@ -175,6 +179,8 @@ inline constexpr Column kRangesColumns[] = {
 };
 inline constexpr Index kRangesIndexes[] = {
     {"ranges_by_run_step", "run_id, step, rank"},
+    // v10: the join from correlation_ranges (a kernel's range) to its ranges row.
+    {"ranges_by_thread", "run_id, rank, tid, start_ns"},
 };
 inline constexpr Column kStepMetricsColumns[] = {
     {"run_id", kInteger, kNotNull, kRuns},
@@ -406,6 +412,43 @@ inline constexpr Column kCollectorStatsColumns[] = {
 inline constexpr Index kCollectorStatsIndexes[] = {
     {"collector_stats_by_run", "run_id, rank, ts_ns"},
 };
+// v10: per (step, range, kernel name): what every kernel, copy and memset did, aggregated by the
+// recorder before the writer (probes/src/gpu_aggregator.cpp), so a run of millions of kernels
+// stays a few thousand rows. Copies and memsets are named "Memcpy <copy kind>" and "Memset
+// <memory kind>" with class memory, as the reports name them.
+inline constexpr Column kKernelStatsColumns[] = {
+    {"run_id", kInteger, kNotNull, kRuns},
+    {"rank", kInteger, kNotNull},
+    {"step", kInteger, kNotNull},         // the step current when the record started (Recorder::set_step)
+    {"external_id", kInteger, kNotNull},  // -> correlation_ranges.external_id: the range that launched it; 0: none
+    {"name_id", kInteger, kNotNull, kStrings},
+    {"short_name_id", kInteger, kNotNull, kStrings},
+    {"class_id", kInteger, kNotNull, kKernelClasses},
+    {"count", kInteger, kNotNull},
+    {"total_ns", kInteger, kNotNull},  // sum of end_ns - start_ns
+    {"min_ns", kInteger, kNotNull},
+    {"max_ns", kInteger, kNotNull},
+    {"bytes", kInteger, kNotNull},     // copies and memsets: bytes moved or set; kernels 0
+    {"launched", kInteger, kNotNull},  // records whose launching runtime API call was seen
+    {"launch_first_ns", kInteger, 0},  // earliest start of those calls; NULL when launched = 0
+    {"launch_last_ns", kInteger, 0},   // latest end of those calls
+};
+inline constexpr Index kKernelStatsIndexes[] = {
+    {"kernel_stats_by_range", "run_id, rank, external_id"},
+};
+// v10: per (step, device, stream): how long the stream was busy (the union of its kernels, copies
+// and memsets, each placed in the step current at its start).
+inline constexpr Column kStreamBusyColumns[] = {
+    {"run_id", kInteger, kNotNull, kRuns},
+    {"rank", kInteger, kNotNull},
+    {"step", kInteger, kNotNull},
+    {"device", kInteger, kNotNull},
+    {"stream", kInteger, kNotNull},
+    {"activities", kInteger, kNotNull},  // kernels, copies and memsets
+    {"busy_ns", kInteger, kNotNull},     // |union of their [start_ns, end_ns)|
+    {"first_start_ns", kInteger, kNotNull},
+    {"last_end_ns", kInteger, kNotNull},
+};
 inline constexpr Column kRanksColumns[] = {
     {"run_id", kInteger, kNotNull, kRuns},
     {"rank", kInteger, kNotNull},
@@ -513,6 +556,9 @@ inline constexpr Table kCorrelationRangesTable{kCorrelationRanges, kCorrelationR
 inline constexpr Table kCuptiOverheadTable{kCuptiOverhead, kCuptiOverheadColumns, nullptr, false, kCuptiOverheadIndexes};
 inline constexpr Table kCollectorStatsTable{kCollectorStats, kCollectorStatsColumns, nullptr, false, kCollectorStatsIndexes};
 inline constexpr Table kRanksTable{kRanks, kRanksColumns, "run_id, rank", true};
+inline constexpr Table kKernelStatsTable{kKernelStats, kKernelStatsColumns, "run_id, rank, step, external_id, name_id",
+                                         true, kKernelStatsIndexes};
+inline constexpr Table kStreamBusyTable{kStreamBusy, kStreamBusyColumns, "run_id, rank, step, device, stream", true};
 inline constexpr Table kMatricesTable{kMatrices, kMatricesColumns, nullptr, false};
 inline constexpr Table kMatrixAxesTable{kMatrixAxes, kMatrixAxesColumns, "matrix_id, axis_index", true};
 inline constexpr Table kMatrixCellsTable{kMatrixCells, kMatrixCellsColumns, nullptr, false, kMatrixCellsIndexes};
@@ -541,6 +587,8 @@ inline constexpr const Table* kTables[] = {
     &kCuptiOverheadTable,
     &kCollectorStatsTable,
     &kRanksTable,
+    &kKernelStatsTable,
+    &kStreamBusyTable,
     &kMatricesTable,
     &kMatrixAxesTable,
     &kMatrixCellsTable,
@@ -702,6 +750,10 @@ inline constexpr const char* kMigrateToV9CommOps[] = {
     "ALTER TABLE comm_ops ADD COLUMN wait_start_ns INTEGER",
     "ALTER TABLE comm_ops ADD COLUMN wait_end_ns INTEGER",
 };
+
+/// v9 -> v10: no statement: the aggregate tables kernel_stats and stream_busy and the index
+/// ranges_by_thread come from create_statements(). A file before v10 holds every GPU record raw
+/// and no aggregates; readers aggregate its raw tables themselves (reports/run_database.cpp).
 
 /// The statements that bring a file of schema `version` (kOldestMigratableVersion..kSchemaVersion)
 /// up to kSchemaVersion, in order; create_statements() runs after them and adds the tables the file
