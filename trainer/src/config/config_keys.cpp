@@ -202,6 +202,7 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(hybridscope.warmup.batch_size, "Sequences per warm-up step."),
       HS_CONFIG_KEY(hybridscope.warmup.lr, "Warm-up learning rate."),
       HS_CONFIG_KEY(hybridscope.probes.enable, "Record ranges, memory/KV-pool samples and switches; install the CPU tracking allocator. false: trace-only ranges cost a branch; timing_s/* and step metrics stay."),
+      HS_CONFIG_KEY(hybridscope.probes.cupti_raw_steps, "Steps whose raw CUPTI records (every kernel, copy, memset and runtime call) are kept, like Nsight's capture range: none, all, N or A-B. Every step's GPU activity is aggregated either way (kernel_stats, stream_busy: per step, range and kernel name)."),
       HS_CONFIG_KEY(hybridscope.probes.memory_interval_ms, "Memory samples (phase \"timer\") every this many ms besides the phase boundaries; 0 = only at phase boundaries."),
       HS_CONFIG_KEY(hybridscope.recorder.on_write_error, "What the run does once its recorder failed to write records to the run database (a full disk, an I/O error): continue (train on; the lost records are counted in runs.write_errors, named in the run's status_message and warned about at the end) or stop (end the run at the next step boundary, status failed, with the database and the OS error; non-zero exit)."),
       HS_CONFIG_KEY(hybridscope.dist.backend, "Process groups: auto (gloo on cpu, nccl on cuda), gloo or nccl."),

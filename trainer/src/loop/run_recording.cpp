@@ -46,7 +46,12 @@ RunRecording::RunRecording(const Config& cfg, Topology& topology)
     fmt::print(stderr, "warning: replacing a stale rank file {} that could not be merged into {}\n", rank_db, db);
     probes::remove_run_file(rank_db);
   }
-  recorder_ = std::make_unique<probes::Recorder>(rank_db, rank);
+  probes::RecorderOptions options;
+  if (!probes::parse_raw_steps(cfg.hybridscope.probes.cupti_raw_steps.c_str(), options.gpu))
+    throw ConfigError(fmt::format("hybridscope.probes.cupti_raw_steps = '{}': give none, all, a step N or a range A-B "
+                                  "(e.g. 2-3)",
+                                  cfg.hybridscope.probes.cupti_raw_steps));
+  recorder_ = std::make_unique<probes::Recorder>(rank_db, rank, options);
   probes_ = std::make_unique<probes::RunProbes>(cfg.hybridscope.probes.enable ? recorder_.get() : nullptr);
   timings_.set_recorder(probes_->recorder());
 }

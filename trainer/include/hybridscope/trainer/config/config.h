@@ -408,6 +408,7 @@ struct WarmupConfig {
 struct ProbesConfig {
   bool enable = true;  // record ranges and samples, CPU tracking allocator (false: timing_s/* only)
   int memory_interval_ms = 100;  // memory samples on a timer besides phase boundaries; 0 = none
+  std::string cupti_raw_steps = "1";  // steps whose raw CUPTI records are kept: "none", "all", "N", "A-B"
 };
 
 /// The recorder behind the probes (probes/include/hybridscope/probes/recorder.h).
