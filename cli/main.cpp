@@ -23,6 +23,7 @@
 #include "reshard_plan_command.h"
 #include "simulate_command.h"
 #include "hybridscope/bench/sim/hardware.h"
+#include "check_command.h"
 #include "report_command.h"
 #include "switch_bench_command.h"
 #include "hybridscope/probes/recorder.h"
@@ -150,6 +151,9 @@ int main(int argc, char** argv) {
   hs::cli::CompareArgs compare_args;
   auto* compare_cmd = hs::cli::add_compare_command(app, compare_args);
 
+  // check: the GPU records' kernel -> range correlation
+  hs::cli::CheckArgs check_args;
+  auto* check_cmd = hs::cli::add_check_command(app, check_args);
   // diagnose, report
   hs::cli::DiagnoseArgs diagnose_args;
   auto* diagnose_cmd = hs::cli::add_diagnose_command(app, diagnose_args);
@@ -185,6 +189,7 @@ int main(int argc, char** argv) {
     }
     if (summary_cmd->parsed()) return hs::cli::run_summary(summary_args);
     if (compare_cmd->parsed()) return hs::cli::run_compare(compare_args);
+    if (check_cmd->parsed()) return hs::cli::run_check(check_args);
     if (diagnose_cmd->parsed()) return hs::cli::run_diagnose(diagnose_args);
     if (report_cmd->parsed()) return hs::cli::run_report(report_args);
     if (simulate_cmd->parsed()) return hs::cli::run_simulate(simulate_args);

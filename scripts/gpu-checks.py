@@ -2,7 +2,7 @@
 """gpu-checks.py RUN.sqlite — what issue 5 asks a GPU run database to show, as plain text.
 
 - the CUPTI collector's status and record counts (kernels by class, memcpy, memset, runtime API);
-- phase correlation: every kernel tagged with a hybridscope range must have been launched (its
+- phase correlation (from kernel_stats since schema v10, else the raw tables): every kernel tagged with a hybridscope range must have been launched (its
   runtime API call) inside that range; kernels with no range are counted;
 - GPU kernel time per phase;
 - the caching allocator's fragmentation ratios per phase (memory_samples with device >= 0);
@@ -32,7 +32,43 @@ def main(path: str) -> int:
         print(f"  kernels {name}: {n} ({ns / 1e6:.1f} ms on the GPU)")
 
     bad = 0
-    if counts["kernels"]:
+    has_stats = q("SELECT COUNT(*) FROM sqlite_master WHERE name = 'kernel_stats'")[0][0] and \
+        q("SELECT COUNT(*) FROM kernel_stats WHERE run_id = ?", run)[0][0]
+    if has_stats:
+        # v10: every kernel, aggregated per (step, range, name); indexed joins only (hybridscope check).
+        rows = q("""
+            SELECT a.count, a.external_id, a.launched, a.launch_first_ns, a.launch_last_ns, cr.start_ns,
+                   COALESCE((SELECT r.end_ns FROM ranges r WHERE r.run_id = cr.run_id AND r.rank = cr.rank
+                             AND r.tid = cr.tid AND r.start_ns = cr.start_ns AND r.depth = cr.depth LIMIT 1),
+                            (SELECT c.end_ns FROM comm_ops c WHERE cr.depth = -1 AND c.run_id = cr.run_id
+                             AND c.rank = cr.rank AND c.start_ns = cr.start_ns LIMIT 1))
+            FROM kernel_stats a LEFT JOIN correlation_ranges cr ON cr.run_id = a.run_id AND cr.rank = a.rank
+                 AND cr.external_id = a.external_id
+            WHERE a.run_id = ? AND a.class_id != 3""", run)
+        tagged = inside = untagged = unverified = 0
+        for n, ext, launched, first, last, start, end in rows:
+            if ext == 0:
+                untagged += n
+                continue
+            tagged += n
+            unverified += n - launched
+            if launched and start is not None and end is not None and first is not None:
+                if first >= start and last <= end:
+                    inside += launched
+                else:
+                    bad += launched
+            else:
+                unverified += launched
+        print(f"phase correlation (kernel_stats): {tagged} kernels tagged with a range, {inside} launched inside it, "
+              f"{bad} outside ({'OK' if bad == 0 else 'WRONG'}), {unverified} not verifiable; "
+              f"{untagged} kernels outside every range")
+        for name, n, ns in q("""
+            SELECT s.value, SUM(a.count), SUM(a.total_ns) FROM kernel_stats a
+            JOIN correlation_ranges cr ON cr.run_id = a.run_id AND cr.rank = a.rank AND cr.external_id = a.external_id
+            JOIN strings s ON s.id = cr.name_id
+            WHERE a.run_id = ? GROUP BY s.value ORDER BY 3 DESC LIMIT 12""", run):
+            print(f"  GPU time in {name}: {ns / 1e6:.1f} ms over {n} kernels")
+    elif counts["kernels"]:
         rows = q("""
             SELECT COUNT(*), SUM(a.start_ns >= r.start_ns AND a.end_ns <= r.end_ns)
             FROM kernels k

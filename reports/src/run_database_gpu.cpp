@@ -25,14 +25,15 @@ constexpr const char* kRangeEnd =
 }  // namespace
 
 std::vector<KernelStatRow> RunDatabase::kernel_stats(std::int64_t run_id) const {
+  // Summed over the range instances of one name: the analyses read phases, not instances, and a
+  // run with one row per (decode step, kernel) has millions of them (docs/benchmarks.md).
   const std::string sql =
-      "SELECT a.rank, a.step, a.external_id, COALESCE(rn.value, ''), n.value, sn.value, kc.name, a.count, "
-      "a.total_ns, a.min_ns, a.max_ns, a.bytes FROM " + std::string(schema::kKernelStats) +
-      " a JOIN strings n ON n.id = a.name_id JOIN strings sn ON sn.id = a.short_name_id "
-      "JOIN kernel_classes kc ON kc.id = a.class_id "
-      "LEFT JOIN correlation_ranges cr ON cr.run_id = a.run_id AND cr.rank = a.rank AND cr.external_id = a.external_id "
-      "LEFT JOIN strings rn ON rn.id = cr.name_id "
-      "WHERE a.run_id = ? ORDER BY a.rank, a.step, a.external_id, a.name_id";
+      "SELECT a.rank, a.step, COALESCE(rn.value, ''), n.value, sn.value, kc.name, SUM(a.count), "
+      "SUM(a.total_ns), MIN(a.min_ns), MAX(a.max_ns), SUM(a.bytes) FROM " + std::string(schema::kKernelStats) +
+      " a LEFT JOIN correlation_ranges cr ON cr.run_id = a.run_id AND cr.rank = a.rank AND cr.external_id = a.external_id "
+      "JOIN strings n ON n.id = a.name_id JOIN strings sn ON sn.id = a.short_name_id "
+      "JOIN kernel_classes kc ON kc.id = a.class_id LEFT JOIN strings rn ON rn.id = cr.name_id "
+      "WHERE a.run_id = ? GROUP BY a.rank, a.step, cr.name_id, a.name_id ORDER BY a.rank, a.step, 3, 4";
   Query q(impl_->db, sql, path_);
   q.bind(1, run_id);
   std::vector<KernelStatRow> out;
@@ -40,16 +41,15 @@ std::vector<KernelStatRow> RunDatabase::kernel_stats(std::int64_t run_id) const 
     KernelStatRow k;
     k.rank = static_cast<int>(q.int64(0));
     k.step = q.int64(1);
-    k.external_id = q.int64(2);
-    k.range = q.text(3);
-    k.name = q.text(4);
-    k.short_name = q.text(5);
-    k.kernel_class = q.text(6);
-    k.count = q.int64(7);
-    k.total_ns = q.int64(8);
-    k.min_ns = q.int64(9);
-    k.max_ns = q.int64(10);
-    k.bytes = q.int64(11);
+    k.range = q.text(2);
+    k.name = q.text(3);
+    k.short_name = q.text(4);
+    k.kernel_class = q.text(5);
+    k.count = q.int64(6);
+    k.total_ns = q.int64(7);
+    k.min_ns = q.int64(8);
+    k.max_ns = q.int64(9);
+    k.bytes = q.int64(10);
     out.push_back(std::move(k));
   }
   return out;

@@ -189,12 +189,11 @@ struct GpuActivityRow {
   std::int64_t block[3] = {0, 0, 0};  // kernels only
 };
 
-/// One row of `kernel_stats` (v10): what the kernels (or copies, memsets) of one name launched in
-/// one range instance of one step did, names resolved.
+/// `kernel_stats` (v10) summed over the range instances of one range name: what the kernels (or
+/// copies, memsets) of one name launched by one phase of one step did, names resolved.
 struct KernelStatRow {
   int rank = 0;
   std::int64_t step = 0;
-  std::int64_t external_id = 0;  // the range instance (correlation_ranges); 0: none
   std::string range;             // its name ("gen", "comm/all_reduce", ...); "" for none
   std::string name;              // kernel: mangled; copies "Memcpy <kind>", memsets "Memset <kind>"
   std::string short_name;
@@ -354,8 +353,9 @@ class RunDatabase {
   std::vector<GpuActivityRow> gpu_activity(std::int64_t run_id) const;
   /// CUDA runtime API calls of a run ordered by rank, start_ns.
   std::vector<RuntimeApiRow> runtime_api(std::int64_t run_id) const;
-  /// The GPU aggregates of a run (v10; empty for older files and runs without the collector),
-  /// ordered by rank, step, range, name / by rank, step, device, stream.
+  /// The GPU aggregates of a run (v10; empty for older files and runs without the collector):
+  /// kernel_stats per (rank, step, range name, kernel name), ordered so; stream_busy by rank, step,
+  /// device, stream.
   std::vector<KernelStatRow> kernel_stats(std::int64_t run_id) const;
   std::vector<StreamBusyRow> stream_busy(std::int64_t run_id) const;
   /// The kernel -> range correlation check, on kernel_stats when the run has it (every kernel),
