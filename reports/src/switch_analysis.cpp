@@ -112,10 +112,14 @@ SwitchAnalysis switch_analysis(const RunData& data, const std::vector<std::int64
   out.bandwidth_source = bandwidth.source;
   const std::set<std::int64_t> steps(measured.begin(), measured.end());
 
-  // (step, direction) -> the ranks' rows of that switch.
+  // (step, direction) -> the ranks' rows of that switch; a switch is in the step whose range it
+  // starts in (StepWindows): the final validation's switch carries the last step's number.
   std::map<std::pair<std::int64_t, std::string>, std::vector<const SwitchRow*>> groups;
-  for (const auto& w : data.switches)
-    if (steps.count(w.step)) groups[{w.step, w.direction}].push_back(&w);
+  const StepWindows windows(data);
+  for (const auto& w : data.switches) {
+    const auto step = windows.step_of(w.rank, w.start_ns, w.step);
+    if (step && steps.count(*step)) groups[{*step, w.direction}].push_back(&w);
+  }
 
   std::map<std::string, std::vector<const SwitchRow*>> slowest_by_direction;
   for (const auto& [key, rows] : groups) {

@@ -191,6 +191,7 @@ TEST(RunTrendsTest, SeriesFromRangesSwitchesAndMemory) {
         MemorySampleRow m;
         m.rank = rank;
         m.step = s;
+        m.ts_ns = static_cast<std::int64_t>((t0 + 1.0) * kSecond);  // inside the step's range
         m.device = 0;
         m.allocated_bytes = static_cast<std::int64_t>(std::llround(gb * 1e9));
         data.memory.push_back(m);
@@ -198,6 +199,7 @@ TEST(RunTrendsTest, SeriesFromRangesSwitchesAndMemory) {
       MemorySampleRow cpu;
       cpu.rank = rank;
       cpu.step = s;
+      cpu.ts_ns = static_cast<std::int64_t>((t0 + 1.0) * kSecond);
       cpu.device = -1;
       cpu.allocated_bytes = static_cast<std::int64_t>(50e9);
       data.memory.push_back(cpu);
