@@ -320,7 +320,7 @@ std::string format_summary(const MatrixSummary& s) {
     row.push_back(cell_value(c, "tokens_per_s", 1.0, 0));
     row.push_back(cell_value(c, "tokens_per_s_per_rank", 1.0, 0));
     row.push_back(cell_value(c, "gen_tokens_per_s", 1.0, 0));
-    row.push_back(c.switch_latency ? fmt::format("{:.2f}", c.switch_latency->median * 1e3) : "-");
+    row.push_back(cell_value(c, "switch_s", 1e3, 2));  // the report's definition too (bench_summary.h)
     row.push_back(cell_value(c, "switch_bytes", 1e-6, 2));
     row.push_back(cell_value(c, "comm_share", 100.0, 1));
     row.push_back(cell_value(c, "peak_mem_gb", 1e3, 1));
@@ -333,7 +333,8 @@ std::string format_summary(const MatrixSummary& s) {
     rows.push_back(row);
   }
   out += render(rows, text_columns);
-  out += "(medians over repetitions; * baseline cell; switch = slowest rank per train->rollout switch; "
+  out += "(medians over repetitions; * baseline cell; switch = the median over repetitions of each run's median "
+         "slowest-rank train->rollout switch; "
          "eff against the cell with the reference rank count)\n";
 
   // Phase shares of the step.

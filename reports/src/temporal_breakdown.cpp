@@ -95,6 +95,7 @@ std::string steps_text(const std::vector<std::int64_t>& measured) {
 struct RankTimeline {
   Interval window;
   std::vector<Interval> all, compute, comm;
+  std::map<std::string, std::vector<Interval>> comm_by_group;  // host ranges only
 };
 
 // Kernel records of the measured steps, each placed in a step by its start on the same rank.
@@ -144,6 +145,7 @@ std::map<int, RankTimeline> host_timelines(const RunData& data, const std::map<i
     if (t == timelines.end() || !in_steps.holds(c.rank, c.start_ns, c.step)) continue;
     const Interval transfer{c.start_ns, c.end_ns};
     t->second.comm.push_back(transfer);
+    t->second.comm_by_group[c.group].push_back(transfer);
     t->second.all.push_back(transfer);
     if (!c.asynchronous()) {
       blocked[c.rank].push_back(transfer);
@@ -254,7 +256,12 @@ TemporalAnalysis temporal_analysis(const RunData& data, const std::vector<std::i
   }
   for (const auto& [rank, t] : timelines) {
     analysis.breakdown.push_back(temporal_breakdown(rank, t.window, t.all, t.compute));
-    analysis.overlap.push_back(comm_compute_overlap(rank, t.comm, t.compute));
+    CommComputeOverlap o = comm_compute_overlap(rank, t.comm, t.compute);
+    for (const auto& [group, comm] : t.comm_by_group) {
+      const std::int64_t exposed = union_length(comm) - intersection_length(comm, t.compute);
+      if (exposed > 0) o.exposed_by_group_ns[group] = exposed;
+    }
+    analysis.overlap.push_back(std::move(o));
   }
   return analysis;
 }

@@ -165,8 +165,9 @@ LinearTrend fit_trend(const std::string& series, const std::string& unit,
   const double half_width = student_t_quantile(0.975, n - 2.0) * se;
   t.slope_ci_low = t.slope - half_width;
   t.slope_ci_high = t.slope + half_width;
-  t.increasing = t.slope_ci_low > 0;
-  t.decreasing = t.slope_ci_high < 0;
+  const bool enough = points.size() >= kTrendMinPoints;
+  t.increasing = enough && t.slope_ci_low > 0;
+  t.decreasing = enough && t.slope_ci_high < 0;
   return t;
 }
 

@@ -212,3 +212,35 @@ TEST(BenchSummary, CommShareIsTheUnionOfEachRanksCollectivesWithinItsSteps) {
   ASSERT_EQ(m.switch_seconds.size(), 2u);
   for (const double s : m.switch_seconds) EXPECT_NEAR(s, 0.1, 1e-9);
 }
+
+TEST(ReportText, RoundingNoisePrintsAsZeroAndOneRankIsSingular) {
+  // A flat series' slope interval is rounding noise around 0 ("[-4.319e-16, …]" before).
+  RunData data;
+  for (std::int64_t s = 1; s <= 6; ++s) {
+    RangeRow r;
+    r.step = s;
+    r.name = "step";
+    r.category = "step";
+    r.start_ns = s * 10 * kMs * 1000;
+    r.end_ns = r.start_ns + 100 * kMs;
+    data.ranges.push_back(r);
+  }
+  // The run's own collective, on a group of one rank, gives the switch's bandwidth.
+  CommOpRow c;
+  c.step = 2;
+  c.op = "all_reduce";
+  c.group = "dp";
+  c.group_size = 1;
+  c.bytes = 4 << 20;
+  c.start_ns = 20 * kMs * 1000;
+  c.end_ns = c.start_ns + kMs;
+  c.busbw_gbps = 4.0;
+  data.comm_ops.push_back(c);
+  sort_by_start(data);
+  Report report;
+  report.runs.push_back({"", analyze_run(data), {}});
+  const std::string md = report_markdown(report);
+  EXPECT_EQ(md.find("e-1"), std::string::npos) << md;
+  const SwitchAnalysis s = switch_analysis(data, {2, 3}, {});
+  EXPECT_NE(s.bandwidth_source.find("(1 rank)"), std::string::npos) << s.bandwidth_source;
+}

@@ -283,3 +283,16 @@ TEST(RunTrendsTest, FallsBackToStepMetricsWithoutRanges) {
   EXPECT_FALSE(trends[1].increasing);
   EXPECT_DOUBLE_EQ(trends[1].slope, 0.0);
 }
+
+TEST(FitTrendTest, ThreePointsAreTooFewToCallATrend) {
+  // A steep, clean rise over 3 points has a 95 % interval above zero (one residual degree of
+  // freedom), but the rule needs kTrendMinPoints (4): the report must not say "increasing" where
+  // the diagnosis stays silent.
+  const LinearTrend three = fit_trend("s", "s", points({1, 2, 3}, {1.0, 2.0, 3.01}));
+  EXPECT_GT(three.slope_ci_low, 0.0) << "the interval alone would call it";
+  EXPECT_FALSE(three.increasing);
+  const LinearTrend falling = fit_trend("s", "s", points({1, 2, 3}, {3.0, 2.0, 1.01}));
+  EXPECT_FALSE(falling.decreasing);
+  const LinearTrend four = fit_trend("s", "s", points({1, 2, 3, 4}, {1.0, 2.0, 3.01, 4.0}));
+  EXPECT_TRUE(four.increasing);
+}

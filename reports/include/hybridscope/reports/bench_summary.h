@@ -11,7 +11,10 @@
 //   gen_s_per_response: timing_s/gen ÷ (data.train_batch_size × rollout.n);
 // - share/<phase>: timing_s/<phase> ÷ timing_s/step;
 // - switch_s: for each train→rollout switch, the slowest rank (NeMo-RL's refit latency); a run's
-//   value is the median of those maxima, and the cell also keeps the pooled distribution;
+//   value is the median of those maxima, and a cell's (summary, report, viewer, JSON alike) is the
+//   median of its runs' values, as for every other metric. The cell also keeps the pooled
+//   distribution of every switch (switch_latency, "switch_latency_s (pooled)") for its spread; its
+//   median is not the cell's switch time;
 //   switch_bytes: bytes all ranks received in that switch (median over switches);
 // - comm_share: each rank's time in collectives — the union of their intervals within its measured
 //   `step` ranges, never their summed durations (comm_time.h) — ÷ its step time, averaged over
