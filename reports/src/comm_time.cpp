@@ -13,13 +13,15 @@ std::map<int, std::int64_t> collective_union_ns(const RunData& data, const std::
   const StepWindows windows(data);
   std::map<int, std::vector<Interval>> by_rank;
   for (const CommOpRow& c : data.comm_ops) {
-    if (!windows.has_ranges(c.rank) || !windows.in(steps, c.rank, c.start_ns, c.step) || !select(c)) continue;
+    if (!windows.in(steps, c.rank, c.start_ns, c.step) || !select(c)) continue;
     by_rank[c.rank].push_back({c.start_ns, c.end_ns});
   }
   std::map<int, std::int64_t> out;
   for (auto& [rank, intervals] : by_rank)
-    // Within the step ranges: an asynchronous collective may be waited for after its step ended.
-    out[rank] = intersection_length(std::move(intervals), windows.ranges(rank, steps));
+    // Within the step ranges: an asynchronous collective may be waited for after its step ended. A
+    // rank without step ranges (StepWindows' fallback to the recorded number) has no window to clip to.
+    out[rank] = windows.has_ranges(rank) ? intersection_length(std::move(intervals), windows.ranges(rank, steps))
+                                         : union_length(std::move(intervals));
   return out;
 }
 

@@ -41,7 +41,8 @@ struct CommTime {
 CommTime comm_time(const RunData& data, const std::vector<std::int64_t>& measured);
 
 /// Per rank, the union of the intervals of the collectives `select` keeps, within the rank's
-/// measured step ranges (ns). What comm_time() measures, for any subset (one op on one group: the
+/// measured step ranges (ns; a rank without step ranges: its collectives numbered with a measured
+/// step, unclipped). What comm_time() measures, for any subset (one op on one group: the
 /// viewer's Comm table).
 std::map<int, std::int64_t> collective_union_ns(const RunData& data, const std::vector<std::int64_t>& measured,
                                                 const std::function<bool(const CommOpRow&)>& select);
