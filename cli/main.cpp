@@ -58,7 +58,9 @@ void print_summary(const hs::trainer::FitSummary& s, const hs::trainer::Config& 
   if (s.warmup_seconds > 0) fmt::print("warm-up           {:.1f} s\n", s.warmup_seconds);
   if (s.steps_run > 0) fmt::print("mean step time    {:.2f} s\n", s.mean_step_seconds);
   if (s.val_before >= 0) fmt::print("held-out mean@1   before {:.1f}%\n", 100.0 * s.val_before);
-  if (s.val_after >= 0) fmt::print("                  after  {:.1f}%\n", 100.0 * s.val_after);
+  // Without a validation before training the "after" line carries the label itself.
+  if (s.val_after >= 0)
+    fmt::print("{}after  {:.1f}%\n", s.val_before >= 0 ? "                  " : "held-out mean@1   ", 100.0 * s.val_after);
   if (s.val_before >= 0 && s.val_after >= 0)
     fmt::print("                  change {:+.1f} points\n", 100.0 * (s.val_after - s.val_before));
   if (!s.checkpoint_dir.empty()) fmt::print("checkpoint        {}\n", s.checkpoint_dir);
@@ -175,7 +177,15 @@ int main(int argc, char** argv) {
       }
     }
   }
-  CLI11_PARSE(app, parse_argc, argv);
+  // Every usage error exits 2, as docs/cli.md says: CLI11_PARSE would return CLI11's own codes
+  // (a --config or --hardware file that does not exist fails CLI::ExistingFile's check with
+  // ValidationError, 105). app.exit() prints the message (or the help, or the version) and returns
+  // CLI11's code, 0 for --help and --version.
+  try {
+    app.parse(parse_argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
 
   try {
     if (export_trace->parsed()) return hs::cli::run_export_trace(export_args);

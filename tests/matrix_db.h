@@ -18,6 +18,8 @@ struct SyntheticCell {
   int ranks = 1;
   std::vector<double> step_seconds;    // one measured step per repetition: its timing_s/step
   double tokens_per_step = 1000.0;     // perf/total_num_tokens of every step
+  /// Per repetition (optional): its train->rollout switches' durations (s), one per step from step 2.
+  std::vector<std::vector<double>> switch_seconds = {};
 };
 
 /// Appends a matrix named `name` to `path`: a warm-up step (10 s, to be ignored) and one measured
@@ -57,6 +59,18 @@ inline std::int64_t write_matrix_db(const std::string& path, const std::string& 
         recorder.record_metrics(2, {{"timing_s/step", cells[i].step_seconds[rep]},
                                     {"perf/total_num_tokens", cells[i].tokens_per_step},
                                     {"timing_s/gen", cells[i].step_seconds[rep] / 2}});
+        if (rep < cells[i].switch_seconds.size()) {
+          std::int64_t step = 2;
+          for (const double seconds : cells[i].switch_seconds[rep]) {
+            probes::SwitchRecord w;
+            w.step = step;
+            w.direction = "train_to_rollout";
+            w.start_ns = step * 100'000'000'000LL;
+            w.end_ns = w.start_ns + static_cast<std::int64_t>(seconds * 1e9);
+            recorder.record_switch(w);
+            ++step;
+          }
+        }
         recorder.end_run(probes::RunStatus::kCompleted);
       }
       probes::MatrixLog log(path);

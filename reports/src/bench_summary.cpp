@@ -9,6 +9,9 @@
 
 #include <fmt/format.h>
 
+#include "hybridscope/reports/comm_time.h"
+#include "hybridscope/reports/run_data.h"
+
 namespace hs::reports {
 
 namespace {
@@ -112,11 +115,24 @@ RunMetrics run_metrics(const RunDatabase& db, std::int64_t run_id, int warmup_st
   }
   if (const auto* mfu = series("perf/mfu/actor")) out.values["mfu"] = mean(*mfu);
 
+  // The ranges, collectives and switches, each in the step whose range it starts in (StepWindows):
+  // the final validation's switch and collectives carry the last step's number but lie after it.
+  RunData data;
+  data.ranges = db.ranges(run_id);
+  data.comm_ops = db.comm_ops(run_id);
+  data.switches = db.switches(run_id);
+  sort_by_start(data);
+  const StepWindows windows(data);
+  std::vector<std::int64_t> measured;
+  for (const auto s : data.steps())
+    if (s > warmup_steps) measured.push_back(s);
+
   // Switches: the slowest rank and the bytes all ranks received, per (step, direction).
   std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> train_to_rollout;  // step -> (max ns, bytes)
-  for (const auto& sw : db.switches(run_id)) {
-    if (sw.step <= warmup_steps || sw.direction != "train_to_rollout") continue;
-    auto& [slowest, bytes] = train_to_rollout[sw.step];
+  for (const auto& sw : data.switches) {
+    const auto in_step = windows.step_of(sw.rank, sw.start_ns, sw.step);
+    if (!in_step || *in_step <= warmup_steps || sw.direction != "train_to_rollout") continue;
+    auto& [slowest, bytes] = train_to_rollout[*in_step];
     slowest = std::max(slowest, sw.end_ns - sw.start_ns);
     bytes += sw.bytes_received;
   }
@@ -130,18 +146,14 @@ RunMetrics run_metrics(const RunDatabase& db, std::int64_t run_id, int warmup_st
     out.values["switch_bytes"] = median_of(switch_bytes);
   }
 
-  // Collectives: each rank's time inside them over the measured steps, and busbw per op.
-  std::map<int, double> comm_seconds;
+  // Collectives: each rank's time inside them (the union of their intervals, comm_time.h) over its
+  // measured steps, and busbw per op.
+  if (const auto share = comm_time(data, measured).mean_share) out.values["comm_share"] = *share;
   std::map<std::string, std::vector<double>> busbw;
-  for (const auto& c : db.comm_ops(run_id)) {
-    if (c.step <= warmup_steps) continue;
-    comm_seconds[c.rank] += static_cast<double>(c.end_ns - c.start_ns) * 1e-9;
+  const std::set<std::int64_t> measured_set(measured.begin(), measured.end());
+  for (const auto& c : data.comm_ops) {
+    if (!windows.in(measured_set, c.rank, c.start_ns, c.step)) continue;
     if (c.busbw_gbps && c.bytes > 0) busbw[c.op].push_back(*c.busbw_gbps);
-  }
-  if (step_total > 0 && out.world_size > 0) {
-    double sum = 0.0;
-    for (const auto& [rank, s] : comm_seconds) sum += s;
-    out.values["comm_share"] = sum / out.world_size / step_total;
   }
   for (auto& [op, v] : busbw) out.values["busbw_gbps/" + op] = median_of(std::move(v));
 
@@ -308,7 +320,7 @@ std::string format_summary(const MatrixSummary& s) {
     row.push_back(cell_value(c, "tokens_per_s", 1.0, 0));
     row.push_back(cell_value(c, "tokens_per_s_per_rank", 1.0, 0));
     row.push_back(cell_value(c, "gen_tokens_per_s", 1.0, 0));
-    row.push_back(c.switch_latency ? fmt::format("{:.2f}", c.switch_latency->median * 1e3) : "-");
+    row.push_back(cell_value(c, "switch_s", 1e3, 2));  // the report's definition too (bench_summary.h)
     row.push_back(cell_value(c, "switch_bytes", 1e-6, 2));
     row.push_back(cell_value(c, "comm_share", 100.0, 1));
     row.push_back(cell_value(c, "peak_mem_gb", 1e3, 1));
@@ -321,7 +333,8 @@ std::string format_summary(const MatrixSummary& s) {
     rows.push_back(row);
   }
   out += render(rows, text_columns);
-  out += "(medians over repetitions; * baseline cell; switch = slowest rank per train->rollout switch; "
+  out += "(medians over repetitions; * baseline cell; switch = the median over repetitions of each run's median "
+         "slowest-rank train->rollout switch; "
          "eff against the cell with the reference rank count)\n";
 
   // Phase shares of the step.

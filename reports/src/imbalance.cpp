@@ -120,9 +120,11 @@ void find_straggler(const PhaseBreakdown& breakdown, const std::set<std::int64_t
 void find_late_collective(const RunData& data, const std::set<std::int64_t>& measured, StragglerAnalysis& a) {
   // step -> rank -> start of the rank's last collective in the step (the latest start).
   std::map<std::int64_t, std::map<int, std::int64_t>> last_start;
+  const StepWindows windows(data);
   for (const CommOpRow& c : data.comm_ops) {
-    if (measured.count(c.step) == 0) continue;
-    const auto [it, inserted] = last_start[c.step].emplace(c.rank, c.start_ns);
+    const auto step = windows.step_of(c.rank, c.start_ns, c.step);  // the final validation's lie after the step
+    if (!step || measured.count(*step) == 0) continue;
+    const auto [it, inserted] = last_start[*step].emplace(c.rank, c.start_ns);
     if (!inserted) it->second = std::max(it->second, c.start_ns);
   }
   std::map<int, int> times_latest;

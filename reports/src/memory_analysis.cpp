@@ -23,6 +23,41 @@ int phase_rank(const std::string& phase) {
   return it == order.end() ? static_cast<int>(order.size()) : static_cast<int>(it - order.begin());
 }
 
+// The trainer's periodic sampler (hybridscope.probes.memory_interval_ms) records its samples with
+// the phase "timer", a name that means nothing to a reader: each is put in the top-level phase or
+// switch range running on its rank when it was taken, or "between phases" when none was.
+constexpr const char* kTimerPhase = "timer";
+constexpr const char* kBetweenPhases = "between phases";
+
+class RunningPhase {
+ public:
+  explicit RunningPhase(const RunData& data) {
+    // Ranges sorted by start (RunData's order): a range that ends inside the current outermost one
+    // is nested in it; the outermost ones do not overlap, so a binary search finds the one running.
+    std::map<int, const RangeRow*> outer;
+    for (const RangeRow& r : data.ranges) {
+      if (r.category != "phase" && r.category != "switch" && r.category != "validation" && r.category != "checkpoint")
+        continue;
+      const RangeRow*& o = outer[r.rank];
+      if (o != nullptr && r.end_ns <= o->end_ns) continue;
+      o = &r;
+      top_[r.rank].push_back(&r);
+    }
+  }
+  std::string at(int rank, std::int64_t ts_ns) const {
+    const auto it = top_.find(rank);
+    if (it == top_.end()) return kBetweenPhases;
+    const auto& v = it->second;
+    auto r = std::upper_bound(v.begin(), v.end(), ts_ns, [](std::int64_t t, const RangeRow* x) { return t < x->start_ns; });
+    if (r == v.begin()) return kBetweenPhases;
+    --r;
+    return ts_ns < (*r)->end_ns ? (*r)->name : kBetweenPhases;
+  }
+
+ private:
+  std::map<int, std::vector<const RangeRow*>> top_;  // rank -> its outermost ranges, by start
+};
+
 }  // namespace
 
 MemoryAnalysis memory_analysis(const RunData& data, const std::vector<std::int64_t>& measured) {
@@ -31,6 +66,10 @@ MemoryAnalysis memory_analysis(const RunData& data, const std::vector<std::int64
   const std::set<std::int64_t> steps(measured.begin(), measured.end());
   std::map<std::pair<int, std::string>, MemoryPhasePeak> phases;
   std::map<int, std::pair<std::int64_t, std::int64_t>> retries, ooms;  // rank -> (min, max) of the counters
+  // Samples belong to the step whose range they were taken in (StepWindows): the final
+  // validation's samples carry the last step's number but come after it.
+  const StepWindows windows(data);
+  const RunningPhase running(data);
 
   for (const auto& m : data.memory) {
     if (m.device >= 0) out.device = "cuda";
@@ -44,17 +83,19 @@ MemoryAnalysis memory_analysis(const RunData& data, const std::vector<std::int64
     };
     track(retries, m.num_alloc_retries);
     track(ooms, m.num_ooms);
-    if (!steps.count(m.step)) continue;
+    const auto step = windows.step_of(m.rank, m.ts_ns, m.step);
+    if (!step || !steps.count(*step)) continue;
     out.has_samples = true;
     const std::int64_t allocated = std::max(m.allocated_bytes.value_or(0), m.peak_allocated_bytes.value_or(0));
     if (allocated > out.peak_allocated_bytes) {
       out.peak_allocated_bytes = allocated;
       out.peak_rank = m.rank;
-      out.peak_step = m.step;
+      out.peak_step = *step;
     }
-    auto& p = phases[{m.rank, m.phase}];
+    const std::string phase = m.phase == kTimerPhase ? running.at(m.rank, m.ts_ns) : m.phase;
+    auto& p = phases[{m.rank, phase}];
     p.rank = m.rank;
-    p.phase = m.phase;
+    p.phase = phase;
     p.peak_allocated_bytes = std::max(p.peak_allocated_bytes, allocated);
     if (m.reserved_bytes) {
       p.peak_reserved_bytes = std::max(p.peak_reserved_bytes.value_or(0), *m.reserved_bytes);
@@ -94,7 +135,8 @@ MemoryAnalysis memory_analysis(const RunData& data, const std::vector<std::int64
   }
 
   for (const auto& k : data.kv_pool) {
-    if (!steps.count(k.step)) continue;
+    const auto step = windows.step_of(k.rank, k.ts_ns, k.step);
+    if (!step || !steps.count(*step)) continue;
     out.kv_num_blocks = std::max(out.kv_num_blocks, k.num_blocks);
     out.kv_peak_blocks_used = std::max(out.kv_peak_blocks_used, k.blocks_used);
   }

@@ -19,7 +19,10 @@ namespace {
 constexpr double kNsPerSecond = 1e9;
 constexpr const char* kTimingPrefix = "timing_s/";
 
-bool is_phase_category(const std::string& category) { return category == "phase" || category == "switch"; }
+// verl times validation (`testing`) and checkpoints inside the step as phases too (verl_phase_order).
+bool is_phase_category(const std::string& category) {
+  return category == "phase" || category == "switch" || category == "validation" || category == "checkpoint";
+}
 
 // The phases present, in verl's order, then the unknown ones sorted.
 std::vector<std::string> ordered(const std::set<std::string>& present) {
@@ -32,13 +35,28 @@ std::vector<std::string> ordered(const std::set<std::string>& present) {
   return out;
 }
 
-// One rank's step from its ranges; `direct_s` is the time of the phases directly under the step
-// (nested phases are counted in their own row but not twice in "other").
+// One rank's step from its ranges: the phase and switch ranges that start inside its `step` range.
 struct RankAccumulator {
   RankStep row;
-  double direct_s = 0.0;
-  int step_depth = 0;
+  std::vector<const RangeRow*> ranges;
+  double top_s = 0.0;  // the union of its top-level phase ranges
 };
+
+// Lists each top-level phase, then its sub-phases (sorted), into out.phases and out.top_phases.
+void order_tree(PhaseBreakdown& out, const std::set<std::string>& present) {
+  std::set<std::string> top;
+  for (const auto& name : present)
+    if (!out.parent.count(name)) top.insert(name);
+  out.top_phases = ordered(top);
+  out.phases.clear();
+  for (const auto& name : out.top_phases) {
+    out.phases.push_back(name);
+    std::set<std::string> children;
+    for (const auto& [child, parent] : out.parent)
+      if (parent == name) children.insert(child);
+    for (const auto& child : ordered(children)) out.phases.push_back(child);
+  }
+}
 
 void add_means(PhaseBreakdown& out) {
   const std::set<std::int64_t> measured(out.measured.begin(), out.measured.end());
@@ -79,24 +97,36 @@ PhaseBreakdown from_metrics(const RunData& data, const std::vector<std::int64_t>
     StepPhases s;
     s.step = step;
     s.step_s = data.metric(step, "timing_s/step").value_or(0.0);
-    double phases_s = 0.0;
     for (const auto& m : data.metrics) {
       if (m.step != step || m.name.rfind(kTimingPrefix, 0) != 0) continue;
       const std::string name = m.name.substr(std::char_traits<char>::length(kTimingPrefix));
       // gen_max repeats gen (the slowest replica's generation); step is the whole.
       if (name == "step" || name == "gen_max") continue;
       s.phase_s[name] = m.value;
-      phases_s += m.value;
       present.insert(name);
     }
-    s.other_s = std::max(0.0, s.step_s - phases_s);
     out.steps.push_back(std::move(s));
   }
-  out.phases = ordered(present);
+  // Without ranges there is no nesting to see: `a/b` is a sub-phase of `a` when `a` was timed too.
+  for (const auto& name : present) {
+    const auto slash = name.find('/');
+    if (slash != std::string::npos && present.count(name.substr(0, slash))) out.parent[name] = name.substr(0, slash);
+  }
+  for (auto& s : out.steps) {
+    double top_s = 0.0;
+    for (const auto& [name, seconds] : s.phase_s)
+      if (!out.parent.count(name)) top_s += seconds;
+    s.other_s = std::max(0.0, s.step_s - top_s);
+  }
+  order_tree(out, present);
   return out;
 }
 
 }  // namespace
+
+bool is_top_level(const PhaseBreakdown& breakdown, const std::string& phase) {
+  return breakdown.parent.count(phase) == 0;
+}
 
 PhaseBreakdown phase_breakdown(const RunData& data, int warmup_steps) {
   const auto steps = data.steps();
@@ -114,19 +144,46 @@ PhaseBreakdown phase_breakdown(const RunData& data, int warmup_steps) {
       a.row.rank = r.rank;
       a.row.step = r.step;
       a.row.step_s += static_cast<double>(r.end_ns - r.start_ns) / kNsPerSecond;
-      a.step_depth = r.depth;
     }
-    std::set<std::string> present;
+    const StepWindows windows(data);
     for (const auto& r : data.ranges) {
       if (!is_phase_category(r.category)) continue;
-      const auto it = acc.find({r.step, r.rank});
-      if (it == acc.end()) continue;  // outside any step (setup, final validation)
-      const double seconds = static_cast<double>(r.end_ns - r.start_ns) / kNsPerSecond;
-      it->second.row.phase_s[r.name] += seconds;
-      if (r.depth == it->second.step_depth + 1) it->second.direct_s += seconds;
-      present.insert(r.name);
+      const auto step = windows.step_of(r.rank, r.start_ns, r.step);
+      if (!step) continue;  // outside every step range (setup, the final validation)
+      const auto it = acc.find({*step, r.rank});
+      if (it == acc.end()) continue;
+      it->second.ranges.push_back(&r);
     }
-    out.phases = ordered(present);
+    // Nesting by time, per rank and step, over every thread: sorted by start (the longer first on a
+    // tie), a range that ends no later than the current outermost range lies inside it.
+    std::set<std::string> present, top_level_somewhere;
+    std::map<std::string, std::string> parent;
+    for (auto& [key, a] : acc) {
+      std::stable_sort(a.ranges.begin(), a.ranges.end(), [](const RangeRow* x, const RangeRow* y) {
+        if (x->start_ns != y->start_ns) return x->start_ns < y->start_ns;
+        if (x->end_ns != y->end_ns) return x->end_ns > y->end_ns;
+        return x->depth < y->depth;
+      });
+      const RangeRow* outer = nullptr;
+      std::vector<Interval> top;
+      for (const RangeRow* r : a.ranges) {
+        a.row.phase_s[r->name] += static_cast<double>(r->end_ns - r->start_ns) / kNsPerSecond;
+        present.insert(r->name);
+        if (outer != nullptr && r->end_ns <= outer->end_ns) {
+          parent.try_emplace(r->name, outer->name);
+          continue;
+        }
+        outer = r;
+        top_level_somewhere.insert(r->name);
+        top.push_back({r->start_ns, r->end_ns});
+      }
+      a.top_s = static_cast<double>(union_length(std::move(top))) / kNsPerSecond;
+    }
+    // A name is a sub-phase when none of its ranges stands at the top (a `gen` that is once nested
+    // in a validation's `testing` is still a phase of its own).
+    for (const auto& [name, p] : parent)
+      if (!top_level_somewhere.count(name) && name != p) out.parent[name] = p;
+    order_tree(out, present);
     std::map<std::int64_t, StepPhases> by_step;
     for (auto& [key, a] : acc) {
       const bool first_rank = !by_step.count(key.first);
@@ -135,7 +192,7 @@ PhaseBreakdown phase_breakdown(const RunData& data, int warmup_steps) {
       if (first_rank || a.row.step_s > s.step_s) {
         s.step_s = a.row.step_s;
         s.slowest_rank = a.row.rank;
-        s.other_s = std::max(0.0, a.row.step_s - a.direct_s);
+        s.other_s = std::max(0.0, a.row.step_s - a.top_s);
       }
       for (const auto& [name, seconds] : a.row.phase_s) s.phase_s[name] = std::max(s.phase_s[name], seconds);
       out.per_rank.push_back(std::move(a.row));

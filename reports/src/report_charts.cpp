@@ -54,7 +54,7 @@ std::optional<StackedBarChart> phase_chart(const RunAnalysis& analysis) {
   chart.y_label = "seconds";
   chart.value_unit = "s";
   for (const auto& s : phases.steps) chart.categories.push_back(std::to_string(s.step));
-  for (const auto& phase : phases.phases) {
+  for (const auto& phase : phases.top_phases) {  // stacked: a sub-phase is inside its parent's segment
     BarSeries segment{phase, {}};
     for (const auto& s : phases.steps) {
       const auto it = s.phase_s.find(phase);
@@ -76,7 +76,7 @@ std::optional<GroupedBarChart> rank_phase_chart(const RunAnalysis& analysis) {
   chart.value_label = "seconds (mean over measured steps)";
   chart.value_unit = "s";
   std::vector<std::string> groups;
-  for (const auto& phase : phases.phases)
+  for (const auto& phase : phases.top_phases)
     for (const auto& [rank, by_phase] : phases.rank_mean_phase_s)
       if (by_phase.count(phase)) {
         groups.push_back(phase);

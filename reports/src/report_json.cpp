@@ -42,7 +42,7 @@ json phases_json(const PhaseBreakdown& p) {
   return {{"source", p.source},           {"phases", p.phases},        {"measured", p.measured},
           {"mean_step_s", p.mean_step_s}, {"mean_phase_s", p.mean_phase_s}, {"share", p.share},
           {"steps", steps},               {"per_rank", per_rank},      {"rank_mean_phase_s", rank_phase},
-          {"rank_mean_step_s", rank_step}};
+          {"rank_mean_step_s", rank_step}, {"top_phases", p.top_phases}, {"parent", p.parent}};
 }
 
 json switches_json(const SwitchAnalysis& s) {

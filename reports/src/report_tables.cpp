@@ -72,7 +72,8 @@ ReportTable per_step_table(const RunAnalysis& a) {
   for (const auto& [step, v] : reward) steps.insert(step);
   ReportTable t;
   t.headers = {"step", "step (ms)", "slowest rank"};
-  for (const auto& phase : a.phases.phases) t.headers.push_back(phase + " (ms)");
+  // Top-level phases only: with "other" they add up to the step (sub-phases are in phase_table).
+  for (const auto& phase : a.phases.top_phases) t.headers.push_back(phase + " (ms)");
   for (const char* h : {"other (ms)", "tokens/s", "critic/score/mean"}) t.headers.push_back(h);
   t.numeric.assign(t.headers.size(), true);
   for (const auto step : steps) {
@@ -84,7 +85,7 @@ ReportTable per_step_table(const RunAnalysis& a) {
     const bool has = s != a.phases.steps.end();
     row.cells.push_back(has ? ms_cell(s->step_s) : "-");
     row.cells.push_back(has ? std::to_string(s->slowest_rank) : "-");
-    for (const auto& phase : a.phases.phases) {
+    for (const auto& phase : a.phases.top_phases) {
       const auto it = has ? s->phase_s.find(phase) : std::map<std::string, double>::const_iterator{};
       row.cells.push_back(has && it != s->phase_s.end() ? ms_cell(it->second) : "-");
     }
@@ -107,7 +108,9 @@ ReportTable phase_table(const PhaseBreakdown& phases) {
     const auto mean = phases.mean_phase_s.find(phase);
     if (mean == phases.mean_phase_s.end()) continue;
     const auto share = phases.share.find(phase);
-    add(t, {phase, ms_cell(mean->second), share == phases.share.end() ? "-" : format_percent(share->second)});
+    // A sub-phase is listed under its parent, indented: it is part of the parent's time, not beside it.
+    const std::string name = is_top_level(phases, phase) ? phase : "↳ " + phase;
+    add(t, {name, ms_cell(mean->second), share == phases.share.end() ? "-" : format_percent(share->second)});
   }
   // "other": the slowest rank's step outside its phases, averaged like the phases.
   double other = 0.0;
@@ -123,7 +126,8 @@ ReportTable phase_table(const PhaseBreakdown& phases) {
             phases.mean_step_s > 0 ? format_percent(other / phases.mean_step_s) : "-"});
   }
   add(t, {"step", ms_cell(phases.mean_step_s), phases.mean_step_s > 0 ? format_percent(1.0) : "-"});
-  t.note = fmt::format("From {}: each phase's slowest rank, the step's slowest rank; means over {} measured step(s).",
+  t.note = fmt::format("From {}: each phase's slowest rank, the step's slowest rank; means over {} measured step(s). "
+                       "↳ marks a sub-phase, part of the phase above it: only the others add up to the step.",
                        phases.source.empty() ? "no records" : phases.source, phases.measured.size());
   return t;
 }

@@ -108,4 +108,40 @@ std::vector<std::int64_t> measured_steps(const RunData& data, int warmup_steps) 
   return steps;
 }
 
+StepWindows::StepWindows(const RunData& data) {
+  for (const auto& r : data.ranges)
+    if (r.category == "step") by_rank_[r.rank].push_back({{r.start_ns, r.end_ns}, r.step});
+  for (auto& [rank, windows] : by_rank_)
+    std::stable_sort(windows.begin(), windows.end(),
+                     [](const Window& a, const Window& b) { return a.range.start_ns < b.range.start_ns; });
+}
+
+std::optional<std::int64_t> StepWindows::step_of(int rank, std::int64_t start_ns, std::int64_t recorded_step) const {
+  const auto it = by_rank_.find(rank);
+  if (it == by_rank_.end()) return recorded_step;
+  const auto& windows = it->second;
+  // The last step range starting at or before start_ns (one rank's steps do not overlap).
+  auto w = std::upper_bound(windows.begin(), windows.end(), start_ns,
+                            [](std::int64_t t, const Window& x) { return t < x.range.start_ns; });
+  if (w == windows.begin()) return std::nullopt;
+  --w;
+  if (start_ns < w->range.end_ns) return w->step;
+  return std::nullopt;
+}
+
+bool StepWindows::in(const std::set<std::int64_t>& steps, int rank, std::int64_t start_ns,
+                     std::int64_t recorded_step) const {
+  const auto step = step_of(rank, start_ns, recorded_step);
+  return step && steps.count(*step) != 0;
+}
+
+std::vector<Interval> StepWindows::ranges(int rank, const std::set<std::int64_t>& steps) const {
+  std::vector<Interval> out;
+  const auto it = by_rank_.find(rank);
+  if (it == by_rank_.end()) return out;
+  for (const auto& w : it->second)
+    if (steps.count(w.step)) out.push_back(w.range);
+  return out;
+}
+
 }  // namespace hs::reports

@@ -35,6 +35,8 @@ std::string op_from_benchmark_name(const std::string& name) {
   return out;
 }
 
+std::string ranks_text(int n) { return fmt::format("{} rank{}", n, n == 1 ? "" : "s"); }
+
 std::string mib(std::int64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / kMiB); }
 
 struct Bandwidth {
@@ -51,9 +53,9 @@ Bandwidth pick_bandwidth(const RunData& data, const std::vector<LinkMeasurement>
   for (const auto& l : links)
     if (l.ranks == ranks && l.busbw_gbps > 0 && (!best || l.busbw_gbps > best->busbw_gbps)) best = &l;
   if (best)
-    return {best->busbw_gbps, fmt::format("communication micro-benchmark: {} on {} ranks at {}, {:.2f} GB/s bus "
+    return {best->busbw_gbps, fmt::format("communication micro-benchmark: {} on {} at {}, {:.2f} GB/s bus "
                                           "bandwidth (the fastest measured there)",
-                                          best->op, best->ranks, mib(best->bytes), best->busbw_gbps)};
+                                          best->op, ranks_text(best->ranks), mib(best->bytes), best->busbw_gbps)};
   // Only the collectives whose recorded time covers the transfer: a point-to-point send is timed
   // while it is posted (Gloo completes it asynchronously) and read 10 GB/s on the demo's loopback.
   const auto synchronous = [](const std::string& op) {
@@ -65,9 +67,9 @@ Bandwidth pick_bandwidth(const RunData& data, const std::vector<LinkMeasurement>
         (!own || *c.busbw_gbps > *own->busbw_gbps))
       own = &c;
   if (own)
-    return {*own->busbw_gbps, fmt::format("the run's own collectives: {} on group {} ({} ranks) at {}, {:.2f} GB/s bus "
+    return {*own->busbw_gbps, fmt::format("the run's own collectives: {} on group {} ({}) at {}, {:.2f} GB/s bus "
                                           "bandwidth (the fastest of the run)",
-                                          own->op, own->group, own->group_size, mib(own->bytes), *own->busbw_gbps)};
+                                          own->op, own->group, ranks_text(own->group_size), mib(own->bytes), *own->busbw_gbps)};
   return {std::nullopt, "no bandwidth measured (no micro-benchmark JSON and no collective of 1 MiB or more in the "
                         "run): the switch has no wire bound"};
 }
@@ -112,10 +114,14 @@ SwitchAnalysis switch_analysis(const RunData& data, const std::vector<std::int64
   out.bandwidth_source = bandwidth.source;
   const std::set<std::int64_t> steps(measured.begin(), measured.end());
 
-  // (step, direction) -> the ranks' rows of that switch.
+  // (step, direction) -> the ranks' rows of that switch; a switch is in the step whose range it
+  // starts in (StepWindows): the final validation's switch carries the last step's number.
   std::map<std::pair<std::int64_t, std::string>, std::vector<const SwitchRow*>> groups;
-  for (const auto& w : data.switches)
-    if (steps.count(w.step)) groups[{w.step, w.direction}].push_back(&w);
+  const StepWindows windows(data);
+  for (const auto& w : data.switches) {
+    const auto step = windows.step_of(w.rank, w.start_ns, w.step);
+    if (step && steps.count(*step)) groups[{*step, w.direction}].push_back(&w);
+  }
 
   std::map<std::string, std::vector<const SwitchRow*>> slowest_by_direction;
   for (const auto& [key, rows] : groups) {

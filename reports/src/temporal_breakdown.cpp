@@ -75,16 +75,14 @@ std::map<int, RankSteps> measured_step_ranges(const RunData& data, const std::se
   return by_rank;
 }
 
-// Whether `start_ns` falls in one of the rank's measured `step` ranges ([start, end)).
-bool in_measured_step(const RankSteps& rank, std::int64_t start_ns) {
-  const auto& steps = rank.steps;
-  // The last step range starting at or before start_ns (steps of one rank do not overlap).
-  auto it = std::upper_bound(steps.begin(), steps.end(), start_ns,
-                             [](std::int64_t t, const auto& s) { return t < s.first.start_ns; });
-  if (it == steps.begin()) return false;
-  --it;
-  return start_ns < it->first.end_ns;
-}
+// Which records a rank's measured steps hold: StepWindows (run_data.h), the rule every analysis uses.
+struct MeasuredSteps {
+  const StepWindows& windows;
+  const std::set<std::int64_t>& measured;
+  bool holds(int rank, std::int64_t start_ns, std::int64_t recorded_step) const {
+    return windows.has_ranges(rank) && windows.in(measured, rank, start_ns, recorded_step);
+  }
+};
 
 std::string steps_text(const std::vector<std::int64_t>& measured) {
   if (measured.empty()) return "no measured steps";
@@ -97,16 +95,16 @@ std::string steps_text(const std::vector<std::int64_t>& measured) {
 struct RankTimeline {
   Interval window;
   std::vector<Interval> all, compute, comm;
+  std::map<std::string, std::vector<Interval>> comm_by_group;  // host ranges only
 };
 
 // Kernel records of the measured steps, each placed in a step by its start on the same rank.
 std::map<int, RankTimeline> kernel_timelines(const RunData& data, const std::map<int, RankSteps>& steps,
-                                             std::size_t* records) {
+                                             const MeasuredSteps& in_steps, std::size_t* records) {
   std::map<int, RankTimeline> timelines;
   *records = 0;
   for (const GpuActivityRow& g : data.gpu) {
-    const auto rank = steps.find(g.rank);
-    if (rank == steps.end() || !in_measured_step(rank->second, g.start_ns)) continue;
+    if (steps.count(g.rank) == 0 || !in_steps.holds(g.rank, g.start_ns, 0)) continue;  // no step number: by time alone
     ++*records;
     RankTimeline& t = timelines[g.rank];
     const Interval i{g.start_ns, g.end_ns};
@@ -133,7 +131,8 @@ std::map<int, RankTimeline> kernel_timelines(const RunData& data, const std::map
 // calling thread) and its wait (wait_start_ns..wait_end_ns) — between the two the thread computed,
 // so the collective overlaps that compute. Phases on other threads keep everything (they compute
 // while the collective runs).
-std::map<int, RankTimeline> host_timelines(const RunData& data, const std::map<int, RankSteps>& steps) {
+std::map<int, RankTimeline> host_timelines(const RunData& data, const std::map<int, RankSteps>& steps,
+                                           const MeasuredSteps& in_steps) {
   std::map<int, RankTimeline> timelines;
   for (const auto& [rank, s] : steps) {
     std::vector<Interval> step_intervals;
@@ -143,9 +142,10 @@ std::map<int, RankTimeline> host_timelines(const RunData& data, const std::map<i
   std::map<int, std::vector<Interval>> blocked;  // rank -> when its main thread was blocked on a collective
   for (const CommOpRow& c : data.comm_ops) {
     const auto t = timelines.find(c.rank);
-    if (t == timelines.end() || !in_measured_step(steps.at(c.rank), c.start_ns)) continue;
+    if (t == timelines.end() || !in_steps.holds(c.rank, c.start_ns, c.step)) continue;
     const Interval transfer{c.start_ns, c.end_ns};
     t->second.comm.push_back(transfer);
+    t->second.comm_by_group[c.group].push_back(transfer);
     t->second.all.push_back(transfer);
     if (!c.asynchronous()) {
       blocked[c.rank].push_back(transfer);
@@ -158,7 +158,7 @@ std::map<int, RankTimeline> host_timelines(const RunData& data, const std::map<i
   std::map<int, std::vector<Interval>> main_thread_phases;  // rank -> its phases on the step thread
   for (const RangeRow& r : data.ranges) {
     const auto t = timelines.find(r.rank);
-    if (t == timelines.end() || !in_measured_step(steps.at(r.rank), r.start_ns)) continue;
+    if (t == timelines.end() || !in_steps.holds(r.rank, r.start_ns, r.step)) continue;
     const Interval i{r.start_ns, r.end_ns};
     if (r.category == "switch") {
       t->second.all.push_back(i);
@@ -232,10 +232,12 @@ CommComputeOverlap comm_compute_overlap(int rank, const std::vector<Interval>& c
 TemporalAnalysis temporal_analysis(const RunData& data, const std::vector<std::int64_t>& measured) {
   const std::set<std::int64_t> measured_set(measured.begin(), measured.end());
   const std::map<int, RankSteps> steps = measured_step_ranges(data, measured_set);
+  const StepWindows windows(data);
+  const MeasuredSteps in_steps{windows, measured_set};
 
   TemporalAnalysis analysis;
   std::size_t records = 0;
-  std::map<int, RankTimeline> timelines = kernel_timelines(data, steps, &records);
+  std::map<int, RankTimeline> timelines = kernel_timelines(data, steps, in_steps, &records);
   if (records > 0) {
     analysis.source = TimelineSource::kKernels;
     analysis.note = fmt::format(
@@ -245,7 +247,7 @@ TemporalAnalysis temporal_analysis(const RunData& data, const std::vector<std::i
   } else {
     // No CUPTI records (a CPU run, or the collector off), or none inside the measured steps.
     analysis.source = TimelineSource::kHostRanges;
-    timelines = host_timelines(data, steps);
+    timelines = host_timelines(data, steps, in_steps);
     analysis.note = fmt::format(
         "host ranges: phase and switch ranges and collectives of {} on {} rank(s){}; compute = phases "
         "minus the time each rank's step thread blocked on collectives (a synchronous one's whole "
@@ -254,7 +256,12 @@ TemporalAnalysis temporal_analysis(const RunData& data, const std::vector<std::i
   }
   for (const auto& [rank, t] : timelines) {
     analysis.breakdown.push_back(temporal_breakdown(rank, t.window, t.all, t.compute));
-    analysis.overlap.push_back(comm_compute_overlap(rank, t.comm, t.compute));
+    CommComputeOverlap o = comm_compute_overlap(rank, t.comm, t.compute);
+    for (const auto& [group, comm] : t.comm_by_group) {
+      const std::int64_t exposed = union_length(comm) - intersection_length(comm, t.compute);
+      if (exposed > 0) o.exposed_by_group_ns[group] = exposed;
+    }
+    analysis.overlap.push_back(std::move(o));
   }
   return analysis;
 }

@@ -9,11 +9,17 @@
 
 namespace hs::reports::detail {
 
+namespace {
+constexpr double kRoundingNoise = 1e-12;
+}  // namespace
+
 std::string format_number(double value) {
   if (std::isnan(value)) return "n/a";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
   const double magnitude = std::fabs(value);
-  if (magnitude == 0.0) return "0";
+  // Below 1e-12 is the rounding left by sums of doubles (a flat series' slope interval read
+  // "[-4.319e-16, …]"), never a measured value in the reports' units (s, GB, fractions).
+  if (magnitude < kRoundingNoise) return "0";
   if (magnitude >= 1e6) return fmt::format("{:.3e}", value);
   if (magnitude >= 1000.0) return fmt::format("{:.0f}", value);
   return fmt::format("{:.4g}", value);

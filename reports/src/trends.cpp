@@ -165,8 +165,9 @@ LinearTrend fit_trend(const std::string& series, const std::string& unit,
   const double half_width = student_t_quantile(0.975, n - 2.0) * se;
   t.slope_ci_low = t.slope - half_width;
   t.slope_ci_high = t.slope + half_width;
-  t.increasing = t.slope_ci_low > 0;
-  t.decreasing = t.slope_ci_high < 0;
+  const bool enough = points.size() >= kTrendMinPoints;
+  t.increasing = enough && t.slope_ci_low > 0;
+  t.decreasing = enough && t.slope_ci_high < 0;
   return t;
 }
 
@@ -189,10 +190,13 @@ std::vector<LinearTrend> run_trends(const RunData& data, const PhaseBreakdown& b
       trends.push_back(fit_trend("timing_s/" + name, "s", points_of(phase_s.at(name))));
 
   // Each switch direction: the slowest rank's switch per step (NeMo-RL's "slowest receiver").
+  // Switches and memory samples belong to the step whose range they start in (StepWindows).
+  const StepWindows windows(data);
   std::map<std::string, Series> switches;
   for (const SwitchRow& s : data.switches) {
-    if (steps.count(s.step) == 0) continue;
-    put_max(switches[s.direction], s.step, static_cast<double>(s.end_ns - s.start_ns) / kNsPerSecond);
+    const auto step = windows.step_of(s.rank, s.start_ns, s.step);
+    if (!step || steps.count(*step) == 0) continue;
+    put_max(switches[s.direction], *step, static_cast<double>(s.end_ns - s.start_ns) / kNsPerSecond);
   }
   for (const auto& [direction, series] : switches) {
     trends.push_back(fit_trend("switch/" + direction, "s", points_of(series)));
@@ -200,13 +204,16 @@ std::vector<LinearTrend> run_trends(const RunData& data, const PhaseBreakdown& b
 
   // Peak allocated memory per step over every rank's samples. GPU samples when there are any:
   // the CPU tracking allocator's bytes in the same series would mix two different pools.
+  const auto step_of = [&](const MemorySampleRow& m) { return windows.step_of(m.rank, m.ts_ns, m.step); };
   const bool any_gpu = std::any_of(data.memory.begin(), data.memory.end(), [&](const MemorySampleRow& m) {
-    return m.device >= 0 && m.allocated_bytes && steps.count(m.step) != 0;
+    const auto step = step_of(m);
+    return m.device >= 0 && m.allocated_bytes && step && steps.count(*step) != 0;
   });
   Series peak_gb;
   for (const MemorySampleRow& m : data.memory) {
-    if (!m.allocated_bytes || steps.count(m.step) == 0 || (m.device >= 0) != any_gpu) continue;
-    put_max(peak_gb, m.step, static_cast<double>(*m.allocated_bytes) / 1e9);
+    const auto step = step_of(m);
+    if (!m.allocated_bytes || !step || steps.count(*step) == 0 || (m.device >= 0) != any_gpu) continue;
+    put_max(peak_gb, *step, static_cast<double>(*m.allocated_bytes) / 1e9);
   }
   if (!peak_gb.empty()) trends.push_back(fit_trend("memory/peak_allocated_gb", "GB", points_of(peak_gb)));
   return trends;

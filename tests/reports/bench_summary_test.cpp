@@ -10,6 +10,7 @@
 #include "../test_db.h"
 #include "hybridscope/reports/bench_compare.h"
 #include "hybridscope/reports/bench_summary.h"
+#include "hybridscope/reports/report.h"
 
 using namespace hs::reports;
 using hs::test::SyntheticCell;
@@ -139,4 +140,27 @@ TEST(BenchCompare, CellsWithoutAPartnerAreNamed) {
   EXPECT_TRUE(c.cells.empty());
   EXPECT_EQ(c.only_old, std::vector<std::string>{"world=1,mode=naive"});
   EXPECT_EQ(c.only_new, std::vector<std::string>{"world=1,mode=hybrid"});
+}
+
+TEST(BenchSummary, TheSwitchTimeIsTheMedianOfTheRunsMediansInTheSummaryAndTheReport) {
+  const auto path = hs::test::temp_db("bench_summary", "switch.sqlite");
+  // Three repetitions' switches (s): medians 2, 4 and 7 -> the cell's 4; pooled, the nine switches'
+  // median is 5, which the summary printed while the report printed 4.
+  SyntheticCell cell{{"1", "naive"}, {"a=1"}, 1, {1.0, 1.0, 1.0}, 1000};
+  cell.switch_seconds = {{1, 2, 9}, {3, 4, 5}, {6, 7, 8}};
+  const auto id = hs::test::write_matrix_db(path, "m", kRankAxis("strong"), {cell});
+  const RunDatabase db(path);
+  const auto s = summarize_matrix(db, id);
+  ASSERT_EQ(s.cells.size(), 1u);
+  EXPECT_DOUBLE_EQ(s.cells[0].metrics.at("switch_s").median, 4.0);
+  ASSERT_TRUE(s.cells[0].switch_latency);
+  EXPECT_DOUBLE_EQ(s.cells[0].switch_latency->median, 5.0) << "the pooled spread is kept, under its own name";
+  const std::string table = format_summary(s);
+  EXPECT_NE(table.find("4000.00"), std::string::npos) << table;
+  EXPECT_EQ(table.find("5000.00"), std::string::npos) << table;
+  Report report;
+  report.matrix = s;
+  const std::string md = report_markdown(report);
+  EXPECT_NE(md.find("| 4000 |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("| 5000 |"), std::string::npos) << md;
 }

@@ -55,6 +55,7 @@ inline Report sample_report() {
   const std::vector<std::string> phase_names = {"switch/train_to_rollout", "gen", "old_log_prob", "update_actor"};
   a.phases.source = "ranges";
   a.phases.phases = phase_names;
+  a.phases.top_phases = phase_names;  // none nested
   std::int64_t t_ns = 2000000000LL;  // monotonic: the first step starts 1 s after the run
   for (std::size_t i = 0; i < k.step_s.size(); ++i) {
     const std::int64_t step = static_cast<std::int64_t>(i) + 1;

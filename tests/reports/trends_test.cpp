@@ -191,6 +191,7 @@ TEST(RunTrendsTest, SeriesFromRangesSwitchesAndMemory) {
         MemorySampleRow m;
         m.rank = rank;
         m.step = s;
+        m.ts_ns = static_cast<std::int64_t>((t0 + 1.0) * kSecond);  // inside the step's range
         m.device = 0;
         m.allocated_bytes = static_cast<std::int64_t>(std::llround(gb * 1e9));
         data.memory.push_back(m);
@@ -198,6 +199,7 @@ TEST(RunTrendsTest, SeriesFromRangesSwitchesAndMemory) {
       MemorySampleRow cpu;
       cpu.rank = rank;
       cpu.step = s;
+      cpu.ts_ns = static_cast<std::int64_t>((t0 + 1.0) * kSecond);
       cpu.device = -1;
       cpu.allocated_bytes = static_cast<std::int64_t>(50e9);
       data.memory.push_back(cpu);
@@ -280,4 +282,17 @@ TEST(RunTrendsTest, FallsBackToStepMetricsWithoutRanges) {
   EXPECT_TRUE(trends[0].increasing);
   EXPECT_FALSE(trends[1].increasing);
   EXPECT_DOUBLE_EQ(trends[1].slope, 0.0);
+}
+
+TEST(FitTrendTest, ThreePointsAreTooFewToCallATrend) {
+  // A steep, clean rise over 3 points has a 95 % interval above zero (one residual degree of
+  // freedom), but the rule needs kTrendMinPoints (4): the report must not say "increasing" where
+  // the diagnosis stays silent.
+  const LinearTrend three = fit_trend("s", "s", points({1, 2, 3}, {1.0, 2.0, 3.01}));
+  EXPECT_GT(three.slope_ci_low, 0.0) << "the interval alone would call it";
+  EXPECT_FALSE(three.increasing);
+  const LinearTrend falling = fit_trend("s", "s", points({1, 2, 3}, {3.0, 2.0, 1.01}));
+  EXPECT_FALSE(falling.decreasing);
+  const LinearTrend four = fit_trend("s", "s", points({1, 2, 3, 4}, {1.0, 2.0, 3.01, 4.0}));
+  EXPECT_TRUE(four.increasing);
 }

@@ -87,7 +87,7 @@ StackedBarData step_phase_bars(const reports::PhaseBreakdown& phases) {
   out.title = "Phases per step (slowest rank of each phase)";
   out.y_label = "s";
   for (const auto& s : phases.steps) out.categories.push_back(std::to_string(s.step));
-  for (const auto& phase : phases.phases) {
+  for (const auto& phase : phases.top_phases) {  // stacked: sub-phases are inside their parents' bars
     BarSet set{phase, {}};
     for (const auto& s : phases.steps) {
       const auto it = s.phase_s.find(phase);
@@ -106,7 +106,7 @@ StackedBarData rank_phase_bars(const reports::PhaseBreakdown& phases) {
   out.title = "Mean phase time per rank (measured steps)";
   out.y_label = "s";
   for (const auto& [rank, _] : phases.rank_mean_phase_s) out.categories.push_back("rank " + std::to_string(rank));
-  for (const auto& phase : phases.phases) {
+  for (const auto& phase : phases.top_phases) {  // stacked: sub-phases are inside their parents' bars
     BarSet set{phase, {}};
     for (const auto& [rank, by_phase] : phases.rank_mean_phase_s) {
       const auto it = by_phase.find(phase);

@@ -78,7 +78,8 @@ QVariant CommModel::headerData(int section, Qt::Orientation orientation, int rol
       case kCalls: return tr("Calls summed over ranks (each rank records its side of a collective)");
       case kBytesPerCall: return tr("Mean message size per call and rank (nccl-tests: the larger of input and output)");
       case kBytes: return tr("Bytes summed over calls and ranks");
-      case kTotalTime: return tr("Time inside the calls, summed over ranks");
+      case kTotalTime: return tr("Wall time with at least one of these calls in flight on a rank (concurrent calls counted "
+                                 "once), summed over ranks");
       case kAlgbw: return tr("Median over the calls of bytes ÷ time, GB/s (1e9 B/s)");
       case kBusbw: return tr("Median over the calls of algbw × nccl-tests' bus factor (all_reduce 2(n−1)/n, "
                              "all_gather and reduce_scatter (n−1)/n, broadcast 1), GB/s");

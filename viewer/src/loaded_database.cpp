@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <set>
 
+#include "hybridscope/reports/comm_time.h"
 #include "hybridscope/reports/run_analysis.h"
 #include "hybridscope/reports/run_data.h"
 
@@ -171,6 +172,7 @@ RunDiagnosis diagnose_run(const std::string& path, std::int64_t run_id, int warm
     out.run_name = analysis.data.run.name;
     out.breakdown_source = analysis.phases.source;
     out.phases = analysis.phases.phases;
+    out.parent = analysis.phases.parent;
     out.mean_phase_s = analysis.phases.mean_phase_s;
     out.share = analysis.phases.share;
     out.mean_step_s = analysis.phases.mean_step_s;
@@ -188,6 +190,7 @@ RunDiagnosis diagnose_run(const std::string& path, std::int64_t run_id, int warm
     out.switch_rows = switch_table(analysis.data, analysis.switches);
     out.switch_bars = switch_component_bars(out.switch_rows);
     out.comm_rows = comm_table(analysis.data, analysis.measured);
+    out.comm_share = reports::comm_time(analysis.data, analysis.measured).mean_share;
   } catch (const std::exception& e) {
     out.error = e.what();
     if (out.error.empty()) out.error = path + ": run " + std::to_string(run_id) + " could not be analysed";

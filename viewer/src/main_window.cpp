@@ -493,7 +493,8 @@ void MainWindow::show_diagnosis(const RunDiagnosis& d) {
     const auto s = d.share.find(phase);
     const auto t = d.mean_phase_s.find(phase);
     const double share = s == d.share.end() ? 0.0 : s->second;
-    auto* name = new QTableWidgetItem(qs(phase));
+    const bool sub_phase = d.parent.count(phase) != 0;  // listed under its parent, never charted beside it
+    auto* name = new QTableWidgetItem((sub_phase ? QStringLiteral("    ") : QString()) + qs(phase));
     auto* seconds = new QTableWidgetItem(QString::number(t == d.mean_phase_s.end() ? 0.0 : t->second, 'f', 3));
     auto* percent = new QTableWidgetItem(QString::number(100.0 * share, 'f', 1) + QStringLiteral(" %"));
     seconds->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
@@ -501,8 +502,10 @@ void MainWindow::show_diagnosis(const RunDiagnosis& d) {
     phase_table_->setItem(row, 0, name);
     phase_table_->setItem(row, 1, seconds);
     phase_table_->setItem(row, 2, percent);
-    labels << qs(phase);
-    shares << share;
+    if (!sub_phase) {
+      labels << qs(phase);
+      shares << share;
+    }
     ++row;
   }
   phase_table_->resizeColumnsToContents();

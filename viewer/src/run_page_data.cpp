@@ -8,6 +8,7 @@
 #include <set>
 #include <tuple>
 
+#include "hybridscope/reports/comm_time.h"
 #include "hybridscope/reports/statistics.h"
 
 namespace hs::viewer {
@@ -229,17 +230,18 @@ std::vector<StackedBarData> switch_component_bars(const std::vector<SwitchTableR
 
 std::vector<CommTableRow> comm_table(const reports::RunData& data, const std::vector<std::int64_t>& measured) {
   const std::set<std::int64_t> steps(measured.begin(), measured.end());
+  const reports::StepWindows windows(data);
   struct Sums {
     CommTableRow row;
     std::vector<double> algbw, busbw;
   };
   std::map<std::tuple<std::string, std::string, int>, Sums> groups;
   for (const auto& c : data.comm_ops) {
-    if (!steps.count(c.step)) continue;
+    if (!windows.in(steps, c.rank, c.start_ns, c.step)) continue;
     auto& g = groups[{c.op, c.group, c.group_size}];
     g.row.calls += 1;
     g.row.bytes += c.bytes;
-    g.row.total_s += static_cast<double>(c.end_ns - c.start_ns) / kNsPerSecond;
+    g.row.summed_s += static_cast<double>(c.end_ns - c.start_ns) / kNsPerSecond;
     if (c.algbw_gbps && std::isfinite(*c.algbw_gbps)) g.algbw.push_back(*c.algbw_gbps);
     if (c.busbw_gbps && std::isfinite(*c.busbw_gbps)) g.busbw.push_back(*c.busbw_gbps);
   }
@@ -247,7 +249,14 @@ std::vector<CommTableRow> comm_table(const reports::RunData& data, const std::ve
   for (auto& [key, g] : groups) {
     CommTableRow row = g.row;
     std::tie(row.op, row.group, row.group_size) = key;
-    row.mean_s = row.total_s / static_cast<double>(row.calls);
+    row.mean_s = row.summed_s / static_cast<double>(row.calls);
+    // Wall time with at least one such call in flight, per rank, summed over ranks: concurrent
+    // calls (the reshard exchange, fsdp's asynchronous gathers) are counted once (comm_time.h).
+    const auto select = [&key = key](const reports::CommOpRow& c) {
+      return c.op == std::get<0>(key) && c.group == std::get<1>(key) && c.group_size == std::get<2>(key);
+    };
+    for (const auto& [rank, ns] : reports::collective_union_ns(data, measured, select))
+      row.total_s += static_cast<double>(ns) / kNsPerSecond;
     if (!g.algbw.empty()) row.algbw_gbps = reports::spread(g.algbw).median;
     if (!g.busbw.empty()) {
       const auto s = reports::spread(g.busbw);

@@ -240,11 +240,14 @@ void CommPage::show_diagnosis(const RunDiagnosis& d) {
   }
   note_->setText(
       tr("<b>Collectives of %1</b> over the %2 measured step(s), per (op, group), every rank's calls summed. "
+         "Communication takes %3 of the step (each rank's wall time with a collective in flight ÷ its step, "
+         "mean over ranks; concurrent calls counted once). "
          "algbw = bytes ÷ time and busbw = algbw × nccl-tests' bus factor, as the collective wrapper recorded "
          "them per call (comm_ops); the columns show the median call and the fastest busbw. Click a header to "
          "sort.")
           .arg(run_name(d))
-          .arg(d.measured_steps));
+          .arg(d.measured_steps)
+          .arg(d.comm_share ? QString::number(100.0 * *d.comm_share, 'f', 1) + QStringLiteral(" %") : QStringLiteral("–")));
   table_->resizeColumnsToContents();
 }
 

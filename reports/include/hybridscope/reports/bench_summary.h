@@ -11,9 +11,14 @@
 //   gen_s_per_response: timing_s/gen ÷ (data.train_batch_size × rollout.n);
 // - share/<phase>: timing_s/<phase> ÷ timing_s/step;
 // - switch_s: for each train→rollout switch, the slowest rank (NeMo-RL's refit latency); a run's
-//   value is the median of those maxima, and the cell also keeps the pooled distribution;
+//   value is the median of those maxima, and a cell's (summary, report, viewer, JSON alike) is the
+//   median of its runs' values, as for every other metric. The cell also keeps the pooled
+//   distribution of every switch (switch_latency, "switch_latency_s (pooled)") for its spread; its
+//   median is not the cell's switch time;
 //   switch_bytes: bytes all ranks received in that switch (median over switches);
-// - comm_share: each rank's time inside collectives ÷ the steps' time, averaged over ranks;
+// - comm_share: each rank's time in collectives — the union of their intervals within its measured
+//   `step` ranges, never their summed durations (comm_time.h) — ÷ its step time, averaged over
+//   ranks: at most 1;
 //   busbw_gbps/<op>: the median bus bandwidth of that collective (nccl-tests factors);
 // - peak_mem_gb: max perf/max_memory_allocated_gb; reserved_slack_max, external_frag_max: the
 //   worst memory-sample ratios (absent on CPU); mfu: perf/mfu/actor averaged.

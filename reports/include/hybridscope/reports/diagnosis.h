@@ -43,14 +43,15 @@ struct DiagnosisThresholds {
   double comm_share = 0.10;             // exposed-or-not communication share of the step...
   double comm_overlap = 0.5;            // ...with an overlap ratio below this
   double allocated_over_reserved = 0.8; // verl users' fragmentation rule of thumb
-  double peak_over_params = 1.2;        // peak memory per rank / model parameter bytes
+  double peak_over_params = 6.0;        // peak memory per rank / model parameter bytes: AdamW's fp32
+                                        // weights, gradients and two moments are 4× (16 B per parameter)
   double dp_token_imbalance = 0.10;     // (max − min)/mean tokens across data-parallel ranks
   double straggler_share = 0.10;        // slowest rank's excess over the median rank
   double low_mfu = 0.25;                // perf/mfu/actor
   double small_rollout_batch = 64;      // sequences per generation below which decode is memory-bound
   double kv_occupancy = 0.95;           // peak KV-pool occupancy
   double trend_share = 0.02;            // growth per step (relative slope) worth reporting
-  std::size_t trend_min_points = 4;     // fewer measured steps are too few to call a trend
+  std::size_t trend_min_points = kTrendMinPoints;  // fewer measured steps are too few to call a trend
   double memory_bound_gen_share = 0.30; // generation share above which a memory-bound decode matters
   double critical_share = 0.30;         // a finding whose impact exceeds this share of the step is critical
 };

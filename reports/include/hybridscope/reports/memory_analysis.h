@@ -14,7 +14,8 @@
 namespace hs::reports {
 
 struct MemoryPhasePeak {
-  std::string phase;
+  std::string phase;  // the sample's phase; a periodic ("timer") sample's is the top-level phase or
+                      // switch running when it was taken, or "between phases"
   int rank = 0;
   std::int64_t peak_allocated_bytes = 0;
   std::optional<std::int64_t> peak_reserved_bytes;

@@ -9,11 +9,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "hybridscope/reports/intervals.h"
 #include "hybridscope/reports/run_database.h"
 
 namespace hs::reports {
@@ -56,5 +59,37 @@ void sort_by_start(RunData& data);
 /// The steps an analysis measures: every step after the first `warmup_steps` recorded ones
 /// (a run's first step pays for allocator growth and first-touch; docs/reports.md).
 std::vector<std::int64_t> measured_steps(const RunData& data, int warmup_steps);
+
+/// Which step a record belongs to — the one rule every analysis uses (phase breakdown, switches,
+/// memory and KV samples, collectives, overlap, trends, the matrix summary, the viewer): a record
+/// of rank r belongs to step N only when it starts inside r's `step` range of step N
+/// ([start, end)). The trainer stamps every record with its current step number and keeps that
+/// number after the step ends: the final validation after the last step runs under it (its
+/// `testing` range and the generation, switches, memory samples and collectives beneath it), so
+/// the number alone would count the validation in the last step. A rank that recorded no `step`
+/// range at all (probes off, an import without step ranges, a hand-built fixture) keeps the
+/// recorded number.
+class StepWindows {
+ public:
+  /// Every `step` range of `data`, per rank.
+  explicit StepWindows(const RunData& data);
+
+  /// The step a record of `rank` starting at `start_ns` belongs to; `recorded_step` when the rank
+  /// has no `step` range; nullopt when it starts inside none of the rank's step ranges.
+  std::optional<std::int64_t> step_of(int rank, std::int64_t start_ns, std::int64_t recorded_step) const;
+  /// Whether that step is one of `steps`.
+  bool in(const std::set<std::int64_t>& steps, int rank, std::int64_t start_ns, std::int64_t recorded_step) const;
+  /// The rank's `step` ranges of `steps`, sorted by start (empty when it has none).
+  std::vector<Interval> ranges(int rank, const std::set<std::int64_t>& steps) const;
+  /// Whether the rank recorded any `step` range.
+  bool has_ranges(int rank) const { return by_rank_.count(rank) != 0; }
+
+ private:
+  struct Window {
+    Interval range;
+    std::int64_t step = 0;
+  };
+  std::map<int, std::vector<Window>> by_rank_;  // rank -> its step ranges, by start
+};
 
 }  // namespace hs::reports

@@ -19,6 +19,7 @@
 // phases on other threads overlap whatever runs under them.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,6 +55,10 @@ struct CommComputeOverlap {
   std::int64_t overlap_ns = 0;  // |∪ comm ∩ ∪ compute|
   std::optional<double> overlap_ratio;  // overlap_ns / comm_ns; absent without communication
   std::int64_t exposed_comm_ns = 0;     // comm_ns − overlap_ns: what communication costs the step
+  /// Host ranges only (a comm_ops row names its process group; a kernel does not): per process
+  /// group, |∪ that group's collectives| − its overlap with compute. Two groups in flight at once
+  /// each count the shared time, so these may add up to more than exposed_comm_ns.
+  std::map<std::string, std::int64_t> exposed_by_group_ns;
 };
 
 struct TemporalAnalysis {

@@ -14,6 +14,10 @@
 
 namespace hs::reports {
 
+/// The fewest points a trend is called on: with 3 measured steps one slow step under load read as a
+/// 36 %/step "trend" (docs/diagnosis.md). The report's verdict and the phase-trending-up rule alike.
+inline constexpr std::size_t kTrendMinPoints = 4;
+
 struct LinearTrend {
   std::string series;      // e.g. "timing_s/gen", "switch/train_to_rollout", "memory/allocated_gb"
   std::string unit;        // "s", "GB", ...
@@ -24,8 +28,8 @@ struct LinearTrend {
   double mean = 0.0;                               // of the values
   double relative_slope = 0.0;                     // slope / mean (per step); 0 when mean is 0
   double first_fit = 0.0, last_fit = 0.0;          // the line at the first and last step
-  bool increasing = false;  // slope_ci_low > 0
-  bool decreasing = false;  // slope_ci_high < 0
+  bool increasing = false;  // slope_ci_low > 0, over at least kTrendMinPoints points
+  bool decreasing = false;  // slope_ci_high < 0, over at least kTrendMinPoints points
 };
 
 /// Two-sided quantile of Student's t: the x with P(T <= x) = p for `df` degrees of freedom (df >= 1).
@@ -33,7 +37,7 @@ struct LinearTrend {
 double student_t_quantile(double p, double df);
 
 /// OLS fit of points (x, y). With fewer than 3 points or all x equal the interval is infinite
-/// (−inf, +inf) and neither flag is set. Throws std::invalid_argument on NaN input.
+/// (−inf, +inf); with fewer than kTrendMinPoints neither flag is set (the interval is still given). Throws std::invalid_argument on NaN input.
 LinearTrend fit_trend(const std::string& series, const std::string& unit,
                       const std::vector<std::pair<double, double>>& points);
 

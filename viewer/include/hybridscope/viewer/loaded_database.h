@@ -59,7 +59,8 @@ struct RunDiagnosis {
   std::int64_t run_id = 0;
   std::string run_name;
   std::string breakdown_source;       // "ranges" | "step_metrics" (phase_breakdown.h)
-  std::vector<std::string> phases;    // verl's order
+  std::vector<std::string> phases;    // verl's order, each top-level phase followed by its sub-phases
+  std::map<std::string, std::string> parent;  // sub-phase -> its top-level phase (phase_breakdown.h)
   std::map<std::string, double> mean_phase_s;  // s, over the measured steps
   std::map<std::string, double> share;         // mean_phase_s / mean_step_s
   double mean_step_s = 0.0;
@@ -67,6 +68,7 @@ struct RunDiagnosis {
   std::vector<std::int64_t> measured;  // the measured steps themselves, ascending
   std::optional<double> tokens_per_s;
   std::optional<double> mfu;
+  std::optional<double> comm_share;  // reports::comm_time: each rank's union of collectives ÷ its step time, mean
   std::vector<reports::Finding> findings;  // critical first (diagnose())
   // The run page's charts, built on the worker thread too (chart_data.h):
   std::vector<LineChartData> metric_charts;  // Metrics tab: one per charted step metric recorded

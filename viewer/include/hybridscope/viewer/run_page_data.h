@@ -76,8 +76,9 @@ struct CommTableRow {
   int group_size = 0;
   std::int64_t calls = 0;   // rows of comm_ops (one per call per rank)
   std::int64_t bytes = 0;   // Σ bytes over the calls (nccl-tests' per-rank message size, summed)
-  double total_s = 0.0;     // Σ (end − start) over the calls
-  double mean_s = 0.0;      // total_s / calls
+  double total_s = 0.0;     // per rank the union of the calls' intervals (reports::collective_union_ns), summed over ranks
+  double summed_s = 0.0;    // Σ (end − start) over the calls (concurrent calls counted each)
+  double mean_s = 0.0;      // summed_s / calls
   /// Medians over the calls of the recorder's per-call bandwidths (comm_ops.algbw_gbps = bytes /
   /// time, busbw_gbps = algbw × nccl-tests' bus factor of the op and group size), GB/s (1e9 B/s),
   /// as bench_summary.h aggregates busbw; absent when no call has one (barriers, zero bytes).
