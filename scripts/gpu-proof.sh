@@ -22,7 +22,7 @@
 # .gpu-bundle/rerun.txt (it travels with the bundle) and call again; or name parts in
 # HS_PROOF_PARTS. Environment: OUT (output folder, default out/gpu), HS_PROOF_STEPS (demo steps,
 # default 10), HS_PROOF_CELLS_BUDGET (seconds for
-# all cells, default 300); HS_PROOF_SHAPES, HS_PROOF_RESPONSE (the cells run).
+# all cells, default 300); HS_PROOF_SHAPES, HS_PROOF_RESPONSE (the cells run), HS_PROOF_BENCH_FILTER (hs_gpu_bench's).
 set -uo pipefail
 
 repo="$(pwd)"
@@ -232,7 +232,8 @@ fi
 if part bench; then
   # Debian 12's Google Benchmark (1.7) takes --benchmark_min_time in seconds without a unit.
   timeout 150 "$bin/bench/hs_gpu_bench" --benchmark_out="$out/bench.json" --benchmark_out_format=json \
-    --benchmark_min_time=0.2 --benchmark_counters_tabular=true > "$logs/bench.txt" 2>&1
+    --benchmark_filter="${HS_PROOF_BENCH_FILTER:-.}" --benchmark_min_time=0.2 --benchmark_counters_tabular=true \
+    > "$logs/bench.txt" 2>&1
   rc=$?
   say "bench: rc=$rc at $(elapsed) s"
   grep -E '^BM_|^-|Benchmark' "$logs/bench.txt" | tee -a "$summary"
