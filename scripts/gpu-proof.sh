@@ -183,7 +183,9 @@ spec["baseline"] = {"shape": shapes[0], "data.max_response_length": response[0]}
 print(yaml.safe_dump(spec, sort_keys=False))
 PY
   start=$(date +%s)
-  timeout "$cells_budget" "$hs" bench bench/matrices/gpu-shapes-proof.yaml --db out/gpu-shapes.sqlite --resume \
+  resume=""
+  [ -f out/gpu-shapes.sqlite ] && resume="--resume"  # a second call continues the matrix
+  timeout "$cells_budget" "$hs" bench bench/matrices/gpu-shapes-proof.yaml --db out/gpu-shapes.sqlite $resume \
     > "$logs/cells-bench.txt" 2>&1
   rc=$?
   echo "hybridscope bench (shapes: $shapes; response $response): rc=$rc in $(( $(date +%s) - start )) s" >> "$out/cells.txt"

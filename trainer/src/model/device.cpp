@@ -80,8 +80,14 @@ c10::Device trainer_device(DeviceKind device, int local_rank, bool expandable_se
   const auto count = static_cast<int>(torch::cuda::device_count());
   const c10::Device cuda(c10::kCUDA, static_cast<c10::DeviceIndex>(local_rank % count));
   // The current device of this process: NCCL's communicators and the caching allocator's
-  // statistics are per device, and every rank of a node must take its own.
+  // statistics are per device, and every rank of a node must take its own. Its context and the
+  // allocator exist from here on, before the first tensor (the memory probe and the KV pool's
+  // sizing ask the driver and the allocator first).
+#if HS_TORCH_HAS_CUDA_ALLOCATOR
+  compat::cuda_set_device(cuda.index());
+#else
   c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->setDevice(cuda);
+#endif
   return cuda;
 }
 

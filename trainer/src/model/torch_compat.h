@@ -55,7 +55,9 @@ TORCH_API void mkldnn_matmul(const at::Tensor& mat1, const at::Tensor& mat2, con
 
 #if __has_include(<c10/cuda/CUDACachingAllocator.h>)
 #define HS_TORCH_HAS_CUDA_ALLOCATOR 1
+#include <ATen/Context.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
 #else
 #define HS_TORCH_HAS_CUDA_ALLOCATOR 0
 #endif
@@ -141,7 +143,22 @@ namespace cuda_alloc = c10::cuda::CUDACachingAllocator;
 using CudaDeviceStats = decltype(cuda_alloc::getDeviceStats(c10::DeviceIndex{0}));
 inline constexpr std::size_t kAggregatePool = 0;
 
+/// CUDA's runtime and the caching allocator of every device, initialised once: the allocator's
+/// queries (getDeviceStats, cacheInfo) index per-device state that exists only after it, and
+/// cacheInfo on a fresh process crashed (CudaTrainer.TheStepPeakSurvivesTheSwitchesPeakWindows on
+/// an H200, run alone).
+inline void cuda_lazy_init() { at::globalContext().lazyInitDevice(c10::DeviceType::CUDA); }
+
+/// The process's current device `index`, with its primary context created now (a forced
+/// cudaSetDevice; c10's setDevice skips the call when the index is already current, and then no
+/// context exists until the first allocation, so cuMemGetInfo had nothing to answer for).
+inline void cuda_set_device(int index) {
+  cuda_lazy_init();
+  c10::cuda::set_device(static_cast<c10::DeviceIndex>(index), /*force=*/true);
+}
+
 inline CudaDeviceStats cuda_device_stats(int device) {
+  cuda_lazy_init();
   return cuda_alloc::getDeviceStats(static_cast<c10::DeviceIndex>(device));
 }
 inline std::int64_t cuda_largest_free_block(int device) {
@@ -150,6 +167,7 @@ inline std::int64_t cuda_largest_free_block(int device) {
   // card's free bytes, not the cache's, which made external fragmentation −286 on an H100. Any
   // cached block is at least 512 bytes, so starting at 1 asks for the cache's figure alone.
   std::size_t largest = 1;
+  cuda_lazy_init();
   cuda_alloc::cacheInfo(static_cast<c10::DeviceIndex>(device), &largest);
   return largest <= 1 ? 0 : static_cast<std::int64_t>(largest);
 }
