@@ -22,7 +22,7 @@
 # .gpu-bundle/rerun.txt (it travels with the bundle) and call again; or name parts in
 # HS_PROOF_PARTS. Environment: OUT (output folder, default out/gpu), HS_PROOF_STEPS (demo steps,
 # default 10), HS_PROOF_CELLS_BUDGET (seconds for
-# all cells, default 300); HS_PROOF_SHAPES, HS_PROOF_RESPONSE (the cells run), HS_PROOF_BENCH_FILTER (hs_gpu_bench's).
+# all cells, default 300); HS_PROOF_SHAPES, HS_PROOF_RESPONSE (the cells run), HS_PROOF_BENCH_FILTER (hs_gpu_bench's), HS_PROOF_EXTRA_OVERRIDES (appended to every cell's).
 set -uo pipefail
 
 repo="$(pwd)"
@@ -173,10 +173,11 @@ if part cells; then
   shapes="${HS_PROOF_SHAPES:-qwen2.5-0.5b qwen2.5-1.5b}"
   response="${HS_PROOF_RESPONSE:-256}"
   "$py" - "$shapes" "$response" > bench/matrices/gpu-shapes-proof.yaml <<'PY'
-import sys, yaml
+import os, sys, yaml
 spec = yaml.safe_load(open("bench/matrices/gpu-shapes.yaml"))
 shapes, response = sys.argv[1].split(), [int(r) for r in sys.argv[2].split()]
 spec.update(name="gpu-shapes-proof", repetitions=1, warmup_steps=1, measured_steps=1)
+spec["overrides"] += os.environ.get("HS_PROOF_EXTRA_OVERRIDES", "").split()
 spec["axes"]["shape"] = {k: v for k, v in spec["axes"]["shape"].items() if k in shapes}
 spec["axes"]["data.max_response_length"] = response
 spec["baseline"] = {"shape": shapes[0], "data.max_response_length": response[0]}
