@@ -200,8 +200,9 @@ std::vector<std::string> verdict(const Report& report, const std::vector<RankedF
     for (const auto& curve : scaling_curves(m)) {
       if (curve.efficiency.size() < 2) continue;
       const auto& [ranks, efficiency] = curve.efficiency.back();
-      out.push_back(fmt::format("{} scaling along '{}' reaches {} efficiency at {} ranks ({}).", curve.kind,
-                                curve.axis, format_percent(efficiency), static_cast<int>(ranks), curve.label));
+      out.push_back(fmt::format("{} scaling along '{}' reaches {} efficiency at {} ranks ({}).",
+                                curve.kind == "weak" ? "Weak" : "Strong", curve.axis, format_percent(efficiency),
+                                static_cast<int>(ranks), curve.label));
     }
   }
   if (!ranked.empty()) {
