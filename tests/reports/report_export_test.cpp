@@ -366,6 +366,21 @@ TEST(ReportMarkdown, SameTablesWithCellsEscaped) {
   EXPECT_NE(md.find("| **tokens/s** | **200** | **232.7** | **+16.3 %** |"), std::string::npos) << md;
   EXPECT_NE(md.find("significantly better"), std::string::npos);
   EXPECT_NE(md.find("| world (ref cell 1: world=1,mode=naive) | strong | 4 | 61.1 % | 61.1 % |"), std::string::npos);
+  // As the HTML: the summary (ranked findings, the matrix) and the comparison before the run's detail,
+  // each suggestion once.
+  const auto summary = md.find("## Summary");
+  const auto matrix = md.find("### Matrix 3");
+  const auto comparison = md.find("## Comparison");
+  const auto run = md.find("| mean step |");
+  ASSERT_NE(summary, std::string::npos);
+  EXPECT_LT(summary, md.find("2.58 s of the 4.3 s step at stake"));
+  EXPECT_LT(summary, matrix);
+  EXPECT_LT(matrix, comparison);
+  EXPECT_LT(comparison, run);
+  for (const auto& f : report.runs[0].findings)
+    if (!f.suggestion.empty()) {
+      EXPECT_EQ(count(md, "Suggestion: " + f.suggestion.substr(0, 20)), 1u) << f.suggestion;
+    }
 }
 
 TEST(ReportCsv, TidyRowsThatReadBackIntact) {
