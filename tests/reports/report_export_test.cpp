@@ -472,6 +472,11 @@ TEST(ReportJson, CarriesWhatTheHtmlShowsAndReadsBackIntact) {
   ASSERT_EQ(m.at("scaling_curves").size(), 1u);
   EXPECT_EQ(m.at("scaling_curves")[0].at("efficiency")[2][0], 4.0);
   EXPECT_NEAR(m.at("scaling_curves")[0].at("efficiency")[2][1].get<double>(), 11.0 / 18.0, 1e-12);
+  // The summary: the findings ranked by step time at stake (0.6 × 4.3 s first), the verdict.
+  ASSERT_EQ(j.at("summary").at("findings").size(), 3u);
+  EXPECT_EQ(j.at("summary").at("findings")[0].at("rule"), "rollout-dominates");
+  EXPECT_NEAR(j.at("summary").at("findings")[0].at("seconds_at_stake").get<double>(), 0.6 * 4.3, 1e-9);
+  EXPECT_FALSE(j.at("summary").at("verdict").empty());
 }
 
 TEST(ReportWriter, ParsesFormatNamesAndWritesEachTextFormat) {
