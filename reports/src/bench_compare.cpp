@@ -265,7 +265,10 @@ std::string format_comparison(const Comparison& c) {
         any_unreliable = true;
       }
       const std::string change = std::isnan(m.change) ? "n/a" : fmt::format("{:+.1f}%", 100.0 * m.change);
-      const std::string p = m.test ? fmt::format("{:.4f}", m.test->p_value) : "-";
+      // Four decimals, or the order of magnitude below them (10 v 10 steps apart: p = 1.1e-05, not 0.0000).
+      const std::string p = !m.test                   ? "-"
+                            : m.test->p_value >= 1e-4 ? fmt::format("{:.4f}", m.test->p_value)
+                                                      : fmt::format("{:.1e}", m.test->p_value);
       out += fmt::format("  {:<16} {:>12.6g} {:>12.6g} {:>9} {:>8}  {}\n", m.metric, m.old_values.median,
                          m.new_values.median, change, p, verdict);
       if (m.old_trimmed_mean && m.new_trimmed_mean)

@@ -211,6 +211,7 @@ TEST(BenchCompare, SingleRunsAreTestedOnTheirStepsAndTheirMismatchIsSaidFirst) {
   EXPECT_NE(text.find("-54.5%"), std::string::npos) << text;
   EXPECT_EQ(text.find("no significant change"), std::string::npos) << text;
   EXPECT_NE(text.find("WORSE (10 v 10 steps)"), std::string::npos) << text;
+  EXPECT_NE(text.find(" 1.1e-05  WORSE"), std::string::npos) << "p = 2/C(20,10), not 0.0000: " << text;
   EXPECT_EQ(comparison_json(c)["config_diff"].size(), 1u);
 }
 
