@@ -160,15 +160,12 @@ int run_simulate(const SimulateArgs& args) {
   if (!args.calibrate_db.empty()) {
     const reports::RunDatabase db(args.calibrate_db);
     const auto cells = sim::read_measured_cells(db);
-    if (args.validate) {
-      int n = 0;
-      for (const auto& split : sim::validation_splits(cells))
-        fmt::print("validation split {}: {}\n{}\n", ++n, split.title,
-                   sim::format_validation(sim::validate_step_model(cells, split.in_fit, comm, sim::assumed_gpu_efficiencies())));
-    }
+    if (args.validate) fmt::print("{}\n", sim::format_validations(cells, comm, sim::assumed_gpu_efficiencies()));
     const sim::EfficiencyFit fit = sim::fit_efficiencies(cells, comm, sim::assumed_gpu_efficiencies());
     base.efficiency = fit.efficiency;
     origin = fmt::format("fitted on {} measured cells of {}", fit.cells, args.calibrate_db);
+    if (!fit.out_of_range.empty())
+      origin += fmt::format(" — FLAGGED, efficiencies outside (0, 1]: {}", fmt::join(fit.out_of_range, ", "));
     for (const auto& note : fit.notes) fmt::print(stderr, "calibration: {}\n", note);
   } else {
     base.efficiency = sim::assumed_gpu_efficiencies();

@@ -70,13 +70,46 @@ json run_info(const RunSummary& run, const std::string& database_path, int schem
   return info;
 }
 
-// The synthetic tracks of one rank: comm, switches, then one per GPU (device, stream) in order.
+// The synthetic tracks of one rank: comm (lane 0), switches, one per GPU (device, stream) in
+// order, then the comm track's further lanes.
 struct RankTracks {
   std::map<std::pair<int, std::int64_t>, std::int64_t> gpu;  // (device, stream) -> tid
 };
 constexpr std::int64_t kCommTid = kTrackTidBase;
 constexpr std::int64_t kSwitchTid = kTrackTidBase + 1;
 constexpr std::int64_t kFirstGpuTid = kTrackTidBase + 16;
+constexpr std::int64_t kFirstExtraCommLaneTid = kTrackTidBase + 4096;  // lane k ≥ 1 at + k − 1
+
+std::int64_t comm_lane_tid(std::size_t lane) {
+  return lane == 0 ? kCommTid : kFirstExtraCommLaneTid + static_cast<std::int64_t>(lane) - 1;
+}
+
+// Perfetto (and chrome://tracing) draw the X events of one track as a stack: they must nest or be
+// disjoint. Collectives overlap freely (fsdp's prefetched all-gathers run under the previous
+// layer's reduce-scatter; async ops stay in flight while the next is posted), so each rank's
+// collectives are partitioned into lanes by greedy interval partitioning: in start order, each
+// goes to the lowest lane whose last collective has ended (Kleinberg–Tardos §4.1: the number of
+// lanes equals the largest number of collectives in flight at once, the fewest possible). Returns
+// the lane of each comm op, by index into `ops`.
+std::vector<std::size_t> comm_lanes(const std::vector<CommOpRow>& ops) {
+  std::vector<std::size_t> order(ops.size());
+  for (std::size_t i = 0; i < ops.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&ops](std::size_t a, std::size_t b) {
+    return std::make_pair(ops[a].rank, ops[a].start_ns) < std::make_pair(ops[b].rank, ops[b].start_ns);
+  });
+  std::vector<std::size_t> lane(ops.size(), 0);
+  std::map<int, std::vector<std::int64_t>> lane_ends;  // rank -> end of each lane's last collective
+  for (std::size_t i : order) {
+    auto& ends = lane_ends[ops[i].rank];
+    const std::int64_t end = std::max(ops[i].start_ns, ops[i].end_ns);
+    std::size_t l = 0;
+    while (l < ends.size() && ends[l] > ops[i].start_ns) ++l;
+    if (l == ends.size()) ends.push_back(end);
+    else ends[l] = end;
+    lane[i] = l;
+  }
+  return lane;
+}
 
 const char* gpu_category(GpuActivityRow::Kind kind) {
   switch (kind) {
@@ -133,8 +166,14 @@ json build_chrome_trace(const RunSummary& run, const TraceRows& rows, const Chro
       const auto it = ends.find(m.step);
       if (it != ends.end()) pids.insert(it->second.rank);
     }
-  for (const auto& c : rows.comm_ops) tracks[{c.rank, kCommTid}] = {"comm", 1};
-  for (const auto& w : rows.switches) tracks[{w.rank, kSwitchTid}] = {"switches", 2};
+  const std::vector<std::size_t> lanes = comm_lanes(rows.comm_ops);
+  for (std::size_t i = 0; i < rows.comm_ops.size(); ++i) {
+    const std::size_t lane = lanes[i];
+    // Sort indices: comm lanes 1.., switches after them, GPU streams from 16 + 4096.
+    tracks[{rows.comm_ops[i].rank, comm_lane_tid(lane)}] = {
+        lane == 0 ? std::string("comm") : "comm " + std::to_string(lane + 1), 1 + static_cast<std::int64_t>(lane)};
+  }
+  for (const auto& w : rows.switches) tracks[{w.rank, kSwitchTid}] = {"switches", 4096};
   for (const auto& g : rows.gpu) rank_tracks[g.rank].gpu.emplace(std::make_pair(g.device, g.stream), 0);
   for (auto& [rank, rt] : rank_tracks) {
     std::int64_t next = kFirstGpuTid;
@@ -142,7 +181,7 @@ json build_chrome_trace(const RunSummary& run, const TraceRows& rows, const Chro
       tid = next++;
       tracks[{rank, tid}] = {"GPU " + std::to_string(device_stream.first) + " stream " +
                                  std::to_string(device_stream.second),
-                             16 + (tid - kFirstGpuTid)};
+                             4096 + 16 + (tid - kFirstGpuTid)};
     }
   }
   for (const auto& [track, name] : tracks) pids.insert(track.first);
@@ -184,13 +223,15 @@ json build_chrome_trace(const RunSummary& run, const TraceRows& rows, const Chro
     ++counts.complete_events;
   }
 
-  // Collectives on the rank's comm track.
-  for (const auto& c : rows.comm_ops) {
+  // Collectives on the rank's comm lanes.
+  for (std::size_t i = 0; i < rows.comm_ops.size(); ++i) {
+    const CommOpRow& c = rows.comm_ops[i];
     json args = {{"op", c.op},       {"group", c.group}, {"group_size", c.group_size},
                  {"bytes", c.bytes}, {"dtype", c.dtype}, {"step", c.step}};
     if (c.algbw_gbps && std::isfinite(*c.algbw_gbps)) args["algbw_gbps"] = *c.algbw_gbps;
     if (c.busbw_gbps && std::isfinite(*c.busbw_gbps)) args["busbw_gbps"] = *c.busbw_gbps;
-    json e = {{"ph", "X"}, {"name", c.op}, {"cat", "comm"}, {"pid", c.rank}, {"tid", kCommTid}, {"args", std::move(args)}};
+    json e = {{"ph", "X"}, {"name", c.op}, {"cat", "comm"}, {"pid", c.rank}, {"tid", comm_lane_tid(lanes[i])},
+              {"args", std::move(args)}};
     span(e, c.start_ns, c.end_ns);
     events.push_back(std::move(e));
     ++counts.comm_events;

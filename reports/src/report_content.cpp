@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <map>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -150,6 +151,80 @@ std::vector<ScalingCurve> scaling_curves(const MatrixSummary& matrix) {
     std::sort(curve.efficiency.begin(), curve.efficiency.end());
     std::sort(curve.throughput_efficiency.begin(), curve.throughput_efficiency.end());
     out.push_back(std::move(curve));
+  }
+  return out;
+}
+
+std::vector<RankedFinding> ranked_findings(const Report& report) {
+  std::map<std::pair<std::string, std::string>, RankedFinding> by_key;  // (rule, range) ->
+  for (std::size_t r = 0; r < report.runs.size(); ++r) {
+    const double step_s = report.runs[r].analysis.phases.mean_step_s;
+    for (const auto& f : report.runs[r].findings) {
+      RankedFinding& m = by_key[{f.rule, f.range}];
+      const double at_stake = f.impact * step_s;
+      if (m.instances == 0 || at_stake > m.seconds_at_stake ||
+          (at_stake == m.seconds_at_stake && f.severity > m.finding.severity)) {
+        m.finding = f;
+        m.seconds_at_stake = at_stake;
+        m.step_s = step_s;
+        m.run_index = r;
+      }
+      if (m.runs.empty() || m.runs.back() != r) m.runs.push_back(r);
+      ++m.instances;
+    }
+  }
+  std::vector<RankedFinding> out;
+  for (auto& [key, m] : by_key) out.push_back(std::move(m));
+  // Most step time at stake first; equal stakes (a run without step times) by severity, then rule.
+  std::stable_sort(out.begin(), out.end(), [](const RankedFinding& a, const RankedFinding& b) {
+    return std::make_tuple(-a.seconds_at_stake, -static_cast<int>(a.finding.severity), a.finding.rule) <
+           std::make_tuple(-b.seconds_at_stake, -static_cast<int>(b.finding.severity), b.finding.rule);
+  });
+  return out;
+}
+
+std::vector<std::string> verdict(const Report& report, const std::vector<RankedFinding>& ranked) {
+  std::vector<std::string> out;
+  if (report.matrix) {
+    const MatrixSummary& m = *report.matrix;
+    const CellSummary* fastest = nullptr;
+    for (const auto& c : m.cells) {
+      const auto it = c.metrics.find("step_s");
+      if (it == c.metrics.end()) continue;
+      if (!fastest || it->second.median < fastest->metrics.at("step_s").median) fastest = &c;
+    }
+    if (fastest)
+      out.push_back(fmt::format("Matrix '{}': the fastest cell is {} ({} ranks) at {} per step.", m.matrix.name,
+                                fastest->cell.name, fastest->cell.ranks,
+                                format_seconds(fastest->metrics.at("step_s").median)));
+    for (const auto& curve : scaling_curves(m)) {
+      if (curve.efficiency.size() < 2) continue;
+      const auto& [ranks, efficiency] = curve.efficiency.back();
+      out.push_back(fmt::format("{} scaling along '{}' reaches {} efficiency at {} ranks ({}).",
+                                curve.kind == "weak" ? "Weak" : "Strong", curve.axis, format_percent(efficiency),
+                                static_cast<int>(ranks), curve.label));
+    }
+  }
+  if (!ranked.empty()) {
+    const RankedFinding& top = ranked.front();
+    const std::size_t n_runs = report.runs.size();
+    if (top.seconds_at_stake > 0)
+      out.push_back(fmt::format("The costliest finding: {} — about {} of the {} step at stake{}.", top.finding.title,
+                                format_seconds(top.seconds_at_stake), format_seconds(top.step_s),
+                                n_runs > 1 ? fmt::format(", on {} of {} runs", top.runs.size(), n_runs) : ""));
+    else
+      out.push_back(fmt::format("The first finding: {}.", top.finding.title));
+  } else if (!report.runs.empty()) {
+    out.push_back("No diagnosis rule fired on any run.");
+  }
+  if (report.comparison) {
+    for (const auto& d : report.comparison->phases) {
+      if (d.phase != "step") continue;
+      out.push_back(fmt::format("Against {}: the median step changed by {} ({}, p = {:.3g}).",
+                                report.comparison->old_label,
+                                std::isnan(d.change) ? std::string("n/a") : fmt::format("{:+.1f} %", 100.0 * d.change),
+                                d.significant ? "significant" : "not significant", d.test.p_value));
+    }
   }
   return out;
 }

@@ -57,6 +57,25 @@ std::vector<RankMemoryTimeline> memory_timeline(const RunData& data);
 /// A sample's time in seconds since the run started (see RankMemoryTimeline).
 double seconds_since_start(const RunSummary& run, std::int64_t monotonic_ns);
 
+// ---- the summary every report opens with ----
+
+/// One finding of the report, said once: the runs of a matrix fire the same rules cell after cell,
+/// so findings are merged by (rule, range) across runs and ranks, and ranked by the step time at
+/// stake — impact × the mean step of the run, the largest instance's — so the costliest comes first.
+struct RankedFinding {
+  Finding finding;               // the instance with the most step time at stake
+  double seconds_at_stake = 0.0; // its impact × its run's mean step
+  double step_s = 0.0;           // that run's mean step
+  std::size_t run_index = 0;     // where that instance is (index into Report::runs)
+  std::vector<std::size_t> runs; // every run it fired on, in report order
+  std::size_t instances = 0;     // how many findings were merged into it
+};
+std::vector<RankedFinding> ranked_findings(const Report& report);
+
+/// The report's verdict, a few sentences: the matrix's fastest cell and its scaling at the most
+/// ranks, the costliest finding with its step time at stake, the comparison's step change.
+std::vector<std::string> verdict(const Report& report, const std::vector<RankedFinding>& ranked);
+
 // ---- matrix ----
 
 /// The headline metric keys of a matrix's cell table, in column order, present in some cell.

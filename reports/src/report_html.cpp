@@ -1,9 +1,12 @@
 // report_html.cpp — the report as one self-contained HTML page: inline CSS (with print rules
 // for the PDF), inline SVG charts, no script and no reference to the network, so that the file
 // reads the same offline, attached to an issue, or printed. Every string from the data goes
-// through html_escape(). Sections: header; per run the summary, the findings (first: they are the
-// answer), throughput and reward, phases, per-rank spread, the switch against its bound, memory,
-// HTA's breakdown and overlap, stragglers, trends; then the comparison and the matrix.
+// through html_escape(). Sections, the answer first: the header and a table of contents; the
+// summary (the verdict, the findings of every run merged and ranked by the step time at stake, the
+// matrix's cell table and scaling curves) on one screen; the comparison; then per run its numbers,
+// its findings in one line each (their suggestions are in the summary), throughput and reward,
+// phases, per-rank spread, the switch against its bound, memory, HTA's breakdown and overlap,
+// stragglers, trends. Headings are h1 (title), h2 (sections), h3 (parts): the PDF's outline.
 #include <string>
 
 #include <fmt/format.h>
@@ -28,7 +31,13 @@ h2 { font-size: 20px; margin: 36px 0 8px; padding-bottom: 4px; border-bottom: 2p
 h3 { font-size: 16px; margin: 24px 0 8px; }
 p.meta, p.note, .empty { color: var(--muted); }
 p.note { font-size: 12px; margin: 4px 0 12px; }
-nav ul { margin: 4px 0; padding-left: 20px; }
+nav ul, nav ol { margin: 4px 0; padding-left: 20px; }
+nav h2 { margin-top: 16px; }
+.verdict { border: 1px solid var(--rule); background: var(--band); border-radius: 4px; padding: 8px 12px; }
+.verdict p { margin: 4px 0; font-size: 15px; }
+.stake { font-variant-numeric: tabular-nums; font-weight: 600; }
+ul.run-findings { padding-left: 20px; }
+ul.run-findings li { margin: 4px 0; }
 code { font: 12px/1.3 "DejaVu Sans Mono", Menlo, Consolas, monospace; background: var(--band); padding: 1px 4px;
        border-radius: 3px; white-space: pre-wrap; overflow-wrap: anywhere; }
 .table-wrap { overflow-x: auto; }
@@ -64,7 +73,7 @@ footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
 @page { size: A4; margin: 12mm; }
 @media print {
   body { max-width: none; padding: 0; font-size: 11px; }
-  nav { display: none; }
+  nav { break-after: page; }
   section.run + section, section + section.run { break-before: page; }
   figure, svg, tr, .finding, table.kv { break-inside: avoid; page-break-inside: avoid; }
   h2, h3, p.headline { break-after: avoid; page-break-after: avoid; }
@@ -113,38 +122,72 @@ std::string figure(const std::string& svg) { return "<figure>" + svg + "</figure
 
 std::string empty_note(const std::string& what) { return R"(<p class="empty">)" + html_escape(what) + "</p>"; }
 
-std::string findings_html(const std::vector<Finding>& findings) {
-  if (findings.empty()) return empty_note("No findings: no rule fired on this run.");
+std::string config_keys_html(const std::vector<std::string>& keys) {
+  if (keys.empty()) return "";
+  std::string out = "<p><b>Config keys:</b> ";
+  for (const auto& key : keys) out += "<code>" + html_escape(key) + "</code> ";
+  return out + "</p>";
+}
+
+// The summary's findings: each rule once, the costliest instance's evidence, where else it fired.
+std::string ranked_findings_html(const Report& report, const std::vector<detail::RankedFinding>& ranked) {
+  if (ranked.empty()) return empty_note("No findings: no rule fired on any run.");
   std::string out;
-  for (const auto& f : findings) {
+  for (std::size_t i = 0; i < ranked.size(); ++i) {
+    const auto& m = ranked[i];
+    const Finding& f = m.finding;
     const std::string severity = to_string(f.severity);
-    std::string where;
-    if (f.rank) where += fmt::format("rank {}", *f.rank);
-    if (f.step) where += fmt::format("{}step {}", where.empty() ? "" : ", ", *f.step);
-    out += fmt::format(R"(<div class="finding {0}"><div class="head"><span class="badge">{0}</span><strong>{1}</strong>)",
-                       severity, html_escape(f.title));
-    if (!where.empty()) out += R"(<span class="where">)" + html_escape(where) + "</span>";
-    out += fmt::format(R"(<span class="where">{} · impact {}</span></div>)", html_escape(f.rule),
-                       detail::format_percent(f.impact));
+    out += fmt::format(
+        R"(<div class="finding {0}" id="finding-{1}"><div class="head"><span class="badge">{0}</span><strong>{2}</strong>)",
+        severity, i, html_escape(f.title));
+    out += fmt::format(R"(<span class="where">{}</span></div>)", html_escape(f.rule));
+    std::string stake = m.step_s > 0 ? fmt::format(R"(<span class="stake">{} of the {} step at stake</span> ({} impact))",
+                                                   detail::format_seconds(m.seconds_at_stake),
+                                                   detail::format_seconds(m.step_s), detail::format_percent(f.impact))
+                                     : fmt::format("impact {}", detail::format_percent(f.impact));
+    std::string where = fmt::format(R"(<a href="#run-{}">)", m.run_index) +
+                        html_escape(detail::run_title(report.runs[m.run_index])) + "</a>";
+    if (f.rank) where += fmt::format(", rank {}", *f.rank);
+    if (f.step) where += fmt::format(", step {}", *f.step);
+    std::string also;
+    if (m.runs.size() > 1) also = fmt::format("; fired on {} of {} runs", m.runs.size(), report.runs.size());
+    else if (m.instances > 1) also = fmt::format("; {} times in this run", m.instances);
+    out += "<p>" + stake + " — " + where + html_escape(also) + "</p>";
     if (!f.evidence.empty()) out += "<p><b>Evidence:</b> " + html_escape(f.evidence) + "</p>";
     if (!f.suggestion.empty()) out += "<p><b>Suggestion:</b> " + html_escape(f.suggestion) + "</p>";
-    if (!f.config_keys.empty()) {
-      out += "<p><b>Config keys:</b> ";
-      for (const auto& key : f.config_keys) out += "<code>" + html_escape(key) + "</code> ";
-      out += "</p>";
-    }
+    out += config_keys_html(f.config_keys);
     out += "</div>";
   }
   return out;
 }
 
-std::string run_html(const RunReport& run, std::size_t index) {
+// A run's findings, one line each: its own numbers, the suggestion once in the summary.
+std::string run_findings_html(const RunReport& run, const std::vector<detail::RankedFinding>& ranked) {
+  if (run.findings.empty()) return empty_note("No findings: no rule fired on this run.");
+  std::string out = R"(<ul class="run-findings">)";
+  for (const auto& f : run.findings) {
+    std::size_t summary_index = 0;
+    for (std::size_t i = 0; i < ranked.size(); ++i)
+      if (ranked[i].finding.rule == f.rule && ranked[i].finding.range == f.range) summary_index = i;
+    std::string where;
+    if (f.rank) where += fmt::format("rank {}", *f.rank);
+    if (f.step) where += fmt::format("{}step {}", where.empty() ? "" : ", ", *f.step);
+    out += fmt::format(R"(<li class="{0}"><span class="badge">{0}</span><strong>{1}</strong>)", to_string(f.severity),
+                       html_escape(f.title));
+    if (!where.empty()) out += R"(<span class="where">)" + html_escape(where) + "</span>";
+    if (!f.evidence.empty()) out += "<br>" + html_escape(f.evidence);
+    out += fmt::format(R"( <a href="#finding-{}">suggestion</a></li>)", summary_index);
+  }
+  return out + "</ul>";
+}
+
+std::string run_html(const RunReport& run, std::size_t index, const std::vector<detail::RankedFinding>& ranked) {
   const auto& a = run.analysis;
   std::string out = fmt::format(R"(<section class="run" id="run-{}"><h2>{}</h2>)", index,
                                 html_escape(detail::run_title(run)));
   out += table_html(detail::run_summary_table(run), true);
 
-  out += "<h3>Findings</h3>" + findings_html(run.findings);
+  out += "<h3>Findings</h3>" + run_findings_html(run, ranked);
 
   out += "<h3>Throughput and reward</h3>";
   const auto throughput = detail::throughput_chart(a);
@@ -210,8 +253,9 @@ std::string comparison_html(const RunComparison& c) {
   return out + "</section>";
 }
 
+// The matrix inside the summary: its cell table and scaling curves.
 std::string matrix_html(const MatrixSummary& m) {
-  std::string out = fmt::format(R"(<section id="matrix"><h2>Matrix {} '{}' ({})</h2>)", m.matrix.id,
+  std::string out = fmt::format(R"(<h3 id="matrix">Matrix {} '{}' ({})</h3>)", m.matrix.id,
                                 html_escape(m.matrix.name), html_escape(m.matrix.status));
   if (!m.axes.empty()) {
     out += "<p>Axes: ";
@@ -225,10 +269,24 @@ std::string matrix_html(const MatrixSummary& m) {
   out += table_html(detail::matrix_table(m));
   for (const auto& chart : detail::scaling_charts(m)) out += figure(detail::render_line_chart(chart));
   if (!m.environments.empty()) {
-    out += "<h3>Environment</h3><ul>";
+    out += R"(<p class="caption">Environment</p><ul>)";
     for (const auto& e : m.environments) out += "<li>" + html_escape(e) + "</li>";
     out += "</ul>";
   }
+  return out;
+}
+
+std::string summary_html(const Report& report, const std::vector<detail::RankedFinding>& ranked) {
+  std::string out = R"(<section id="summary"><h2>Summary</h2><div class="verdict">)";
+  const auto sentences = detail::verdict(report, ranked);
+  if (sentences.empty()) out += "<p>Nothing to report.</p>";
+  for (const auto& sentence : sentences) out += "<p>" + html_escape(sentence) + "</p>";
+  out += "</div>";
+  if (!report.runs.empty()) {
+    out += R"(<h3 id="findings">Findings, by step time at stake</h3>)";
+    out += ranked_findings_html(report, ranked);
+  }
+  if (report.matrix) out += matrix_html(*report.matrix);
   return out + "</section>";
 }
 
@@ -251,19 +309,30 @@ std::string report_html(const Report& report) {
   }
   out += "</header>";
 
-  // Contents: the runs' findings first, then the rest.
-  out += "<nav><ul>";
-  for (std::size_t i = 0; i < report.runs.size(); ++i)
-    out += fmt::format(R"(<li><a href="#run-{}">{}</a> — {} finding(s)</li>)", i,
-                       html_escape(detail::run_title(report.runs[i])), report.runs[i].findings.size());
+  // Contents: links here, and the PDF's outline from the same headings.
+  const auto ranked = detail::ranked_findings(report);
+  out += R"(<nav id="contents"><h2>Contents</h2><ol>)";
+  out += R"(<li><a href="#summary">Summary</a>: the verdict)";
+  if (!report.runs.empty()) out += fmt::format(R"(, <a href="#findings">{} finding(s)</a>)", ranked.size());
+  if (report.matrix) out += R"(, <a href="#matrix">the matrix and its scaling</a>)";
+  out += "</li>";
   if (report.comparison) out += R"(<li><a href="#comparison">Comparison</a></li>)";
-  if (report.matrix) out += R"(<li><a href="#matrix">Matrix</a></li>)";
-  out += "</ul></nav>";
+  if (!report.runs.empty()) {
+    out += "<li>Per run<ol>";
+    for (std::size_t i = 0; i < report.runs.size(); ++i)
+      out += fmt::format(R"(<li><a href="#run-{}">{}</a> — {} finding(s)</li>)", i,
+                         html_escape(detail::run_title(report.runs[i])), report.runs[i].findings.size());
+    out += "</ol></li>";
+  }
+  out += "</ol></nav>";
 
-  for (std::size_t i = 0; i < report.runs.size(); ++i) out += run_html(report.runs[i], i);
-  if (report.comparison) out += comparison_html(*report.comparison);
-  if (report.matrix) out += matrix_html(*report.matrix);
-  if (report.runs.empty() && !report.comparison && !report.matrix) out += empty_note("Nothing to report.");
+  if (report.runs.empty() && !report.comparison && !report.matrix) {
+    out += empty_note("Nothing to report.");
+  } else {
+    out += summary_html(report, ranked);
+    if (report.comparison) out += comparison_html(*report.comparison);
+    for (std::size_t i = 0; i < report.runs.size(); ++i) out += run_html(report.runs[i], i, ranked);
+  }
   out += "<footer>hybridscope report";
   if (!report.hybridscope_version.empty()) out += " · version " + html_escape(report.hybridscope_version);
   out += "</footer></body></html>\n";

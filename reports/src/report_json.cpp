@@ -211,6 +211,21 @@ nlohmann::json report_json(const Report& report) {
               {"hybridscope_version", report.hybridscope_version},
               {"sources", report.sources},
               {"runs", runs}};
+  // The summary the HTML opens with: the verdict and the findings merged across runs, ranked by
+  // the step time at stake (the full findings stay under each run).
+  const auto ranked = detail::ranked_findings(report);
+  json ranked_json = json::array();
+  for (const auto& m : ranked)
+    ranked_json.push_back({{"rule", m.finding.rule},
+                           {"range", m.finding.range},
+                           {"severity", to_string(m.finding.severity)},
+                           {"title", m.finding.title},
+                           {"seconds_at_stake", m.seconds_at_stake},
+                           {"step_s", m.step_s},
+                           {"run_index", m.run_index},
+                           {"runs", m.runs},
+                           {"instances", m.instances}});
+  out["summary"] = {{"verdict", detail::verdict(report, ranked)}, {"findings", ranked_json}};
   if (report.comparison) out["comparison"] = run_comparison_json(*report.comparison);
   if (report.matrix) {
     json matrix = summary_json(*report.matrix);

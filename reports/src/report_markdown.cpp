@@ -38,15 +38,23 @@ std::string table_md(const detail::ReportTable& t) {
   return out + "\n";
 }
 
-std::string findings_md(const std::vector<Finding>& findings) {
-  if (findings.empty()) return "No findings: no rule fired on this run.\n\n";
+// The summary's findings: each (rule, range) once over all runs, by step time at stake.
+std::string ranked_findings_md(const Report& report, const std::vector<detail::RankedFinding>& ranked) {
+  if (ranked.empty()) return "No findings: no rule fired on any run.\n\n";
   std::string out;
-  for (std::size_t i = 0; i < findings.size(); ++i) {
-    const auto& f = findings[i];
-    out += fmt::format("{}. **[{}] {}** (`{}`, impact {}", i + 1, to_string(f.severity), md_text(f.title),
-                       md_text(f.rule), detail::format_percent(f.impact));
+  for (std::size_t i = 0; i < ranked.size(); ++i) {
+    const auto& m = ranked[i];
+    const Finding& f = m.finding;
+    out += fmt::format("{}. **[{}] {}** (`{}`", i + 1, to_string(f.severity), md_text(f.title), md_text(f.rule));
+    if (m.step_s > 0)
+      out += fmt::format(", {} of the {} step at stake", detail::format_seconds(m.seconds_at_stake),
+                         detail::format_seconds(m.step_s));
+    else
+      out += fmt::format(", impact {}", detail::format_percent(f.impact));
+    out += fmt::format("; {}", md_text(detail::run_title(report.runs[m.run_index])));
     if (f.rank) out += fmt::format(", rank {}", *f.rank);
     if (f.step) out += fmt::format(", step {}", *f.step);
+    if (m.runs.size() > 1) out += fmt::format("; fired on {} of {} runs", m.runs.size(), report.runs.size());
     out += ")\n";
     if (!f.evidence.empty()) out += "   - Evidence: " + md_text(f.evidence) + "\n";
     if (!f.suggestion.empty()) out += "   - Suggestion: " + md_text(f.suggestion) + "\n";
@@ -59,11 +67,23 @@ std::string findings_md(const std::vector<Finding>& findings) {
   return out + "\n";
 }
 
+// A run's findings, one line each (the suggestions are in the summary).
+std::string run_findings_md(const std::vector<Finding>& findings) {
+  if (findings.empty()) return "No findings: no rule fired on this run.\n\n";
+  std::string out;
+  for (const auto& f : findings) {
+    out += fmt::format("- **[{}] {}**", to_string(f.severity), md_text(f.title));
+    if (!f.evidence.empty()) out += " — " + md_text(f.evidence);
+    out += "\n";
+  }
+  return out + "\n";
+}
+
 std::string run_md(const RunReport& run) {
   const auto& a = run.analysis;
   std::string out = "## " + md_text(detail::run_title(run)) + "\n\n";
   out += table_md(detail::run_summary_table(run));
-  out += "### Findings\n\n" + findings_md(run.findings);
+  out += "### Findings\n\n" + run_findings_md(run.findings);
   out += "### Per step\n\n";
   const auto steps = detail::per_step_table(a);
   out += steps.rows.empty() ? "No steps recorded.\n\n" : table_md(steps);
@@ -84,11 +104,11 @@ std::string run_md(const RunReport& run) {
 }
 
 std::string matrix_md(const MatrixSummary& m) {
-  std::string out = fmt::format("## Matrix {} '{}' ({})\n\n", m.matrix.id, md_text(m.matrix.name), md_text(m.matrix.status));
+  std::string out = fmt::format("### Matrix {} '{}' ({})\n\n", m.matrix.id, md_text(m.matrix.name), md_text(m.matrix.status));
   out += table_md(detail::matrix_table(m));
   const auto curves = detail::scaling_curves(m);
   if (!curves.empty()) {
-    out += "### Scaling\n\n";
+    out += "#### Scaling\n\n";
     detail::ReportTable t;
     t.headers = {"curve", "kind", "ranks", "efficiency", "throughput efficiency"};
     t.numeric = {false, false, true, true, true};
@@ -100,7 +120,7 @@ std::string matrix_md(const MatrixSummary& m) {
     out += table_md(t);
   }
   if (!m.environments.empty()) {
-    out += "### Environment\n\n";
+    out += "#### Environment\n\n";
     for (const auto& e : m.environments) out += "- " + md_text(e) + "\n";
     out += "\n";
   }
@@ -119,7 +139,13 @@ std::string report_markdown(const Report& report) {
     for (const auto& s : report.sources) out += "- `" + md_text(s) + "`\n";
     out += "\n";
   }
-  for (const auto& run : report.runs) out += run_md(run);
+  // The answer first: the verdict, the findings of all runs merged and ranked, the matrix.
+  const auto ranked = detail::ranked_findings(report);
+  out += "## Summary\n\n";
+  for (const auto& sentence : detail::verdict(report, ranked)) out += md_text(sentence) + "  \n";
+  out += "\n";
+  if (!report.runs.empty()) out += "### Findings, by step time at stake\n\n" + ranked_findings_md(report, ranked);
+  if (report.matrix) out += matrix_md(*report.matrix);
   if (report.comparison) {
     const auto& c = *report.comparison;
     out += "## Comparison\n\nOld: " + md_text(c.old_label) + "  \nNew: " + md_text(c.new_label) + "\n\n";
@@ -129,7 +155,7 @@ std::string report_markdown(const Report& report) {
     out += "### Config difference\n\n";
     out += c.config_diff.empty() ? "The two runs' resolved configs are identical.\n\n" : table_md(detail::config_diff_table(c));
   }
-  if (report.matrix) out += matrix_md(*report.matrix);
+  for (const auto& run : report.runs) out += run_md(run);
   return out;
 }
 

@@ -1,6 +1,7 @@
 // report_pdf.cpp — the PDF report: the HTML report printed by headless Chromium
-// (`--headless=new --print-to-pdf`), so that the PDF shows exactly what the HTML shows, with the
-// HTML's print rules (charts and findings never split across pages). Chromium is started with
+// (`--headless=new --print-to-pdf --generate-pdf-document-outline`), so that the PDF shows exactly
+// what the HTML shows, with the HTML's print rules (charts and findings never split across pages)
+// and its headings as the PDF's outline. Chromium is started with
 // posix_spawn — no shell, so paths with spaces or quotes are passed as they are — in its own
 // process group with a private profile directory, and killed with its group when it overruns the
 // timeout. Which binary: $HS_CHROMIUM, else chromium, chromium-browser, google-chrome or
@@ -176,6 +177,9 @@ void write_report_pdf(const Report& report, const std::string& pdf_path) {
                                          "--no-sandbox",
                                          "--disable-gpu",
                                          "--no-pdf-header-footer",
+                                         // The h1/h2/h3 headings become the PDF's outline (bookmarks);
+                                         // Chromium ≥ 121 (older ones ignore an unknown switch).
+                                         "--generate-pdf-document-outline",
                                          "--no-first-run",
                                          "--no-default-browser-check",
                                          "--disable-extensions",

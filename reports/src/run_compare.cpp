@@ -91,11 +91,18 @@ RunComparison compare_runs(const RunData& old_run, const RunData& new_run, int w
     d.better = better;
     out.metrics.push_back(std::move(d));
   }
+  out.config_diff = config_differences(old_run.config, new_run.config);
+  return out;
+}
+
+std::vector<ConfigDifference> config_differences(const std::vector<std::pair<std::string, std::string>>& old_config,
+                                                 const std::vector<std::pair<std::string, std::string>>& new_config) {
   std::map<std::string, std::pair<std::optional<std::string>, std::optional<std::string>>> keys;
-  for (const auto& [key, value] : old_run.config) keys[key].first = value;
-  for (const auto& [key, value] : new_run.config) keys[key].second = value;
+  for (const auto& [key, value] : old_config) keys[key].first = value;
+  for (const auto& [key, value] : new_config) keys[key].second = value;
+  std::vector<ConfigDifference> out;
   for (const auto& [key, values] : keys)
-    if (values.first != values.second) out.config_diff.push_back({key, values.first, values.second});
+    if (values.first != values.second) out.push_back({key, values.first, values.second});
   return out;
 }
 

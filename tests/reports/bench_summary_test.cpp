@@ -11,6 +11,8 @@
 #include "hybridscope/reports/bench_compare.h"
 #include "hybridscope/reports/bench_summary.h"
 #include "hybridscope/reports/report.h"
+#include "hybridscope/reports/run_compare.h"
+#include "hybridscope/reports/run_data.h"
 
 using namespace hs::reports;
 using hs::test::SyntheticCell;
@@ -163,4 +165,89 @@ TEST(BenchSummary, TheSwitchTimeIsTheMedianOfTheRunsMediansInTheSummaryAndTheRep
   const std::string md = report_markdown(report);
   EXPECT_NE(md.find("| 4000 |"), std::string::npos) << md;
   EXPECT_EQ(md.find("| 5000 |"), std::string::npos) << md;
+}
+
+namespace {
+
+// One run in its own file: a 10 s warm-up step, then one measured step per entry of step_seconds,
+// each with `tokens` tokens (so tokens/s per step = tokens / step time).
+std::int64_t write_single_run(const std::string& path, int world_size, const std::vector<double>& step_seconds,
+                              double tokens, const std::string& rollout_tp) {
+  hs::probes::Recorder recorder(path);
+  hs::probes::RunInfo info;
+  info.name = "single";
+  info.world_size = world_size;
+  info.torch_version = "test";
+  info.config = {{"actor_rollout_ref.rollout.tensor_model_parallel_size", rollout_tp}, {"data.train_batch_size", "4"}};
+  const auto id = recorder.begin_run(info);
+  recorder.record_metrics(1, {{"timing_s/step", 10.0}, {"perf/total_num_tokens", tokens}});
+  for (std::size_t i = 0; i < step_seconds.size(); ++i)
+    recorder.record_metrics(static_cast<std::int64_t>(i) + 2,
+                            {{"timing_s/step", step_seconds[i]}, {"perf/total_num_tokens", tokens}});
+  recorder.end_run(hs::probes::RunStatus::kCompleted);
+  return id;
+}
+
+const MetricComparison& metric_named(const CellComparison& cell, const std::string& name) {
+  for (const auto& m : cell.metrics)
+    if (m.metric == name) return m;
+  throw std::runtime_error("no metric " + name);
+}
+
+}  // namespace
+
+// Two single runs: one value of tokens/s a side gave "no significant change (1 v 1 samples)" for
+// a halving of throughput. compare now tests the per-step samples, with the very numbers of
+// `report --compare` (compare_runs), and says first that the runs differ in rank count and config.
+TEST(BenchCompare, SingleRunsAreTestedOnTheirStepsAndTheirMismatchIsSaidFirst) {
+  const auto a = hs::test::temp_db("bench_compare", "single_old.sqlite");
+  const auto b = hs::test::temp_db("bench_compare", "single_new.sqlite");
+  const auto old_id = write_single_run(a, 4, repetitions(1.0), 1000, "2");
+  const auto new_id = write_single_run(b, 1, repetitions(2.2), 1000, "1");
+  const RunDatabase old_db(a), new_db(b);
+  const auto c = compare_databases(old_db, new_db);
+  ASSERT_EQ(c.cells.size(), 1u);
+
+  const auto& tokens = metric_named(c.cells[0], "tokens_per_s");
+  EXPECT_EQ(tokens.samples, "steps");
+  EXPECT_EQ(tokens.old_values.n, 10u) << "ten measured steps, not one value per run";
+  ASSERT_TRUE(tokens.test.has_value());
+  EXPECT_TRUE(tokens.significant);
+  EXPECT_TRUE(tokens.worse);
+  EXPECT_NEAR(tokens.test->p_value, 2.0 / 184756.0, 1e-12) << "10 v 10, no overlap: exact p = 2/C(20,10)";
+  // The same p as report --compare's per-step test.
+  const auto report = compare_runs(load_run(old_db, old_id), load_run(new_db, new_id), 1);
+  for (const auto& d : report.metrics)
+    if (d.metric == "tokens/s") EXPECT_DOUBLE_EQ(tokens.test->p_value, d.test.p_value);
+  const auto& step = metric_named(c.cells[0], "step_s");
+  EXPECT_TRUE(step.significant && step.worse);
+  EXPECT_EQ(significant_slowdowns(c, 50.0).size(), 1u) << "+120% per step";
+
+  // The mismatch: rank count and the one config key that differs, before any number.
+  ASSERT_EQ(c.mismatches.size(), 2u);
+  EXPECT_EQ(c.mismatches[0], "rank count differs: old 4, new 1");
+  EXPECT_NE(c.mismatches[1].find("actor_rollout_ref.rollout.tensor_model_parallel_size (old 2, new 1)"),
+            std::string::npos)
+      << c.mismatches[1];
+  EXPECT_EQ(c.mismatches[1].find("data.train_batch_size"), std::string::npos) << "equal keys are not named";
+  const std::string text = format_comparison(c);
+  EXPECT_LT(text.find("rank count differs"), text.find("tokens_per_s")) << text;
+  EXPECT_NE(text.find("-54.5%"), std::string::npos) << text;
+  EXPECT_EQ(text.find("no significant change"), std::string::npos) << text;
+  EXPECT_NE(text.find("WORSE (10 v 10 steps)"), std::string::npos) << text;
+  EXPECT_NE(text.find(" 1.1e-05  WORSE"), std::string::npos) << "p = 2/C(20,10), not 0.0000: " << text;
+  EXPECT_EQ(comparison_json(c)["config_diff"].size(), 1u);
+}
+
+// A matrix against a plain run: compare falls back to the last run of each and says so.
+TEST(BenchCompare, AMatrixAgainstAPlainRunIsNamedAsSuch) {
+  const auto m = hs::test::temp_db("bench_compare", "matrix_side.sqlite");
+  const auto r = hs::test::temp_db("bench_compare", "plain_side.sqlite");
+  hs::test::write_matrix_db(m, "demo", kRankAxis("strong"), {{{"4", "naive"}, {"m=naive"}, 4, {1.0}, 1000}});
+  write_single_run(r, 1, repetitions(1.0), 1000, "2");
+  const auto c = compare_databases(RunDatabase(m), RunDatabase(r));
+  EXPECT_EQ(c.mode, "run");
+  ASSERT_GE(c.mismatches.size(), 2u);
+  EXPECT_NE(c.mismatches[0].find("old holds matrix 1 'demo', new plain runs"), std::string::npos) << c.mismatches[0];
+  EXPECT_EQ(c.mismatches[1], "rank count differs: old 4, new 1");
 }

@@ -494,3 +494,54 @@ TEST(ChromeTrace, CommSwitchGpuAndMemoryEventsFollowTheFormat) {
   }
   EXPECT_EQ(summary.memory_counter_events, 6u);
 }
+
+// Collectives that overlap in time (fsdp's prefetched gathers, async ops in flight together) go
+// to separate comm lanes: Perfetto cannot draw partially overlapping slices on one track. Every
+// track nests (check_format_rules), no collective is lost, and a rank gets as many lanes as it
+// had collectives in flight at once.
+TEST(ChromeTrace, OverlappingCollectivesGetLanesSoEveryTrackNests) {
+  RunSummary run;
+  run.id = 1;
+  run.world_size = 2;
+  run.clock_offset_ns = 1'700'000'000'000'000'000;
+  TraceRows rows;
+  auto op = [](int rank, const char* name, std::int64_t start_us, std::int64_t end_us) {
+    CommOpRow c;
+    c.rank = rank, c.step = 1, c.op = name, c.group = "dp", c.group_size = 2, c.bytes = 1024, c.dtype = "bf16";
+    c.start_ns = start_us * 1000, c.end_ns = end_us * 1000;
+    return c;
+  };
+  // Rank 0: three in flight at once at 60 µs (a, b, c); d starts as a ends (a lane frees up exactly
+  // then); e after everything. Rank 1: two disjoint ones.
+  rows.comm_ops = {op(0, "a", 0, 100),   op(0, "b", 50, 150),  op(0, "c", 60, 70), op(0, "d", 100, 200),
+                   op(0, "e", 300, 400), op(1, "f", 0, 10),    op(1, "g", 20, 30)};
+  ChromeTraceSummary summary;
+  const json trace = build_chrome_trace(run, rows, {}, &summary);
+  check_format_rules(trace);  // fails ("overlaps") when two collectives partially overlap on one track
+
+  std::map<std::pair<int, std::int64_t>, std::string> track_names;
+  for (const auto& e : events_of(trace, "M"))
+    if (e["name"] == "thread_name") track_names[{e["pid"].get<int>(), e["tid"].get<std::int64_t>()}] = e["args"]["name"];
+  std::map<int, std::set<std::int64_t>> lanes_of_rank;
+  std::map<std::string, std::int64_t> tid_of;
+  for (const auto& e : events_of(trace, "X")) {
+    EXPECT_EQ(e["cat"], "comm");
+    const int pid = e["pid"].get<int>();
+    const auto tid = e["tid"].get<std::int64_t>();
+    lanes_of_rank[pid].insert(tid);
+    tid_of[e["name"]] = tid;
+    ASSERT_TRUE(track_names.count({pid, tid})) << e;
+    EXPECT_EQ(track_names.at({pid, tid}).rfind("comm", 0), 0u) << track_names.at({pid, tid});
+    EXPECT_GE(tid, kTrackTidBase) << e;
+  }
+  EXPECT_EQ(summary.comm_events, 7u);
+  EXPECT_EQ(lanes_of_rank[0].size(), 3u);  // the most in flight at once
+  EXPECT_EQ(lanes_of_rank[1].size(), 1u);  // disjoint collectives stay on the one "comm" track
+  EXPECT_EQ(tid_of.at("a"), kTrackTidBase);
+  EXPECT_EQ(tid_of.at("d"), tid_of.at("a"));  // reuses a's lane, which is free from 100 µs
+  EXPECT_EQ(tid_of.at("e"), kTrackTidBase);
+  EXPECT_NE(tid_of.at("b"), tid_of.at("a"));
+  EXPECT_NE(tid_of.at("c"), tid_of.at("b"));
+  EXPECT_EQ(track_names.at({0, tid_of.at("b")}), "comm 2");
+  EXPECT_EQ(track_names.at({0, tid_of.at("c")}), "comm 3");
+}

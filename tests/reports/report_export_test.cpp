@@ -203,14 +203,19 @@ TEST(ReportHtml, FindingsComeRightAfterTheSummaryWithTheirNumbers) {
   EXPECT_NE(html.find("6.2×"), std::string::npos);
   EXPECT_NE(html.find("<td>gen</td><td class=\"num\">2580</td><td class=\"num\">60.0 %</td>"), std::string::npos);
   EXPECT_NE(html.find(report.runs[0].analysis.switches.headline), std::string::npos);
-  // Order: summary, then findings, then the charts.
+  // Order: the report's summary (with the findings) first; in the run's section its numbers, its
+  // findings, then the charts.
+  const auto report_summary = html.find(R"(<section id="summary">)");
+  const auto first_finding = html.find(report.runs[0].findings[0].title);
+  const auto run_section = html.find(R"(<section class="run" id="run-0">)");
   const auto summary = html.find("<td>run id</td>");
   const auto findings = html.find("<h3>Findings</h3>");
-  const auto first_finding = html.find(report.runs[0].findings[0].title);
   const auto charts = html.find("<h3>Throughput and reward</h3>");
+  EXPECT_LT(report_summary, first_finding);
+  EXPECT_LT(first_finding, run_section);
+  EXPECT_LT(run_section, summary);
   EXPECT_LT(summary, findings);
-  EXPECT_LT(findings, first_finding);
-  EXPECT_LT(first_finding, charts);
+  EXPECT_LT(findings, charts);
   // Critical before warning before info, as diagnose() ordered them.
   EXPECT_LT(html.find("finding critical"), html.find("finding warning"));
   EXPECT_LT(html.find("finding warning"), html.find("finding info"));
@@ -222,6 +227,62 @@ TEST(ReportHtml, FindingsComeRightAfterTheSummaryWithTheirNumbers) {
   EXPECT_NE(html.find("<td>trainer.old_only</td><td>1</td><td>(absent)</td>"), std::string::npos);
   // Matrix: cell 3 (4 ranks, 4.5 s) has strong efficiency 11 / (4 × 4.5) = 61.1 %.
   EXPECT_NE(html.find("61.1 %"), std::string::npos);
+}
+
+// The report opens with its answer: a table of contents, the verdict, the findings of all runs
+// said once each and ranked by the step time at stake, the matrix and its scaling — and only then
+// the per-run detail. Two runs (matrix cells) with the same three findings: each once in the summary.
+TEST(ReportHtml, OpensWithOneSummaryOfDeduplicatedRankedFindingsAndTheMatrix) {
+  auto report = sample_report();
+  RunReport second = report.runs[0];
+  second.label = "cell world=2";
+  second.analysis.phases.mean_step_s = 10.0;
+  // In the second run the straggler costs the most: 0.7 × 10 s = 7 s against gen's 0.6 × 10 s.
+  for (auto& f : second.findings)
+    if (f.rule == "straggler") f.impact = 0.7;
+  report.runs.push_back(second);
+  const std::string html = report_html(report);
+
+  const auto contents = html.find(R"(<nav id="contents"><h2>Contents</h2>)");
+  const auto summary = html.find(R"(<section id="summary"><h2>Summary</h2>)");
+  const auto verdict = html.find(R"(<div class="verdict">)");
+  const auto matrix = html.find(R"(<h3 id="matrix">)");
+  const auto scaling = html.find("Scaling along");
+  const auto comparison = html.find(R"(<section id="comparison">)");
+  const auto first_run = html.find(R"(<section class="run" id="run-0">)");
+  ASSERT_NE(contents, std::string::npos);
+  ASSERT_NE(first_run, std::string::npos);
+  EXPECT_LT(contents, summary);
+  EXPECT_LT(summary, verdict);
+  EXPECT_LT(verdict, matrix);
+  EXPECT_LT(matrix, scaling);
+  EXPECT_LT(scaling, comparison);
+  EXPECT_LT(comparison, first_run) << "the matrix table and its scaling come before any run's detail";
+  for (const char* link : {"href=\"#summary\"", "href=\"#findings\"", "href=\"#matrix\"", "href=\"#comparison\"",
+                           "href=\"#run-0\"", "href=\"#run-1\""})
+    EXPECT_NE(html.find(link, contents), std::string::npos) << link;
+
+  // Deduplicated: three rules, three summary entries; each suggestion printed once, not per run.
+  EXPECT_EQ(count(html, R"(id="finding-)"), 3u);
+  for (const auto& f : report.runs[0].findings) EXPECT_EQ(count(html, escaped(f.suggestion)), 1u) << f.suggestion;
+  // Ranked by step time at stake (7 s, 6 s, then the switch's 0.0865 × 10 s), not by severity.
+  const auto straggler = html.find(R"(<div class="finding info" id="finding-0">)");
+  const auto gen = html.find(R"(<div class="finding critical" id="finding-1">)");
+  const auto sw = html.find(R"(<div class="finding warning" id="finding-2">)");
+  ASSERT_NE(straggler, std::string::npos);
+  ASSERT_NE(gen, std::string::npos);
+  ASSERT_NE(sw, std::string::npos);
+  EXPECT_NE(html.find("fired on 2 of 2 runs", straggler), std::string::npos);
+  EXPECT_NE(html.find("7 s of the 10 s step at stake", straggler), std::string::npos) << "impact × the run's step";
+  // The verdict names the costliest finding and the matrix's scaling.
+  const std::string verdict_text = html.substr(verdict, html.find("</div>", verdict) - verdict);
+  EXPECT_NE(verdict_text.find("Rank 1 is the straggler"), std::string::npos) << verdict_text;
+  EXPECT_NE(verdict_text.find("61.1 %"), std::string::npos) << verdict_text;
+  // Per run, each finding links to its summary entry instead of repeating the suggestion.
+  EXPECT_NE(html.find(R"(<a href="#finding-0">suggestion</a>)", first_run), std::string::npos);
+  // Headings for the PDF outline: one h1, the sections as h2.
+  EXPECT_EQ(count(html, "<h1>"), 1u);
+  EXPECT_EQ(count(html, "<h2>"), 5u) << "contents, summary, comparison, two runs";
 }
 
 TEST(ReportHtml, DataIsEscapedAndNothingComesFromTheNetwork) {
@@ -305,6 +366,21 @@ TEST(ReportMarkdown, SameTablesWithCellsEscaped) {
   EXPECT_NE(md.find("| **tokens/s** | **200** | **232.7** | **+16.3 %** |"), std::string::npos) << md;
   EXPECT_NE(md.find("significantly better"), std::string::npos);
   EXPECT_NE(md.find("| world (ref cell 1: world=1,mode=naive) | strong | 4 | 61.1 % | 61.1 % |"), std::string::npos);
+  // As the HTML: the summary (ranked findings, the matrix) and the comparison before the run's detail,
+  // each suggestion once.
+  const auto summary = md.find("## Summary");
+  const auto matrix = md.find("### Matrix 3");
+  const auto comparison = md.find("## Comparison");
+  const auto run = md.find("| mean step |");
+  ASSERT_NE(summary, std::string::npos);
+  EXPECT_LT(summary, md.find("2.58 s of the 4.3 s step at stake"));
+  EXPECT_LT(summary, matrix);
+  EXPECT_LT(matrix, comparison);
+  EXPECT_LT(comparison, run);
+  for (const auto& f : report.runs[0].findings)
+    if (!f.suggestion.empty()) {
+      EXPECT_EQ(count(md, "Suggestion: " + f.suggestion.substr(0, 20)), 1u) << f.suggestion;
+    }
 }
 
 TEST(ReportCsv, TidyRowsThatReadBackIntact) {
@@ -396,6 +472,11 @@ TEST(ReportJson, CarriesWhatTheHtmlShowsAndReadsBackIntact) {
   ASSERT_EQ(m.at("scaling_curves").size(), 1u);
   EXPECT_EQ(m.at("scaling_curves")[0].at("efficiency")[2][0], 4.0);
   EXPECT_NEAR(m.at("scaling_curves")[0].at("efficiency")[2][1].get<double>(), 11.0 / 18.0, 1e-12);
+  // The summary: the findings ranked by step time at stake (0.6 × 4.3 s first), the verdict.
+  ASSERT_EQ(j.at("summary").at("findings").size(), 3u);
+  EXPECT_EQ(j.at("summary").at("findings")[0].at("rule"), "rollout-dominates");
+  EXPECT_NEAR(j.at("summary").at("findings")[0].at("seconds_at_stake").get<double>(), 0.6 * 4.3, 1e-9);
+  EXPECT_FALSE(j.at("summary").at("verdict").empty());
 }
 
 TEST(ReportWriter, ParsesFormatNamesAndWritesEachTextFormat) {
@@ -446,6 +527,8 @@ TEST(ReportPdf, ChromiumPrintsTheFindings) {
   EXPECT_NE(text.find("Rank 1 is the straggler <script>alert(1)</script>"), std::string::npos)
       << "the escaped title prints as its text";
   EXPECT_NE(text.find("Weight switch"), std::string::npos);
+  // The headings became the PDF's outline (--generate-pdf-document-outline): an /Outlines tree.
+  EXPECT_NE(bytes.find("/Outlines"), std::string::npos) << "no document outline in the PDF";
 }
 
 TEST(ReportPdf, FailuresSayWhatToDo) {

@@ -196,7 +196,15 @@ TEST(MainWindow, TwoSelectedRunsAreComparedOffTheGuiThread) {
   // The baseline is the run highest in the table (the files load in parallel: either may be first).
   const std::string top = window.runs_proxy()->index(0, RunsModel::kName).data().toString().toStdString();
   const std::string second = top == "old" ? "new" : "old";
-  EXPECT_EQ(window.shown_comparison()->labels.front(), "run 1: " + top);
+  // Both files number their run 1: a label names the database too ("run old#1: old").
+  const auto label_of_row = [&](int row) {
+    return window.runs_model()->run_label(window.runs_proxy()->mapToSource(window.runs_proxy()->index(row, 0)).row())
+        .toStdString();
+  };
+  const std::string top_label = "run " + label_of_row(0) + ": " + top;
+  const std::string second_label = "run " + label_of_row(1) + ": " + second;
+  EXPECT_NE(label_of_row(0), label_of_row(1));
+  EXPECT_EQ(window.shown_comparison()->labels.front(), top_label);
   // Both runs' tokens/s and step time overlaid, one line per run (4 steps each: x is the step).
   ASSERT_EQ(window.shown_comparison()->overlay_charts.size(), 2u);
   EXPECT_EQ(window.shown_comparison()->overlay_charts[0].series.size(), 2u);
@@ -206,7 +214,7 @@ TEST(MainWindow, TwoSelectedRunsAreComparedOffTheGuiThread) {
   // tokens/s went up by 0.26/0.215 − 1 = +20.93 %; with "old" down by 0.215/0.26 − 1 = −17.31 %.
   idle = false;
   ASSERT_TRUE(window.set_baseline(1));
-  ASSERT_TRUE(QTest::qWaitFor([&] { return idle && window.shown_comparison()->labels.front() == "run 1: " + second; }, 30000));
+  ASSERT_TRUE(QTest::qWaitFor([&] { return idle && window.shown_comparison()->labels.front() == second_label; }, 30000));
   ASSERT_NE(window.compare_model()->metric_delta(0), nullptr);
   EXPECT_EQ(window.compare_model()->index(0, CompareModel::kChange).data().toString(),
             second == "new" ? "+20.93 %" : "-17.31 %");

@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
   parser.addVersionOption();
   parser.addPositionalArgument(QStringLiteral("files"), QStringLiteral("run or matrix databases (.sqlite) to open"),
                                QStringLiteral("[FILES...]"));
-  const QCommandLineOption run_option(QStringLiteral("run"), QStringLiteral("select the run with this id"),
+  const QCommandLineOption run_option(QStringLiteral("run"), QStringLiteral("select the run with this id (DB#ID when several files are open)"),
                                       QStringLiteral("ID"));
   const QCommandLineOption screenshot_option(
       QStringLiteral("screenshot"), QStringLiteral("once loaded and analysed, save the window to FILE and quit"),
@@ -66,10 +66,10 @@ int main(int argc, char** argv) {
                  qPrintable(hs::viewer::MainWindow::page_names().join(QStringLiteral(", "))));
     return 2;
   }
-  QList<std::int64_t> wanted_runs;
-  if (parser.isSet(run_option)) wanted_runs << parser.value(run_option).toLongLong();
+  QStringList wanted_runs;  // "ID" or "DB#ID" (run ids restart in every file)
+  if (parser.isSet(run_option)) wanted_runs << parser.value(run_option).trimmed();
   for (const QString& id : parser.value(select_option).split(QLatin1Char(','), Qt::SkipEmptyParts))
-    wanted_runs << id.trimmed().toLongLong();
+    wanted_runs << id.trimmed();
   bool run_selected = wanted_runs.isEmpty();
   bool step_shown = !parser.isSet(step_option);
   QObject::connect(&window, &hs::viewer::MainWindow::became_idle, &window, [&] {
@@ -78,7 +78,9 @@ int main(int argc, char** argv) {
       if (window.select_runs(wanted_runs)) {
         if (window.busy()) return;  // idle again once analysed
       } else {
-        std::fprintf(stderr, "hybridscope-viewer: not every run of --run/--select is in the files opened\n");
+        std::fprintf(stderr,
+                     "hybridscope-viewer: not every run of --run/--select is in the files opened, or an id is in "
+                     "several of them (say which: --run DB#ID, DB as the runs table's ID column shows it)\n");
       }
     }
     if (!step_shown) {

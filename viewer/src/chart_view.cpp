@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <tuple>
+#include <vector>
 
 #include <QAction>
 #include <QApplication>
@@ -12,11 +13,13 @@
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QGraphicsTextItem>
 #include <QMainWindow>
 #include <QMessageBox>
 #include <QPainter>
 #include <QPixmap>
 #include <QRegularExpression>
+#include <QResizeEvent>
 #include <QStatusBar>
 #include <QSvgGenerator>
 #include <QToolTip>
@@ -131,6 +134,11 @@ void ChartWidget::save_with_dialog(bool svg) {
 
 struct ShareBarChart::Impl {
   QChartView* view = nullptr;
+  QString title;
+  QStringList labels;     // as given
+  QList<double> shares;   // as given
+  QStringList shown;      // the bars drawn, top to bottom
+  int fitted = -1;        // bars_that_fit() at the last render
 };
 
 ShareBarChart::ShareBarChart(QWidget* parent) : ChartWidget(parent), impl_(new Impl) {
@@ -147,6 +155,10 @@ ShareBarChart::ShareBarChart(QWidget* parent) : ChartWidget(parent), impl_(new I
 ShareBarChart::~ShareBarChart() { delete impl_; }
 
 void ShareBarChart::clear() {
+  impl_->labels.clear();
+  impl_->shares.clear();
+  impl_->shown.clear();
+  impl_->title.clear();
   QChart* chart = impl_->view->chart();
   chart->removeAllSeries();
   for (QAbstractAxis* axis : chart->axes()) {
@@ -158,15 +170,79 @@ void ShareBarChart::clear() {
 
 void ShareBarChart::set_shares(const QString& title, const QStringList& labels, const QList<double>& shares) {
   clear();
+  impl_->title = title;
+  impl_->labels = labels;
+  impl_->shares = shares;
+  render();
+}
+
+QStringList ShareBarChart::shown_labels() const { return impl_->shown; }
+
+int ShareBarChart::bars_that_fit() const {
   QChart* chart = impl_->view->chart();
-  chart->setTitle(title);
+  // What Qt Charts' vertical axis needs per category (VerticalAxis::updateGeometry): the label's
+  // bounding box as its QGraphicsTextItem lays it out, plus its padding above and below.
+  QGraphicsTextItem probe;
+  probe.setFont(chart->axes(Qt::Vertical).isEmpty() ? chart->font() : chart->axes(Qt::Vertical).front()->labelsFont());
+  probe.setHtml(QStringLiteral("Xg"));
+  constexpr double kLabelPadding = 5.0;  // ChartAxisElement's, each side, rounded up
+  const double per_bar = probe.boundingRect().height() + 2.0 * kLabelPadding + 1.0;
+  // The plot's height: as laid out, else the view less the title, the x axis and the margins.
+  const double plot = chart->plotArea().height() > 0 ? chart->plotArea().height()
+                                                     : impl_->view->height() - 4.0 * probe.boundingRect().height();
+  // A bar category axis lays out categories + 2 slots (one spare at each end).
+  return std::max(1, static_cast<int>(std::floor(plot / per_bar)) - 2);
+}
+
+void ShareBarChart::resizeEvent(QResizeEvent* event) {
+  ChartWidget::resizeEvent(event);
+  if (!impl_->labels.isEmpty() && bars_that_fit() != impl_->fitted) render();
+}
+
+void ShareBarChart::render() {
+  QChart* chart = impl_->view->chart();
+  chart->removeAllSeries();
+  for (QAbstractAxis* axis : chart->axes()) {
+    chart->removeAxis(axis);
+    delete axis;
+  }
+  chart->setTitle(impl_->title);
+  const QStringList& all_labels = impl_->labels;
+  const auto share_of = [&](qsizetype i) { return i < impl_->shares.size() ? impl_->shares[i] : 0.0; };
+  // Fit: keep the (fit − 1) largest shares in the given order, the others summed into one bar.
+  impl_->fitted = bars_that_fit();
+  QStringList labels;
+  QList<double> shares;
+  if (all_labels.size() <= impl_->fitted) {
+    labels = all_labels;
+    for (qsizetype i = 0; i < all_labels.size(); ++i) shares << share_of(i);
+  } else {
+    std::vector<qsizetype> order(static_cast<std::size_t>(all_labels.size()));
+    for (qsizetype i = 0; i < all_labels.size(); ++i) order[static_cast<std::size_t>(i)] = i;
+    std::stable_sort(order.begin(), order.end(), [&](qsizetype a, qsizetype b) { return share_of(a) > share_of(b); });
+    const auto kept = static_cast<std::size_t>(std::max(1, impl_->fitted - 1));
+    std::vector<bool> keep(static_cast<std::size_t>(all_labels.size()), false);
+    for (std::size_t k = 0; k < kept; ++k) keep[static_cast<std::size_t>(order[k])] = true;
+    double rest = 0.0;
+    for (qsizetype i = 0; i < all_labels.size(); ++i) {
+      if (keep[static_cast<std::size_t>(i)]) {
+        labels << all_labels[i];
+        shares << share_of(i);
+      } else {
+        rest += share_of(i);
+      }
+    }
+    labels << tr("%1 others").arg(all_labels.size() - static_cast<qsizetype>(kept));
+    shares << rest;
+  }
+  impl_->shown = labels;
   // QHorizontalBarSeries draws its first category at the bottom: reverse so the list reads top-down.
   QStringList categories;
   auto* set = new QBarSet(QStringLiteral("share"));
   double top = 0.0;
   for (qsizetype i = labels.size() - 1; i >= 0; --i) {
     categories << labels[i];
-    const double percent = 100.0 * (i < shares.size() ? shares[i] : 0.0);
+    const double percent = 100.0 * shares[i];
     *set << percent;
     top = std::max(top, percent);
   }

@@ -48,6 +48,11 @@ class ChartWidget : public QWidget {
 };
 
 /// A horizontal bar chart of shares (0..1, drawn as %), one bar per label, top to bottom.
+/// Qt Charts gives each category label the plot's height ÷ (categories + 2), less its padding, and
+/// cuts a label that does not fit to "..." — all of them at once, since they share one height. So
+/// the chart shows as many bars as its height can label whole: when the labels outnumber that, the
+/// largest shares keep their bars (in the given order) and the rest are summed into one last bar,
+/// "N others" (the table beside the chart lists them). Re-fitted on every resize.
 class ShareBarChart : public ChartWidget {
   Q_OBJECT
 
@@ -57,8 +62,17 @@ class ShareBarChart : public ChartWidget {
 
   void set_shares(const QString& title, const QStringList& labels, const QList<double>& shares);
   void clear();
+  /// The labels of the bars drawn now (after fitting), top to bottom.
+  QStringList shown_labels() const;
+  /// How many bars the chart's current height labels whole.
+  int bars_that_fit() const;
+
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
+  void render();
+
   struct Impl;
   Impl* impl_;  // owned; Qt Charts types stay in chart_view.cpp
 };

@@ -250,8 +250,10 @@ void MainWindow::build_central() {
   connect(suggestion_, &QLabel::linkActivated, this, [this] { jump_to_finding(current_finding()); });
   diagnosis_layout->addWidget(findings_view_, 1);
   diagnosis_layout->addWidget(suggestion_);
-  right->setStretchFactor(0, 1);
-  right->setStretchFactor(1, 1);
+  // The run's phases get the larger part: their chart labels a bar per phase (a dozen in a PPO
+  // step with a critic), the findings table scrolls.
+  right->setStretchFactor(0, 3);
+  right->setStretchFactor(1, 2);
   pages_->addTab(right, tr("Overview"));
 
   // Metrics: a chart per step metric the run recorded, two per row, scrolling.
@@ -405,18 +407,26 @@ void MainWindow::on_all_loaded() {
   maybe_idle();
 }
 
-bool MainWindow::select_run(std::int64_t run_id) { return select_runs({run_id}); }
+bool MainWindow::select_run(std::int64_t run_id) { return select_runs(QStringList{QString::number(run_id)}); }
 
 bool MainWindow::select_runs(const QList<std::int64_t>& run_ids) {
+  QStringList refs;
+  for (const std::int64_t id : run_ids) refs << QString::number(id);
+  return select_runs(refs);
+}
+
+bool MainWindow::select_runs(const QStringList& run_refs) {
   QList<int> rows;
-  for (const std::int64_t id : run_ids) {
-    int found = -1;
-    for (int row = 0; row < runs_proxy_->rowCount() && found < 0; ++row) {
-      const RunEntry* e = runs_model_->entry(runs_proxy_->mapToSource(runs_proxy_->index(row, 0)).row());
-      if (e && e->run.id == id) found = row;
-    }
-    if (found < 0) return false;
-    rows << found;
+  for (const QString& ref : run_refs) {
+    const qsizetype hash = ref.lastIndexOf(QLatin1Char('#'));
+    bool number = false;
+    const std::int64_t id = ref.mid(hash + 1).trimmed().toLongLong(&number);
+    if (!number) return false;
+    const int source = runs_model_->find_run(hash < 0 ? QString() : ref.left(hash).trimmed(), id);
+    if (source < 0) return false;  // not open, or ambiguous
+    const QModelIndex index = runs_proxy_->mapFromSource(runs_model_->index(source, 0));
+    if (!index.isValid()) return false;  // filtered out
+    rows << index.row();
   }
   if (rows.isEmpty()) return false;
   const int first_source = runs_proxy_->mapToSource(runs_proxy_->index(rows.front(), 0)).row();

@@ -40,7 +40,9 @@ void MainWindow::request_comparison() {
     const auto slash = e->matrix_cell.find(" / ");
     const std::string what = e->matrix_cell.empty() ? e->run.name
                              : slash == std::string::npos ? e->matrix_cell : e->matrix_cell.substr(slash + 3);
-    runs.push_back({db->path, e->run.id, e->warmup_steps, "run " + std::to_string(e->run.id) + ": " + what});
+    // The run's label as the runs table shows it: "bench#4" when several databases are open.
+    runs.push_back({db->path, e->run.id, e->warmup_steps,
+                    "run " + runs_model_->run_label(source_row).toStdString() + ": " + what});
     run_keys << qs(db->path) + QLatin1Char('#') + QString::number(e->run.id);
   }
   // The baseline: the one chosen (while it stays selected), else the one highest in the table.

@@ -1,6 +1,8 @@
 // runs_model.cpp — RunsModel: LoadedDatabase structs as table rows.
 #include "hybridscope/viewer/runs_model.h"
 
+#include <algorithm>
+
 #include <QBrush>
 #include <QColor>
 #include <QDateTime>
@@ -17,6 +19,33 @@ QString started_text(std::int64_t unix_ns) {
 }
 
 }  // namespace
+
+QStringList database_tags(const std::vector<std::string>& paths) {
+  // Path components, last first: {"bench", "out", "work", ""} for /work/out/bench.sqlite.
+  std::vector<QStringList> parts;
+  for (const auto& path : paths) {
+    const QFileInfo info(qs(path));
+    QStringList p = info.absolutePath().split(QLatin1Char('/'), Qt::SkipEmptyParts);
+    std::reverse(p.begin(), p.end());
+    p.prepend(info.completeBaseName());
+    parts.push_back(p);
+  }
+  QStringList tags;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    // The fewest trailing components that no other path shares.
+    qsizetype depth = 1;
+    for (; depth < parts[i].size(); ++depth) {
+      bool clash = false;
+      for (std::size_t j = 0; j < parts.size() && !clash; ++j)
+        clash = j != i && parts[j].mid(0, depth) == parts[i].mid(0, depth);
+      if (!clash) break;
+    }
+    QStringList shown = parts[i].mid(0, depth);
+    std::reverse(shown.begin(), shown.end());
+    tags << shown.join(QLatin1Char('/'));
+  }
+  return tags;
+}
 
 RunsModel::RunsModel(QObject* parent) : QAbstractTableModel(parent) {}
 
@@ -38,10 +67,14 @@ void RunsModel::clear() {
   beginResetModel();
   databases_.clear();
   rows_.clear();
+  tags_.clear();
   endResetModel();
 }
 
 void RunsModel::rebuild_rows() {
+  std::vector<std::string> paths;
+  for (const auto& d : databases_) paths.push_back(d->path);
+  tags_ = database_tags(paths);
   rows_.clear();
   for (std::size_t d = 0; d < databases_.size(); ++d)
     for (std::size_t r = 0; r < databases_[d]->runs.size(); ++r) rows_.push_back({d, r});
@@ -56,6 +89,29 @@ const RunEntry* RunsModel::entry(int row) const {
 const LoadedDatabase* RunsModel::database_of(int row) const {
   if (row < 0 || row >= static_cast<int>(rows_.size())) return nullptr;
   return databases_[rows_[static_cast<std::size_t>(row)].database].get();
+}
+
+QString RunsModel::run_label(int row) const {
+  const RunEntry* e = entry(row);
+  if (!e) return {};
+  if (databases_.size() < 2) return QString::number(e->run.id);
+  return tags_.at(static_cast<qsizetype>(rows_[static_cast<std::size_t>(row)].database)) + QLatin1Char('#') +
+         QString::number(e->run.id);
+}
+
+int RunsModel::find_run(const QString& database, std::int64_t id) const {
+  int found = -1;
+  for (int row = 0; row < static_cast<int>(rows_.size()); ++row) {
+    if (entry(row)->run.id != id) continue;
+    const std::size_t d = rows_[static_cast<std::size_t>(row)].database;
+    const QString path = qs(databases_[d]->path);
+    if (!database.isEmpty() && database != tags_.at(static_cast<qsizetype>(d)) && database != path &&
+        database != QFileInfo(path).fileName())
+      continue;
+    if (found >= 0) return -2;  // the same id in two databases, and no database named
+    found = row;
+  }
+  return found;
 }
 
 int RunsModel::rowCount(const QModelIndex& parent) const {
@@ -73,7 +129,7 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::DisplayRole || role == kSortRole) {
     const bool sort = role == kSortRole;
     switch (column) {
-      case kRunId: return QVariant::fromValue<qlonglong>(e.run.id);
+      case kRunId: return sort ? QVariant::fromValue<qlonglong>(e.run.id) : QVariant(run_label(index.row()));
       case kName: return qs(e.run.name);
       case kCell: return qs(e.matrix_cell);
       case kStatus: return qs(e.run.status);

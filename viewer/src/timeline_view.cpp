@@ -135,15 +135,45 @@ void TimelineView::set_message(const QString& message) {
   viewport()->update();
 }
 
+bool TimelineView::track_foldable(std::size_t track) const {
+  return data_ && track < data_->tracks.size() && data_->tracks[track].kind == TrackKind::kComm &&
+         data_->tracks[track].lanes.size() > 1;
+}
+
+bool TimelineView::track_expanded(std::size_t track) const {
+  if (!track_foldable(track)) return true;
+  const auto& t = data_->tracks[track];
+  return expanded_.count({t.rank, static_cast<int>(t.kind)}) > 0;
+}
+
+void TimelineView::set_track_expanded(std::size_t track, bool expanded) {
+  if (!track_foldable(track) || track_expanded(track) == expanded) return;
+  const auto& t = data_->tracks[track];
+  if (expanded) expanded_.insert({t.rank, static_cast<int>(t.kind)});
+  else expanded_.erase({t.rank, static_cast<int>(t.kind)});
+  layout_rows();
+  viewport()->update();
+}
+
+std::pair<int, int> TimelineView::row_lanes(const Row& row) const {
+  if (row.lane == kFolded) return {0, static_cast<int>(data_->tracks[row.track].lanes.size())};
+  return {row.lane, row.lane + 1};
+}
+
 void TimelineView::layout_rows() {
   rows_.clear();
   int y = 0;
   if (data_)
     for (std::size_t t = 0; t < data_->tracks.size(); ++t) {
       const auto& track = data_->tracks[t];
-      for (std::size_t l = 0; l < track.lanes.size(); ++l) {
-        rows_.push_back({t, static_cast<int>(l), y, kLaneHeight});
+      if (!track_expanded(t)) {
+        rows_.push_back({t, kFolded, y, kLaneHeight});
         y += kLaneHeight;
+      } else {
+        for (std::size_t l = 0; l < track.lanes.size(); ++l) {
+          rows_.push_back({t, static_cast<int>(l), y, kLaneHeight});
+          y += kLaneHeight;
+        }
       }
       if (!track.counters.empty()) {
         rows_.push_back({t, -1, y, kCounterHeight});
@@ -280,9 +310,11 @@ void TimelineView::select(std::int64_t t0_ns, std::int64_t t1_ns, std::vector<st
 
 std::vector<LodEntry> TimelineView::row_entries(int row) const {
   std::vector<LodEntry> out;
-  if (!data_ || row < 0 || row >= row_count() || rows_[row].lane < 0) return out;
+  if (!data_ || row < 0 || row >= row_count() || rows_[row].lane == -1) return out;
   const auto [t0, t1] = visible_range();
-  data_->tracks[rows_[row].track].lanes[rows_[row].lane].query(t0, std::max(t1, t0 + 1), plot_width(), out);
+  const auto [l0, l1] = row_lanes(rows_[row]);
+  for (int l = l0; l < l1; ++l)
+    data_->tracks[rows_[row].track].lanes[l].query(t0, std::max(t1, t0 + 1), plot_width(), out);
   return out;
 }
 
@@ -327,8 +359,12 @@ void TimelineView::paintEvent(QPaintEvent*) {
     const Row& row = rows_[r];
     const int y = row.y - scroll + kRulerHeight;
     if (row.track % 2 == 1) p.fillRect(QRect(kLabelWidth, y, area.width() - kLabelWidth, row.height), band);
-    if (row.lane >= 0) paint_lane(p, row, y, t0, t1);
-    else paint_counters(p, row, y, t0, t1);
+    if (row.lane == -1) {
+      paint_counters(p, row, y, t0, t1);
+    } else {
+      const auto [l0, l1] = row_lanes(row);
+      for (int l = l0; l < l1; ++l) paint_lane(p, row, l, y, t0, t1);
+    }
   }
   // The selection: a translucent band over the selected tracks' rows.
   if (selection_t1_ > selection_t0_ && !selection_tracks_.empty()) {
@@ -349,8 +385,8 @@ void TimelineView::paintEvent(QPaintEvent*) {
   frame_times_.push_back(static_cast<double>(timer.nsecsElapsed()) / 1e6);
 }
 
-void TimelineView::paint_lane(QPainter& p, const Row& row, int y, std::int64_t t0, std::int64_t t1) {
-  const TimelineLane& lane = data_->tracks[row.track].lanes[row.lane];
+void TimelineView::paint_lane(QPainter& p, const Row& row, int lane_index, int y, std::int64_t t0, std::int64_t t1) {
+  const TimelineLane& lane = data_->tracks[row.track].lanes[lane_index];
   scratch_.clear();
   lane.query(t0, t1, plot_width(), scratch_);
   const double px = ns_per_px();
@@ -464,7 +500,11 @@ void TimelineView::paint_labels(QPainter& p, int first, int last) {
     last_track = row.track;
     const auto& track = data_->tracks[row.track];
     const int y = std::max(row.y - scroll, 0) + kRulerHeight;
-    const QString label = p.fontMetrics().elidedText(qs(track.label), Qt::ElideMiddle, kLabelWidth - 10);
+    QString text = qs(track.label);
+    if (track_foldable(row.track))  // ▸ folded, ▾ unfolded: the label is the toggle
+      text = (track_expanded(row.track) ? QStringLiteral("\u25BE ") : QStringLiteral("\u25B8 ")) + text +
+             tr(" (%1 lanes)").arg(track.lanes.size());
+    const QString label = p.fontMetrics().elidedText(text, Qt::ElideMiddle, kLabelWidth - 10);
     p.drawText(QRect(6, y, kLabelWidth - 10, kLaneHeight), Qt::AlignVCenter | Qt::AlignLeft, label);
   }
   p.setPen(palette().color(QPalette::Mid));
@@ -499,23 +539,27 @@ void TimelineView::paint_ruler(QPainter& p, std::int64_t t0) {
 std::optional<TimelineView::Hit> TimelineView::hit_test(const QPoint& pos) const {
   if (!data_ || pos.x() < kLabelWidth) return std::nullopt;
   const int r = row_at(pos.y());
-  if (r < 0 || rows_[r].lane < 0) return std::nullopt;
+  if (r < 0 || rows_[r].lane == -1) return std::nullopt;
   const auto [t0, t1] = visible_range();
   const double px = ns_per_px();
-  scratch_.clear();
-  data_->tracks[rows_[r].track].lanes[rows_[r].lane].query(t0, std::max(t1, t0 + 1), plot_width(), scratch_);
-  // The entry drawn under the cursor: its x span, at least a pixel wide (the paint's rule), ±1 px.
-  for (const LodEntry& e : scratch_) {
-    const double x0 = kLabelWidth + static_cast<double>(e.start_ns - t0) / px;
-    const double x1 = std::max(x0 + 1.0, kLabelWidth + static_cast<double>(e.end_ns - t0) / px);
-    if (pos.x() >= x0 - 1.0 && pos.x() <= x1 + 1.0) return Hit{r, e};
+  const auto [l0, l1] = row_lanes(rows_[r]);
+  // The entry drawn under the cursor: its x span, at least a pixel wide (the paint's rule), ±1 px;
+  // on a folded row the topmost, i.e. the last lane's (painted last).
+  for (int l = l1 - 1; l >= l0; --l) {
+    scratch_.clear();
+    data_->tracks[rows_[r].track].lanes[l].query(t0, std::max(t1, t0 + 1), plot_width(), scratch_);
+    for (const LodEntry& e : scratch_) {
+      const double x0 = kLabelWidth + static_cast<double>(e.start_ns - t0) / px;
+      const double x1 = std::max(x0 + 1.0, kLabelWidth + static_cast<double>(e.end_ns - t0) / px);
+      if (pos.x() >= x0 - 1.0 && pos.x() <= x1 + 1.0) return Hit{r, l, e};
+    }
   }
   return std::nullopt;
 }
 
-QString TimelineView::describe(const Row& row, const LodEntry& e) const {
+QString TimelineView::describe(const Row& row, int lane_index, const LodEntry& e) const {
   const TimelineTrack& track = data_->tracks[row.track];
-  const TimelineLane& lane = track.lanes[row.lane];
+  const TimelineLane& lane = track.lanes[lane_index];
   const TimelineItem& item = lane.items()[e.first];
   const auto name = [&](std::uint32_t i) { return i < data_->names.size() ? qs(data_->names[i]).toHtmlEscaped() : QStringLiteral("?"); };
   const double start_s = static_cast<double>(e.start_ns - data_->start_ns) / 1e9;
@@ -580,7 +624,7 @@ QString TimelineView::describe(const Row& row, const LodEntry& e) const {
 
 QString TimelineView::tool_tip_at(const QPoint& pos) const {
   const auto hit = hit_test(pos);
-  return hit ? describe(rows_[hit->row], hit->entry) : QString();
+  return hit ? describe(rows_[hit->row], hit->lane, hit->entry) : QString();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -607,6 +651,13 @@ bool TimelineView::viewportEvent(QEvent* event) {
 void TimelineView::mousePressEvent(QMouseEvent* event) {
   if (event->button() != Qt::LeftButton || !data_) return;
   press_pos_ = event->position().toPoint();
+  if (press_pos_.x() < kLabelWidth) {  // a foldable track's label folds or unfolds it
+    const int r = row_at(press_pos_.y());
+    if (r >= 0 && track_foldable(rows_[r].track)) {
+      set_track_expanded(rows_[r].track, !track_expanded(rows_[r].track));
+      return;
+    }
+  }
   if (event->modifiers() & Qt::ShiftModifier) {
     drag_ = Drag::kSelect;
     drag_time_ = time_at(std::max<double>(press_pos_.x(), kLabelWidth));

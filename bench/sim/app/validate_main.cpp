@@ -29,11 +29,7 @@ int main(int argc, char** argv) {
     const sim::CommCalibration comm =
         sim::calibrate_comm(hardware, {{sim::LinkLevel::kIntraNode, sim::read_comm_bench_json(argv[2]).samples}});
     std::printf("%s: %zu measured cells\n", argv[1], cells.size());
-    int n = 0;
-    for (const auto& split : sim::validation_splits(cells)) {
-      std::printf("\n== split %d: %s ==\n", ++n, split.title.c_str());
-      std::printf("%s", sim::format_validation(sim::validate_step_model(cells, split.in_fit, comm)).c_str());
-    }
+    std::printf("\n%s", sim::format_validations(cells, comm).c_str());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "hs_sim_validate: %s\n", e.what());

@@ -3,6 +3,7 @@
 #include "hybridscope/bench/sim/step_calibration.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -64,8 +65,39 @@ double predicted_phase(const PhaseTimes& t, const std::string& phase) noexcept {
   return -1.0;
 }
 
+std::vector<std::string> efficiencies_out_of_range(const Efficiencies& e) {
+  std::vector<std::string> out;
+  for (auto [name, v] : {std::pair{"prefill compute", e.prefill_compute}, std::pair{"decode bandwidth", e.decode_bandwidth},
+                         std::pair{"forward compute", e.forward_compute}, std::pair{"train compute", e.train_compute},
+                         std::pair{"switch copy", e.switch_copy}})
+    if (!(v > 0.0 && v <= 1.0)) out.push_back(fmt::format("{} {:.4g}", name, v));
+  return out;
+}
+
+namespace {
+
+EfficiencyFit fit_unchecked(const std::vector<MeasuredCell>& cells, const CommCalibration& comm,
+                            const Efficiencies& start);
+
+}  // namespace
+
 EfficiencyFit fit_efficiencies(const std::vector<MeasuredCell>& cells, const CommCalibration& comm,
                                const Efficiencies& start) {
+  EfficiencyFit out = fit_unchecked(cells, comm, start);
+  out.out_of_range = efficiencies_out_of_range(out.efficiency);
+  if (!out.out_of_range.empty())
+    out.notes.push_back(fmt::format(
+        "fitted efficiencies outside (0, 1]: {} — an efficiency is a share of the hardware file's peak, so "
+        "above 1 the model misses work the phase does or the peak is too low; projections with these values "
+        "are not to be trusted until the hardware file or the model is corrected",
+        fmt::join(out.out_of_range, ", ")));
+  return out;
+}
+
+namespace {
+
+EfficiencyFit fit_unchecked(const std::vector<MeasuredCell>& cells, const CommCalibration& comm,
+                            const Efficiencies& start) {
   if (cells.empty()) throw SimError("efficiency fit: no measured cell to fit on");
   EfficiencyFit out;
   out.efficiency = start;
@@ -172,6 +204,8 @@ EfficiencyFit fit_efficiencies(const std::vector<MeasuredCell>& cells, const Com
   return out;
 }
 
+}  // namespace
+
 OrderingCheck check_ordering(const std::vector<double>& measured_s, const std::vector<double>& predicted_s) {
   OrderingCheck out;
   const std::size_t n = std::min(measured_s.size(), predicted_s.size());
@@ -224,16 +258,15 @@ OrderingCheck ordering_of(const std::vector<CellPrediction>& cells, bool held_ou
 
 }  // namespace
 
-ValidationReport validate_step_model(const std::vector<MeasuredCell>& cells,
-                                     const std::function<bool(const MeasuredCell&)>& in_fit,
-                                     const CommCalibration& comm, const Efficiencies& start) {
+namespace {
+
+// Fits on the cells where in_fit is true (at least one) and predicts every cell.
+ValidationReport fit_and_predict(const std::vector<MeasuredCell>& cells,
+                                 const std::function<bool(const MeasuredCell&)>& in_fit, const CommCalibration& comm,
+                                 const Efficiencies& start) {
   std::vector<MeasuredCell> fit_cells;
   for (const auto& c : cells)
     if (in_fit(c)) fit_cells.push_back(c);
-  if (fit_cells.empty() || fit_cells.size() == cells.size())
-    throw SimError(fmt::format("validation: {} of {} cells chosen to fit on; both the fit and the held-out "
-                               "subsets need at least one cell",
-                               fit_cells.size(), cells.size()));
   ValidationReport out;
   out.fit = fit_efficiencies(fit_cells, comm, start);
   for (const auto& c : cells) {
@@ -255,51 +288,117 @@ ValidationReport validate_step_model(const std::vector<MeasuredCell>& cells,
   return out;
 }
 
-std::string format_validation(const ValidationReport& r) {
+}  // namespace
+
+ValidationReport validate_step_model(const std::vector<MeasuredCell>& cells,
+                                     const std::function<bool(const MeasuredCell&)>& in_fit,
+                                     const CommCalibration& comm, const Efficiencies& start) {
+  const auto n_fit = std::count_if(cells.begin(), cells.end(), [&](const MeasuredCell& c) { return in_fit(c); });
+  if (n_fit == 0 || static_cast<std::size_t>(n_fit) == cells.size())
+    throw SimError(fmt::format("validation: {} of {} cells chosen to fit on; both the fit and the held-out "
+                               "subsets need at least one cell",
+                               n_fit, cells.size()));
+  return fit_and_predict(cells, in_fit, comm, start);
+}
+
+namespace {
+
+std::string error_line(const std::vector<PhaseError>& errs) {
+  std::string out;
+  for (const auto& e : errs) out += fmt::format("  {} {:.1f}% ({} cell{})", e.phase, e.mean_abs_pct_error, e.cells,
+                                                e.cells == 1 ? "" : "s");
+  return out.empty() ? "  (no cell measured a compared phase)" : out;
+}
+
+std::string ordering_line(const char* title, const OrderingCheck& o) {
+  return fmt::format("  {}: {} pairs, {} kept, {} reversed, {} tied (predicted equal)\n", title, o.pairs, o.kept,
+                     o.reversed, o.tied);
+}
+
+std::string fitted_efficiencies(const EfficiencyFit& fit) {
+  const Efficiencies& e = fit.efficiency;
+  std::string out = fmt::format(
+      "fitted efficiencies ({} cells): prefill compute {:.4g}, decode bandwidth {:.4g}, forward compute {:.4g}, "
+      "train compute {:.4g}\n",
+      fit.cells, e.prefill_compute, e.decode_bandwidth, e.forward_compute, e.train_compute);
+  if (!fit.out_of_range.empty())
+    out += fmt::format("  FLAG: outside (0, 1]: {} (see the note below)\n", fmt::join(fit.out_of_range, ", "));
+  for (const auto& note : fit.notes) out += "  note: " + note + "\n";
+  return out;
+}
+
+// Per cell predicted vs measured: the held-out cells first (the prediction), then the fit cells.
+std::string cell_table(const std::vector<CellPrediction>& cells) {
   std::string out = "cell  name                 ranks  subset    ";
   for (const char* phase : kComparedPhases) out += fmt::format("{:>26}", fmt::format("{} s pred/meas", phase));
   out += "   unmodelled s\n";
-  for (const auto& c : r.cells) {
-    out += fmt::format("{:<5} {:<20} {:>5}  {:<8}  ", c.cell_index, c.name.substr(0, 20), c.ranks,
-                       c.in_fit ? "fit" : "held-out");
-    for (const char* phase : kComparedPhases) {
-      const auto m = c.measured.find(phase);
-      const double pred = predicted_phase(c.predicted, phase);
-      out += m == c.measured.end()
-                 ? fmt::format("{:>26}", fmt::format("{:.3f} / -", pred))
-                 : fmt::format("{:>26}", fmt::format("{:.3f} / {:.3f} ({:+.0f}%)", pred, m->second,
-                                                     100.0 * (pred - m->second) / m->second));
+  for (bool fit_rows : {false, true}) {
+    for (const auto& c : cells) {
+      if (c.in_fit != fit_rows) continue;
+      out += fmt::format("{:<5} {:<20} {:>5}  {:<8}  ", c.cell_index, c.name.substr(0, 20), c.ranks,
+                         c.in_fit ? "fit" : "held-out");
+      for (const char* phase : kComparedPhases) {
+        const auto m = c.measured.find(phase);
+        const double pred = predicted_phase(c.predicted, phase);
+        out += m == c.measured.end()
+                   ? fmt::format("{:>26}", fmt::format("{:.3f} / -", pred))
+                   : fmt::format("{:>26}", fmt::format("{:.3f} / {:.3f} ({:+.0f}%)", pred, m->second,
+                                                       100.0 * (pred - m->second) / m->second));
+      }
+      // What the step measured outside the modelled phases (switches, reward, advantages, …).
+      double modelled = 0.0;
+      for (const char* phase : {"gen", "old_log_prob", "ref", "update_actor"}) {
+        const auto m = c.measured.find(phase);
+        if (m != c.measured.end()) modelled += m->second;
+      }
+      const auto step = c.measured.find("step");
+      out += step == c.measured.end() ? "   -\n" : fmt::format("   {:.3f}\n", step->second - modelled);
     }
-    // What the step measured outside the modelled phases (switches, reward, advantages, …).
-    double modelled = 0.0;
-    for (const char* phase : {"gen", "old_log_prob", "ref", "update_actor"}) {
-      const auto m = c.measured.find(phase);
-      if (m != c.measured.end()) modelled += m->second;
-    }
-    const auto step = c.measured.find("step");
-    out += step == c.measured.end() ? "   -\n" : fmt::format("   {:.3f}\n", step->second - modelled);
   }
-  auto errors = [&](const char* title, const std::vector<PhaseError>& errs) {
-    out += fmt::format("{}:", title);
-    for (const auto& e : errs) out += fmt::format("  {} {:.1f}% ({} cells)", e.phase, e.mean_abs_pct_error, e.cells);
-    out += "\n";
-  };
-  out += "\nmean absolute percentage error\n";
-  errors("  held-out cells", r.held_out);
-  errors("  fit cells     ", r.fitted);
-  auto ordering = [&](const char* title, const OrderingCheck& o) {
-    out += fmt::format("  {}: {} pairs, {} kept, {} reversed, {} tied (predicted equal)\n", title, o.pairs, o.kept,
-                       o.reversed, o.tied);
-  };
+  return out;
+}
+
+}  // namespace
+
+std::string format_validation(const ValidationReport& r) {
+  std::string out = "mean absolute percentage error\n";
+  out += "  held-out (cells the fit did not see: the error to expect of a projection):\n   " +
+         error_line(r.held_out) + "\n";
+  out += "  fitted (in-sample: the cells the efficiencies were fitted to, not a prediction):\n   " +
+         error_line(r.fitted) + "\n";
+  out += fitted_efficiencies(r.fit);
   out += "ordering of cells by step time\n";
-  ordering("all cells     ", r.ordering_all);
-  ordering("held-out cells", r.ordering_held_out);
-  const Efficiencies& e = r.fit.efficiency;
-  out += fmt::format(
-      "fitted efficiencies ({} cells): prefill compute {:.4g}, decode bandwidth {:.4g}, forward compute {:.4g}, "
-      "train compute {:.4g}\n",
-      r.fit.cells, e.prefill_compute, e.decode_bandwidth, e.forward_compute, e.train_compute);
-  for (const auto& note : r.fit.notes) out += "  note: " + note + "\n";
+  out += ordering_line("held-out cells", r.ordering_held_out);
+  out += ordering_line("all cells     ", r.ordering_all);
+  out += "per cell, predicted / measured (error of that cell; held-out cells first)\n";
+  out += cell_table(r.cells);
+  return out;
+}
+
+std::string format_validations(const std::vector<MeasuredCell>& cells, const CommCalibration& comm,
+                               const Efficiencies& start) {
+  if (cells.empty()) throw SimError("validation: no measured cell");
+  const auto splits = validation_splits(cells);
+  std::string out;
+  if (splits.empty()) {
+    const ValidationReport r = fit_and_predict(cells, [](const MeasuredCell&) { return true; }, comm, start);
+    out += fmt::format(
+        "{} measured cell{}: too few to hold any out (a held-out subset needs two rank counts, or two cells of "
+        "one), so there is NO held-out error. The error below is fitted (in-sample) and says nothing about how "
+        "well a projection predicts; measure more cells to validate.\n",
+        cells.size(), cells.size() == 1 ? "" : "s");
+    out += "mean absolute percentage error\n  fitted (in-sample, all cells):\n   " + error_line(r.fitted) + "\n";
+    out += fitted_efficiencies(r.fit);
+    out += "per cell, predicted / measured (all cells fitted)\n";
+    out += cell_table(r.cells);
+    return out;
+  }
+  int n = 0;
+  for (const auto& split : splits) {
+    out += fmt::format("{}== validation split {}: {} ==\n", n ? "\n" : "", n + 1, split.title);
+    ++n;
+    out += format_validation(validate_step_model(cells, split.in_fit, comm, start));
+  }
   return out;
 }
 

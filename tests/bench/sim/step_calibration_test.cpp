@@ -209,3 +209,62 @@ TEST(StepCalibration, ValidationSplitsExtrapolateAndInterpolate) {
   ASSERT_EQ(only.size(), 1u);
   EXPECT_EQ(only[0].title, "fit on alternate cells of each rank count, predict the others");
 }
+
+// The validation leads with the held-out error and names the fitted one as in-sample; the
+// per-cell table (whose fitted rows looked like prediction errors) comes after, held-out rows first.
+TEST(StepCalibration, ValidationLeadsWithTheHeldOutErrorAndLabelsTheFittedOne) {
+  const auto comm = small_cluster();
+  const auto cells = synthetic_cells(comm, 0.05);
+  const std::string text = sim::format_validations(cells, comm);
+  const auto held = text.find("held-out (cells the fit did not see");
+  const auto fitted = text.find("fitted (in-sample");
+  const auto table = text.find("per cell, predicted / measured");
+  ASSERT_NE(held, std::string::npos) << text;
+  ASSERT_NE(fitted, std::string::npos) << text;
+  ASSERT_NE(table, std::string::npos) << text;
+  EXPECT_LT(held, fitted);
+  EXPECT_LT(fitted, table);
+  EXPECT_NE(text.find("== validation split 2:"), std::string::npos) << "both splits: " << text;
+  // In the table of split 1 the held-out rows (4-rank cells 5, 6) come before the fit rows.
+  const auto first_row = text.find("\n5     r4_p64", table);
+  const auto fit_row = text.find("\n1     r1_p64", table);
+  ASSERT_NE(first_row, std::string::npos) << text;
+  ASSERT_NE(fit_row, std::string::npos) << text;
+  EXPECT_LT(first_row, fit_row);
+}
+
+// One cell cannot be split: the output says there is no held-out error instead of printing
+// nothing (or a fitted error that reads like one).
+TEST(StepCalibration, TooFewCellsToHoldOutAreSaidSo) {
+  const auto comm = small_cluster();
+  const auto cells = synthetic_cells(comm, 0.0);
+  const std::vector<sim::MeasuredCell> one(cells.begin(), cells.begin() + 1);
+  ASSERT_TRUE(sim::validation_splits(one).empty());
+  const std::string text = sim::format_validations(one, comm);
+  EXPECT_NE(text.find("1 measured cell: too few to hold any out"), std::string::npos) << text;
+  EXPECT_NE(text.find("NO held-out error"), std::string::npos) << text;
+  EXPECT_EQ(text.find("held-out (cells"), std::string::npos) << text;
+  EXPECT_NE(text.find("fitted (in-sample, all cells)"), std::string::npos) << text;
+}
+
+// An efficiency is a share of the hardware's peak: a fit above 1 (the measured cells ran faster
+// than the peak allows) is flagged, in the fit, its notes and the printed validation.
+TEST(StepCalibration, FittedEfficienciesAboveOneAreFlagged) {
+  EXPECT_TRUE(sim::efficiencies_out_of_range(kTruth).empty());
+  EXPECT_EQ(sim::efficiencies_out_of_range({0.5, 10.0, 0.5, 0.0, 1.0}),
+            (std::vector<std::string>{"decode bandwidth 10", "train compute 0"}));
+  // Cells twice as fast in every forward/backward as the model at efficiency 1 allows.
+  const auto comm = small_cluster();
+  auto cells = synthetic_cells(comm, 0.0);
+  for (auto& c : cells) {
+    c.phase_s["update_actor"] *= kTruth.train_compute / 2.0;  // train efficiency 2 fits these
+  }
+  const sim::EfficiencyFit fit = sim::fit_efficiencies(cells, comm);
+  EXPECT_GT(fit.efficiency.train_compute, 1.0);
+  ASSERT_EQ(fit.out_of_range.size(), 1u);
+  EXPECT_EQ(fit.out_of_range[0].rfind("train compute ", 0), 0u) << fit.out_of_range[0];
+  bool noted = false;
+  for (const auto& n : fit.notes) noted |= n.find("outside (0, 1]") != std::string::npos;
+  EXPECT_TRUE(noted);
+  EXPECT_NE(sim::format_validations(cells, comm).find("FLAG: outside (0, 1]: train compute"), std::string::npos);
+}

@@ -3,10 +3,16 @@
 //
 // Two matrices: cells are matched by their overrides (and rank count; the step count is left out
 // so that a longer run still matches); each metric's samples are the per-repetition values. Two
-// files of plain runs: the last run of each, and the samples are its measured steps (step_s) or
-// switches (switch_s). For each metric: change = (new − old)/|old| of the medians and a two-sided
-// Mann–Whitney U test (alpha 0.05, fewer than 9 samples a side flagged unreliable), as Google
-// Benchmark's compare.py; for step times also MLPerf's trimmed mean.
+// files of plain runs, or a cell with one repetition on each side: one value per run would leave
+// nothing to test, so step_s, tokens_per_s and mfu take the per-step samples of the measured steps
+// from run_compare.h's compare_runs() — the function behind `report --compare`, so both commands
+// give the same p — and switch_s the measured switches. For each metric: change = (new − old)/|old|
+// of the medians and a two-sided Mann–Whitney U test (alpha 0.05, fewer than 9 samples a side
+// flagged unreliable), as Google Benchmark's compare.py; for step times also MLPerf's trimmed
+// mean. A metric with one value a side is shown but not tested.
+//
+// Whatever makes the two sides not like for like — a matrix against a plain run, different rank
+// counts, config keys that differ — is listed in `mismatches` and printed before the table.
 #pragma once
 
 #include <optional>
@@ -15,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hybridscope/reports/run_compare.h"
 #include "hybridscope/reports/run_database.h"
 #include "hybridscope/reports/statistics.h"
 
@@ -24,7 +31,8 @@ struct MetricComparison {
   std::string metric;
   Spread old_values, new_values;
   double change = 0.0;            // (new − old)/|old| of the medians; NaN when old is 0
-  std::optional<MannWhitney> test;  // absent when a side has no samples
+  std::optional<MannWhitney> test;  // absent when a side has fewer than 2 samples (nothing to test)
+  std::string samples = "repetitions";  // what one sample is: "repetitions", "steps" or "switches"
   bool significant = false;       // p < kAlpha
   bool worse = false;             // the change goes against the metric's better direction
   std::optional<double> old_trimmed_mean, new_trimmed_mean;  // step_s only
@@ -41,6 +49,11 @@ struct Comparison {
   std::string old_label, new_label;  // "matrix 3 'demo'" / "run 7"
   std::vector<CellComparison> cells;
   std::vector<std::string> only_old, only_new;  // cells without a partner
+  /// What makes the comparison not like for like, one sentence each, said before any number:
+  /// "old is matrix 3 'demo', new a plain run: comparing the last run of each", "rank count
+  /// differs: old 4, new 1", "config differs in 2 keys: k (old a, new b), ...".
+  std::vector<std::string> mismatches;
+  std::vector<ConfigDifference> config_diff;  // every differing key (mismatches names the first few)
 };
 
 /// Compares the newest matrices of both files, or their last runs when either holds no matrix.

@@ -8,7 +8,9 @@
 // - selected step metrics become counter events ("ph": "C"), one track per metric, placed at the
 //   end of that step's "step" range;
 // - per rank, besides its threads: a "comm" track (one X per collective, args op, group, bytes,
-//   dtype, algbw/busbw), a "switches" track (each switch with its components as children), one
+//   dtype, algbw/busbw) — and "comm 2", "comm 3", ... where collectives overlap in time, since a
+//   track's slices must nest: each collective goes to the lowest lane free at its start, so a
+//   rank has as many lanes as it had collectives in flight at once —, a "switches" track (each switch with its components as children), one
 //   track per GPU (device, stream) with kernels, copies and memsets (args incl. correlation_id),
 //   CUDA runtime API calls on the calling thread, and a flow arrow ("s" -> "f") from each launch
 //   to the GPU work it started (same rank and correlation id);

@@ -44,6 +44,10 @@ struct ConfigDifference {
   std::optional<std::string> old_value, new_value;  // absent: the key is missing on that side
 };
 
+/// The keys whose values differ between two resolved configs (each sorted by key), by key.
+std::vector<ConfigDifference> config_differences(const std::vector<std::pair<std::string, std::string>>& old_config,
+                                                 const std::vector<std::pair<std::string, std::string>>& new_config);
+
 struct RunComparison {
   std::string old_label, new_label;  // "run 7 'name' (path)"
   std::vector<PhaseDelta> phases;    // "step" first, then verl's order; phases present on both sides

@@ -67,11 +67,16 @@ class MainWindow : public QMainWindow {
   void open_projection(const QString& path);
   /// The open projections, in the order they were first opened.
   const std::vector<std::shared_ptr<const Projection>>& projections() const { return projections_; }
-  /// Selects the run with this id (in the first database that has it); false if none has.
+  /// Selects the run with this id; false if no open database has it, or several do (run ids
+  /// restart in every file: name the database with select_runs({"TAG#ID"})).
   bool select_run(std::int64_t run_id);
   /// Selects these runs (the first becomes current); 2 or more are compared on the Compare page,
-  /// against the first (the baseline; the page's Baseline box changes it). False if any id is not found.
+  /// against the first (the baseline; the page's Baseline box changes it). False if any id is not
+  /// found or is in several open databases.
   bool select_runs(const QList<std::int64_t>& run_ids);
+  /// The same by reference: "ID", or "DB#ID" with DB the database's tag as the runs table shows
+  /// it ("bench#7"), its file name or its path. A bare ID held by several databases is refused.
+  bool select_runs(const QStringList& run_refs);
 
   /// Moves the Diagnosis panel's selection `by` findings (F8 next, Shift+F8 previous, wrapping
   /// around) and shows the Overview page; false when the shown run has no findings.

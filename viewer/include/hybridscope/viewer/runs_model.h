@@ -37,6 +37,14 @@ class RunsModel : public QAbstractTableModel {
   /// The run of a source row, and the database it came from; nullptr for an invalid row.
   const RunEntry* entry(int row) const;
   const LoadedDatabase* database_of(int row) const;
+  /// A run's identity as the viewer shows it: its id alone while one database is open, else
+  /// "TAG#ID" with the database's tag (database_tags) — run ids restart at 1 in every file, so
+  /// "run 1" of two files would be two runs under one name. Empty for an invalid row.
+  QString run_label(int row) const;
+  /// The source row of run `id` in the database tagged or named `database` (tag, file name or
+  /// path; empty: any database). -1 when there is no such run, -2 when `database` is empty and
+  /// several open databases hold a run with this id (the caller must say which).
+  int find_run(const QString& database, std::int64_t id) const;
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
@@ -52,7 +60,13 @@ class RunsModel : public QAbstractTableModel {
 
   std::vector<std::shared_ptr<const LoadedDatabase>> databases_;
   std::vector<Row> rows_;
+  QStringList tags_;  // database_tags() of databases_
 };
+
+/// Short, distinct names for open databases: the file name without its suffix ("bench" for
+/// out/bench.sqlite), with as many parent folders as it takes to tell two apart ("a/bench",
+/// "b/bench"), in the order of `paths`.
+QStringList database_tags(const std::vector<std::string>& paths);
 
 /// A proxy that sorts by kSortRole and filters case-insensitively on every column's text.
 QSortFilterProxyModel* make_runs_proxy(RunsModel* source, QObject* parent);

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -74,10 +75,22 @@ class TimelineView : public QAbstractScrollArea {
   std::pair<std::int64_t, std::int64_t> selection_range() const { return {selection_t0_, selection_t1_}; }
   const std::vector<std::size_t>& selection_tracks() const { return selection_tracks_; }
 
-  /// Rows drawn (lanes plus counter tracks) and tracks.
+  /// A rank's collectives overlap (fsdp's prefetched gathers, async ops in flight together), so
+  /// their track packs into as many lanes as were in flight at once — dozens. Such a track is
+  /// folded by default: one row that draws every lane on top of each other. Clicking its label
+  /// (or set_track_expanded) unfolds it into its lanes and back. Only collective tracks of more than
+  /// one lane fold; set_data keeps the choice per (rank, kind) across runs and refreshes.
+  bool track_foldable(std::size_t track) const;
+  bool track_expanded(std::size_t track) const;
+  void set_track_expanded(std::size_t track, bool expanded);
+
+  /// Rows drawn (lanes, folded tracks, counter tracks) and tracks.
   int row_count() const { return static_cast<int>(rows_.size()); }
+  /// The track (index into data()->tracks) of `row`.
+  std::size_t row_track(int row) const { return rows_.at(static_cast<std::size_t>(row)).track; }
   int track_count() const { return data_ ? static_cast<int>(data_->tracks.size()) : 0; }
-  /// The entries the lane of `row` draws in the current window (what a paint asks for).
+  /// The entries the lane of `row` draws in the current window (what a paint asks for); a folded
+  /// row's are those of every lane of its track, lane by lane.
   std::vector<LodEntry> row_entries(int row) const;
   /// The tool tip text at a viewport position; empty over nothing.
   QString tool_tip_at(const QPoint& pos) const;
@@ -104,14 +117,18 @@ class TimelineView : public QAbstractScrollArea {
  private:
   struct Row {
     std::size_t track = 0;
-    int lane = -1;  // index into the track's lanes; -1: its counters
+    int lane = -1;  // index into the track's lanes; -1: its counters; kFolded: all of its lanes
     int y = 0;      // top, in content pixels (before vertical scrolling)
     int height = 0;
   };
+  static constexpr int kFolded = -2;
   struct Hit {
     int row = -1;
+    int lane = 0;  // the lane of the track the entry is from (a folded row draws several)
     LodEntry entry;
   };
+  // The lanes a row draws: one, or all of a folded track's.
+  std::pair<int, int> row_lanes(const Row& row) const;
 
   void layout_rows();
   void update_scrollbars();
@@ -122,8 +139,8 @@ class TimelineView : public QAbstractScrollArea {
   int row_at(int y) const;               // index into rows_ at viewport y; -1 if none
   std::optional<Hit> hit_test(const QPoint& pos) const;
   QColor item_color(const TimelineLane& lane, const TimelineItem& item) const;
-  QString describe(const Row& row, const LodEntry& entry) const;
-  void paint_lane(class QPainter& p, const Row& row, int y, std::int64_t t0, std::int64_t t1);
+  QString describe(const Row& row, int lane, const LodEntry& entry) const;
+  void paint_lane(class QPainter& p, const Row& row, int lane, int y, std::int64_t t0, std::int64_t t1);
   void paint_counters(class QPainter& p, const Row& row, int y, std::int64_t t0, std::int64_t t1);
   void paint_ruler(class QPainter& p, std::int64_t t0);
   void paint_labels(class QPainter& p, int first_row, int last_row);
@@ -131,6 +148,7 @@ class TimelineView : public QAbstractScrollArea {
   std::shared_ptr<const TimelineData> data_;
   QString message_;
   std::vector<Row> rows_;
+  std::set<std::pair<int, int>> expanded_;  // (rank, TrackKind) of the foldable tracks unfolded
   int content_height_ = 0;
   std::vector<QColor> name_hue_;  // by names index: a stable colour per name
   double view_t0_ = 0.0;   // ns from data_->start_ns

@@ -45,7 +45,14 @@ struct EfficiencyFit {
   Efficiencies efficiency;
   int cells = 0;
   std::vector<std::string> notes;  // what could not be fitted and why
+  /// Fitted efficiencies outside (0, 1], as "decode bandwidth 10": a share of the hardware's peak
+  /// above 1 (or at 0) is not a physical efficiency but the model missing work, or the hardware
+  /// file's peak being wrong; each is also a note. Projections made with them are flagged.
+  std::vector<std::string> out_of_range;
 };
+
+/// The efficiencies of `e` outside (0, 1], as "name value" ("decode bandwidth 10").
+std::vector<std::string> efficiencies_out_of_range(const Efficiencies& e);
 
 /// Fits the four efficiencies of `start` that the cells' measured phases determine (see the
 /// header comment); the others keep `start`'s value. Throws SimError when `cells` is empty.
@@ -109,8 +116,17 @@ std::vector<ValidationSplit> validation_splits(const std::vector<MeasuredCell>& 
 /// Kendall-style pair count of `predicted` against `measured` (same length, one value per cell).
 OrderingCheck check_ordering(const std::vector<double>& measured, const std::vector<double>& predicted);
 
-/// The table a person reads: per cell predicted vs measured step and phases, then the errors,
-/// the ordering and the fitted efficiencies with the notes.
+/// What a person reads, most important first: the held-out error (cells the fit did not see: the
+/// error a projection can expect), then the fitted error (in-sample, on the cells the efficiencies
+/// were fitted to, labelled as such), any fitted efficiency outside (0, 1], the ordering, and per
+/// cell predicted vs measured — held-out cells first.
 std::string format_validation(const ValidationReport& report);
+
+/// Every validation split of `cells` (validation_splits), each titled and formatted. When no
+/// split exists (one cell, or one rank count with a single cell each), says that the set is too
+/// small to hold any cell out, so no held-out error exists, and gives the fitted (in-sample) error
+/// on all cells under that name. What `simulate --validate` and hs_sim_validate print.
+std::string format_validations(const std::vector<MeasuredCell>& cells, const CommCalibration& comm,
+                               const Efficiencies& start = {});
 
 }  // namespace hs::bench::sim
