@@ -24,6 +24,7 @@
 #include "simulate_command.h"
 #include "hybridscope/bench/sim/hardware.h"
 #include "check_command.h"
+#include "import_command.h"
 #include "report_command.h"
 #include "switch_bench_command.h"
 #include "hybridscope/probes/recorder.h"
@@ -156,6 +157,9 @@ int main(int argc, char** argv) {
   // check: the GPU records' kernel -> range correlation
   hs::cli::CheckArgs check_args;
   auto* check_cmd = hs::cli::add_check_command(app, check_args);
+  // import: another framework's run (Kineto traces, verl's metrics) into a run database
+  hs::cli::ImportArgs import_args;
+  auto* import_cmd = hs::cli::add_import_command(app, import_args);
   // diagnose, report
   hs::cli::DiagnoseArgs diagnose_args;
   auto* diagnose_cmd = hs::cli::add_diagnose_command(app, diagnose_args);
@@ -200,6 +204,10 @@ int main(int argc, char** argv) {
     if (summary_cmd->parsed()) return hs::cli::run_summary(summary_args);
     if (compare_cmd->parsed()) return hs::cli::run_compare(compare_args);
     if (check_cmd->parsed()) return hs::cli::run_check(check_args);
+    if (import_cmd->parsed()) {
+      import_args.command_line = join_command_line(argc, argv);
+      return hs::cli::run_import(import_args);
+    }
     if (diagnose_cmd->parsed()) return hs::cli::run_diagnose(diagnose_args);
     if (report_cmd->parsed()) return hs::cli::run_report(report_args);
     if (simulate_cmd->parsed()) return hs::cli::run_simulate(simulate_args);

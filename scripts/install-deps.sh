@@ -21,7 +21,7 @@ log() { printf '[install-deps] %s\n' "$*"; }
 debian_packages=(
   build-essential cmake ninja-build ccache pkg-config python3 python3-venv
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
-  libsqlite3-dev sqlite3 libgtest-dev libgmock-dev libbenchmark-dev
+  libsqlite3-dev sqlite3 libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
   libgloo-dev  # headers c10d's ProcessGroupGloo.hpp includes (the PyPI wheel ships none)
   chromium       # `hybridscope report -f pdf` prints the HTML report with headless Chromium
   poppler-utils  # pdftotext / pdftoppm: the PDF report's test reads its text back

@@ -19,6 +19,7 @@ std::uint32_t nvtx_color(Category category) noexcept {
     case Category::kCheckpoint: return 0xFFF28E2B;  // orange
     case Category::kValidation: return 0xFFB07AA1;  // purple
     case Category::kSetup: return 0xFF9C755F;       // brown
+    case Category::kOp: return 0xFFBAB0AC;          // grey (imported traces only)
   }
   return 0xFFBAB0AC;  // grey
 }

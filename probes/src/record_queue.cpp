@@ -80,6 +80,25 @@ void RecordQueue::enqueue_locked(Chunk* c) {
   if (queued_.load(std::memory_order_relaxed) >= wake_threshold()) wake_.notify_one();
 }
 
+void RecordQueue::push_thread_ranges(std::int64_t tid, const std::vector<QueuedRange>& ranges) noexcept {
+  const auto n = static_cast<std::int64_t>(ranges.size());
+  if (n == 0) return;
+  try {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (n > options_.chunk_records || queued_.load(std::memory_order_relaxed) + n > options_.max_queued_records) {
+      dropped_.fetch_add(n, std::memory_order_relaxed);
+      return;
+    }
+    Chunk* c = take_chunk_locked(tid);
+    std::copy(ranges.begin(), ranges.end(), c->records.get());
+    c->published.store(static_cast<int>(n), std::memory_order_release);
+    live_.push_back(c);
+    enqueue_locked(c);
+  } catch (...) {
+    dropped_.fetch_add(n, std::memory_order_relaxed);
+  }
+}
+
 // A thread stops using `c` (it exits or records into another Recorder).
 void RecordQueue::retire(Chunk* c) noexcept {
   std::lock_guard<std::mutex> lock(mutex_);

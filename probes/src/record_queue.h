@@ -91,6 +91,9 @@ class RecordQueue {
   /// handed off under a short lock. Dropped and counted when the queue is at its cap or memory
   /// ran out. `self` is the shared_ptr that owns this queue (the thread's slot keeps a weak_ptr).
   void push_range(const std::shared_ptr<RecordQueue>& self, const QueuedRange& range) noexcept;
+  /// Cold path (importers): `ranges` (at most chunk_records) as one handed-off chunk of thread
+  /// `tid`. Dropped whole and counted when they do not fit under max_queued_records.
+  void push_thread_ranges(std::int64_t tid, const std::vector<QueuedRange>& ranges) noexcept;
   // Cold paths, any thread: queued under the lock; a failed allocation counts write errors.
   void push_metrics(std::int64_t step, const std::vector<std::pair<std::string, double>>& metrics) noexcept;
   void push_memory(const MemorySample& sample) noexcept;

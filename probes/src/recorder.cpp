@@ -43,6 +43,7 @@ const char* to_string(Category category) noexcept {
     case Category::kCheckpoint: return "checkpoint";
     case Category::kValidation: return "validation";
     case Category::kSetup: return "setup";
+    case Category::kOp: return "op";
   }
   return "unknown";
 }
@@ -82,6 +83,20 @@ void Recorder::record_ticks(const TickRange& r) noexcept {
                               static_cast<std::int8_t>(r.category), true});
 }
 
+void Recorder::record_thread_ranges(std::int64_t tid, const std::vector<RangeRecord>& ranges) noexcept {
+  std::vector<detail::QueuedRange> queued;
+  try {
+    queued.reserve(ranges.size());
+  } catch (...) {
+    queue_->add_write_errors(static_cast<std::int64_t>(ranges.size()));
+    return;
+  }
+  for (const RangeRecord& r : ranges)
+    queued.push_back({r.name, r.step, r.start_ns, r.end_ns, r.depth, r.batch_size, r.context_len,
+                      static_cast<std::int8_t>(r.category), false});
+  queue_->push_thread_ranges(tid, queued);
+}
+
 void Recorder::record_metrics(std::int64_t step, const std::vector<std::pair<std::string, double>>& metrics) noexcept {
   queue_->push_metrics(step, metrics);
 }
@@ -108,6 +123,14 @@ void Recorder::set_step(std::int64_t step) noexcept {
   try {
     std::lock_guard<std::mutex> lock(gpu_->mutex);
     gpu_->aggregator.set_step(step, now_ns());
+  } catch (...) {
+  }
+}
+
+void Recorder::set_step_at(std::int64_t step, std::int64_t since_ns) noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(gpu_->mutex);
+    gpu_->aggregator.set_step(step, since_ns);
   } catch (...) {
   }
 }

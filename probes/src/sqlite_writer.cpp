@@ -517,8 +517,10 @@ void SqliteWriter::writer_loop() noexcept {
 
 std::int64_t SqliteWriter::insert_run(const RunInfo& info) {
   std::lock_guard<std::mutex> lock(db_mutex_);
-  const std::string host = host_name();
-  const std::int64_t start_unix_ns = now_ns() + epoch_offset_ns();
+  const std::string host = info.imported_host.empty() ? host_name() : info.imported_host;
+  const std::int64_t start_unix_ns =
+      info.imported_start_unix_ns >= 0 ? info.imported_start_unix_ns : now_ns() + epoch_offset_ns();
+  imported_end_unix_ns_ = info.imported_end_unix_ns;
   // The run row, its config and this rank's row together or not at all: a run that cannot begin
   // (a full disk) leaves no 'running' row behind.
   db_.exec("BEGIN IMMEDIATE");
@@ -539,18 +541,22 @@ std::int64_t SqliteWriter::insert_run_rows(const RunInfo& info, const std::strin
   auto p = [&](const char* column) { return schema::insert_parameter(runs, column); };
   Statement s;
   db_.prepare(s, schema::insert_statement(runs));
-  expect_values(s, 16, runs);
+  expect_values(s, 17, runs);
+  const std::int64_t clock_offset_ns =
+      info.imported_clock_offset_ns >= 0 ? info.imported_clock_offset_ns : epoch_offset_ns();
+  const std::int64_t pid = info.imported_pid >= 0 ? info.imported_pid : static_cast<std::int64_t>(getpid());
   if (info.run_id >= 0) sqlite3_bind_int64(s.stmt, p("id"), info.run_id);  // else NULL: the next free id
   sqlite3_bind_text(s.stmt, p("name"), info.name.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(s.stmt, p("command_line"), info.command_line.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(s.stmt, p("config_yaml"), info.config_yaml.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(s.stmt, p("host"), host.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int64(s.stmt, p("pid"), static_cast<std::int64_t>(getpid()));
+  sqlite3_bind_int64(s.stmt, p("pid"), pid);
   sqlite3_bind_int(s.stmt, p("world_size"), info.world_size);
   sqlite3_bind_text(s.stmt, p("hybridscope_version"), HS_VERSION_STRING, -1, SQLITE_STATIC);
   sqlite3_bind_text(s.stmt, p("torch_version"), info.torch_version.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_int64(s.stmt, p("start_unix_ns"), start_unix_ns);
-  sqlite3_bind_int64(s.stmt, p("clock_offset_ns"), epoch_offset_ns());
+  sqlite3_bind_int64(s.stmt, p("clock_offset_ns"), clock_offset_ns);
+  sqlite3_bind_text(s.stmt, p("source"), info.source.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(s.stmt, p("status"), to_string(RunStatus::kRunning), -1, SQLITE_STATIC);
   sqlite3_bind_int64(s.stmt, p("dropped_records"), 0);
   sqlite3_bind_int64(s.stmt, p("write_errors"), 0);
@@ -580,9 +586,9 @@ std::int64_t SqliteWriter::insert_run_rows(const RunInfo& info, const std::strin
   sqlite3_bind_int(r.stmt, q("rank"), rank_);
   sqlite3_bind_int(r.stmt, q("local_rank"), info.local_rank);
   sqlite3_bind_text(r.stmt, q("host"), host.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int64(r.stmt, q("pid"), static_cast<std::int64_t>(getpid()));
+  sqlite3_bind_int64(r.stmt, q("pid"), pid);
   sqlite3_bind_text(r.stmt, q("device"), info.device.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int64(r.stmt, q("clock_offset_ns"), epoch_offset_ns());
+  sqlite3_bind_int64(r.stmt, q("clock_offset_ns"), clock_offset_ns);
   sqlite3_bind_int64(r.stmt, q("start_unix_ns"), start_unix_ns);
   sqlite3_bind_text(r.stmt, q("status"), to_string(RunStatus::kRunning), -1, SQLITE_STATIC);
   sqlite3_bind_int64(r.stmt, q("dropped_records"), 0);
@@ -603,7 +609,7 @@ bool SqliteWriter::end_run(std::int64_t run_id, RunStatus status, const std::str
   std::lock_guard<std::mutex> lock(db_mutex_);
   refine_clock(/*force=*/true);  // the run's last measurement of the clock against CLOCK_MONOTONIC
   const ClockInfo clock = clock_info();
-  const std::int64_t end_unix_ns = now_ns() + epoch_offset_ns();
+  const std::int64_t end_unix_ns = imported_end_unix_ns_ >= 0 ? imported_end_unix_ns_ : now_ns() + epoch_offset_ns();
   const std::int64_t dropped = queue_->dropped();
   const std::int64_t errors = queue_->write_errors();
   // Lost records are part of how the run ended: a completed run whose database misses records

@@ -85,6 +85,7 @@ class SqliteWriter {
   // The first failed write, described from the connection's error state when it happened.
   mutable std::mutex error_mutex_;
   std::string first_error_;
+  std::int64_t imported_end_unix_ns_ = -1;  // RunInfo::imported_end_unix_ns: end_run's end, not now
   std::string reserve_path_;  // PATH-reserve while it holds room for end_run (reserve_space())
   Statement insert_string_, find_string_, insert_range_, insert_ranges_, insert_metric_, insert_memory_,
       insert_kv_pool_, insert_comm_, insert_switch_, insert_switch_component_, insert_correlation_range_,

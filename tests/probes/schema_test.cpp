@@ -115,6 +115,7 @@ void record_one_of_each(const std::string& path, int rank, std::int64_t run_id) 
   info.clock_sync_offset_ns = -1234;
   info.clock_sync_error_ns = 56;
   info.clock_sync_applied = true;
+  info.source = "kineto";
   rec.begin_run(info);
   rec.record_range({"gen", Category::kPhase, 3, 7, 100, 200, 4, 96});
   rec.record_metrics(7, {{"timing_s/gen", 0.5}});
@@ -249,7 +250,7 @@ std::map<std::string, Row> expected_rows(const std::string& run, int rank) {
       {schema::kRuns,
        {{"id", run}, {"name", "schema"}, {"command_line", "hybridscope train"}, {"config_yaml", "a: 1"},
         {"world_size", "2"}, {"torch_version", "2.11.0"}, {"status", "completed"}, {"status_message", "done"},
-        {"dropped_records", "0"}, {"write_errors", "0"}}},
+        {"dropped_records", "0"}, {"write_errors", "0"}, {"source", "kineto"}}},
   };
 }
 

@@ -47,9 +47,14 @@ class RecorderError : public std::runtime_error {
 };
 
 /// Range categories (the `range_categories` enum table): which part of the system a range times.
-enum class Category : int { kStep = 1, kPhase = 2, kSwitch = 3, kCheckpoint = 4, kValidation = 5, kSetup = 6 };
+/// kOp (v11) is a range an imported trace holds that is no phase: a framework operator (`aten::mm`)
+/// or an annotation no phase map knows (hs::importer); the reports' phase breakdown leaves it out.
+enum class Category : int {
+  kStep = 1, kPhase = 2, kSwitch = 3, kCheckpoint = 4, kValidation = 5, kSetup = 6, kOp = 7
+};
 inline constexpr Category kCategories[] = {Category::kStep,       Category::kPhase,      Category::kSwitch,
-                                           Category::kCheckpoint, Category::kValidation, Category::kSetup};
+                                           Category::kCheckpoint, Category::kValidation, Category::kSetup,
+                                           Category::kOp};
 /// The category's name in `range_categories` and NVTX ("step", "phase", ...).
 const char* to_string(Category category) noexcept;
 
@@ -70,6 +75,17 @@ struct RunInfo {
   std::int64_t clock_sync_offset_ns = 0;
   std::int64_t clock_sync_error_ns = 0;
   bool clock_sync_applied = false;
+  /// Where the run's records come from (runs.source, v11): "hybridscope" for a run this recorder
+  /// timed itself; an importer names its source ("kineto", "verl-log", ...).
+  std::string source = "hybridscope";
+  /// An imported run carries its own timeline, not this process's (set all of them or none):
+  /// the epoch offset of its ns (runs/ranks.clock_offset_ns: start_ns + offset = UNIX-epoch ns),
+  /// its wall-clock span and the host it ran on. -1 / empty: this process's, as recorded.
+  std::int64_t imported_clock_offset_ns = -1;
+  std::int64_t imported_start_unix_ns = -1;
+  std::int64_t imported_end_unix_ns = -1;
+  std::string imported_host;
+  std::int64_t imported_pid = -1;
 };
 
 enum class RunStatus { kRunning, kCompleted, kFailed, kKilled };
@@ -230,6 +246,11 @@ class Recorder {
   void record_range(const RangeRecord& range) noexcept;
   /// The same for a range timed in clock ticks (ScopedRange): converted to ns when written.
   void record_ticks(const TickRange& range) noexcept;
+  /// Cold path for importers (hs::importer): ranges of another process's thread `tid` (a trace's
+  /// thread id, written to ranges.tid), at most RecorderOptions::chunk_records of them per call.
+  /// Bounded and counted like record_range: beyond max_queued_records they are dropped (an
+  /// importer calls flush() often enough that none is).
+  void record_thread_ranges(std::int64_t tid, const std::vector<RangeRecord>& ranges) noexcept;
   /// Queues the metrics of one step (name -> value); any thread.
   void record_metrics(std::int64_t step, const std::vector<std::pair<std::string, double>>& metrics) noexcept;
   /// Queues a memory or KV-pool sample (cold path: phase boundaries); any thread.
@@ -249,6 +270,10 @@ class Recorder {
   /// From now on GPU records belong to `step` (RunProbes::set_step calls it at every step's
   /// start): the step of kernel_stats, stream_busy and the raw capture window.
   void set_step(std::int64_t step) noexcept;
+  /// The same with the moment given (an importer replaying a trace's step boundaries, in time
+  /// order, before handing over the records): GPU records starting at or after `since_ns` belong
+  /// to `step`.
+  void set_step_at(std::int64_t step, std::int64_t since_ns) noexcept;
   /// Queues one snapshot of the CUPTI collector's state and counters (collector_stats).
   void record_collector_stats(const CollectorStats& stats) noexcept;
   /// Returns once everything recorded before the call (by this thread, or published by others)

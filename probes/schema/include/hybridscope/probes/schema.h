@@ -21,7 +21,7 @@
 namespace hs::probes::schema {
 
 /// PRAGMA user_version of databases this build writes.
-inline constexpr int kSchemaVersion = 10;
+inline constexpr int kSchemaVersion = 11;
 /// Oldest version opened files are upgraded from in place (kMigrateToV2, kMigrateToV4,
 /// kMigrateToV5*; v3, v4 and v6 also add tables, which create_statements() creates); older or newer
 /// ones are refused.
@@ -148,6 +148,9 @@ inline constexpr Column kRunsColumns[] = {
     {"status_message", kText, 0},
     {"dropped_records", kInteger, kNotNull, nullptr, "0"},
     {"write_errors", kInteger, kNotNull, nullptr, "0"},  // v5
+    // v11: where the records come from: "hybridscope" (this recorder) or an importer's source
+    // ("kineto", "verl-log"; docs/importing.md).
+    {"source", kText, kNotNull, nullptr, "'hybridscope'"},
 };
 inline constexpr Column kConfigColumns[] = {
     {"run_id", kInteger, kNotNull, kRuns},
@@ -755,6 +758,11 @@ inline constexpr const char* kMigrateToV9CommOps[] = {
 /// ranges_by_thread come from create_statements(). A file before v10 holds every GPU record raw
 /// and no aggregates; readers aggregate its raw tables themselves (reports/run_database.cpp).
 
+/// v10 -> v11: runs.source (every run before v11 was recorded by hybridscope itself); the
+/// range category 7 `op` (imported operators and unmapped annotations) is an enum row that
+/// probes/src/run_file.cpp inserts into every file it opens.
+inline constexpr const char* kMigrateToV11Runs = "ALTER TABLE runs ADD COLUMN source TEXT NOT NULL DEFAULT 'hybridscope'";
+
 /// The statements that bring a file of schema `version` (kOldestMigratableVersion..kSchemaVersion)
 /// up to kSchemaVersion, in order; create_statements() runs after them and adds the tables the file
 /// lacks. `lacks_column(table, column)` answers for the file: true when `table` exists without
@@ -780,6 +788,7 @@ std::vector<std::string> migration_statements(int version, LacksColumn&& lacks_c
     for (const char* statement : kMigrateToV8Ranges) out.emplace_back(statement);
   if (version >= 1 && version < 9 && lacks_column(kCommOps, "posted_ns"))
     for (const char* statement : kMigrateToV9CommOps) out.emplace_back(statement);
+  if (version >= 1 && version < 11 && lacks_column(kRuns, "source")) out.emplace_back(kMigrateToV11Runs);
   return out;
 }
 
