@@ -43,6 +43,7 @@ constexpr const char* kRolloutTp = "actor_rollout_ref.rollout.tensor_model_paral
 constexpr const char* kGpuMemoryUtilization = "actor_rollout_ref.rollout.gpu_memory_utilization";
 constexpr const char* kMaxNumSeqs = "actor_rollout_ref.rollout.max_num_seqs";
 constexpr const char* kFreeCacheEngine = "actor_rollout_ref.rollout.free_cache_engine";
+constexpr const char* kExpandableSegments = "hybridscope.expandable_segments";
 constexpr const char* kKvNumBlocks = "hybridscope.kv_num_blocks";
 constexpr const char* kReshardMode = "hybridscope.reshard.mode";
 constexpr const char* kActorStrategy = "actor_rollout_ref.actor.strategy";
@@ -438,13 +439,18 @@ std::optional<Finding> fragmentation(const RunAnalysis& a, const DiagnosisThresh
                                 format_bytes(m.peak_allocated_bytes)));
   for (std::size_t i = 0; i < parts.size(); ++i) f.evidence += (i == 0 ? "" : "; ") + parts[i];
   const auto& d = a.data;
+  // A run of this version records hybridscope.expandable_segments; an older or imported one is told
+  // the environment variable that does the same.
+  const bool has_key = d.config_value(kExpandableSegments).has_value();
   f.suggestion = fmt::format(
-      "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the environment of every rank, so that "
-      "segments grow in place instead of leaving split blocks that fit nothing; keep {} at true so the KV "
-      "blocks are returned before training reuses the memory; a smaller {} or {} shrinks the KV pool when "
-      "the failures come during training.",
+      "Turn on the caching allocator's expandable segments ({}), so that segments grow in place instead of "
+      "leaving split blocks that fit nothing; keep {} at true so the KV blocks are returned before training "
+      "reuses the memory; a smaller {} or {} shrinks the KV pool when the failures come during training.",
+      has_key ? "set " + key_now(d, kExpandableSegments) + " to true"
+              : std::string("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in every rank's environment"),
       key_now(d, kFreeCacheEngine), key_now(d, kGpuMemoryUtilization), key_now(d, kKvNumBlocks));
   name_keys(f, d, {kFreeCacheEngine, kGpuMemoryUtilization, kKvNumBlocks});
+  if (has_key) name_keys(f, d, {kExpandableSegments});
   return f;
 }
 

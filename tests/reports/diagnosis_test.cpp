@@ -370,6 +370,14 @@ TEST(DiagnosisRules, FragmentationFiresBelowPointEight) {
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.rollout.free_cache_engine=true"));
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.rollout.gpu_memory_utilization=0.5"));
   EXPECT_TRUE(names_key(*f, "hybridscope.kv_num_blocks=-1"));
+  // A run whose config records hybridscope.expandable_segments is told the key, not the variable.
+  RunAnalysis keyed = fragmented(0.62, 0, 0);
+  keyed.data.config.emplace_back("hybridscope.expandable_segments", "false");
+  std::sort(keyed.data.config.begin(), keyed.data.config.end());  // RunData keeps it by key
+  const auto k = check("fragmentation", keyed);
+  ASSERT_TRUE(k);
+  EXPECT_CONTAINS(k->suggestion, "set hybridscope.expandable_segments (now false) to true");
+  EXPECT_TRUE(names_key(*k, "hybridscope.expandable_segments=false"));
 }
 
 TEST(DiagnosisRules, FragmentationIsCriticalOnAnOomAndWarnsOnRetries) {
