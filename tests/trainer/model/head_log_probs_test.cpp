@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -176,9 +177,8 @@ PhasePeaks phase_peaks(std::int64_t sequences) {
 
 // Doubling data.train_batch_size at a fixed micro-batch moves the peak of every pass by < 10 %,
 // and each peak is what the shapes say: float32 logits of one micro-batch's response tokens
-// (kMicro · R · V · 4 bytes), a few of them alive at once (the logits, their softmax and its
-// product with them; the backward adds the gradient), plus the head's gradient (V · C · 4) in the
-// update. Before the chunked head, the log-prob passes held the whole batch's (B, P+R, V) logits.
+// (kMicro · R · V · 4 bytes), two or three of them alive at once, plus the head's gradient
+// (V · C · 4) in the update. Before the chunked head, the log-prob passes held the whole batch's (B, P+R, V) logits.
 TEST(MemoryBound, PhasePeaksFollowTheMicroBatchNotTheBatch) {
   install_cpu_memory_tracker();
   ASSERT_TRUE(cpu_memory_tracker_installed());
@@ -195,14 +195,19 @@ TEST(MemoryBound, PhasePeaksFollowTheMicroBatchNotTheBatch) {
       {"update_actor", {small.update_actor, large.update_actor}}};
   for (const auto& [name, peaks] : passes) {
     const auto [at16, at32] = peaks;
+    std::cout << "[  peak    ] " << name << ": " << at16 / 1e6 << " MB at 16 sequences, " << at32 / 1e6
+              << " MB at 32 (" << static_cast<double>(at32) / logits << " x one micro-batch's logits)\n";
     EXPECT_LT(std::abs(static_cast<double>(at32 - at16)), 0.10 * static_cast<double>(at16))
         << name << ": " << at16 << " bytes at 16 sequences, " << at32 << " at 32";
-    // The estimate: 1 to 4 logits-sized tensors alive (forward), up to 6 with the backward and the
-    // head's gradient; never the whole batch's logits.
-    const double low = logits, high = name == "update_actor" ? 6 * logits + 2 * head_grad : 4 * logits;
+    // The estimate: two logits-sized tensors alive in a forward (the logits and their softmax, the
+    // product formed in the softmax's storage; measured 2.00x), at most three in the update's
+    // backward (log p and p, the gradient formed in place) plus the head's gradient and its
+    // accumulation buffer (measured 2.51x); up to one more is allowed for LibTorch's temporaries.
+    const double low = logits, high = name == "update_actor" ? 4 * logits + 2 * head_grad : 3 * logits;
     EXPECT_GE(static_cast<double>(at32), low) << name;
     EXPECT_LE(static_cast<double>(at32), high) << name << ": " << at32 / logits << " x one micro-batch's logits";
-    EXPECT_LT(static_cast<double>(at32), whole_batch / 4) << name;
+    // The log-prob passes held the whole batch's (B, P+R, V) logits in one pass before.
+    if (name != "update_actor") EXPECT_LT(static_cast<double>(at32), whole_batch / 2) << name;
   }
 }
 

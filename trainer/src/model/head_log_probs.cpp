@@ -43,7 +43,7 @@ std::int64_t chunk_tokens(std::int64_t vocab, std::int64_t chunk_bytes) {
 torch::Tensor chunk_logits(const torch::Tensor& h, const torch::Tensor& w, torch::Dtype compute, double temperature,
                            CpuMatmul matmul) {
   auto z = detail::linear(h.to(compute), w, {}, matmul).to(accumulate_dtype(compute));
-  if (temperature > 0 && temperature != 1.0) z = z / temperature;
+  if (temperature > 0 && temperature != 1.0) z.div_(temperature);  // z is this call's own tensor
   return z;
 }
 
@@ -65,7 +65,8 @@ struct ChunkedLogProbs : public torch::autograd::Function<ChunkedLogProbs> {
       const auto chunk_lse = torch::logsumexp(z, -1);
       lse.slice(0, s, e).copy_(chunk_lse);
       log_probs.slice(0, s, e).copy_(z.gather(-1, labels.slice(0, s, e).unsqueeze(-1)).squeeze(-1) - chunk_lse);
-      entropy.slice(0, s, e).copy_(chunk_lse - (torch::softmax(z, -1) * z).sum(-1));
+      // H = lse − Σ p z, with p ⊙ z formed in p's own storage: two (n, V) tensors alive, not three.
+      entropy.slice(0, s, e).copy_(chunk_lse - torch::softmax(z, -1).mul_(z).sum(-1));
     }
     ctx->save_for_backward({hidden, weight, labels, lse, entropy});
     ctx->saved_data["temperature"] = temperature;
@@ -99,13 +100,15 @@ struct ChunkedLogProbs : public torch::autograd::Function<ChunkedLogProbs> {
     for (std::int64_t s = 0; s < n; s += step) {
       const std::int64_t e = std::min(n, s + step);
       const auto h = hidden.slice(0, s, e).to(compute);
-      const auto z = chunk_logits(h, w, compute, temperature, matmul);
-      const auto log_p = z - lse.slice(0, s, e).unsqueeze(-1);
-      const auto p = log_p.exp();
-      // dz = g_lp (onehot − p) − g_H p (log p + H)
+      // dz = g_lp (onehot − p) − g_H p (log p + H), formed in place in the logits' own storage, so
+      // that two (n, V) tensors are alive at once (log p and p).
+      auto dz = chunk_logits(h, w, compute, temperature, matmul);  // z
+      dz.sub_(lse.slice(0, s, e).unsqueeze(-1));                    // log p
+      auto p = dz.exp();
       const auto glp = g_lp.slice(0, s, e).unsqueeze(-1);
       const auto gh = g_h.slice(0, s, e).unsqueeze(-1);
-      auto dz = -p * (glp + gh * (log_p + entropy.slice(0, s, e).unsqueeze(-1)));
+      dz.add_(entropy.slice(0, s, e).unsqueeze(-1)).mul_(gh).add_(glp).mul_(p).neg_();
+      p.reset();
       dz.scatter_add_(-1, labels.slice(0, s, e).unsqueeze(-1), glp);
       if (scale != 1.0) dz.mul_(scale);
       const auto d = dz.to(compute);  // (n, V): ∂/∂(h W^T)
