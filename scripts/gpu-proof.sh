@@ -196,7 +196,8 @@ PY
     cell="$(grep -A1 "^# cell $index " "$logs/plan.txt" | tail -1)"
     sim_cmd="$(sed -E "s|^[^ ]*hybridscope |$hs |; s| train | simulate --hardware $hardware --ranks 1 |; s| --db [^ ]+||; s| --no-progress||" <<< "$cell")"
     eval "timeout 30 $sim_cmd" > "$logs/sim-cell$index.txt" 2>&1
-    predicted="$(grep -m1 -oE 'predicted peak memory [0-9.]+ GB' "$logs/sim-cell$index.txt" | grep -oE '[0-9.]+$')"
+    # simulate's table: ranks, step s, switch, gen, logp, update, mem GB, ... (the row of 1 rank)
+    predicted="$(awk '/^ +ranks +step s/ {table = 1; next} table && $1 == 1 {print $7; exit}' "$logs/sim-cell$index.txt")"
     "$py" - out/gpu-shapes.sqlite "$index" "$name" "${predicted:-}" <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
@@ -225,7 +226,8 @@ elif peaks:
 PY
   done >> "$out/cells.txt" 2>&1
   "$hs" summary out/gpu-shapes.sqlite >> "$logs/cells-summary.txt" 2>&1
-  cp out/gpu-shapes.sqlite "$logs/" 2>/dev/null
+  gzip -c out/gpu-shapes.sqlite > "$logs/gpu-shapes.sqlite.gz" 2>/dev/null
+  [ "$(stat -c %s "$logs/gpu-shapes.sqlite.gz" 2>/dev/null || echo 0)" -gt 8000000 ] && rm -f "$logs/gpu-shapes.sqlite.gz"
   say "cells at $(elapsed) s:"
   tee -a "$summary" < "$out/cells.txt"
   mark cells "$([ $rc -eq 0 ] && ! grep -qE ': (failed|not run)' "$out/cells.txt" && echo ok || echo fail)"
