@@ -22,13 +22,13 @@
 # .gpu-bundle/rerun.txt (it travels with the bundle) and call again; or name parts in
 # HS_PROOF_PARTS. Environment: OUT (output folder, default out/gpu), HS_PROOF_STEPS (demo steps,
 # default 10), HS_PROOF_CELLS_BUDGET (seconds for
-# all cells, default 300); HS_PROOF_SHAPES, HS_PROOF_RESPONSE (the cells run), HS_PROOF_BENCH_FILTER (hs_gpu_bench's), HS_PROOF_EXTRA_OVERRIDES (appended to every cell's).
+# all cells, default 200); HS_PROOF_SHAPES, HS_PROOF_RESPONSE (the cells run), HS_PROOF_BENCH_FILTER (hs_gpu_bench's), HS_PROOF_EXTRA_OVERRIDES (appended to every cell's).
 set -uo pipefail
 
 repo="$(pwd)"
 out="${OUT:-$repo/out/gpu}"
 steps="${HS_PROOF_STEPS:-10}"
-cells_budget="${HS_PROOF_CELLS_BUDGET:-300}"
+cells_budget="${HS_PROOF_CELLS_BUDGET:-200}"
 mkdir -p "$out"
 logs="$(mktemp -d)"
 summary="$out/summary.txt"
@@ -237,7 +237,7 @@ fi
 if part bench; then
   # Debian 12's Google Benchmark (1.7) takes --benchmark_min_time in seconds without a unit.
   timeout 150 "$bin/bench/hs_gpu_bench" --benchmark_out="$out/bench.json" --benchmark_out_format=json \
-    --benchmark_filter="${HS_PROOF_BENCH_FILTER:-.}" --benchmark_min_time=0.2 --benchmark_counters_tabular=true \
+    --benchmark_filter="${HS_PROOF_BENCH_FILTER:-BM_DecodeStep/[23]/(32|64)/1024|BM_TrainStepMfu/[23]/}" --benchmark_min_time=0.2 --benchmark_counters_tabular=true \
     > "$logs/bench.txt" 2>&1
   rc=$?
   say "bench: rc=$rc at $(elapsed) s"
