@@ -127,7 +127,9 @@ TEST_F(FullDisk, ContinueTrainsToTheLastStepCountsTheLostRecordsAndSaysWhy) {
   ASSERT_TRUE(hs::test::exited_ok(status)) << err_ << out_;
   EXPECT_TRUE(contains(out_, "step  150/150")) << out_;
   expect_marked_and_intact("completed");
-  EXPECT_LT(std::stoi(hs::test::query_row(db(), "SELECT MAX(step) FROM ranges")), kSteps)
+  // The disk filled mid-run: some steps' records are missing. (Their last ones can still land: the
+  // recorder gives its reserve back to record how the run ended, and the last drain may use it.)
+  EXPECT_LT(std::stoi(hs::test::query_row(db(), "SELECT COUNT(DISTINCT step) FROM ranges")), kSteps)
       << "the disk was to fill mid-run: size the tmpfs down";
 }
 
