@@ -8,6 +8,7 @@
 #include <map>
 #include <unordered_set>
 
+#include "hybridscope/probes/kernel_names.h"
 #include "hybridscope/probes/merge.h"
 #include "hybridscope/probes/rank_files.h"
 #include "hybridscope/probes/recorder.h"
@@ -35,32 +36,6 @@ class NamePool {
  private:
   std::unordered_set<std::string> pool_;
 };
-
-// Nsight Systems' short kernel name of a demangled name: no return type, namespaces, template
-// arguments or parameters ("void at::native::vectorized_elementwise_kernel<4, ...>(int, ...)" ->
-// "vectorized_elementwise_kernel"). Kineto's names are demangled already.
-std::string short_kernel_name(const std::string& demangled) {
-  std::string out;
-  int depth = 0;
-  for (char c : demangled) {
-    if (c == '<') {
-      ++depth;
-      continue;
-    }
-    if (c == '>') {
-      if (depth > 0) --depth;
-      continue;
-    }
-    if (depth > 0) continue;
-    if (c == '(') break;
-    out += c;
-  }
-  const auto space = out.rfind(' ');
-  if (space != std::string::npos) out = out.substr(space + 1);
-  const auto scope = out.rfind("::");
-  if (scope != std::string::npos) out = out.substr(scope + 2);
-  return out.empty() ? demangled : out;
-}
 
 // NCCL's collective names (Kineto's "Collective name", ParamCommsUtils) in the comm_ops spelling.
 std::string comm_op_name(const std::string& collective) {
@@ -353,7 +328,7 @@ class RankImport {
         k.device = device, k.context = context, k.stream = stream, k.correlation_id = correlation;
         k.start_ns = start, k.end_ns = end;
         k.name = names_.get(e.name);
-        k.short_name = names_.get(short_kernel_name(e.name));
+        k.short_name = names_.get(probes::short_kernel_name_of_demangled(e.name));
         k.kernel_class = probes::classify_kernel(k.name);
         for (int i = 0; i < 3; ++i) k.grid[i] = static_cast<std::int32_t>(e.grid[i]), k.block[i] = static_cast<std::int32_t>(e.block[i]);
         k.registers_per_thread = static_cast<std::int32_t>(e.registers);

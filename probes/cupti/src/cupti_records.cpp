@@ -8,6 +8,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "hybridscope/probes/kernel_names.h"
+
 namespace hs::probes::cupti {
 
 namespace {
@@ -34,33 +36,6 @@ const char* stable_name(const char* name) {
 
 namespace {
 
-// Cuts a demangled name to its short form (see short_kernel_name).
-std::string shorten(const std::string& demangled) {
-  // 1. Drop the parameter list: the first '(' outside template brackets.
-  // 2. Drop template arguments outside nested brackets.
-  std::string out;
-  int depth = 0;
-  for (char c : demangled) {
-    if (c == '<') {
-      ++depth;
-      continue;
-    }
-    if (c == '>') {
-      if (depth > 0) --depth;
-      continue;
-    }
-    if (depth > 0) continue;
-    if (c == '(') break;  // the parameter list ("(anonymous namespace)" was renamed before)
-    out += c;
-  }
-  // 3. Drop the return type ("void ") and the namespaces and classes ("at::native::").
-  const auto space = out.rfind(' ');
-  if (space != std::string::npos) out = out.substr(space + 1);
-  const auto scope = out.rfind("::");
-  if (scope != std::string::npos) out = out.substr(scope + 2);
-  return out.empty() ? demangled : out;
-}
-
 std::mutex g_short_mutex;
 auto* g_short_names = new std::unordered_map<const char*, const char*>();  // stable name -> stable short name
 
@@ -80,7 +55,7 @@ const char* short_kernel_name(const char* mangled) {
   // "(anonymous namespace)::" would be cut as a parameter list: name it without parentheses.
   for (std::size_t at; (at = demangled_name.find("(anonymous namespace)")) != std::string::npos;)
     demangled_name.replace(at, 21, "anonymous_namespace");
-  const char* short_name = stable_name(shorten(demangled_name).c_str());
+  const char* short_name = stable_name(short_kernel_name_of_demangled(demangled_name).c_str());
   std::lock_guard<std::mutex> lock(g_short_mutex);
   g_short_names->emplace(stable, short_name);
   return short_name;
