@@ -60,10 +60,10 @@ std::string memory_refusal(const MemoryEstimate& m) {
   if (m.training_peak > m.capacity)
     return fmt::format(
         "training needs {:.1f} GB per rank > {:.1f} GB (master weights {:.1f}, gradients {:.1f}, optimizer {:.1f}, "
-        "reference {:.1f}, activations {:.1f}, logits {:.1f}): shard more (tp, pp, fsdp), checkpoint activations or "
-        "lower ppo_micro_batch_size_per_gpu",
+        "reference {:.1f}, compute weights {:.1f}, activations {:.1f}, logits {:.1f}): shard more (tp, pp, fsdp), "
+        "checkpoint activations or lower ppo_micro_batch_size_per_gpu",
         m.training_peak / kGB, m.capacity / kGB, m.master_weights / kGB, m.gradients / kGB, m.optimizer / kGB,
-        m.reference_weights / kGB, m.activations / kGB, m.logits / kGB);
+        m.reference_weights / kGB, m.compute_weights / kGB, m.activations / kGB, m.logits / kGB);
   // The optimizer state still on the device during generation (0 when offloaded): the rest of the peak.
   const double resident_optimizer =
       m.generation_peak - m.master_weights - m.reference_weights - m.generation_weights - m.kv_cache;
@@ -331,6 +331,7 @@ nlohmann::json phases_json(const PhaseTimes& t) {
 nlohmann::json memory_json(const MemoryEstimate& m) {
   return {{"master_weights", m.master_weights}, {"gradients", m.gradients},
           {"optimizer", m.optimizer},           {"reference_weights", m.reference_weights},
+          {"compute_weights", m.compute_weights},
           {"activations", m.activations},       {"logits", m.logits},
           {"training_peak", m.training_peak},   {"generation_weights", m.generation_weights},
           {"kv_cache", m.kv_cache},             {"generation_peak", m.generation_peak},

@@ -157,7 +157,11 @@ MemoryEstimate estimate_memory(const StepInputs& in, const HardwareSpec& hw, con
   const double per_micro = in.gradient_checkpointing ? 2.0 * t * h * layers + full_layer : full_layer * layers;
   m.activations = models * per_micro * in_flight;
   m.logits = t * shape.vocab_size * 4.0 * 2.0 / tp;
-  m.training_peak = m.master_weights + m.gradients + m.optimizer + m.reference_weights + m.activations + m.logits;
+  // bf16 compute over fp32 masters: autocast keeps every weight's cast for the backward.
+  if (in.weight_bytes_per_param < in.master_bytes_per_param)
+    m.compute_weights = models * params * in.weight_bytes_per_param / (tp * pp);
+  m.training_peak = m.master_weights + m.gradients + m.optimizer + m.reference_weights + m.compute_weights +
+                    m.activations + m.logits;
 
   m.generation_weights = static_cast<double>(sw.max_peak_parameter_bytes);
   m.kv_cache = decoded_at_once(in) * S * kv_bytes_per_token(shape, in.kv_bytes_per_element) / in.rollout_tp;

@@ -121,7 +121,9 @@ TEST(MemoryModel, SmallCaseByHand) {
   EXPECT_DOUBLE_EQ(m.reference_weights, 501760);
   EXPECT_DOUBLE_EQ(m.activations, 34048);
   EXPECT_DOUBLE_EQ(m.logits, 112000);
-  EXPECT_DOUBLE_EQ(m.training_peak, 3658368);
+  // bf16 compute (2 bytes) over fp32 masters (4): autocast's cast of every weight, 250880 · 2.
+  EXPECT_DOUBLE_EQ(m.compute_weights, 501760);
+  EXPECT_DOUBLE_EQ(m.training_peak, 3658368 + 501760);
   EXPECT_DOUBLE_EQ(m.generation_weights, 502400);
   EXPECT_DOUBLE_EQ(m.kv_cache, 14336);
   EXPECT_DOUBLE_EQ(m.generation_peak, 1003520 + 1003520 + 501760 + 502400 + 14336);
