@@ -190,24 +190,20 @@ void GpuActivityAggregator::fold(GpuActivityBatch& batch) {
     if (options_.keeps_raw(step)) batch.kernels[kept++] = k;
   }
   batch.kernels.resize(kept);
-  kept = 0;
-  for (const MemcpyActivity& m : batch.memcpys) {
-    const std::int64_t step = step_at(m.start_ns);
-    const char* name = enum_name(kMemcpyNames, m.copy_kind);
-    take({step, m.correlation_id, name, name, KernelClass::kMemory, m.start_ns, m.end_ns, m.bytes, 0}, m.device,
-         m.stream);
-    if (options_.keeps_raw(step)) batch.memcpys[kept++] = m;
-  }
-  batch.memcpys.resize(kept);
-  kept = 0;
-  for (const MemsetActivity& m : batch.memsets) {
-    const std::int64_t step = step_at(m.start_ns);
-    const char* name = enum_name(kMemsetNames, m.memory_kind);
-    take({step, m.correlation_id, name, name, KernelClass::kMemory, m.start_ns, m.end_ns, m.bytes, 0}, m.device,
-         m.stream);
-    if (options_.keeps_raw(step)) batch.memsets[kept++] = m;
-  }
-  batch.memsets.resize(kept);
+  // Copies and memsets: named by their CUPTI kind (Nsight's enum names), bytes counted.
+  auto fold_transfers = [&](auto& records, const auto& names, auto kind_of) {
+    std::size_t transfers_kept = 0;
+    for (const auto& m : records) {
+      const std::int64_t step = step_at(m.start_ns);
+      const char* name = enum_name(names, kind_of(m));
+      take({step, m.correlation_id, name, name, KernelClass::kMemory, m.start_ns, m.end_ns, m.bytes, 0}, m.device,
+           m.stream);
+      if (options_.keeps_raw(step)) records[transfers_kept++] = m;
+    }
+    records.resize(transfers_kept);
+  };
+  fold_transfers(batch.memcpys, kMemcpyNames, [](const MemcpyActivity& m) { return m.copy_kind; });
+  fold_transfers(batch.memsets, kMemsetNames, [](const MemsetActivity& m) { return m.memory_kind; });
   resolve_waiting();
 }
 
