@@ -48,16 +48,18 @@ torch::Tensor chunk_logits(const torch::Tensor& h, const torch::Tensor& w, torch
 }
 
 struct ChunkedLogProbs : public torch::autograd::Function<ChunkedLogProbs> {
-  // hidden (N, C), weight (V, C), labels (N) int64 -> {log_probs (N), entropy (N)}.
+  // hidden (N, C), weight (V, C), labels (N) int64 -> {log_probs (N), entropy (N)}. Without
+  // with_entropy the entropy is zeros and its softmax is never formed (the log-prob passes).
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& hidden, const torch::Tensor& weight,
                                const torch::Tensor& labels, double temperature, std::int64_t compute_dtype,
-                               std::int64_t matmul, std::int64_t step) {
+                               std::int64_t matmul, std::int64_t step, bool with_entropy) {
     const auto compute = static_cast<torch::Dtype>(compute_dtype);
     const auto acc = accumulate_dtype(compute);
     const auto w = weight.to(compute);
     const std::int64_t n = hidden.size(0);
     auto log_probs = torch::empty({n}, hidden.options().dtype(acc));
-    auto entropy = torch::empty({n}, hidden.options().dtype(acc));
+    auto entropy = with_entropy ? torch::empty({n}, hidden.options().dtype(acc))
+                                : torch::zeros({n}, hidden.options().dtype(acc));
     auto lse = torch::empty({n}, hidden.options().dtype(acc));
     for (std::int64_t s = 0; s < n; s += step) {
       const std::int64_t e = std::min(n, s + step);
@@ -66,7 +68,7 @@ struct ChunkedLogProbs : public torch::autograd::Function<ChunkedLogProbs> {
       lse.slice(0, s, e).copy_(chunk_lse);
       log_probs.slice(0, s, e).copy_(z.gather(-1, labels.slice(0, s, e).unsqueeze(-1)).squeeze(-1) - chunk_lse);
       // H = lse − Σ p z, with p ⊙ z formed in p's own storage: two (n, V) tensors alive, not three.
-      entropy.slice(0, s, e).copy_(chunk_lse - torch::softmax(z, -1).mul_(z).sum(-1));
+      if (with_entropy) entropy.slice(0, s, e).copy_(chunk_lse - torch::softmax(z, -1).mul_(z).sum(-1));
     }
     ctx->save_for_backward({hidden, weight, labels, lse, entropy});
     ctx->saved_data["temperature"] = temperature;
@@ -116,7 +118,7 @@ struct ChunkedLogProbs : public torch::autograd::Function<ChunkedLogProbs> {
       grad_weight.add_(torch::mm(d.t(), h));
     }
     return {grad_hidden, grad_weight.to(weight.scalar_type()), torch::Tensor(), torch::Tensor(), torch::Tensor(),
-            torch::Tensor(), torch::Tensor()};
+            torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -141,7 +143,7 @@ std::pair<torch::Tensor, torch::Tensor> TransformerImpl::token_log_probs(const t
   if (shape_.tie_word_embeddings || parallel_.tp->size() == 1) {
     auto out = ChunkedLogProbs::apply(hidden, head_weight(), ids, temperature, static_cast<std::int64_t>(compute),
                                       static_cast<std::int64_t>(compute_.cpu_matmul),
-                                      chunk_tokens(shape_.vocab_size, chunk_bytes));
+                                      chunk_tokens(shape_.vocab_size, chunk_bytes), with_entropy);
     return {out[0], with_entropy ? out[1] : torch::Tensor()};
   }
   // A vocabulary split over tp: each chunk through the head's own all-gather (and its backward),
