@@ -316,7 +316,7 @@ int run_launch(const LaunchArgs& args) {
       worst = WIFEXITED(r.status) ? std::max(1, WEXITSTATUS(r.status)) : 128 + WTERMSIG(r.status);
     }
   }
-  if (worst == 0) fmt::print("launch: all {} ranks exited 0\n", args.nproc);
+  if (worst == 0) fmt::print("launch: {} exited 0\n", args.nproc == 1 ? std::string("the rank") : fmt::format("all {} ranks", args.nproc));
   return worst;
 }
 

@@ -69,8 +69,8 @@ Selection select_runs(const reports::RunDatabase& db, const AnalysisArgs& args) 
     for (const auto& cell : out.matrix->cells)
       if (!cell.runs.empty())
         out.runs.push_back({cell.runs.back().run_id, warmup,
-                            fmt::format("cell {} ({} ranks), last of {} completed", cell.cell.name, cell.cell.ranks,
-                                        cell.runs.size())});
+                            fmt::format("cell {} ({} rank{}), last of {} completed", cell.cell.name, cell.cell.ranks,
+                                        cell.cell.ranks == 1 ? "" : "s", cell.runs.size())});
     if (!out.runs.empty()) return out;
   }
   out.runs.push_back({db.last_run().id, warmup, ""});

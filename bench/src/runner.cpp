@@ -341,8 +341,8 @@ RunnerResult run_matrix(const MatrixSpec& spec, const std::vector<MatrixCell>& c
       }
       eta = duration(remaining);
     }
-    say(fmt::format("[{}/{}] cell {}/{} rep {}/{}  {}  ({} ranks; ETA {})\n", q + 1, queue.size(), cell.index + 1,
-                    cells.size(), rep, spec.repetitions, cell.name, cell.ranks, eta));
+    say(fmt::format("[{}/{}] cell {}/{} rep {}/{}  {}  ({} rank{}; ETA {})\n", q + 1, queue.size(), cell.index + 1,
+                    cells.size(), rep, spec.repetitions, cell.name, cell.ranks, cell.ranks == 1 ? "" : "s", eta));
 
     std::int64_t matrix_run = 0;
     std::int64_t runs_before = 0;

@@ -194,8 +194,8 @@ std::vector<std::string> verdict(const Report& report, const std::vector<RankedF
       if (!fastest || it->second.median < fastest->metrics.at("step_s").median) fastest = &c;
     }
     if (fastest)
-      out.push_back(fmt::format("Matrix '{}': the fastest cell is {} ({} ranks) at {} per step.", m.matrix.name,
-                                fastest->cell.name, fastest->cell.ranks,
+      out.push_back(fmt::format("Matrix '{}': the fastest cell is {} ({} rank{}) at {} per step.", m.matrix.name,
+                                fastest->cell.name, fastest->cell.ranks, fastest->cell.ranks == 1 ? "" : "s",
                                 format_seconds(fastest->metrics.at("step_s").median)));
     for (const auto& curve : scaling_curves(m)) {
       if (curve.efficiency.size() < 2) continue;
