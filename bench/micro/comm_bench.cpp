@@ -5,7 +5,7 @@
 // counters are nccl-tests' figures: `bytes` (nccl-tests' size, the convention comm_ops records:
 // all_gather's output, reduce_scatter's input, the tensor otherwise), `algbw_GBps` = bytes / time
 // and `busbw_GBps` = algbw × the bus factor of probes::bus_bandwidth_factor (the recorder's), plus
-// `group_size`. Time is manual: the slowest rank's time of each iteration (timed_iteration()).
+// `group_size` and `median_s` (the median iteration, in seconds). Time is manual: the slowest rank's time of each iteration (timed_iteration()).
 //
 // One binary, two roles:
 //   launcher (RANK not set): for each --ranks size N starts N copies of itself with RANK,
@@ -166,6 +166,7 @@ void BM_Collective(benchmark::State& state, RankWorld* w, OpInfo info) {
     return;
   }
   double total_s = 0.0;
+  std::vector<double> times_s;
   std::int64_t bytes = 0;
   try {
     const Collective collective = make_collective(info.op, *w->group, state.range(1));
@@ -175,6 +176,7 @@ void BM_Collective(benchmark::State& state, RankWorld* w, OpInfo info) {
       const double s = timed_iteration(*w, collective.call);
       state.SetIterationTime(s);
       total_s += s;
+      times_s.push_back(s);
     }
   } catch (const std::exception& e) {
     w->broken = true;
@@ -188,6 +190,11 @@ void BM_Collective(benchmark::State& state, RankWorld* w, OpInfo info) {
   state.counters["group_size"] = n;
   state.counters["algbw_GBps"] = algbw;
   state.counters["busbw_GBps"] = algbw * hs::probes::bus_bandwidth_factor(info.comm_op, n);
+  // The median iteration: on a shared 2-core machine one descheduled iteration of five moves the
+  // mean by half; the simulator's calibration reads this (comm_model.h, read_comm_bench_json).
+  std::sort(times_s.begin(), times_s.end());
+  const std::size_t k = times_s.size();
+  if (k > 0) state.counters["median_s"] = k % 2 ? times_s[k / 2] : (times_s[k / 2 - 1] + times_s[k / 2]) / 2.0;
 }
 
 void register_suite(RankWorld& w) {

@@ -32,11 +32,40 @@ const AlphaBetaFit* CommCalibration::fit(Collective op, LinkLevel level) const n
 }
 
 double CommCalibration::seconds(Collective op, int n, double bytes) const noexcept {
-  return collective_seconds(op, n, bytes, alpha_beta(op, link_level_for_group(n, hardware_.devices_per_node)));
+  return seconds(op, n, bytes, link_level_for_group(n, hardware_.devices_per_node));
 }
 
 double CommCalibration::seconds(Collective op, int n, double bytes, LinkLevel level) const noexcept {
+  if (const Curve* c = curve(op, level, n)) return measured_seconds(*c, bytes);
   return collective_seconds(op, n, bytes, alpha_beta(op, level));
+}
+
+const CommCalibration::Curve* CommCalibration::curve(Collective op, LinkLevel level, int n) const noexcept {
+  const auto it = curves_.find({op, level, n});
+  return it == curves_.end() ? nullptr : &it->second;
+}
+
+double CommCalibration::measured_seconds(const Curve& curve, double bytes) noexcept {
+  if (bytes <= curve.front().first) return curve.front().second;
+  std::size_t hi = 1;
+  while (hi + 1 < curve.size() && curve[hi].first < bytes) ++hi;
+  const auto [b0, t0] = curve[hi - 1];
+  const auto [b1, t1] = curve[hi];
+  return std::max(0.0, t0 + (t1 - t0) * (bytes - b0) / (b1 - b0));
+}
+
+void CommCalibration::set_curve(Collective op, LinkLevel level, int n, const std::vector<CommSample>& samples) {
+  std::map<double, std::pair<double, int>> by_size;  // bytes -> (sum of seconds, samples)
+  for (const CommSample& s : samples) {
+    if (s.op != op || s.group_size != n || !(s.seconds > 0.0) || !(s.bytes > 0.0)) continue;
+    auto& [sum, count] = by_size[s.bytes];
+    sum += s.seconds;
+    ++count;
+  }
+  if (by_size.size() < 2) return;
+  Curve c;
+  for (const auto& [bytes, sum_count] : by_size) c.emplace_back(bytes, sum_count.first / sum_count.second);
+  curves_[{op, level, n}] = std::move(c);
 }
 
 void CommCalibration::set_fit(Collective op, LinkLevel level, const AlphaBetaFit& fit) { fits_[{op, level}] = fit; }
@@ -50,6 +79,9 @@ CommCalibration calibrate_comm(const HardwareSpec& hardware, const std::vector<L
       for (const CommSample& s : level_samples.samples)
         if (s.op == op) of_op.push_back(s);
       if (of_op.empty()) continue;
+      std::set<int> sizes;
+      for (const CommSample& s : of_op) sizes.insert(s.group_size);
+      for (int n : sizes) calibration.set_curve(op, level_samples.level, n, of_op);
       try {
         calibration.set_fit(op, level_samples.level, fit_alpha_beta(of_op, weighting));
       } catch (const SimError& e) {

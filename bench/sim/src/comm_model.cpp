@@ -155,7 +155,9 @@ CommBenchData parse_comm_bench_json(const std::string& json_text, const std::str
     sample.op = *op;
     sample.group_size = static_cast<int>(std::lround(row["group_size"].get<double>()));
     sample.bytes = row["bytes"].get<double>();
-    sample.seconds = row["real_time"].get<double>() * scale;
+    // The median iteration where the bench recorded it (median_s, seconds), else the mean.
+    sample.seconds = row.contains("median_s") && row["median_s"].is_number() ? row["median_s"].get<double>()
+                                                                             : row["real_time"].get<double>() * scale;
     data.samples.push_back(sample);
   }
   return data;

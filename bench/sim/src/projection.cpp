@@ -222,7 +222,7 @@ std::vector<std::string> projection_assumptions(const StepInputs& base, const Co
       fitted = fitted || comm.fit(op, level) != nullptr;
     a.push_back(fmt::format("{} links: {:.3g} GB/s, {:.3g} us per step ({}){}", link_level_name(level),
                             l.bandwidth_bytes_per_s / kGB, l.latency_s * 1e6, basis_name(l.basis),
-                            fitted ? "; collectives fitted from measurements where measured" : "; no collective fitted"));
+                            fitted ? "; collectives fitted from measurements where measured, and read off the measured times at the group sizes measured" : "; no collective fitted"));
   }
   const Efficiencies& e = base.efficiency;
   a.push_back(fmt::format("efficiencies ({}): prefill compute {:.3g}, decode bandwidth {:.3g}, forward compute {:.3g}, "

@@ -104,7 +104,8 @@ EfficiencyFit fit_unchecked(const std::vector<MeasuredCell>& cells, const CommCa
   out.cells = static_cast<int>(cells.size());
   const Efficiencies unit{1.0, 1.0, 1.0, 1.0, 1.0};
 
-  // old_log_prob, update_actor and the switch's copies: closed form per cell, geometric mean.
+  // The switch's copies, then old_log_prob and update_actor: closed form per cell, geometric mean.
+  // The copies come first: the update's gradient packing runs at their rate.
   double log_forward = 0.0, log_train = 0.0, log_copy = 0.0;
   int n_forward = 0, n_train = 0, n_copy = 0;
   for (const auto& cell : cells) {
@@ -121,6 +122,13 @@ EfficiencyFit fit_unchecked(const std::vector<MeasuredCell>& cells, const CommCa
             cell.cell_index, cell.name, t1.weight_switch.wire_s, *t));
       }
     }
+  }
+  if (n_copy > 0) out.efficiency.switch_copy = std::exp(log_copy / n_copy);
+  else out.notes.push_back("no cell's switch moved weights: the switch copy efficiency kept at its start value");
+  Efficiencies compute_unit = unit;
+  compute_unit.switch_copy = out.efficiency.switch_copy;
+  for (const auto& cell : cells) {
+    const PhaseTimes t1 = simulate_with(cell, compute_unit, comm);
     if (const double* t = measured(cell, "old_log_prob")) {
       const double compute = *t - t1.old_log_prob_gather_s;  // the pass's fsdp gathers do not scale with it
       if (compute > 0) {
@@ -134,15 +142,17 @@ EfficiencyFit fit_unchecked(const std::vector<MeasuredCell>& cells, const CommCa
       }
     }
     if (const double* t = measured(cell, "update_actor")) {
-      const double compute = *t - t1.actor_grad_comm_s;
+      // Communication and packing do not scale with the compute efficiency.
+      const double fixed = t1.update_actor_s - t1.actor_compute_s - t1.actor_bubble_s;
+      const double compute = *t - fixed;
       if (compute > 0) {
         log_train += std::log((t1.actor_compute_s + t1.actor_bubble_s) / compute);
         ++n_train;
       } else {
         out.notes.push_back(fmt::format(
-            "cell {} ({}): the modelled gradient communication ({:.4f} s) exceeds the measured update_actor "
-            "({:.4f} s); not used for the training efficiency",
-            cell.cell_index, cell.name, t1.actor_grad_comm_s, *t));
+            "cell {} ({}): the modelled gradient communication and packing ({:.4f} s) exceed the measured "
+            "update_actor ({:.4f} s); not used for the training efficiency",
+            cell.cell_index, cell.name, fixed, *t));
       }
     }
   }
@@ -150,8 +160,6 @@ EfficiencyFit fit_unchecked(const std::vector<MeasuredCell>& cells, const CommCa
   else out.notes.push_back("no cell measured old_log_prob: forward efficiency kept at its start value");
   if (n_train > 0) out.efficiency.train_compute = std::exp(log_train / n_train);
   else out.notes.push_back("no usable update_actor: training efficiency kept at its start value");
-  if (n_copy > 0) out.efficiency.switch_copy = std::exp(log_copy / n_copy);
-  else out.notes.push_back("no cell's switch moved weights: the switch copy efficiency kept at its start value");
 
   // gen: two efficiencies, nested golden-section searches on the log-ratio least squares.
   std::vector<const MeasuredCell*> gen_cells;
@@ -190,17 +198,25 @@ EfficiencyFit fit_unchecked(const std::vector<MeasuredCell>& cells, const CommCa
         "and keeps its start value");
     return out;
   }
+  // The bandwidth efficiency is searched up to 1, the device's memory bandwidth itself: past it
+  // the memory term only shrinks, so a fit that wants more is one where the weight and KV reads
+  // never bind, and 1 predicts those cells exactly as any larger value would.
   const double log_decode =
-      golden_min([&](double ld) { return objective(best_prefill(ld), ld); }, kLogLo, kLogHi, 1e-8);
+      golden_min([&](double ld) { return objective(best_prefill(ld), ld); }, kLogLo, 0.0, 1e-8);
   const double log_prefill = best_prefill(log_decode);
   out.efficiency.decode_bandwidth = std::exp(log_decode);
   out.efficiency.prefill_compute = std::exp(log_prefill);
-  for (auto [name, v] : {std::pair{"decode bandwidth", log_decode}, std::pair{"prefill compute", log_prefill}})
-    if (std::abs(v - kLogLo) < 1e-6 || std::abs(v - kLogHi) < 1e-6)
+  if (std::abs(log_decode) < 1e-6)
+    out.notes.push_back(
+        "the decode bandwidth efficiency ended at 1 (the device's measured bandwidth): decode is compute-bound in "
+        "the fit cells, so they bound it only from below; 1 is kept");
+  auto at_bound = [&](const char* name, double v, bool upper) {
+    if (std::abs(v - kLogLo) < 1e-6 || (upper && std::abs(v - kLogHi) < 1e-6))
       out.notes.push_back(fmt::format(
-          "the {} efficiency ended at its range's bound ({:.4g}): the cells hardly constrain it (for decode "
-          "bandwidth: decode is compute-bound at any plausible value)",
-          name, std::exp(v)));
+          "the {} efficiency ended at its range's bound ({:.4g}): the cells hardly constrain it", name, std::exp(v)));
+  };
+  at_bound("decode bandwidth", log_decode, false);
+  at_bound("prefill compute", log_prefill, true);
   return out;
 }
 

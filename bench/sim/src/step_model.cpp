@@ -214,19 +214,28 @@ PhaseTimes simulate_step(const StepInputs& in, const CommCalibration& comm) {
     }
     return s;
   };
-  // Two all-reduces per layer of the activations (tokens · hidden, in the weights' dtype): once
-  // for the prompts, then once per generated token of each wave.
+  // Per forward call (the prompts', then one per generated token of each wave): two all-reduces
+  // per layer of the activations (tokens · hidden, in the weights' dtype), and the vocabulary-
+  // parallel head's all-gather of the next-token logits (sequences · vocab: the prompts' forward
+  // returns the last position's only).
   const double per_layer = 2.0 * m.num_hidden_layers;
+  const double logits_row = m.vocab_size * in.weight_bytes_per_param;
+  auto forward_tp_comm = [&](double tokens, double sequences) {
+    return per_layer * comm.seconds(Collective::kAllReduce, tp_g, tokens * activation, gen_level) +
+           comm.seconds(Collective::kAllGather, tp_g, sequences * logits_row, gen_level);
+  };
   auto wave_tp_comm = [&](double batch) {
     double s = 0;
-    for (int j = 0; tp_g > 1 && j < static_cast<int>(std::ceil(spread.hi)); ++j)
-      s += per_layer * comm.seconds(Collective::kAllReduce, tp_g, batch * spread.active_fraction(j) * activation, gen_level);
+    for (int j = 0; tp_g > 1 && j < static_cast<int>(std::ceil(spread.hi)); ++j) {
+      const double active = batch * spread.active_fraction(j);
+      s += forward_tp_comm(active, active);
+    }
     return s;
   };
   t.decode_s = full_waves * decode_wave(concurrent) + (last_wave > 0 ? decode_wave(last_wave) : 0.0);
   if (tp_g > 1) {
-    t.gen_tp_comm_s = per_layer * comm.seconds(Collective::kAllReduce, tp_g, b * P * activation, gen_level) +
-                      full_waves * wave_tp_comm(concurrent) + (last_wave > 0 ? wave_tp_comm(last_wave) : 0.0);
+    t.gen_tp_comm_s = forward_tp_comm(b * P, b) + full_waves * wave_tp_comm(concurrent) +
+                      (last_wave > 0 ? wave_tp_comm(last_wave) : 0.0);
   }
   t.gen_s = t.prefill_s + t.decode_s + t.gen_tp_comm_s;
 
@@ -293,7 +302,16 @@ PhaseTimes simulate_step(const StepInputs& in, const CommCalibration& comm) {
     t.old_log_prob_s += log_prob_comm;
     if (in.reference_policy) t.ref_s += log_prob_comm;
   }
-  t.update_actor_s = t.actor_compute_s + t.actor_bubble_s + t.actor_grad_comm_s + t.actor_model_parallel_comm_s;
+  if (dp > 1) {
+    const double rounds = static_cast<double>(in.optimizer_steps_per_epoch) * in.ppo_epochs;
+    const double scalar = comm.seconds(Collective::kAllReduce, dp, 16.0, dp_level);  // two float64 counts
+    t.actor_scalar_comm_s = rounds * (in.grad_sync == GradSync::kFsdp ? 2.0 : 1.0) * scalar;
+    if (in.grad_sync == GradSync::kFsdp)
+      t.actor_grad_pack_s =
+          rounds * share * 2.0 * shard_params * in.grad_bytes_per_param / (bandwidth * eff.switch_copy);
+  }
+  t.update_actor_s = t.actor_compute_s + t.actor_bubble_s + t.actor_grad_comm_s + t.actor_model_parallel_comm_s +
+                     t.actor_scalar_comm_s + t.actor_grad_pack_s;
 
   // The other models: a reward model's forward, PPO's critic (the actor's shape and layout).
   if (in.reward_model) t.reward_s = log_prob_compute + t.old_log_prob_gather_s;

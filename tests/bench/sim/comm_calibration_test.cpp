@@ -135,3 +135,37 @@ TEST(CommCalibration, AFitThatFailsFallsBackWithItsReason) {
   EXPECT_NE(cal.fallback_reasons()[0].find("broadcast at intra_node"), std::string::npos);
   EXPECT_NE(cal.fallback_reasons()[0].find("cannot tell latency from bandwidth"), std::string::npos);
 }
+
+// A group size the bench measured is served by its measured times, read off linearly between the
+// two sizes around the message; the alpha-beta fit serves the group sizes it did not measure.
+TEST(CommCalibration, MeasuredGroupSizesReadTheirCurve) {
+  // Gloo-like: 2-rank all-gathers of 1 MiB 2 ms, 16 MiB 12 ms, 64 MiB 92 ms (the cache cliff no
+  // single alpha-beta line goes through), 1 MiB measured twice (1.8 and 2.2 ms: mean 2 ms).
+  const std::vector<sim::CommSample> samples = {
+      {Collective::kAllGather, 2, 1048576.0, 1.8e-3},  {Collective::kAllGather, 2, 1048576.0, 2.2e-3},
+      {Collective::kAllGather, 2, 16777216.0, 12e-3},  {Collective::kAllGather, 2, 67108864.0, 92e-3},
+      {Collective::kAllGather, 4, 1048576.0, 4e-3},    {Collective::kAllGather, 4, 67108864.0, 200e-3},
+      {Collective::kAllReduce, 2, 1048576.0, 1e-3}};  // one size only: no curve
+  const sim::CommCalibration cal = sim::calibrate_comm(two_level_hardware(), {{LinkLevel::kIntraNode, samples}});
+  ASSERT_NE(cal.curve(Collective::kAllGather, LinkLevel::kIntraNode, 2), nullptr);
+  EXPECT_EQ(cal.curve(Collective::kAllGather, LinkLevel::kIntraNode, 2)->size(), 3u);
+  EXPECT_EQ(cal.curve(Collective::kAllReduce, LinkLevel::kIntraNode, 2), nullptr);
+  EXPECT_EQ(cal.curve(Collective::kAllGather, LinkLevel::kIntraNode, 8), nullptr);
+  // 50 MiB at 2 ranks: 12 ms + (92 − 12) ms · (50 − 16)/(64 − 16) = 12 + 56.6667 = 68.6667 ms.
+  EXPECT_NEAR(cal.seconds(Collective::kAllGather, 2, 50.0 * 1048576.0, LinkLevel::kIntraNode), 68.666666667e-3, 1e-12);
+  // 8.5 MiB: 2 + 10 · 7.5/15 = 7 ms; below the smallest size, the smallest's 2 ms.
+  EXPECT_NEAR(cal.seconds(Collective::kAllGather, 2, 8.5 * 1048576.0), 7e-3, 1e-12);
+  EXPECT_NEAR(cal.seconds(Collective::kAllGather, 2, 4096.0), 2e-3, 1e-15);
+  // 128 MiB: the last segment's slope continued, 92 + 80 · 64/48 = 198.6667 ms.
+  EXPECT_NEAR(cal.seconds(Collective::kAllGather, 2, 128.0 * 1048576.0), 198.666666667e-3, 1e-12);
+  // 4 ranks: its own curve, 4 + 196 · (32 − 1)/63 = 100.4444 ms at 32 MiB.
+  EXPECT_NEAR(cal.seconds(Collective::kAllGather, 4, 32.0 * 1048576.0), 100.444444444e-3, 1e-12);
+  // 8 ranks were not measured: the per-collective alpha-beta fit (over both group sizes).
+  const sim::AlphaBeta ab = cal.alpha_beta(Collective::kAllGather, LinkLevel::kIntraNode);
+  EXPECT_DOUBLE_EQ(cal.seconds(Collective::kAllGather, 8, 1048576.0, LinkLevel::kIntraNode),
+                   sim::collective_seconds(Collective::kAllGather, 8, 1048576.0, ab));
+  // The all-reduce's single size keeps the alpha-beta route at 2 ranks too.
+  EXPECT_DOUBLE_EQ(cal.seconds(Collective::kAllReduce, 2, 4096.0),
+                   sim::collective_seconds(Collective::kAllReduce, 2, 4096.0,
+                                           cal.alpha_beta(Collective::kAllReduce, LinkLevel::kIntraNode)));
+}

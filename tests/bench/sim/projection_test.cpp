@@ -140,8 +140,12 @@ TEST(MemoryModel, SmallCaseByHand) {
 // dp 2 with rollout tp 1 and a mode that moves nothing (hybrid, vanilla: the generation shard is the
 // replicated training shard); naive splits the replicas into dp row blocks and moves half the model.
 TEST(LayoutSearch, SlowLinksPickTheLayoutThatMovesNothing) {
+  // One optimizer step: dp 2 then pays two all-reduces (the gradients, the loss's token counts),
+  // 4 s; pp 2 a send/recv in each log-prob pass and two in the update and a 1 s switch, 5 s.
   const auto comm = cluster(1.0, 1e10);
-  const auto candidates = sim::search_layouts(small_step(), comm, 2);
+  sim::StepInputs in = small_step();
+  in.optimizer_steps_per_epoch = 1;
+  const auto candidates = sim::search_layouts(in, comm, 2);
   ASSERT_FALSE(candidates.empty());
   ASSERT_TRUE(candidates.front().outcome.feasible);
   EXPECT_EQ(candidates.front().label, "megatron tp 1 pp 1 dp 2 -> rollout tp 1, hybrid");

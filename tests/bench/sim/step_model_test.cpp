@@ -74,8 +74,12 @@ TEST(StepModel, DataParallelStepByHand) {
   // 2 optimizer steps × all-reduce of 2·N = 501760 bytes over 2 ranks (intra-node):
   //   2·1·1e-5 + 2·1/2 · 501760/1e10 = 2e-5 + 5.0176e-5; × 2 = 1.40352e-4 s.
   EXPECT_NEAR(t.actor_grad_comm_s, 1.40352e-4, 1e-17);
-  EXPECT_NEAR(t.update_actor_s, 3.39591168e-4 + 1.40352e-4, 1e-17);
-  EXPECT_NEAR(t.step_s, 8.142848e-05 + 2 * 5.6598528e-5 + 4.79943168e-4, 1e-17);
+  // Per optimizer step one all-reduce of the loss's two float64 counts (16 bytes): 2·1·1e-5 +
+  //   2·1/2 · 16/1e10 = 2.00016e-5; × 2 = 4.00032e-5 s. No packing (replicated gradients).
+  EXPECT_NEAR(t.actor_scalar_comm_s, 4.00032e-5, 1e-18);
+  EXPECT_EQ(t.actor_grad_pack_s, 0.0);
+  EXPECT_NEAR(t.update_actor_s, 3.39591168e-4 + 1.40352e-4 + 4.00032e-5, 1e-17);
+  EXPECT_NEAR(t.step_s, 8.142848e-05 + 2 * 5.6598528e-5 + 5.19946368e-4, 1e-17);
 }
 
 TEST(StepModel, RolloutTensorParallelAndFsdpByHand) {
@@ -91,12 +95,20 @@ TEST(StepModel, RolloutTensorParallelAndFsdpByHand) {
   EXPECT_NEAR(t.decode_s, 2.101248e-5, 1e-18);
   // TP all-reduces, 2 per layer (4): prompts 8·10·64·2 = 10240 bytes: 2·1e-5 + 10240/1e10
   //   = 2.1024e-5, × 4 = 8.4096e-5; then 4 tokens × 4 × (2e-5 + 1024/1e10 = 2.01024e-5)
-  //   = 3.216384e-4; total 4.057344e-4 s.
-  EXPECT_NEAR(t.gen_tp_comm_s, 4.057344e-4, 1e-17);
+  //   = 3.216384e-4; and per forward (the prompts' and 4 tokens') the head's all-gather of 8
+  //   sequences' logits, 8·1000·2 = 16000 bytes: 1e-5 + 1/2 · 16000/1e10 = 1.08e-5, × 5 = 5.4e-5;
+  //   total 4.597344e-4 s.
+  EXPECT_NEAR(t.gen_tp_comm_s, 4.597344e-4, 1e-17);
   EXPECT_EQ(t.ref_s, 0.0);
   // FSDP over dp 2: per micro-batch 2 all-gathers + 1 reduce-scatter of 501760 bytes, each
   //   1e-5 + 1/2 · 501760/1e10 = 3.5088e-5; × 3 × (2 steps · 2 micro-batches) = 4.21056e-4 s.
   EXPECT_NEAR(t.actor_grad_comm_s, 4.21056e-4, 1e-17);
+  // Per optimizer step two 16-byte all-reduces (the counts, the gradient norm): 2 · 2 · 2.00016e-5
+  //   = 8.00064e-5 s; and the gradients packed for the reduce-scatter, 501760 bytes read and
+  //   written at 1e11 B/s × the copy efficiency 0.5: 2 · 501760 / 5e10 = 2.00704e-5, × 2 steps.
+  EXPECT_NEAR(t.actor_scalar_comm_s, 8.00064e-5, 1e-18);
+  EXPECT_NEAR(t.actor_grad_pack_s, 4.01408e-5, 1e-18);
+  EXPECT_NEAR(t.update_actor_s, t.actor_compute_s + 4.21056e-4 + 8.00064e-5 + 4.01408e-5, 1e-17);
 }
 
 TEST(StepModel, OneFOneBBubbleByHand) {

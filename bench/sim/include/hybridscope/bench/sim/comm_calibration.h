@@ -8,12 +8,20 @@
 // shared by all ops, 14–39 % with one pair per op; docs/simulator.md). Fitting each collective
 // folds its algorithm's constants into its own alpha and beta.
 //
+// Where the measurements cover a group size, the measured times themselves serve it (a curve
+// per (collective, level, group size), interpolated in bytes): Gloo on a shared-core machine
+// leaves the alpha-beta line (a 64 MiB all-gather costs 8-10x a 16 MiB one once the buffers leave
+// the last-level cache, 4-rank groups on 2 cores pay the time slicing), and the cells a projection
+// is validated on run at the measured group sizes. Other group sizes (a projection to 8, 16, …
+// ranks) use the per-collective alpha-beta fit.
+//
 // Not here: contention between concurrent groups, message-size-dependent algorithm switches
-// (NCCL's tree below a threshold, ring above) — a single (alpha, beta) per op and level.
+// (NCCL's tree below a threshold, ring above) beyond what a measured curve shows.
 #pragma once
 
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -40,27 +48,42 @@ class CommCalibration {
   AlphaBeta alpha_beta(Collective op, LinkLevel level) const noexcept;
   /// The fit behind alpha_beta(op, level); nullptr where it falls back to the hardware.
   const AlphaBetaFit* fit(Collective op, LinkLevel level) const noexcept;
-  /// Seconds for `op` of nccl-tests' `bytes` over `n` consecutive ranks: the level from the group
-  /// size and the hardware's devices_per_node (link_level_for_group), then comm_model's formula.
+  /// Seconds for `op` of nccl-tests' `bytes` over `n` consecutive ranks at the level from the group
+  /// size and the hardware's devices_per_node (link_level_for_group): the measured curve of (op,
+  /// level, n) where there is one (measured_seconds), else comm_model's formula with alpha_beta.
   double seconds(Collective op, int n, double bytes) const noexcept;
   /// The same at a given level (a strided group: step_model's link_level_for_strided_group).
   double seconds(Collective op, int n, double bytes, LinkLevel level) const noexcept;
+
+  /// A measured curve: (bytes, seconds) ascending in bytes, one point per distinct size (the mean
+  /// of that size's samples).
+  using Curve = std::vector<std::pair<double, double>>;
+  /// The curve of (op, level, n), or nullptr (fewer than two measured sizes at that group size).
+  const Curve* curve(Collective op, LinkLevel level, int n) const noexcept;
+  /// Seconds read off a curve: linear between the two measured sizes around `bytes`; below the
+  /// smallest size that size's time (latency dominates there: a smaller message is not slower);
+  /// above the largest, the last segment's slope continued.
+  static double measured_seconds(const Curve& curve, double bytes) noexcept;
 
   const HardwareSpec& hardware() const noexcept { return hardware_; }
   /// Why a measured (op, level) kept the hardware's link (a fit that failed: its SimError text).
   const std::vector<std::string>& fallback_reasons() const noexcept { return fallback_reasons_; }
 
   void set_fit(Collective op, LinkLevel level, const AlphaBetaFit& fit);
+  /// Keeps `samples`' curve for (op, level, n) (samples of other ops or sizes ignored); needs two
+  /// distinct message sizes, else nothing is kept.
+  void set_curve(Collective op, LinkLevel level, int n, const std::vector<CommSample>& samples);
   void add_fallback_reason(std::string reason) { fallback_reasons_.push_back(std::move(reason)); }
 
  private:
   HardwareSpec hardware_;
   std::map<std::pair<Collective, LinkLevel>, AlphaBetaFit> fits_;
+  std::map<std::tuple<Collective, LinkLevel, int>, Curve> curves_;
   std::vector<std::string> fallback_reasons_;
 };
 
 /// Fits one AlphaBeta per (collective, level) present in `measured` (fit_alpha_beta over all its
-/// group sizes and message sizes). A group whose fit fails (one message size, time falling with
+/// group sizes and message sizes) and keeps each (collective, level, group size)'s curve. A group whose fit fails (one message size, time falling with
 /// size) keeps the hardware's link and its reason is kept in fallback_reasons().
 CommCalibration calibrate_comm(const HardwareSpec& hardware, const std::vector<LinkSamples>& measured,
                                FitWeighting weighting = FitWeighting::kRelative);

@@ -174,7 +174,13 @@ struct PhaseTimes {
   double old_log_prob_s = 0, ref_s = 0;                // compute + gathers
   double actor_compute_s = 0, actor_bubble_s = 0, actor_grad_comm_s = 0;
   double actor_model_parallel_comm_s = 0;  // megatron: tp all-reduces and pp send/recv of activations
-  double update_actor_s = 0;  // compute + bubble + gradient communication + model-parallel communication
+  // Per optimizer step over dp (dp > 1): the two scalar all-reduces of hybridscope's engine (the
+  // global token and sequence counts that normalise the loss, global_batch_info; the gradient
+  // norm's squares with fsdp), and with fsdp the packing of every gradient into the reduce-scatter's
+  // flat layout (read + write of the stage's gradients at the memory bandwidth × the copy
+  // efficiency, the rate the switch's packing runs at).
+  double actor_scalar_comm_s = 0, actor_grad_pack_s = 0;
+  double update_actor_s = 0;  // compute + bubble + every communication and packing term above
   double reward_s = 0;        // a reward model's forward pass (0: rule-based)
   double values_s = 0, update_critic_s = 0;  // PPO's critic
   SwitchTimes weight_switch;  // train->rollout (switch_model.h)
