@@ -13,6 +13,7 @@ DEMO_DB ?= out/bench.sqlite
 DEMO_MATRIX ?= bench/matrices/demo-cpu.yaml
 DEMO_REPORT ?= out/report
 DEMO_PROJECTION ?= out/projection.json
+DEMO_COMM ?= out/comm-bench.json
 # The demo matrix's cell config (bench/matrices/demo-cpu.yaml's overrides), projected by
 # `hybridscope simulate` onto a cluster of machines like this one with efficiencies fitted on the
 # matrix just measured (docs/simulator.md).
@@ -51,7 +52,7 @@ build: configure
 # What `make demo` runs and nothing more (the CLI and the viewer it points to): the test suites,
 # benchmarks and fuzzers are `make build`/`make test`'s.
 build-demo: configure
-	cmake --build $(BUILD_DIR) -j $(JOBS) --target hybridscope
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target hybridscope hs_comm_bench
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target hybridscope-viewer || echo "(no viewer: it needs Qt 6, docs/viewer.md)"
 
 test: build
@@ -65,11 +66,15 @@ test-standalone:
 	cd $(STANDALONE_DIR) && ctest --output-on-failure -j 1
 
 demo: build-demo
+	@mkdir -p out
+	@echo "measuring this machine's collectives for the projection (Gloo, 2 and 4 ranks, about 30 s) -> $(DEMO_COMM)"
+	$(BUILD_DIR)/bench/hs_comm_bench --ranks 2,4 --benchmark_out=$(DEMO_COMM) --benchmark_out_format=json > out/comm-bench.log
 	$(HYBRIDSCOPE) bench $(DEMO_MATRIX) --db $(DEMO_DB) --json out/bench-summary.json --csv out/bench-summary.csv
 	$(HYBRIDSCOPE) report $(DEMO_DB) -o $(DEMO_REPORT).html
 	$(HYBRIDSCOPE) report $(DEMO_DB) -o $(DEMO_REPORT).pdf
 	$(HYBRIDSCOPE) simulate --hardware bench/hardware/cpu-local.yaml --config configs/demo_grpo.yaml \
-	    --calibrate $(DEMO_DB) --ranks 2,4,8,16 --json $(DEMO_PROJECTION) $(DEMO_SIM_OVERRIDES)
+	    --calibrate $(DEMO_DB) --comm-bench $(DEMO_COMM) --ranks 2,4,8,16 --json $(DEMO_PROJECTION) $(DEMO_SIM_OVERRIDES)
+	@echo "the projection's own error on the cells just measured: $(HYBRIDSCOPE) simulate --hardware bench/hardware/cpu-local.yaml --config configs/demo_grpo.yaml --calibrate $(DEMO_DB) --comm-bench $(DEMO_COMM) --validate" 
 	@echo "open $(DEMO_REPORT).html (or .pdf); the findings alone: $(HYBRIDSCOPE) diagnose $(DEMO_DB)"
 	@if [ -x $(BUILD_DIR)/viewer/hybridscope-viewer ]; then echo "in the viewer: $(BUILD_DIR)/viewer/hybridscope-viewer $(DEMO_DB) --projection $(DEMO_PROJECTION)"; \
 	 else echo "in the viewer (needs Qt 6, docs/viewer.md): $(BUILD_DIR)/viewer/hybridscope-viewer $(DEMO_DB) --projection $(DEMO_PROJECTION)"; fi

@@ -55,18 +55,22 @@ void apply_efficiency(sim::Efficiencies& e, const std::string& assignment) {
                                                  {"forward", &e.forward_compute},
                                                  {"train", &e.train_compute},
                                                  {"switch", &e.switch_copy}};
-  const auto it = eq == std::string::npos ? fields.end() : fields.find(assignment.substr(0, eq));
-  double value = 0;
+  const std::string name = eq == std::string::npos ? assignment : assignment.substr(0, eq);
+  const auto it = fields.find(name);
+  const bool overhead = name == "gen_overhead_ms";  // a time, not a share: 0 allowed
+  double value = -1;
   try {
-    if (it != fields.end()) value = std::stod(assignment.substr(eq + 1));
+    if (eq != std::string::npos && (it != fields.end() || overhead)) value = std::stod(assignment.substr(eq + 1));
   } catch (const std::exception&) {
-    value = 0;
+    value = -1;
   }
-  if (it == fields.end() || !(value > 0))
+  if ((it == fields.end() && !overhead) || (overhead ? !(value >= 0) : !(value > 0)))
     throw sim::SimError(fmt::format("--efficiency {}: expected NAME=VALUE with NAME one of prefill, decode, forward, "
-                                    "train, switch and VALUE > 0 (e.g. --efficiency train=0.45)",
+                                    "train, switch and VALUE > 0 (e.g. --efficiency train=0.45), or "
+                                    "gen_overhead_ms=MS >= 0 (milliseconds per generation forward call)",
                                     assignment));
-  *it->second = value;
+  if (overhead) e.gen_call_overhead_s = value * 1e-3;
+  else *it->second = value;
 }
 
 }  // namespace
@@ -98,7 +102,7 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& args) {
   cmd->add_option("--comm-bench", args.comm_bench, "hs_comm_bench JSON: fit each collective's alpha and beta")
       ->check(CLI::ExistingFile);
   cmd->add_option("--efficiency", args.efficiency,
-                  "NAME=VALUE (prefill, decode, forward, train, switch), after any calibration; repeatable");
+                  "NAME=VALUE (prefill, decode, forward, train, switch: shares of peak; gen_overhead_ms: ms per generation forward call), after any calibration; repeatable");
   cmd->add_option("--search", args.search, "Rank the layouts on this many ranks")->check(CLI::PositiveNumber);
   cmd->add_option("--top", args.top, "Layouts the search prints (default 5)")->check(CLI::PositiveNumber);
   cmd->add_option("--json", args.json_path, "Write the projection (and search) as JSON to this file ('-': stdout)");

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace hs::bench::sim {
 
@@ -161,61 +162,78 @@ EfficiencyFit fit_unchecked(const std::vector<MeasuredCell>& cells, const CommCa
   if (n_train > 0) out.efficiency.train_compute = std::exp(log_train / n_train);
   else out.notes.push_back("no usable update_actor: training efficiency kept at its start value");
 
-  // gen: two efficiencies, nested golden-section searches on the log-ratio least squares.
+  // gen: the prefill/decode compute efficiency, the decode bandwidth efficiency and the per-call
+  // overhead (seconds per forward call that neither the batch nor tp divides), nested golden-section
+  // searches on the log-ratio least squares.
   std::vector<const MeasuredCell*> gen_cells;
+  double overhead_hi = 0.0;
   for (const auto& cell : cells)
-    if (measured(cell, "gen")) gen_cells.push_back(&cell);
+    if (const double* t = measured(cell, "gen")) {
+      gen_cells.push_back(&cell);
+      const double calls = 1.0 + std::ceil(response_spread(cell.inputs).hi);  // the prefill and every step
+      overhead_hi = overhead_hi > 0 ? std::min(overhead_hi, *t / calls) : *t / calls;
+    }
   if (gen_cells.empty()) {
     out.notes.push_back("no cell measured gen: generation efficiencies kept at their start values");
     return out;
   }
-  auto objective = [&](double log_prefill, double log_decode) {
-    Efficiencies e = out.efficiency;
-    e.prefill_compute = std::exp(log_prefill);
-    e.decode_bandwidth = std::exp(log_decode);
+  auto objective = [&](double log_prefill, double log_decode, double overhead) {
     double sum = 0.0;
     for (const auto* cell : gen_cells) {
-      const double r = std::log(simulate_with(*cell, e, comm).gen_s / cell->phase_s.at("gen"));
+      StepInputs in = cell->inputs;
+      in.efficiency = out.efficiency;
+      in.efficiency.prefill_compute = std::exp(log_prefill);
+      in.efficiency.decode_bandwidth = std::exp(log_decode);
+      in.efficiency.gen_call_overhead_s = overhead;
+      const double r = std::log(simulate_generation(in, comm).gen_s / cell->phase_s.at("gen"));
       sum += r * r;
     }
     return sum;
   };
-  auto best_prefill = [&](double log_decode) {
-    return golden_min([&](double lp) { return objective(lp, log_decode); }, kLogLo, kLogHi, kLogTol);
+  auto best_prefill = [&](double log_decode, double overhead) {
+    return golden_min([&](double lp) { return objective(lp, log_decode, overhead); }, kLogLo, kLogHi, kLogTol);
   };
-  // Is decode bandwidth-bound anywhere? With the bandwidth efficiency at the top of its range the
-  // bandwidth term is at its smallest; if generation then does not depend on it, it never binds.
-  const double log_decode_start = std::log(start.decode_bandwidth);
-  const double lp_start = best_prefill(log_decode_start);
-  const double f_start = objective(lp_start, log_decode_start);
+  auto best_overhead = [&](double log_decode) {
+    return golden_min([&](double ov) { return objective(best_prefill(log_decode, ov), log_decode, ov); }, 0.0,
+                      overhead_hi, 1e-9 * overhead_hi);
+  };
+  auto fitted_at = [&](double log_decode) {
+    const double ov = best_overhead(log_decode);
+    const double lp = best_prefill(log_decode, ov);
+    return std::tuple{lp, ov, objective(lp, log_decode, ov)};
+  };
+  // Is decode bandwidth-bound anywhere? With the bandwidth efficiency at 1 the bandwidth term is
+  // at its smallest; if generation then does not depend on it, it never binds.
+  const double log_decode_start = std::min(0.0, std::log(start.decode_bandwidth));
+  const auto [lp_start, ov_start, f_start] = fitted_at(log_decode_start);
   bool identifiable = false;
-  for (double ld : {kLogLo, kLogHi})
-    if (std::abs(objective(lp_start, ld) - f_start) > 1e-12 * std::max(1.0, f_start)) identifiable = true;
+  for (double ld : {kLogLo, 0.0})
+    if (std::abs(objective(lp_start, ld, ov_start) - f_start) > 1e-12 * std::max(1.0, f_start)) identifiable = true;
+  double log_decode = log_decode_start, log_prefill = lp_start, overhead = ov_start;
   if (!identifiable) {
-    out.efficiency.prefill_compute = std::exp(lp_start);
     out.notes.push_back(
         "decode is compute-bound in every fit cell: the decode bandwidth efficiency is not identifiable "
         "and keeps its start value");
-    return out;
+  } else {
+    // The bandwidth efficiency is searched up to 1, the device's memory bandwidth itself: past it
+    // the memory term only shrinks, so a fit that wants more is one where the weight and KV reads
+    // never bind, and 1 predicts those cells exactly as any larger value would.
+    log_decode = golden_min([&](double ld) { return std::get<2>(fitted_at(ld)); }, kLogLo, 0.0, 1e-8);
+    std::tie(log_prefill, overhead, std::ignore) = fitted_at(log_decode);
+    if (std::abs(log_decode) < 1e-5)
+      out.notes.push_back(
+          "the decode bandwidth efficiency ended at 1 (the device's measured bandwidth): decode is compute-bound "
+          "in the fit cells, so they bound it only from below; 1 is kept");
   }
-  // The bandwidth efficiency is searched up to 1, the device's memory bandwidth itself: past it
-  // the memory term only shrinks, so a fit that wants more is one where the weight and KV reads
-  // never bind, and 1 predicts those cells exactly as any larger value would.
-  const double log_decode =
-      golden_min([&](double ld) { return objective(best_prefill(ld), ld); }, kLogLo, 0.0, 1e-8);
-  const double log_prefill = best_prefill(log_decode);
   out.efficiency.decode_bandwidth = std::exp(log_decode);
   out.efficiency.prefill_compute = std::exp(log_prefill);
-  if (std::abs(log_decode) < 1e-6)
-    out.notes.push_back(
-        "the decode bandwidth efficiency ended at 1 (the device's measured bandwidth): decode is compute-bound in "
-        "the fit cells, so they bound it only from below; 1 is kept");
+  out.efficiency.gen_call_overhead_s = overhead;
   auto at_bound = [&](const char* name, double v, bool upper) {
-    if (std::abs(v - kLogLo) < 1e-6 || (upper && std::abs(v - kLogHi) < 1e-6))
+    if (std::abs(v - kLogLo) < 1e-5 || (upper && std::abs(v - kLogHi) < 1e-5))
       out.notes.push_back(fmt::format(
           "the {} efficiency ended at its range's bound ({:.4g}): the cells hardly constrain it", name, std::exp(v)));
   };
-  at_bound("decode bandwidth", log_decode, false);
+  if (identifiable) at_bound("decode bandwidth", log_decode, false);
   at_bound("prefill compute", log_prefill, true);
   return out;
 }
@@ -335,8 +353,9 @@ std::string fitted_efficiencies(const EfficiencyFit& fit) {
   const Efficiencies& e = fit.efficiency;
   std::string out = fmt::format(
       "fitted efficiencies ({} cells): prefill compute {:.4g}, decode bandwidth {:.4g}, forward compute {:.4g}, "
-      "train compute {:.4g}\n",
-      fit.cells, e.prefill_compute, e.decode_bandwidth, e.forward_compute, e.train_compute);
+      "train compute {:.4g}, switch copy {:.4g}; generation overhead {:.3g} ms per forward call\n",
+      fit.cells, e.prefill_compute, e.decode_bandwidth, e.forward_compute, e.train_compute, e.switch_copy,
+      e.gen_call_overhead_s * 1e3);
   if (!fit.out_of_range.empty())
     out += fmt::format("  FLAG: outside (0, 1]: {} (see the note below)\n", fmt::join(fit.out_of_range, ", "));
   for (const auto& note : fit.notes) out += "  note: " + note + "\n";

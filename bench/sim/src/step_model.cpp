@@ -171,28 +171,33 @@ MemoryEstimate estimate_memory(const StepInputs& in, const HardwareSpec& hw, con
   return m;
 }
 
-PhaseTimes simulate_step(const StepInputs& in, const CommCalibration& comm) {
+GenerationTimes simulate_generation(const StepInputs& in, const CommCalibration& comm) {
   check_inputs(in);
   const HardwareSpec& hw = comm.hardware();
   const probes::DecoderShape& m = in.model;
   const double peak = hw.device.flops_per_s(in.dtype);
   const double bandwidth = hw.device.memory_bandwidth_bytes_per_s;
   const Efficiencies& eff = in.efficiency;
-  const int world = in.train.world();
   const double params = in.parameter_count > 0 ? in.parameter_count : probes::dense_parameter_count(m);
   const double dense = probes::dense_parameter_count(m);
   const double attention_per_context_token = 4.0 * m.head_dim * m.num_attention_heads * m.num_hidden_layers;
-  // Shared devices: a rank gets 1/share of its device's FLOP/s and bandwidth.
   const double share = device_sharing(in, hw);
   const int node_ranks = ranks_per_node(in, hw);
 
-  PhaseTimes t;
-  // Generation: each replica (rollout_tp consecutive ranks) gets b sequences.
-  const double sequences = static_cast<double>(in.prompts) * in.samples_per_prompt;
+  GenerationTimes t;
+  // Each replica (rollout_tp consecutive ranks) gets b sequences.
   const int tp_g = in.rollout_tp;
   const double b = sequences_per_replica(in);
-  const double P = in.prompt_length, R = in.response_length;
-  t.prefill_s = share * probes::forward_flops(m, b * P, b * P * P) / (tp_g * peak * eff.prefill_compute);
+  const double P = in.prompt_length;
+  // The prompts are prefilled once each and their n samples share the prompt's KV blocks (the
+  // trainer forks them, rollout.cpp; vLLM's n > 1 does the same): b / n prompts per replica.
+  const double bp = b / in.samples_per_prompt;
+  // Every forward call (the prefill, each decode step) also pays the per-call overhead, which
+  // neither the batch nor tp divides (host work, kernel launches, waits). Not scaled by device
+  // sharing: ranks time-sliced on one core overlap one's waits with another's work (on the demo
+  // matrix, 4 ranks on 2 cores generate as fast as 2).
+  const double call_overhead = eff.gen_call_overhead_s;
+  t.prefill_s = share * probes::forward_flops(m, bp * P, bp * P * P) / (tp_g * peak * eff.prefill_compute) + call_overhead;
   const double weight_shard_bytes = params * in.weight_bytes_per_param / tp_g;
   const double kv_token_shard_bytes = kv_bytes_per_token(m, in.kv_bytes_per_element) / tp_g;
   // Decoding runs at most max_num_seqs sequences at once: waves of `concurrent`, the last smaller.
@@ -211,6 +216,7 @@ PhaseTimes simulate_step(const StepInputs& in, const CommCalibration& comm) {
       const double bytes = weight_shard_bytes + active * context * kv_token_shard_bytes;
       const double flops = active * (2.0 * dense + attention_per_context_token * context) / tp_g;
       s += share * std::max(bytes / (bandwidth * eff.decode_bandwidth), flops / (peak * eff.prefill_compute));
+      if (active > 0) s += call_overhead;
     }
     return s;
   };
@@ -234,10 +240,35 @@ PhaseTimes simulate_step(const StepInputs& in, const CommCalibration& comm) {
   };
   t.decode_s = full_waves * decode_wave(concurrent) + (last_wave > 0 ? decode_wave(last_wave) : 0.0);
   if (tp_g > 1) {
-    t.gen_tp_comm_s = forward_tp_comm(b * P, b) + full_waves * wave_tp_comm(concurrent) +
+    t.gen_tp_comm_s = forward_tp_comm(bp * P, bp) + full_waves * wave_tp_comm(concurrent) +
                       (last_wave > 0 ? wave_tp_comm(last_wave) : 0.0);
   }
   t.gen_s = t.prefill_s + t.decode_s + t.gen_tp_comm_s;
+  return t;
+}
+
+
+PhaseTimes simulate_step(const StepInputs& in, const CommCalibration& comm) {
+  check_inputs(in);
+  const HardwareSpec& hw = comm.hardware();
+  const probes::DecoderShape& m = in.model;
+  const double peak = hw.device.flops_per_s(in.dtype);
+  const double bandwidth = hw.device.memory_bandwidth_bytes_per_s;
+  const Efficiencies& eff = in.efficiency;
+  const int world = in.train.world();
+  const double params = in.parameter_count > 0 ? in.parameter_count : probes::dense_parameter_count(m);
+  // Shared devices: a rank gets 1/share of its device's FLOP/s and bandwidth.
+  const double share = device_sharing(in, hw);
+  const int node_ranks = ranks_per_node(in, hw);
+
+  PhaseTimes t;
+  const GenerationTimes g = simulate_generation(in, comm);
+  t.prefill_s = g.prefill_s;
+  t.decode_s = g.decode_s;
+  t.gen_tp_comm_s = g.gen_tp_comm_s;
+  t.gen_s = g.gen_s;
+  const double sequences = static_cast<double>(in.prompts) * in.samples_per_prompt;
+  const double P = in.prompt_length, R = in.response_length;
 
   // FSDP collectives over a dp group (members tp·pp ranks apart) of the stage's parameters.
   const int dp = in.train.dp;

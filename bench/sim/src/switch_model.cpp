@@ -44,12 +44,16 @@ SwitchTimes cost_switch(const trainer::ReshardTraffic& traffic, const CommCalibr
       received[peer / node == r / node ? 0 : 1] += static_cast<double>(bytes);
       start = std::max(start, posted[static_cast<std::size_t>(peer)]);
     }
+    // Within a node its ranks all exchange at once: the sendrecv of that many ranks (what a measured
+    // curve of that group size holds: on a shared-core machine 4 ranks' exchange is slower per byte
+    // than 2's; the alpha-beta formula of a send/recv does not depend on the group size).
+    const int node_exchanging = std::max(2, std::min(world, node));
     double wire = 0;
     for (const int level : {0, 1}) {
       const double bytes = std::max(sent[static_cast<std::size_t>(level)], received[static_cast<std::size_t>(level)]);
       if (bytes > 0)
-        wire = std::max(wire, comm.seconds(Collective::kSendRecv, 2, bytes,
-                                           level == 0 ? LinkLevel::kIntraNode : LinkLevel::kInterNode));
+        wire = std::max(wire, level == 0 ? comm.seconds(Collective::kSendRecv, node_exchanging, bytes, LinkLevel::kIntraNode)
+                                         : comm.seconds(Collective::kSendRecv, 2, bytes, LinkLevel::kInterNode));
     }
     // After the last message: its packed buffer's unpacking, and (vanilla, naive) the slice of the
     // generation shard out of the full tensors.

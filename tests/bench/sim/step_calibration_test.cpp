@@ -27,7 +27,8 @@ sim::CommCalibration small_cluster() {
   return sim::CommCalibration(hw);
 }
 
-const sim::Efficiencies kTruth{0.42, 0.63, 0.55, 0.31, 0.37};  // prefill, decode bandwidth, forward, train, switch
+// prefill, decode bandwidth, forward, train, switch; 20 µs per generation forward call
+const sim::Efficiencies kTruth{0.42, 0.63, 0.55, 0.31, 0.37, 20e-6};
 
 // Cells over ranks 1, 2, 4 and two (prompt, response) shapes, measured = the model at kTruth
 // times a per-cell factor (1 for noise-free).
@@ -74,6 +75,7 @@ TEST(StepCalibration, RecoversKnownEfficienciesFromNoiseFreeCells) {
   EXPECT_NEAR(fit.efficiency.forward_compute / kTruth.forward_compute, 1.0, 1e-12);
   EXPECT_NEAR(fit.efficiency.train_compute / kTruth.train_compute, 1.0, 1e-12);
   EXPECT_NEAR(fit.efficiency.switch_copy / kTruth.switch_copy, 1.0, 1e-12);
+  EXPECT_NEAR(fit.efficiency.gen_call_overhead_s / kTruth.gen_call_overhead_s, 1.0, 1e-5);
   EXPECT_TRUE(fit.notes.empty()) << fit.notes.front();
 }
 
@@ -98,8 +100,11 @@ TEST(StepCalibration, NoisyCellsGiveCloseEfficienciesAndSmallHeldOutError) {
   const auto& e = report.fit.efficiency;
   EXPECT_NEAR(e.forward_compute / kTruth.forward_compute, 1.0, 0.06);
   EXPECT_NEAR(e.train_compute / kTruth.train_compute, 1.0, 0.06);
-  EXPECT_NEAR(e.prefill_compute / kTruth.prefill_compute, 1.0, 0.15);
-  EXPECT_NEAR(e.decode_bandwidth / kTruth.decode_bandwidth, 1.0, 0.15);
+  // Three generation parameters on four fit cells: ±5 % noise trades between them (a slower
+  // bandwidth against a longer call overhead), so each is looser; the prediction is what stays
+  // bounded.
+  EXPECT_NEAR(e.prefill_compute / kTruth.prefill_compute, 1.0, 0.4);
+  EXPECT_NEAR(e.decode_bandwidth / kTruth.decode_bandwidth, 1.0, 0.4);
   for (const auto& err : report.held_out) EXPECT_LT(err.mean_abs_pct_error, 10.0) << err.phase;
 }
 

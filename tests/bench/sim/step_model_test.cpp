@@ -55,15 +55,16 @@ TEST(StepModel, KvBytesAndStridedGroups) {
 
 TEST(StepModel, DataParallelStepByHand) {
   const sim::PhaseTimes t = sim::simulate_step(small_step(), small_cluster());
-  // Prefill, b = 4 sequences of 10 tokens per replica: forward FLOPs = 2·N·40 + 2·(4·10²)·16·4·2
-  //   = 20070400 + 102400 = 20172800; ÷ (1 · 1e12 · 0.5) = 4.03456e-5 s.
-  EXPECT_NEAR(t.prefill_s, 4.03456e-5, 1e-18);
+  // Prefill, b = 4 sequences per replica = 2 prompts of 10 tokens (their 2 samples share the
+  // prompt): forward FLOPs = 2·N·20 + 2·(2·10²)·16·4·2 = 10035200 + 51200 = 10086400;
+  // ÷ (1 · 1e12 · 0.5) = 2.01728e-5 s.
+  EXPECT_NEAR(t.prefill_s, 2.01728e-5, 1e-18);
   // Decode step j, context 10 + j: bytes = 2·N + 4·(10 + j)·256 = 512000, 513024, 514048, 515072;
   // ÷ (1e11 · 0.5) = 1.024e-5 … ; FLOPs 4·(2·N + 512·(10 + j)) = 2027520 … ÷ 5e11 = 4.06e-6 s:
   // memory-bound; Σ = 2054144 / 5e10 = 4.108288e-5 s.
   EXPECT_NEAR(t.decode_s, 4.108288e-5, 1e-18);
   EXPECT_EQ(t.gen_tp_comm_s, 0.0);  // rollout tp 1
-  EXPECT_NEAR(t.gen_s, 4.03456e-5 + 4.108288e-5, 1e-18);
+  EXPECT_NEAR(t.gen_s, 2.01728e-5 + 4.108288e-5, 1e-18);
   // Old log-prob, 8 sequences of 14: 2·N·112 + 2·(8·196)·128 = 56197120 + 401408 = 56598528;
   // ÷ (2 · 1e12 · 0.5) = 5.6598528e-5 s; ref the same.
   EXPECT_NEAR(t.old_log_prob_s, 5.6598528e-5, 1e-18);
@@ -79,7 +80,7 @@ TEST(StepModel, DataParallelStepByHand) {
   EXPECT_NEAR(t.actor_scalar_comm_s, 4.00032e-5, 1e-18);
   EXPECT_EQ(t.actor_grad_pack_s, 0.0);
   EXPECT_NEAR(t.update_actor_s, 3.39591168e-4 + 1.40352e-4 + 4.00032e-5, 1e-17);
-  EXPECT_NEAR(t.step_s, 8.142848e-05 + 2 * 5.6598528e-5 + 5.19946368e-4, 1e-17);
+  EXPECT_NEAR(t.step_s, 6.125568e-05 + 2 * 5.6598528e-5 + 5.19946368e-4, 1e-17);
 }
 
 TEST(StepModel, RolloutTensorParallelAndFsdpByHand) {
@@ -88,17 +89,17 @@ TEST(StepModel, RolloutTensorParallelAndFsdpByHand) {
   in.grad_sync = sim::GradSync::kFsdp;
   in.reference_policy = false;
   const sim::PhaseTimes t = sim::simulate_step(in, small_cluster());
-  // Prefill: forward of 80 tokens, Σs² 800: 2·N·80 + 2·800·128 = 40345600 ÷ (2 · 1e12 · 0.5).
-  EXPECT_NEAR(t.prefill_s, 4.03456e-5, 1e-18);
+  // Prefill: the 4 prompts, 40 tokens, Σs² 400: 2·N·40 + 2·400·128 = 20172800 ÷ (2 · 1e12 · 0.5).
+  EXPECT_NEAR(t.prefill_s, 2.01728e-5, 1e-18);
   // Decode: N·2/2 = 250880 weight bytes + 8·(10 + j)·128 KV bytes per rank = 261120, 262144,
   // 263168, 264192; Σ = 1050624 ÷ 5e10 = 2.101248e-5 s (memory-bound: FLOPs ÷ 5e11 ≈ 4.1e-6).
   EXPECT_NEAR(t.decode_s, 2.101248e-5, 1e-18);
-  // TP all-reduces, 2 per layer (4): prompts 8·10·64·2 = 10240 bytes: 2·1e-5 + 10240/1e10
-  //   = 2.1024e-5, × 4 = 8.4096e-5; then 4 tokens × 4 × (2e-5 + 1024/1e10 = 2.01024e-5)
-  //   = 3.216384e-4; and per forward (the prompts' and 4 tokens') the head's all-gather of 8
-  //   sequences' logits, 8·1000·2 = 16000 bytes: 1e-5 + 1/2 · 16000/1e10 = 1.08e-5, × 5 = 5.4e-5;
-  //   total 4.597344e-4 s.
-  EXPECT_NEAR(t.gen_tp_comm_s, 4.597344e-4, 1e-17);
+  // TP all-reduces, 2 per layer (4): prompts 4·10·64·2 = 5120 bytes: 2·1e-5 + 5120/1e10
+  //   = 2.0512e-5, × 4 = 8.2048e-5; then 4 tokens × 4 × (2e-5 + 1024/1e10 = 2.01024e-5)
+  //   = 3.216384e-4; and per forward the head's all-gather of the next-token logits: the 4
+  //   prompts', 4·1000·2 = 8000 bytes: 1e-5 + 1/2 · 8000/1e10 = 1.04e-5, then 4 tokens' of 8
+  //   sequences, 16000 bytes: 1.08e-5 each, 4.32e-5; total 4.572864e-4 s.
+  EXPECT_NEAR(t.gen_tp_comm_s, 4.572864e-4, 1e-17);
   EXPECT_EQ(t.ref_s, 0.0);
   // FSDP over dp 2: per micro-batch 2 all-gathers + 1 reduce-scatter of 501760 bytes, each
   //   1e-5 + 1/2 · 501760/1e10 = 3.5088e-5; × 3 × (2 steps · 2 micro-batches) = 4.21056e-4 s.
@@ -126,8 +127,8 @@ TEST(StepModel, OneFOneBBubbleByHand) {
   // One all-reduce of the stage's N/2 parameters (250880 bytes) over dp 2 (spans 4 ranks, in the
   // node): 2e-5 + 250880/1e10 = 4.5088e-5 s.
   EXPECT_NEAR(t.actor_grad_comm_s, 4.5088e-5, 1e-18);
-  // Prefill, b = 2: 2·N·20 + 2·200·128 = 10086400 ÷ 5e11 = 2.01728e-5 s.
-  EXPECT_NEAR(t.prefill_s, 2.01728e-5, 1e-18);
+  // Prefill, b = 2 sequences, 1 prompt: 2·N·10 + 2·100·128 = 5043200 ÷ 5e11 = 1.00864e-5 s.
+  EXPECT_NEAR(t.prefill_s, 1.00864e-5, 1e-18);
 }
 
 TEST(StepModel, SharedDevicesSlowDeviceWorkNotCommunication) {
@@ -143,10 +144,10 @@ TEST(StepModel, SharedDevicesSlowDeviceWorkNotCommunication) {
   in.devices_per_node = 1;
   EXPECT_EQ(sim::device_sharing(in, cluster.hardware()), 2.0);
   const sim::PhaseTimes t = sim::simulate_step(in, cluster);
-  // Every device term of DataParallelStepByHand doubles: prefill 2 · 4.03456e-5, decode (still
+  // Every device term of DataParallelStepByHand doubles: prefill 2 · 2.01728e-5, decode (still
   // memory-bound: both of its terms double) 2 · 4.108288e-5, log-prob 2 · 5.6598528e-5, actor
   // compute 2 · 3.39591168e-4.
-  EXPECT_NEAR(t.prefill_s, 8.06912e-5, 1e-18);
+  EXPECT_NEAR(t.prefill_s, 4.03456e-5, 1e-18);
   EXPECT_NEAR(t.decode_s, 8.216576e-5, 1e-18);
   EXPECT_NEAR(t.old_log_prob_s, 1.13197056e-4, 1e-17);
   EXPECT_NEAR(t.actor_compute_s, 6.79182336e-4, 1e-17);
@@ -174,9 +175,10 @@ TEST(StepModel, OversubscribedNodeKeepsItsGroupsInside) {
   in.processes_per_node = 4;
   const sim::PhaseTimes packed = sim::simulate_step(in, cluster);
   EXPECT_NEAR(packed.old_log_prob_gather_s, 6.7632e-5, 1e-18);
-  // Prefill of a replica's 4 prompts (20172800 FLOPs) over tp 2 at 5e11: 2.01728e-5 s, × 2 shared.
-  EXPECT_NEAR(spread.prefill_s, 2.01728e-5, 1e-18);
-  EXPECT_NEAR(packed.prefill_s, 4.03456e-5, 1e-18);
+  // Prefill of a replica's 2 prompts (4 sequences; 10086400 FLOPs) over tp 2 at 5e11:
+  // 1.00864e-5 s, × 2 shared.
+  EXPECT_NEAR(spread.prefill_s, 1.00864e-5, 1e-18);
+  EXPECT_NEAR(packed.prefill_s, 2.01728e-5, 1e-18);
   // Log-prob: 56598528 FLOPs ÷ (4 · 5e11) = 2.8299264e-5 s, × 2 shared, + the gather.
   EXPECT_NEAR(packed.old_log_prob_s, 5.6598528e-5 + 6.7632e-5, 1e-17);
 }

@@ -92,6 +92,11 @@ struct Efficiencies {
   double forward_compute = 0.5;   // old/ref log-prob passes
   double train_compute = 0.4;     // the actor's forward + backward
   double switch_copy = 0.5;       // the weight switch's packing, unpacking and slicing copies
+  // Seconds per generation forward call (the prefill, each decode step) that neither the batch nor
+  // tp divides: the host's work per step and, on a GPU, the kernel launches of an eager decode
+  // (docs/benchmarks.md: a launch-bound decode step barely moves with the bytes read). Not an
+  // efficiency: a time, fitted with the generation efficiencies (0: none).
+  double gen_call_overhead_s = 0.0;
 };
 
 struct StepInputs {
@@ -248,6 +253,12 @@ double decoded_at_once(const StepInputs& inputs) noexcept;
 
 /// The trainer's ModelShape of `inputs` (the planner's parameter list: llama_parameters).
 trainer::ModelShape trainer_model_shape(const StepInputs& inputs);
+
+/// Generation alone (simulate_step's gen phase): what the efficiency fit evaluates many times.
+struct GenerationTimes {
+  double prefill_s = 0, decode_s = 0, gen_tp_comm_s = 0, gen_s = 0;
+};
+GenerationTimes simulate_generation(const StepInputs& inputs, const CommCalibration& comm);
 
 /// The model of one step on `comm`'s hardware with its calibrated collectives. Throws SimError
 /// when the layout does not divide the world, the batch does not split over the replicas' count
