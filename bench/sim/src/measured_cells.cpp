@@ -102,7 +102,8 @@ StepInputs step_inputs_from_config(const ConfigLookup& config, int ranks, const 
   // hybridscope's trainer, not verl's FSDP: ZeroShards gathers the whole actor once per log-prob
   // pass and per optimizer step (trainer/src/dist/zero.cpp, rl/ppo_workers.cpp), and the
   // reference model is replicated.
-  in.fsdp_gathers = FsdpGathers::kPerOptimizerStep;
+  in.fsdp_gathers = flag(config, "actor_rollout_ref.actor.fsdp_config.per_layer") ? FsdpGathers::kPerLayer
+                                                                                  : FsdpGathers::kPerOptimizerStep;
   // The weight switch: the planner's plan in the wire dtype (hybrid_actor.cpp: bf16 moves 2 bytes).
   const std::string mode = config("hybridscope.reshard.mode").value_or("hybrid");
   const auto reshard = trainer::from_string<trainer::ReshardMode>(mode);

@@ -241,7 +241,11 @@ std::vector<std::string> projection_assumptions(const StepInputs& base, const Co
               "collectives, no contention between concurrent groups");
   a.push_back(fmt::format("hybridscope's engine: FSDP gathers {}, reference model {}, the switch posts every "
                           "send and receive of a rank at once (the executor's exchange)",
-                          base.fsdp_gathers == FsdpGathers::kPerMicroBatch ? "per micro-batch" : "once per pass",
+                          base.fsdp_gathers == FsdpGathers::kPerMicroBatch ? "per micro-batch"
+                          : base.fsdp_gathers == FsdpGathers::kPerLayer
+                              ? "per decoder layer in every forward call and backward (fsdp_config.per_layer; "
+                                "forward_prefetch's overlap is not modelled)"
+                              : "once per pass",
                           base.reference_sharded ? "sharded like the actor" : "replicated on every rank"));
   a.push_back(fmt::format("reward {}; critic {}", base.reward_model ? "a model's forward pass" : "rule-based, not costed",
                           base.critic ? "of the actor's shape and layout" : "none (GRPO)"));

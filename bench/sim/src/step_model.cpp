@@ -278,13 +278,27 @@ PhaseTimes simulate_step(const StepInputs& in, const CommCalibration& comm) {
   const double gather =
       fsdp ? comm.seconds(Collective::kAllGather, dp, shard_params * in.weight_bytes_per_param, dp_level) : 0.0;
   const bool per_micro = in.fsdp_gathers == FsdpGathers::kPerMicroBatch;
+  // Per-layer units (ZeroShards::wrap_layers): the root unit (embeddings, final norm, head) and
+  // L decoder layers of equal size, each its own collective.
+  const bool per_layer = in.fsdp_gathers == FsdpGathers::kPerLayer;
+  const double root_params =
+      m.vocab_size * m.hidden_size * (in.tie_word_embeddings ? 1.0 : 2.0) + m.hidden_size;  // + the final norm
+  const double layer_params = std::max(0.0, shard_params - root_params) / m.num_hidden_layers;
+  auto unit_gather = [&](double unit_params) {
+    return fsdp ? comm.seconds(Collective::kAllGather, dp, unit_params * in.weight_bytes_per_param, dp_level) : 0.0;
+  };
+  auto unit_scatter = [&](double unit_params) {
+    return fsdp ? comm.seconds(Collective::kReduceScatter, dp, unit_params * in.grad_bytes_per_param, dp_level) : 0.0;
+  };
+  const double layers_gather = m.num_hidden_layers * unit_gather(layer_params);
 
   // Log-prob passes over all sequences of S = P + R tokens, spread over every rank; with fsdp each
   // pass gathers the parameters once per forward call (kPerMicroBatch) or once (kPerOptimizerStep).
   const double S = P + R;
   const double forward = probes::forward_flops(m, sequences * S, sequences * S * S);
   const double log_prob_compute = share * forward / (world * peak * eff.forward_compute);
-  t.old_log_prob_gather_s = gather * (per_micro ? in.log_prob_micro_batches : 1);
+  t.old_log_prob_gather_s = per_layer ? unit_gather(root_params) + in.log_prob_micro_batches * layers_gather
+                                      : gather * (per_micro ? in.log_prob_micro_batches : 1);
   t.old_log_prob_s = log_prob_compute + t.old_log_prob_gather_s;
   if (in.reference_policy) {
     t.ref_gather_s = in.reference_sharded ? t.old_log_prob_gather_s : 0.0;
@@ -304,7 +318,14 @@ PhaseTimes simulate_step(const StepInputs& in, const CommCalibration& comm) {
     } else {
       const double scatter =
           comm.seconds(Collective::kReduceScatter, dp, shard_params * in.grad_bytes_per_param, dp_level);
-      t.actor_grad_comm_s = per_micro ? rounds * micro * (2.0 * gather + scatter) : rounds * (gather + scatter);
+      if (per_layer) {
+        // Per optimizer step the root unit's gather and reduce-scatter; per micro-batch every layer
+        // gathered in the forward and again in the backward, and reduce-scattered once.
+        const double layer_round = 2.0 * layers_gather + m.num_hidden_layers * unit_scatter(layer_params);
+        t.actor_grad_comm_s = rounds * (unit_gather(root_params) + unit_scatter(root_params) + micro * layer_round);
+      } else {
+        t.actor_grad_comm_s = per_micro ? rounds * micro * (2.0 * gather + scatter) : rounds * (gather + scatter);
+      }
     }
   }
   // Megatron's model-parallel traffic in training: per micro-batch of t tokens, two all-reduces per

@@ -225,3 +225,23 @@ TEST(StepModel, RefusesLayoutsThatDoNotDivide) {
   in.response_length = 0;
   EXPECT_THROW(sim::simulate_step(in, small_cluster()), sim::SimError);
 }
+
+// Per-layer units (fsdp_config.per_layer): the root unit (embeddings, head, final norm) once per
+// pass / optimizer step, each decoder layer per forward call and again in the backward.
+TEST(StepModel, FsdpPerLayerUnitsByHand) {
+  sim::StepInputs in = small_step();  // dp 2, 2 optimizer steps × 2 micro-batches, 2 layers
+  in.grad_sync = sim::GradSync::kFsdp;
+  in.fsdp_gathers = sim::FsdpGathers::kPerLayer;
+  in.log_prob_micro_batches = 3;
+  in.reference_policy = false;
+  const sim::PhaseTimes t = sim::simulate_step(in, small_cluster());
+  // Root: 2·1000·64 + 64 = 128064 parameters (untied), 256128 bytes; a layer: (250880 − 128064)/2
+  // = 61408 parameters, 122816 bytes. Over dp 2 in the node: all-gather 1e-5 + 1/2 · bytes/1e10,
+  // reduce-scatter the same: root 2.28064e-5, layer 1.61408e-5.
+  // Old log-prob: the root once + 3 forward calls × 2 layers: 2.28064e-5 + 6 · 1.61408e-5 = 1.196512e-4.
+  EXPECT_NEAR(t.old_log_prob_gather_s, 1.196512e-4, 1e-17);
+  // Update, per optimizer step: root gather + reduce-scatter 2 · 2.28064e-5 = 4.56128e-5; per
+  // micro-batch 2 layers × (2 gathers + 1 reduce-scatter) = 6 · 1.61408e-5 = 9.68448e-5, × 2
+  // micro-batches; per step 4.56128e-5 + 1.936896e-4 = 2.393024e-4, × 2 steps = 4.786048e-4.
+  EXPECT_NEAR(t.actor_grad_comm_s, 4.786048e-4, 1e-17);
+}

@@ -83,6 +83,12 @@ enum class FsdpGathers {
   // log-prob pass and once per optimizer step and held until it ends; gradients are
   // reduce-scattered once per optimizer step.
   kPerOptimizerStep,
+  // ZeroShards with fsdp_config.per_layer (verl's auto-wrap units): the root unit (embeddings,
+  // final norm, head) gathered once per log-prob pass and once per optimizer step, reduce-scattered
+  // once per optimizer step; each decoder layer gathered per forward call, in the update again in
+  // the backward, and reduce-scattered per micro-batch. forward_prefetch's overlap is not
+  // modelled (communication is never overlapped: an upper bound).
+  kPerLayer,
 };
 
 /// Achieved / peak, per kind of work; calibration fits them from measured cells.
