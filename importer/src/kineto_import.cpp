@@ -433,6 +433,7 @@ std::vector<std::string> kineto_trace_files(const std::vector<std::string>& inpu
 ImportSummary import_kineto(const std::vector<std::string>& paths, const std::string& db_path,
                             const KinetoImportOptions& options) {
   ImportSummary summary;
+  summary.source = "kineto";
   // Pass 0: each file's header (rank, world, clock base: Kineto writes the base after the events)
   // and span, so that the run row and every rank share one timeline before anything is written.
   std::vector<TraceFile> files;
