@@ -52,6 +52,18 @@ void print_notes_and_run(const importer::ImportSummary& s, const std::string& db
 
 int run_import_checked(const ImportArgs& args);
 
+// The built-in maps (one with --framework), the user's file over them. The user's map is held in a
+// named variable: iterating `from_file(...).entries()` would read a destroyed temporary.
+importer::PhaseMap phase_map(const ImportArgs& args) {
+  importer::PhaseMap phases = args.framework.empty() ? importer::PhaseMap::all_builtin()
+                                                     : importer::PhaseMap::builtin(args.framework);
+  if (!args.phase_map_path.empty()) {
+    const importer::PhaseMap user = importer::PhaseMap::from_file(args.phase_map_path);
+    for (const auto& [name, phase] : user.entries()) phases.set(name, phase);
+  }
+  return phases;
+}
+
 }  // namespace
 
 CLI::App* add_import_command(CLI::App& app, ImportArgs& args) {
@@ -96,10 +108,7 @@ int run_import_checked(const ImportArgs& args) {
     throw importer::ImportError("--rank-map applies to Nsight Systems exports only (Kineto traces carry their rank)");
   if (!exports.empty()) {
     importer::NsysImportOptions options;
-    if (!args.framework.empty()) options.phases = importer::PhaseMap::builtin(args.framework);
-    if (!args.phase_map_path.empty())
-      for (const auto& [name, phase] : importer::PhaseMap::from_file(args.phase_map_path).entries())
-        options.phases.set(name, phase);
+    options.phases = phase_map(args);
     options.run_name = args.name;
     options.command_line = args.command_line;
     options.first_step = args.first_step;
@@ -109,17 +118,14 @@ int run_import_checked(const ImportArgs& args) {
     fmt::print("read {} rows ({:.1f} MiB of SQLite) from {} export(s): {} process(es) as ranks\n", s.events,
                static_cast<double>(s.bytes) / 1048576.0, exports.size(), s.ranks);
     fmt::print("ranges {} ({} phases, {} steps), kernels {}, memcpy {}, memset {}, runtime calls {}; not imported: {} "
-               "NVTX events of other kinds (marks, names, unended ranges)\n",
+               "rows of other kinds (NVTX marks, names and unended ranges; CUDA backtrace rows)\n",
                s.ranges, s.phase_ranges, s.steps, s.kernels, s.memcpys, s.memsets, s.runtime_calls, s.skipped);
   } else if (args.inputs.empty()) {
     s = importer::import_verl_metrics(metrics, args.db_path, args.name.empty() ? args.metrics_path : args.name,
                                       args.command_line);
   } else {
     importer::KinetoImportOptions options;
-    if (!args.framework.empty()) options.phases = importer::PhaseMap::builtin(args.framework);
-    if (!args.phase_map_path.empty())
-      for (const auto& [name, phase] : importer::PhaseMap::from_file(args.phase_map_path).entries())
-        options.phases.set(name, phase);
+    options.phases = phase_map(args);
     options.cpu_ops = !args.no_cpu_ops;
     options.run_name = args.name;
     options.command_line = args.command_line;

@@ -95,8 +95,7 @@ class ProcessImport {
     read_ranges();
     nest_and_number();
     write_ranges();
-    read_runtime();
-    read_gpu();
+    read_activity();
     write_correlation_ranges();
     rec_.flush();
   }
@@ -254,57 +253,46 @@ class ProcessImport {
     counted_flush(n);
   }
 
-  // Runtime API calls, each with the innermost NVTX range of its thread open at its start.
-  void read_runtime() {
-    const std::string t = "CUPTI_ACTIVITY_KIND_RUNTIME";
-    if (!db_.has_table(t)) return;
-    const std::string ret = db_.has_column(t, "returnValue") ? "returnValue" : "-1";
-    const std::string event_class = db_.has_column(t, "eventClass") ? "eventClass" : "0";
-    Cursor c(db_, "SELECT start, end, globalTid, correlationId, nameId, " + ret + ", " + event_class + " FROM " + t +
-                      " WHERE (globalTid >> 24) = ?1");
-    c.bind(1, process_.key);
-    std::int64_t backtraces = 0;
-    while (c.next()) {
-      if (c.i64(6) == kEventClassCudaBacktrace) {
-        ++backtraces;
-        ++summary_.skipped;
-        continue;
-      }
-      probes::RuntimeApiActivity a;
-      a.tid = detail::nsys_tid(c.i64(2));
-      a.correlation_id = static_cast<std::uint32_t>(c.i64_or(3, 0));
-      a.cbid = -1;  // an export names the call but carries no callback id: -1, as a Kineto trace without one
-      const char* name = string_of(c.i64_or(4, -1));
-      a.name = name ? name : "";
-      a.start_ns = c.i64(0) + shift_;
-      a.end_ns = c.i64(1) + shift_;
-      a.return_value = c.i64(5);
-      batch_.runtime_api.push_back(a);
-      const std::int32_t r = innermost(a.tid, a.start_ns);
-      if (r >= 0 && !c.is_null(3)) {
-        ranges_[static_cast<std::size_t>(r)].launched = true;
-        batch_.external_correlations.push_back({a.correlation_id, static_cast<std::uint64_t>(r) + 1});
-      }
-      ++summary_.runtime_calls;
-      hand_over(false);
+  // A runtime API call (a row of the activity query, kind 3) with the innermost NVTX range of its
+  // thread open at its start.
+  void add_runtime(const Cursor& c) {
+    if (c.i64(19) == kEventClassCudaBacktrace) {
+      ++backtraces_;
+      ++summary_.skipped;
+      return;
     }
-    hand_over(true);
-    if (backtraces > 0)
-      summary_.notes.push_back(who() + ": " + std::to_string(backtraces) +
-                               " runtime rows of event class 67 (CUDA backtrace: a sampled call's second row) not "
-                               "imported as calls");
+    probes::RuntimeApiActivity a;
+    a.tid = detail::nsys_tid(c.i64(3));
+    a.correlation_id = static_cast<std::uint32_t>(c.i64_or(6, 0));
+    a.cbid = -1;  // an export names the call but carries no callback id: -1, as a Kineto trace without one
+    const char* name = string_of(c.i64_or(7, -1));
+    a.name = name ? name : "";
+    a.start_ns = c.i64(1) + shift_;
+    a.end_ns = c.i64(2) + shift_;
+    a.return_value = c.i64(18);
+    batch_.runtime_api.push_back(a);
+    const std::int32_t r = innermost(a.tid, a.start_ns);
+    if (r >= 0 && !c.is_null(6)) {
+      ranges_[static_cast<std::size_t>(r)].launched = true;
+      batch_.external_correlations.push_back({a.correlation_id, static_cast<std::uint64_t>(r) + 1});
+    }
+    ++summary_.runtime_calls;
   }
 
-  // Kernels, copies and memsets of this process in one start order (so that each stream's records
-  // reach the aggregator in order, as stream_busy's union needs), sorted by SQLite (temp files).
-  void read_gpu() {
-    const std::string k = "CUPTI_ACTIVITY_KIND_KERNEL", m = "CUPTI_ACTIVITY_KIND_MEMCPY", s = "CUPTI_ACTIVITY_KIND_MEMSET";
+  // Runtime calls, kernels, copies and memsets of this process in one start order, sorted by SQLite
+  // (in temporary files): each stream's records reach the aggregator in order, as stream_busy's
+  // union needs, and every launch shortly before its kernel, so the aggregator's table of pending
+  // launches (RecorderOptions::gpu.max_pending_correlations) stays a window, whatever the length.
+  void read_activity() {
+    const std::string k = "CUPTI_ACTIVITY_KIND_KERNEL", m = "CUPTI_ACTIVITY_KIND_MEMCPY", s = "CUPTI_ACTIVITY_KIND_MEMSET",
+                      rt = "CUPTI_ACTIVITY_KIND_RUNTIME";
     auto col = [&](const std::string& table, const char* name) {
       return db_.has_column(table, name) ? std::string(name) : std::string("NULL");
     };
     std::vector<std::string> parts;
-    // kind, start, end, device, context, stream, correlation, a, b, grid xyz, block xyz, registers,
-    // static smem, dynamic smem, bytes, x, y, z
+    // kind, start, end, device (runtime: globalTid), context, stream, correlation, a (kernel name,
+    // runtime name), b, grid xyz, block xyz, registers, static smem, dynamic smem, bytes (runtime:
+    // return value), x (runtime: event class), y, z
     if (db_.has_table(k) && db_.has_column(k, "globalPid"))
       parts.push_back("SELECT 0, start, end, deviceId, contextId, streamId, correlationId, demangledName, " +
                       col(k, "shortName") + ", gridX, gridY, gridZ, blockX, blockY, blockZ, " +
@@ -319,6 +307,11 @@ class ProcessImport {
       parts.push_back("SELECT 2, start, end, deviceId, contextId, streamId, correlationId, NULL, NULL, "
                       "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, bytes, " + col(s, "value") + ", " +
                       col(s, "memKind") + ", NULL FROM " + s + " WHERE (globalPid >> 24) = ?1");
+    if (db_.has_table(rt) && db_.has_column(rt, "globalTid"))
+      parts.push_back("SELECT 3, start, end, globalTid, NULL, NULL, correlationId, nameId, NULL, NULL, NULL, NULL, NULL, "
+                      "NULL, NULL, NULL, NULL, NULL, " + (db_.has_column(rt, "returnValue") ? std::string("returnValue") : "-1") +
+                      ", " + (db_.has_column(rt, "eventClass") ? std::string("eventClass") : "0") + ", NULL, NULL FROM " +
+                      rt + " WHERE (globalTid >> 24) = ?1");
     if (parts.empty()) return;
     std::string sql;
     for (const std::string& p : parts) sql += (sql.empty() ? "" : " UNION ALL ") + p;
@@ -332,12 +325,17 @@ class ProcessImport {
     Cursor c(db_, sql);
     c.bind(1, process_.key);
     while (c.next()) {
+      const auto kind = c.i64(0);
+      if (kind == 3) {
+        add_runtime(c);
+        hand_over(false);
+        continue;
+      }
       const auto device = static_cast<std::uint32_t>(c.i64_or(3, 0));
       const auto context = static_cast<std::uint32_t>(c.i64_or(4, 0));
       const auto stream = static_cast<std::uint32_t>(c.i64_or(5, 0));
       const auto correlation = static_cast<std::uint32_t>(c.i64_or(6, 0));
       const std::int64_t start = c.i64(1) + shift_, end = c.i64(2) + shift_;
-      const auto kind = c.i64(0);
       if (kind == 0) {
         probes::KernelActivity a;
         a.device = device, a.context = context, a.stream = stream, a.correlation_id = correlation;
@@ -384,6 +382,10 @@ class ProcessImport {
       hand_over(false);
     }
     hand_over(true);
+    if (backtraces_ > 0)
+      summary_.notes.push_back(who() + ": " + std::to_string(backtraces_) +
+                               " runtime rows of event class 67 (CUDA backtrace: a sampled call's second row) not "
+                               "imported as calls");
   }
 
   void write_correlation_ranges() {
@@ -409,6 +411,7 @@ class ProcessImport {
   std::vector<std::pair<std::int64_t, std::int64_t>> steps_;  // (start ns, step), by start
   probes::GpuActivityBatch batch_;
   std::int64_t since_flush_ = 0;
+  std::int64_t backtraces_ = 0;
 };
 
 bool ends_with(const std::string& s, const std::string& tail) {
@@ -533,8 +536,7 @@ ImportSummary import_nsys(const std::vector<std::string>& paths, const std::stri
   NamePool names;
   std::vector<std::unique_ptr<detail::StringIds>> strings;
   for (const NsysFile& f : files) strings.push_back(std::make_unique<detail::StringIds>(*f.db));
-  probes::RecorderOptions recorder_options;
-  recorder_options.gpu.max_pending_correlations = std::size_t{1} << 24;  // a process' launches all come first
+  probes::RecorderOptions recorder_options;  // the default window of pending launches: read_activity interleaves them
   std::int64_t run_id = -1;
   for (const NsysProcess& p : processes) {
     const bool first = run_id < 0;

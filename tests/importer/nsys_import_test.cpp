@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -175,6 +176,18 @@ std::vector<std::string> launches_by_range_imported(const std::string& db, std::
                         "JOIN kernel_classes cl ON cl.id = k.class_id WHERE k.run_id = " + std::to_string(run) +
                         " AND k.rank = " + std::to_string(rank) + " AND k.external_id <> 0 AND cl.name <> 'memory' "
                         "GROUP BY 1 ORDER BY 1");
+}
+
+// Runs a command, returns its exit status and output.
+int run(const std::string& command, std::string& out) {
+  out.clear();
+  std::FILE* p = ::popen(command.c_str(), "r");
+  if (!p) return -1;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = ::pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 bool has_note(const hs::importer::ImportSummary& s, const std::string& text) {
@@ -374,6 +387,37 @@ TEST(NsysImport, TwoProcessesWithVerlPhasesStepsAndNcclKernels) {
   EXPECT_DOUBLE_EQ(analysis.phases.steps[0].phase_s.at("gen"), 900e-9);
   EXPECT_DOUBLE_EQ(analysis.phases.steps[0].phase_s.at("update_actor"), 2800e-9);
   EXPECT_DOUBLE_EQ(analysis.phases.steps[1].phase_s.at("gen"), 1900e-9);
+}
+
+// End to end through the CLI: import, then diagnose and report read the run like a recorded one.
+TEST(NsysImport, TheCliImportsAnExportThatDiagnoseAndReportRead) {
+  const std::string cli = std::string(HS_BINARY_DIR) + "/cli/hybridscope";
+  if (!fs::exists(cli)) GTEST_SKIP() << "no hybridscope CLI in this build (HS_BUILD_TRAINER=OFF)";
+  const std::string nsys = write_small_export();
+  const std::string db = temp_db("importer", "cli_nsys_run.sqlite");
+  std::string out;
+  ASSERT_EQ(run(cli + " import '" + nsys + "' --db '" + db + "' --name small 2>&1", out), 0) << out;
+  EXPECT_NE(out.find("ranges 8 (5 phases, 2 steps), kernels 4, memcpy 0, memset 1, runtime calls 5"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("imported as rank 1"), std::string::npos) << out;
+  EXPECT_NE(out.find("(source nsys)"), std::string::npos) << out;
+  ASSERT_EQ(run(cli + " diagnose '" + db + "' 2>&1", out), 0) << out;
+  EXPECT_NE(out.find("run 1 \"small\" — world size 2"), std::string::npos) << out;
+  const std::string md = temp_db("importer", "cli_nsys_report.md");
+  ASSERT_EQ(run(cli + " report '" + db + "' -o '" + md + "' 2>&1", out), 0) << out;
+  std::ifstream in(md);
+  const std::string report((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(report.find("update_actor"), std::string::npos) << report;
+  EXPECT_NE(report.find("gen"), std::string::npos);
+  // Bad input: exit 2 with the fix.
+  EXPECT_EQ(run(cli + " import /tmp/run.nsys-rep --db '" + db + "' 2>&1", out), 2);
+  EXPECT_NE(out.find("nsys export --type sqlite"), std::string::npos) << out;
+  EXPECT_EQ(run(cli + " import '" + nsys + "' --rank-map 100 --db '" + db + "' 2>&1", out), 2);
+  EXPECT_NE(out.find("no pid=rank entry"), std::string::npos) << out;
+  // --rank-map sets the ranks the export does not say.
+  const std::string mapped = temp_db("importer", "cli_nsys_mapped.sqlite");
+  ASSERT_EQ(run(cli + " import '" + nsys + "' --rank-map 100=1,200=0 --db '" + mapped + "' 2>&1", out), 0) << out;
+  EXPECT_EQ(query_row(mapped, "SELECT GROUP_CONCAT(rank || ':' || pid) FROM (SELECT * FROM ranks ORDER BY rank)"), "0:200,1:100");
 }
 
 TEST(NsysImport, RefusesAReportAFileThatIsNoExportAndABadRankMap) {
