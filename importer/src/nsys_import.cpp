@@ -536,7 +536,10 @@ ImportSummary import_nsys(const std::vector<std::string>& paths, const std::stri
   NamePool names;
   std::vector<std::unique_ptr<detail::StringIds>> strings;
   for (const NsysFile& f : files) strings.push_back(std::make_unique<detail::StringIds>(*f.db));
-  probes::RecorderOptions recorder_options;  // the default window of pending launches: read_activity interleaves them
+  // read_activity hands every launch over just before its kernels (one start order), so the
+  // aggregator need remember only the launches of a GPU queue's depth, not the export's.
+  probes::RecorderOptions recorder_options;
+  recorder_options.gpu.max_pending_correlations = std::size_t{1} << 16;
   std::int64_t run_id = -1;
   for (const NsysProcess& p : processes) {
     const bool first = run_id < 0;
