@@ -8,12 +8,12 @@
 #include <fstream>
 #include <limits>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "hybridscope/probes/kernel_names.h"
 #include "hybridscope/probes/merge.h"
 #include "hybridscope/probes/rank_files.h"
 #include "hybridscope/probes/recorder.h"
+#include "imported_ranges.h"
 #include "nsys_db.h"
 #include "nsys_processes.h"
 
@@ -21,6 +21,8 @@ namespace hs::importer {
 
 namespace fs = std::filesystem;
 using detail::Cursor;
+using detail::ImportedRange;
+using detail::NamePool;
 using detail::NsysDb;
 using detail::NsysFile;
 using detail::NsysProcess;
@@ -40,29 +42,6 @@ constexpr int kEventClassCudaBacktrace = 67;
 
 const char* const kEventTables[] = {"NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
                                     "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_RUNTIME"};
-
-// Names live as long as the import (the recorder interns them by pointer when it writes them).
-class NamePool {
- public:
-  const char* get(const std::string& s) { return pool_.insert(s).first->c_str(); }
-
- private:
-  std::unordered_set<std::string> pool_;
-};
-
-// An NVTX range kept to nest it and to find the range a runtime call was made in.
-struct NvtxRange {
-  std::int64_t tid;
-  std::int64_t start;
-  std::int64_t end;
-  std::int64_t step = 0;
-  const char* name;
-  std::int32_t parent = -1;
-  std::int32_t depth = 0;
-  probes::Category category = probes::Category::kOp;
-  bool phase = false;
-  bool launched = false;
-};
 
 // Nsight Systems' memory kinds (ENUM_CUDA_MEM_KIND: 0 Pageable ... 6 Managed Static, 7 Unknown) in
 // CUPTI's numbering, which memory_kinds uses (0 Unknown, 1 Pageable ... 7 Managed Static). From the
@@ -153,7 +132,7 @@ class ProcessImport {
       std::string bare;
       if (!c.is_null(4)) bare = c.text(4);
       else if (const char* registered = string_of(c.i64_or(5, -1))) bare = registered;
-      NvtxRange r{detail::nsys_tid(c.i64(2)), c.i64(0) + shift_, c.i64(1) + shift_, 0, nullptr};
+      ImportedRange r{detail::nsys_tid(c.i64(2)), c.i64(0) + shift_, c.i64(1) + shift_, 0, nullptr};
       if (const auto phase = options_.phases.phase_of(bare)) {
         r.name = names_.get(*phase);
         r.category = PhaseMap::category_of(*phase);
@@ -176,73 +155,18 @@ class ProcessImport {
                                "(message size, reduction op) are not decoded, so they give no comm_ops rows");
   }
 
-  // Nesting per thread (sorted by start, the longer first), step numbers from the `step` ranges.
+  // Nesting per thread, step numbers from the `step` ranges.
   void nest_and_number() {
-    std::vector<std::int64_t> starts;
-    for (const NvtxRange& r : ranges_)
-      if (r.category == probes::Category::kStep) starts.push_back(r.start);
-    std::sort(starts.begin(), starts.end());
-    starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
-    for (std::size_t i = 0; i < starts.size(); ++i)
-      steps_.emplace_back(starts[i], options_.first_step + static_cast<std::int64_t>(i));
-    if (steps_.empty())
-      summary_.notes.push_back(who() + ": no `step` NVTX range: every record is in step 0");
+    steps_ = detail::number_step_ranges(ranges_, options_.first_step);
+    if (steps_.empty()) summary_.notes.push_back(who() + ": no `step` NVTX range: every record is in step 0");
     summary_.steps += static_cast<std::int64_t>(steps_.size());
     for (const auto& [start, step] : steps_) rec_.set_step_at(step, start);
-
-    std::sort(ranges_.begin(), ranges_.end(), [](const NvtxRange& a, const NvtxRange& b) {
-      if (a.tid != b.tid) return a.tid < b.tid;
-      if (a.start != b.start) return a.start < b.start;
-      return a.end > b.end;
-    });
-    std::vector<std::int32_t> stack;
-    for (std::size_t i = 0; i < ranges_.size(); ++i) {
-      NvtxRange& r = ranges_[i];
-      if (i == 0 || ranges_[i - 1].tid != r.tid) stack.clear();
-      while (!stack.empty() && ranges_[static_cast<std::size_t>(stack.back())].end <= r.start) stack.pop_back();
-      r.parent = stack.empty() ? -1 : stack.back();
-      r.depth = static_cast<std::int32_t>(stack.size());
-      r.step = step_at(r.start);
-      stack.push_back(static_cast<std::int32_t>(i));
-    }
-  }
-
-  std::int64_t step_at(std::int64_t t) const {
-    auto it = std::upper_bound(steps_.begin(), steps_.end(), t,
-                               [](std::int64_t v, const std::pair<std::int64_t, std::int64_t>& s) { return v < s.first; });
-    return it == steps_.begin() ? 0 : std::prev(it)->second;
+    detail::nest_ranges(ranges_, steps_);
   }
 
   void write_ranges() {
-    std::vector<probes::RangeRecord> batch;
-    std::int64_t tid = 0;
-    auto hand_over = [&] {
-      if (batch.empty()) return;
-      rec_.record_thread_ranges(tid, batch);
-      counted_flush(static_cast<std::int64_t>(batch.size()));
-      batch.clear();
-    };
-    for (const NvtxRange& r : ranges_) {
-      if (r.tid != tid || batch.size() >= 4096) hand_over();
-      tid = r.tid;
-      batch.push_back({r.name, r.category, r.depth, r.step, r.start, r.end});
-      ++summary_.ranges;
-      if (r.phase) ++summary_.phase_ranges;
-    }
-    hand_over();
-  }
-
-  // The innermost range of thread `tid` open at `t`; -1 when none.
-  std::int32_t innermost(std::int64_t tid, std::int64_t t) const {
-    auto it = std::upper_bound(ranges_.begin(), ranges_.end(), std::make_pair(tid, t),
-                               [](const std::pair<std::int64_t, std::int64_t>& v, const NvtxRange& r) {
-                                 return v.first != r.tid ? v.first < r.tid : v.second < r.start;
-                               });
-    if (it == ranges_.begin()) return -1;
-    auto i = static_cast<std::int32_t>(std::prev(it) - ranges_.begin());
-    if (ranges_[static_cast<std::size_t>(i)].tid != tid) return -1;
-    while (i >= 0 && ranges_[static_cast<std::size_t>(i)].end < t) i = ranges_[static_cast<std::size_t>(i)].parent;
-    return i;
+    detail::record_ranges(rec_, ranges_, summary_.ranges, summary_.phase_ranges,
+                          [&](std::int64_t n) { counted_flush(n); });
   }
 
   void hand_over(bool force) {
@@ -271,7 +195,7 @@ class ProcessImport {
     a.end_ns = c.i64(2) + shift_;
     a.return_value = c.i64(18);
     batch_.runtime_api.push_back(a);
-    const std::int32_t r = innermost(a.tid, a.start_ns);
+    const std::int32_t r = detail::innermost_range(ranges_, a.tid, a.start_ns);
     if (r >= 0 && !c.is_null(6)) {
       ranges_[static_cast<std::size_t>(r)].launched = true;
       batch_.external_correlations.push_back({a.correlation_id, static_cast<std::uint64_t>(r) + 1});
@@ -390,7 +314,7 @@ class ProcessImport {
 
   void write_correlation_ranges() {
     for (std::size_t i = 0; i < ranges_.size(); ++i) {
-      const NvtxRange& r = ranges_[i];
+      const ImportedRange& r = ranges_[i];
       if (!r.launched) continue;
       batch_.correlation_ranges.push_back({static_cast<std::uint64_t>(i) + 1, r.tid, r.depth, r.start, r.name});
       hand_over(false);
@@ -407,8 +331,8 @@ class ProcessImport {
   const NsysImportOptions& options_;
   NamePool& names_;
   ImportSummary& summary_;
-  std::vector<NvtxRange> ranges_;
-  std::vector<std::pair<std::int64_t, std::int64_t>> steps_;  // (start ns, step), by start
+  std::vector<ImportedRange> ranges_;
+  detail::StepStarts steps_;
   probes::GpuActivityBatch batch_;
   std::int64_t since_flush_ = 0;
   std::int64_t backtraces_ = 0;
