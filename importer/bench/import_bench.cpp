@@ -1,8 +1,10 @@
 // import_bench.cpp — import speed and peak memory of the Kineto importer (docs/benchmarks.md,
 // "Importing"). One phase per process, so that each peak RSS is its own:
 //
-//   hs_import_bench gen    TRACE.json SIZE_MB   # a synthetic verl-shaped Kineto trace (plain JSON)
-//   hs_import_bench import RUN.sqlite TRACE...  # import_kineto, with events/s and peak RSS
+//   hs_import_bench gen      TRACE.json SIZE_MB             # a synthetic verl-shaped Kineto trace (plain JSON)
+//   hs_import_bench gen-nsys EXPORT.sqlite KERNELS [PROCS]  # a synthetic Nsight Systems export (nsys_export_writer.cpp)
+//   hs_import_bench import   RUN.sqlite INPUT...            # import_kineto or import_nsys (by content),
+//                                                           # with events/s and peak RSS
 //
 // The synthetic trace is shaped like a GPU rank of a verl step: `step` and the phases as user
 // annotations, aten:: operators nested three deep under them, one runtime launch and one kernel per
@@ -11,12 +13,16 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "hybridscope/importer/kineto_import.h"
+#include "hybridscope/importer/nsys_import.h"
+
+int generate_nsys_export(const std::string& path, std::int64_t kernels, int processes);  // nsys_export_writer.cpp
 
 namespace {
 
@@ -121,8 +127,19 @@ int main(int argc, char** argv) {
     try {
       std::vector<std::string> traces(argv + 3, argv + argc);
       const auto t0 = std::chrono::steady_clock::now();
-      const auto s = hs::importer::import_kineto(hs::importer::kineto_trace_files(traces), argv[2]);
+      const bool nsys = hs::importer::is_nsys_export(traces.front());
+      const auto s = nsys ? hs::importer::import_nsys(traces, argv[2])
+                          : hs::importer::import_kineto(hs::importer::kineto_trace_files(traces), argv[2]);
       const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (nsys) {
+        std::printf("import: %lld rows (%.1f MiB of SQLite) in %.2f s: %.0f rows/s; peak RSS %ld MiB; %d ranks, "
+                    "%lld ranges, %lld kernels, %lld memcpys, %lld memsets, %lld runtime calls\n",
+                    static_cast<long long>(s.events), static_cast<double>(s.bytes) / 1048576.0, wall,
+                    static_cast<double>(s.events) / wall, peak_rss_mib(), s.ranks, static_cast<long long>(s.ranges),
+                    static_cast<long long>(s.kernels), static_cast<long long>(s.memcpys),
+                    static_cast<long long>(s.memsets), static_cast<long long>(s.runtime_calls));
+        return 0;
+      }
       std::printf("import: %lld events (%.1f MiB of JSON) in %.2f s: %.0f events/s, %.1f MiB/s; peak RSS %ld MiB; "
                   "%lld ranges, %lld kernels, %lld memcpys, %lld collectives, %lld memory samples\n",
                   static_cast<long long>(s.events), static_cast<double>(s.bytes) / 1048576.0, wall,
@@ -136,6 +153,14 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  std::fprintf(stderr, "usage: hs_import_bench gen TRACE.json SIZE_MB | import RUN.sqlite TRACE...\n");
+  if (argc >= 4 && std::string(argv[1]) == "gen-nsys") {
+    const auto t0 = std::chrono::steady_clock::now();
+    const int rc = generate_nsys_export(argv[2], std::atoll(argv[3]), argc >= 5 ? std::atoi(argv[4]) : 2);
+    std::printf("gen-nsys: %s kernels in %.1f s, peak RSS %ld MiB\n", argv[3],
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), peak_rss_mib());
+    return rc;
+  }
+  std::fprintf(stderr, "usage: hs_import_bench gen TRACE.json SIZE_MB | gen-nsys EXPORT.sqlite KERNELS [PROCESSES] | "
+                       "import RUN.sqlite INPUT...\n");
   return 2;
 }

@@ -6,18 +6,19 @@
 #include <filesystem>
 #include <limits>
 #include <map>
-#include <unordered_set>
 
 #include "hybridscope/probes/kernel_names.h"
 #include "hybridscope/probes/merge.h"
 #include "hybridscope/probes/rank_files.h"
 #include "hybridscope/probes/recorder.h"
+#include "imported_ranges.h"
 #include "kineto_events.h"
 
 namespace hs::importer {
 
 namespace fs = std::filesystem;
 using detail::TraceEvent;
+using detail::NamePool;
 using detail::TraceHeader;
 
 namespace {
@@ -27,15 +28,6 @@ namespace {
 constexpr std::int64_t kFlushEvery = 1 << 18;
 // GPU and runtime records per hand-over (a CUPTI buffer's worth).
 constexpr std::size_t kBatchRecords = 16384;
-
-// Names live as long as the import (the recorder interns them by pointer when it writes them).
-class NamePool {
- public:
-  const char* get(const std::string& s) { return pool_.insert(s).first->c_str(); }
-
- private:
-  std::unordered_set<std::string> pool_;
-};
 
 // NCCL's collective names (Kineto's "Collective name", ParamCommsUtils) in the comm_ops spelling.
 std::string comm_op_name(const std::string& collective) {
@@ -111,21 +103,8 @@ struct TraceFile {
   std::int64_t base_ns() const { return header.base_time_ns >= 0 ? header.base_time_ns : 0; }
 };
 
-// A CPU range (cat cpu_op or user_annotation) kept to nest it and to find the range a runtime call
-// was made in.
-struct CpuRange {
-  std::int64_t tid;
-  std::int64_t start;
-  std::int64_t end;
-  std::int64_t step = 0;
-  const char* name;
-  std::int64_t profiler_step = -1;  // N of ProfilerStep#N
-  std::int32_t parent = -1;         // index in the sorted ranges; -1: top level
-  std::int32_t depth = 0;
-  probes::Category category;
-  bool phase = false;
-  bool launched = false;  // a runtime call was made inside it (gets a correlation_ranges row)
-};
+// A CPU range: cat cpu_op or user_annotation.
+using CpuRange = detail::ImportedRange;
 
 class RankImport {
  public:
@@ -185,15 +164,9 @@ class RankImport {
   void nest_and_number() {
     // Steps: verl's `step` annotations (numbered from first_step in time order), else the
     // profiler's ProfilerStep#N (step N), else none (everything in step 0).
-    std::vector<std::pair<std::int64_t, std::int64_t>> steps;  // (start, step)
+    detail::StepStarts steps;
     if (has_step_annotation_) {
-      std::vector<std::int64_t> starts;
-      for (const CpuRange& r : ranges_)
-        if (r.category == probes::Category::kStep) starts.push_back(r.start);
-      std::sort(starts.begin(), starts.end());
-      starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
-      for (std::size_t i = 0; i < starts.size(); ++i)
-        steps.emplace_back(starts[i], options_.first_step + static_cast<std::int64_t>(i));
+      steps = detail::number_step_ranges(ranges_, options_.first_step);
     } else {
       for (CpuRange& r : ranges_)
         if (r.profiler_step >= 0) {
@@ -214,59 +187,14 @@ class RankImport {
     summary_.steps += static_cast<std::int64_t>(steps.size());
     for (const auto& [start, step] : steps) rec_.set_step_at(step, start);
 
-    std::sort(ranges_.begin(), ranges_.end(), [](const CpuRange& a, const CpuRange& b) {
-      if (a.tid != b.tid) return a.tid < b.tid;
-      if (a.start != b.start) return a.start < b.start;
-      return a.end > b.end;
-    });
-    std::vector<std::int32_t> stack;
-    for (std::size_t i = 0; i < ranges_.size(); ++i) {
-      CpuRange& r = ranges_[i];
-      if (i == 0 || ranges_[i - 1].tid != r.tid) stack.clear();
-      while (!stack.empty() && ranges_[static_cast<std::size_t>(stack.back())].end <= r.start) stack.pop_back();
-      r.parent = stack.empty() ? -1 : stack.back();
-      r.depth = static_cast<std::int32_t>(stack.size());
-      r.step = step_at(r.start);
-      stack.push_back(static_cast<std::int32_t>(i));
-    }
+    detail::nest_ranges(ranges_, steps_);
   }
 
-  std::int64_t step_at(std::int64_t t) const {
-    auto it = std::upper_bound(steps_.begin(), steps_.end(), t,
-                               [](std::int64_t v, const std::pair<std::int64_t, std::int64_t>& s) { return v < s.first; });
-    return it == steps_.begin() ? 0 : std::prev(it)->second;
-  }
+  std::int64_t step_at(std::int64_t t) const { return detail::step_at(steps_, t); }
 
   void write_ranges() {
-    std::vector<probes::RangeRecord> batch;
-    std::int64_t tid = 0;
-    auto hand_over = [&] {
-      if (batch.empty()) return;
-      rec_.record_thread_ranges(tid, batch);
-      counted_flush(static_cast<std::int64_t>(batch.size()));
-      batch.clear();
-    };
-    for (const CpuRange& r : ranges_) {
-      if (r.tid != tid || batch.size() >= 4096) hand_over();
-      tid = r.tid;
-      batch.push_back({r.name, r.category, r.depth, r.step, r.start, r.end});
-      ++summary_.ranges;
-      if (r.phase) ++summary_.phase_ranges;
-    }
-    hand_over();
-  }
-
-  // The innermost range of thread `tid` open at `t`; -1 when none.
-  std::int32_t innermost(std::int64_t tid, std::int64_t t) const {
-    auto it = std::upper_bound(ranges_.begin(), ranges_.end(), std::make_pair(tid, t),
-                               [](const std::pair<std::int64_t, std::int64_t>& v, const CpuRange& r) {
-                                 return v.first != r.tid ? v.first < r.tid : v.second < r.start;
-                               });
-    if (it == ranges_.begin()) return -1;
-    auto i = static_cast<std::int32_t>(std::prev(it) - ranges_.begin());
-    if (ranges_[static_cast<std::size_t>(i)].tid != tid) return -1;
-    while (i >= 0 && ranges_[static_cast<std::size_t>(i)].end < t) i = ranges_[static_cast<std::size_t>(i)].parent;
-    return i;
+    detail::record_ranges(rec_, ranges_, summary_.ranges, summary_.phase_ranges,
+                          [&](std::int64_t n) { counted_flush(n); });
   }
 
   void hand_over(bool force) {
@@ -290,7 +218,7 @@ class RankImport {
         a.start_ns = ns(e);
         a.end_ns = ns(e) + e.dur_ns;
         batch_.runtime_api.push_back(a);
-        const std::int32_t r = innermost(e.tid, a.start_ns);
+        const std::int32_t r = detail::innermost_range(ranges_, e.tid, a.start_ns);
         if (r >= 0) {
           ranges_[static_cast<std::size_t>(r)].launched = true;
           batch_.external_correlations.push_back({a.correlation_id, static_cast<std::uint64_t>(r) + 1});
@@ -395,7 +323,7 @@ class RankImport {
   NamePool& names_;
   ImportSummary& summary_;
   std::vector<CpuRange> ranges_;
-  std::vector<std::pair<std::int64_t, std::int64_t>> steps_;  // (start ns, step), by start
+  detail::StepStarts steps_;
   bool has_step_annotation_ = false;
   probes::GpuActivityBatch batch_;
   std::int64_t since_flush_ = 0;
@@ -433,6 +361,7 @@ std::vector<std::string> kineto_trace_files(const std::vector<std::string>& inpu
 ImportSummary import_kineto(const std::vector<std::string>& paths, const std::string& db_path,
                             const KinetoImportOptions& options) {
   ImportSummary summary;
+  summary.source = "kineto";
   // Pass 0: each file's header (rank, world, clock base: Kineto writes the base after the events)
   // and span, so that the run row and every rank share one timeline before anything is written.
   std::vector<TraceFile> files;

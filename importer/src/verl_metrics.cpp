@@ -102,6 +102,7 @@ ImportSummary import_verl_metrics(const VerlMetrics& metrics, const std::string&
   // end (runs.start_unix_ns is NOT NULL); docs/importing.md says so.
   info.imported_host = "unknown (not in the log)";
   ImportSummary summary;
+  summary.source = "verl-log";
   summary.run_id = rec.begin_run(info);
   for (const auto& [step, values] : metrics.steps) rec.record_metrics(step, values);
   rec.flush();

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "hybridscope/importer/import_summary.h"
 #include "hybridscope/importer/phase_map.h"
 
 namespace hs::importer {
@@ -38,27 +39,6 @@ struct KinetoImportOptions {
   std::int64_t first_step = 1;
   /// Step metrics to record with the run (verl_metrics.h: the same run's console log or JSONL).
   std::map<std::int64_t, std::vector<std::pair<std::string, double>>> step_metrics;
-};
-
-/// What an import wrote and what it could not, per kind (the CLI prints it).
-struct ImportSummary {
-  std::int64_t run_id = -1;
-  int ranks = 0;
-  std::int64_t events = 0;           // trace events read (every file, one pass)
-  std::int64_t bytes = 0;            // decompressed JSON bytes (every file, one pass)
-  std::int64_t ranges = 0;           // cpu_op and user_annotation ranges written
-  std::int64_t phase_ranges = 0;     // of which a phase map named a hybridscope phase
-  std::int64_t steps = 0;            // step ranges (every rank)
-  std::int64_t kernels = 0;
-  std::int64_t memcpys = 0;
-  std::int64_t memsets = 0;
-  std::int64_t runtime_calls = 0;
-  std::int64_t collectives = 0;      // comm_ops rows from NCCL kernels with metadata
-  std::int64_t nccl_without_metadata = 0;  // NCCL kernels without collective args: kernels only
-  std::int64_t memory_samples = 0;
-  std::int64_t skipped = 0;          // events of kinds not imported (python_function, gpu_user_annotation, flows, ...)
-  std::int64_t lost_records = 0;     // the recorder's dropped + failed writes (0 unless the disk failed)
-  std::vector<std::string> notes;    // what the trace lacked ("no distributedInfo: rank taken from ...")
 };
 
 /// The trace files of `inputs`: each a file, or a folder whose *.json and *.json.gz files are
