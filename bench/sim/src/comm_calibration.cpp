@@ -37,7 +37,12 @@ double CommCalibration::seconds(Collective op, int n, double bytes) const noexce
 
 double CommCalibration::seconds(Collective op, int n, double bytes, LinkLevel level) const noexcept {
   if (const Curve* c = curve(op, level, n)) return measured_seconds(*c, bytes);
-  return collective_seconds(op, n, bytes, alpha_beta(op, level));
+  const double t = collective_seconds(op, n, bytes, alpha_beta(op, level));
+  // Between nodes a collective runs the same software stack as within one, plus the network: never
+  // faster than the intra-node cost of the same group (an assumed 10 GbE link would otherwise beat
+  // a measured Gloo loopback, and a projection scale superlinearly onto a second node).
+  if (level == LinkLevel::kInterNode) return std::max(t, seconds(op, n, bytes, LinkLevel::kIntraNode));
+  return t;
 }
 
 const CommCalibration::Curve* CommCalibration::curve(Collective op, LinkLevel level, int n) const noexcept {

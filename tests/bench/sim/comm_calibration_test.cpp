@@ -118,8 +118,15 @@ TEST(CommCalibration, GroupsLeavingTheNodeUseTheInterNodeCalibration) {
   // Intra-node fitted from the sweep; inter-node from the hardware (10 µs, 10 GB/s), 8 > 4 per node.
   const sim::CommCalibration cal =
       sim::calibrate_comm(two_level_hardware(), {{LinkLevel::kIntraNode, sweep(kTruth, 0.0)}});
-  // all_gather of 1e8 bytes over 8: 7·10e-6 + 7/8 · 1e8/10e9 = 70e-6 + 8.75e-3.
-  EXPECT_NEAR(cal.seconds(Collective::kAllGather, 8, 1e8), 70e-6 + 8.75e-3, 1e-12);
+  // all_gather of 1e8 bytes over 8 on the hardware's links: 7·10e-6 + 7/8 · 1e8/10e9 = 70e-6 + 8.75e-3.
+  const sim::CommCalibration links(two_level_hardware());
+  EXPECT_NEAR(links.seconds(Collective::kAllGather, 8, 1e8), 70e-6 + 8.75e-3, 1e-12);
+  // With the intra-node all_gather fitted at 0.8 ms and 0.5 GB/s, the network cannot beat it: the
+  // same group within a node, 7·0.8e-3 + 7/8 · 1e8/0.5e9 = 5.6e-3 + 0.175, is the floor.
+  EXPECT_NEAR(cal.seconds(Collective::kAllGather, 8, 1e8), 5.6e-3 + 0.175, 1e-9);
+  // An op the sweep did not measure keeps the inter-node link (intra-node 2 µs, 100 GB/s is faster):
+  // reduce_scatter 7·10e-6 + 7/8 · 1e8/10e9.
+  EXPECT_NEAR(cal.seconds(Collective::kReduceScatter, 8, 1e8), 70e-6 + 8.75e-3, 1e-12);
   // over 4 (intra, fitted 0.8 ms, 0.5 GB/s): 3·0.8e-3 + 3/4 · 1e8/0.5e9 = 2.4e-3 + 0.15.
   EXPECT_NEAR(cal.seconds(Collective::kAllGather, 4, 1e8), 2.4e-3 + 0.15, 1e-9);
 }
@@ -168,4 +175,20 @@ TEST(CommCalibration, MeasuredGroupSizesReadTheirCurve) {
   EXPECT_DOUBLE_EQ(cal.seconds(Collective::kAllReduce, 2, 4096.0),
                    sim::collective_seconds(Collective::kAllReduce, 2, 4096.0,
                                            cal.alpha_beta(Collective::kAllReduce, LinkLevel::kIntraNode)));
+}
+
+// Between nodes never faster than within one: an assumed fast network link is floored by the
+// measured intra-node cost of the same group and size.
+TEST(CommCalibration, InterNodeIsNeverFasterThanIntraNode) {
+  sim::HardwareSpec hw = two_level_hardware();  // intra 100 GB/s 2 µs, inter 10 GB/s 10 µs
+  hw.inter_node = {1000e9, 1e-7, sim::Basis::kAssumed};  // a network link "faster" than the node
+  const std::vector<sim::CommSample> samples = {{Collective::kAllGather, 4, 1048576.0, 4e-3},
+                                                {Collective::kAllGather, 4, 16777216.0, 40e-3}};
+  const sim::CommCalibration cal = sim::calibrate_comm(hw, {{LinkLevel::kIntraNode, samples}});
+  // 4 ranks, 8 MiB: the measured intra-node curve, 4 + 36 · 7/15 = 20.8 ms, not the link's 6 µs.
+  EXPECT_NEAR(cal.seconds(Collective::kAllGather, 4, 8.0 * 1048576.0, LinkLevel::kInterNode), 20.8e-3, 1e-12);
+  // The hardware file's usual order (the network slower) is untouched: 3·10 µs + 3/4 · 1 MiB/10 GB/s.
+  const sim::CommCalibration plain(two_level_hardware());
+  EXPECT_DOUBLE_EQ(plain.seconds(Collective::kAllGather, 4, 1048576.0, LinkLevel::kInterNode),
+                   3 * 10e-6 + 0.75 * 1048576.0 / 10e9);
 }

@@ -52,7 +52,9 @@ class CommCalibration {
   /// size and the hardware's devices_per_node (link_level_for_group): the measured curve of (op,
   /// level, n) where there is one (measured_seconds), else comm_model's formula with alpha_beta.
   double seconds(Collective op, int n, double bytes) const noexcept;
-  /// The same at a given level (a strided group: step_model's link_level_for_strided_group).
+  /// The same at a given level (a strided group: step_model's link_level_for_strided_group). An
+  /// inter-node collective costs at least the intra-node one of the same group and size: the same
+  /// stack plus the network.
   double seconds(Collective op, int n, double bytes, LinkLevel level) const noexcept;
 
   /// A measured curve: (bytes, seconds) ascending in bytes, one point per distinct size (the mean
