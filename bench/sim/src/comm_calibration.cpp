@@ -37,7 +37,24 @@ double CommCalibration::seconds(Collective op, int n, double bytes) const noexce
 
 double CommCalibration::seconds(Collective op, int n, double bytes, LinkLevel level) const noexcept {
   if (const Curve* c = curve(op, level, n)) return measured_seconds(*c, bytes);
-  const double t = collective_seconds(op, n, bytes, alpha_beta(op, level));
+  const AlphaBeta ab = alpha_beta(op, level);
+  double t = collective_seconds(op, n, bytes, ab);
+  // A group size the bench did not measure: the curve of the nearest measured size (the largest
+  // below n, else the smallest above), scaled to n by the ring model's dependence on the group
+  // size, so a projection past the measured sizes continues the measured costs instead of jumping
+  // to the fit (which a cache cliff or time slicing leaves far from them).
+  int below = 0, above = 0;
+  for (const auto& [key, points] : curves_) {
+    const auto& [c_op, c_level, c_n] = key;
+    if (c_op != op || c_level != level) continue;
+    if (c_n < n) below = std::max(below, c_n);
+    else above = above == 0 ? c_n : std::min(above, c_n);
+  }
+  const int nearest = below > 0 ? below : above;
+  if (nearest > 1) {
+    const double at_nearest = collective_seconds(op, nearest, bytes, ab);
+    if (at_nearest > 0) t = measured_seconds(*curve(op, level, nearest), bytes) * t / at_nearest;
+  }
   // Between nodes a collective runs the same software stack as within one, plus the network: never
   // faster than the intra-node cost of the same group (an assumed 10 GbE link would otherwise beat
   // a measured Gloo loopback, and a projection scale superlinearly onto a second node).
