@@ -88,10 +88,10 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& args) {
   cmd->add_option("--model", args.model, "Model shape, replacing the config's hybridscope.model (" + names + ")");
   // One token, comma-separated, so that key=value overrides after it stay overrides.
   cmd->add_option("--ranks", args.ranks_list, "World sizes to project, comma-separated (default 8,16,...,1024)");
-  cmd->add_option("--prompt-length", args.prompt_length, "Mean prompt tokens (default data.max_prompt_length)")
+  cmd->add_option("--prompt-length", args.prompt_length, "Mean prompt tokens (default: the --calibrate cells' recorded mean, else data.max_prompt_length)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--response-length", args.response_length,
-                  "Mean response tokens (default data.max_response_length)")
+                  "Mean response tokens (default: the --calibrate cells' recorded mean, else data.max_response_length)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--calibrate", args.calibrate_db,
                   "Fit the efficiencies on the newest matrix of this benchmark database")
@@ -147,8 +147,26 @@ int run_simulate(const SimulateArgs& args) {
     if (it == entries.end()) return std::nullopt;
     return it->second;
   };
-  const double prompt = args.prompt_length > 0 ? args.prompt_length : config.data.max_prompt_length;
-  const double response = args.response_length > 0 ? args.response_length : config.data.max_response_length;
+  if (args.validate && args.calibrate_db.empty())
+    throw sim::SimError("--validate needs --calibrate DB: the measured cells to validate on");
+  std::vector<sim::MeasuredCell> cells;
+  if (!args.calibrate_db.empty()) cells = sim::read_measured_cells(reports::RunDatabase(args.calibrate_db));
+  // Lengths: given, else the calibration cells' recorded means (the data they ran: the demo's
+  // prompts average 7 of their 16 allowed tokens), else the config's maxima.
+  double prompt = args.prompt_length, response = args.response_length;
+  std::string lengths_origin;
+  if (!cells.empty() && (prompt <= 0 || response <= 0)) {
+    double p = 0, r = 0;
+    for (const auto& c : cells) p += c.inputs.prompt_length, r += c.inputs.response_length;
+    if (prompt <= 0) prompt = p / static_cast<double>(cells.size());
+    if (response <= 0) response = r / static_cast<double>(cells.size());
+    lengths_origin = fmt::format(
+        "lengths: the mean of the {} calibration cells' recorded lengths, prompt {:.3g} and response {:.3g} tokens "
+        "(--prompt-length, --response-length project others)",
+        cells.size(), prompt, response);
+  }
+  if (prompt <= 0) prompt = config.data.max_prompt_length;
+  if (response <= 0) response = config.data.max_response_length;
   const std::vector<int> ranks = parse_ranks(args.ranks_list);
   sim::StepInputs base = sim::step_inputs_from_config(lookup, ranks.front(), {prompt, response, 0});
 
@@ -159,11 +177,7 @@ int run_simulate(const SimulateArgs& args) {
     measured.push_back({sim::LinkLevel::kIntraNode, sim::read_comm_bench_json(args.comm_bench).samples});
   const sim::CommCalibration comm = sim::calibrate_comm(hardware, measured);
   std::string origin;
-  if (args.validate && args.calibrate_db.empty())
-    throw sim::SimError("--validate needs --calibrate DB: the measured cells to validate on");
   if (!args.calibrate_db.empty()) {
-    const reports::RunDatabase db(args.calibrate_db);
-    const auto cells = sim::read_measured_cells(db);
     if (args.validate) fmt::print("{}\n", sim::format_validations(cells, comm, sim::assumed_gpu_efficiencies()));
     const sim::EfficiencyFit fit = sim::fit_efficiencies(cells, comm, sim::assumed_gpu_efficiencies());
     base.efficiency = fit.efficiency;
@@ -180,6 +194,7 @@ int run_simulate(const SimulateArgs& args) {
 
   sim::Projection projection = sim::project(base, comm, ranks);
   projection.assumptions = sim::projection_assumptions(base, comm, origin);
+  if (!lengths_origin.empty()) projection.assumptions.push_back(lengths_origin);
 
   std::vector<sim::LayoutCandidate> search;
   if (args.search > 0) {
