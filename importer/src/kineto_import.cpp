@@ -8,10 +8,9 @@
 #include <map>
 
 #include "hybridscope/probes/kernel_names.h"
-#include "hybridscope/probes/merge.h"
-#include "hybridscope/probes/rank_files.h"
 #include "hybridscope/probes/recorder.h"
 #include "imported_ranges.h"
+#include "imported_run.h"
 #include "kineto_events.h"
 
 namespace hs::importer {
@@ -422,31 +421,14 @@ ImportSummary import_kineto(const std::vector<std::string>& paths, const std::st
   NamePool names;
   probes::RecorderOptions recorder_options;
   recorder_options.gpu.max_pending_correlations = std::size_t{1} << 24;  // a trace's launches all come first
-  std::int64_t run_id = -1;
-  for (const TraceFile& f : files) {
-    const bool first = run_id < 0;
-    // The lowest rank records into the database itself, the others into their rank files (merged below).
-    probes::Recorder rec(first ? db_path : probes::rank_file_path(db_path, f.rank), f.rank, recorder_options);
-    probes::RunInfo rank_info = info;
-    rank_info.run_id = run_id;
-    rank_info.imported_pid = f.cpu_pid;
-    rank_info.device = f.gpu ? "cuda" : "cpu";
-    const std::int64_t id = rec.begin_run(rank_info);
-    if (first) {
-      run_id = id;
-      // verl reduces its metrics over the ranks before logging them: they belong to the run (rank 0).
-      for (const auto& [step, metrics] : options.step_metrics) rec.record_metrics(step, metrics);
-    }
-    RankImport(f, f.base_ns() - run_base, rec, options, names, summary).run();
-    const std::int64_t lost = rec.write_errors();
-    summary.lost_records += lost;
-    if (!rec.end_run(lost > 0 ? probes::RunStatus::kFailed : probes::RunStatus::kCompleted,
-                     lost > 0 ? "the importer lost " + std::to_string(lost) + " records: " + rec.write_error() : ""))
-      throw ImportError("cannot record how the import of " + f.path + " ended in " + rec.path());
-    ++summary.ranks;
-  }
-  if (files.size() > 1) probes::merge_rank_files(db_path);
-  summary.run_id = run_id;
+  std::vector<detail::ImportedRank> ranks;
+  for (const TraceFile& f : files) ranks.push_back({f.rank, f.cpu_pid, f.gpu, f.path});
+  detail::record_imported_run(db_path, info, recorder_options, options.step_metrics, ranks,
+                              [&](std::size_t i, probes::Recorder& rec) {
+                                const TraceFile& f = files[i];
+                                RankImport(f, f.base_ns() - run_base, rec, options, names, summary).run();
+                              },
+                              summary);
   if (summary.lost_records > 0)
     throw ImportError("the import lost " + std::to_string(summary.lost_records) + " records writing " + db_path +
                       " (the run is marked failed)");

@@ -10,10 +10,9 @@
 #include <unordered_map>
 
 #include "hybridscope/probes/kernel_names.h"
-#include "hybridscope/probes/merge.h"
-#include "hybridscope/probes/rank_files.h"
 #include "hybridscope/probes/recorder.h"
 #include "imported_ranges.h"
+#include "imported_run.h"
 #include "nsys_db.h"
 #include "nsys_processes.h"
 
@@ -464,31 +463,16 @@ ImportSummary import_nsys(const std::vector<std::string>& paths, const std::stri
   // aggregator need remember only the launches of a GPU queue's depth, not the export's.
   probes::RecorderOptions recorder_options;
   recorder_options.gpu.max_pending_correlations = std::size_t{1} << 16;
-  std::int64_t run_id = -1;
-  for (const NsysProcess& p : processes) {
-    const bool first = run_id < 0;
-    probes::Recorder rec(first ? db_path : probes::rank_file_path(db_path, p.rank), p.rank, recorder_options);
-    probes::RunInfo rank_info = info;
-    rank_info.run_id = run_id;
-    rank_info.imported_pid = p.pid;
-    rank_info.device = p.gpu ? "cuda" : "cpu";
-    const std::int64_t id = rec.begin_run(rank_info);
-    if (first) {
-      run_id = id;
-      for (const auto& [step, metrics] : options.step_metrics) rec.record_metrics(step, metrics);
-    }
-    const NsysFile& f = files[p.file];
-    const std::int64_t shift = std::max<std::int64_t>(f.session_start_unix_ns, 0) - run_base;
-    ProcessImport(f, *strings[p.file], p, shift, rec, options, names, summary).run();
-    const std::int64_t lost = rec.write_errors();
-    summary.lost_records += lost;
-    if (!rec.end_run(lost > 0 ? probes::RunStatus::kFailed : probes::RunStatus::kCompleted,
-                     lost > 0 ? "the importer lost " + std::to_string(lost) + " records: " + rec.write_error() : ""))
-      throw ImportError("cannot record how the import of " + f.path + " ended in " + rec.path());
-    ++summary.ranks;
-  }
-  if (processes.size() > 1) probes::merge_rank_files(db_path);
-  summary.run_id = run_id;
+  std::vector<detail::ImportedRank> ranks;
+  for (const NsysProcess& p : processes) ranks.push_back({p.rank, p.pid, p.gpu, files[p.file].path});
+  detail::record_imported_run(db_path, info, recorder_options, options.step_metrics, ranks,
+                              [&](std::size_t i, probes::Recorder& rec) {
+                                const NsysProcess& p = processes[i];
+                                const NsysFile& f = files[p.file];
+                                const std::int64_t shift = std::max<std::int64_t>(f.session_start_unix_ns, 0) - run_base;
+                                ProcessImport(f, *strings[p.file], p, shift, rec, options, names, summary).run();
+                              },
+                              summary);
   if (summary.nccl_without_metadata > 0)
     summary.notes.push_back(std::to_string(summary.nccl_without_metadata) +
                             " NCCL kernels: in kernels (class nccl), but an export carries no collective's op, bytes, "
