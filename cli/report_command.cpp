@@ -11,6 +11,7 @@
 #include "hybridscope/reports/bench_summary.h"
 #include "hybridscope/reports/diagnosis.h"
 #include "hybridscope/reports/report.h"
+#include "hybridscope/reports/rl_summary.h"
 #include "hybridscope/reports/run_database.h"
 
 #ifndef HS_VERSION_STRING
@@ -148,7 +149,8 @@ int run_diagnose(const DiagnoseArgs& args) {
     if (args.json)
       json.push_back({{"run_id", r.analysis.data.run.id},
                       {"label", r.label},
-                      {"findings", reports::findings_json(r.findings)}});
+                      {"findings", reports::findings_json(r.findings)},
+                      {"rl", reports::rl_summary_json(r.analysis)}});
     else
       fmt::print("{}{}\n", r.label.empty() ? "" : "=== " + r.label + " ===\n", reports::format_findings(r.analysis, r.findings));
     for (const auto& f : r.findings)
