@@ -39,9 +39,11 @@ int run_import(const ImportArgs& args) {
   } else {
     importer::KinetoImportOptions options;
     if (!args.framework.empty()) options.phases = importer::PhaseMap::builtin(args.framework);
-    if (!args.phase_map_path.empty())
-      for (const auto& [name, phase] : importer::PhaseMap::from_file(args.phase_map_path).entries())
-        options.phases.set(name, phase);
+    if (!args.phase_map_path.empty()) {
+      // Held in a local: a range-for over entries() of the temporary would read a destroyed map.
+      const auto user_map = importer::PhaseMap::from_file(args.phase_map_path);
+      for (const auto& [name, phase] : user_map.entries()) options.phases.set(name, phase);
+    }
     options.cpu_ops = !args.no_cpu_ops;
     options.run_name = args.name;
     options.command_line = args.command_line;
