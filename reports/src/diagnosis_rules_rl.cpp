@@ -99,8 +99,9 @@ std::optional<Finding> role_bound(const RunAnalysis& a, const DiagnosisThreshold
         key_now(d, kDynamicBsz), key_now(d, kMaxTokenLen), key_now(d, kMicroBatch), key_now(d, kMiniBatch));
     name_keys(f, d, {kDynamicBsz, kMaxTokenLen, kMicroBatch, kMiniBatch});
   }
-  // hybridscope's own actor always generates and trains on the same ranks (the hybrid engine), so
-  // separate rollout and train pools come from another framework's run: name verl's pool keys.
+  // hybridscope's actor generates and trains on the same ranks (the hybrid engine; placement splits
+  // only the reference), so separate rollout and train pools come from another framework's run
+  // (verl's fully-async or one-step-off trainers): say verl's pool keys, in words.
   if (!roles.colocated)
     f.suggestion += fmt::format(
         " With verl's separate pools (fully_async_policy, one_step_off_policy) move devices to the {}: "
