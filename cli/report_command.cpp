@@ -8,9 +8,11 @@
 
 #include <fmt/format.h>
 
+#include "hybridscope/bench/sim/hardware.h"
 #include "hybridscope/reports/bench_summary.h"
 #include "hybridscope/reports/diagnosis.h"
 #include "hybridscope/reports/report.h"
+#include "hybridscope/reports/rl_summary.h"
 #include "hybridscope/reports/run_database.h"
 
 #ifndef HS_VERSION_STRING
@@ -32,6 +34,11 @@ void add_analysis_options(CLI::App* cmd, AnalysisArgs& args) {
   cmd->add_option("--comm-bench", args.comm_bench_path,
                   "Communication micro-benchmark JSON (make comm-bench) for the switch's wire bound (default: "
                   "out/comm-bench.json when it exists, else the run's own collectives)");
+  cmd->add_option("--hardware", args.hardware_path,
+                  "Hardware description (bench/hardware/*.yaml, as simulate reads) whose link bandwidth the weight "
+                  "sync is compared with: inter_node when the run's world exceeds devices_per_node, else intra_node "
+                  "(default: the switch's bandwidth, from --comm-bench or the run's own collectives)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--warmup", args.warmup_steps,
                   "Steps left out of every mean (default: the matrix's warmup_steps, else 1)")
       ->check(CLI::Range(0, 1000000));
@@ -84,8 +91,20 @@ std::vector<reports::LinkMeasurement> links_for(const AnalysisArgs& args) {
   return {};
 }
 
+// The link a --hardware file gives a run: the level its ranks span (docs/metrics.md, "Weight sync").
+void given_link(const AnalysisArgs& args, int world_size, reports::AnalysisOptions& options) {
+  if (args.hardware_path.empty()) return;
+  const auto hardware = bench::sim::read_hardware(args.hardware_path);
+  const auto level = world_size > hardware.devices_per_node ? bench::sim::LinkLevel::kInterNode
+                                                            : bench::sim::LinkLevel::kIntraNode;
+  options.link_gbps = hardware.link(level).bandwidth_bytes_per_s / 1e9;
+  options.link_source = fmt::format("{}: {} link, per device and direction ({})", args.hardware_path,
+                                    bench::sim::link_level_name(level), hardware.name);
+}
+
 std::vector<reports::RunReport> analyse(const reports::RunDatabase& db, const Selection& selection,
-                                        const std::vector<reports::LinkMeasurement>& links, bool progress) {
+                                        const std::vector<reports::LinkMeasurement>& links, bool progress,
+                                        const AnalysisArgs& args) {
   std::vector<reports::RunReport> out;
   std::size_t i = 0;
   for (const auto& run : selection.runs) {
@@ -96,7 +115,9 @@ std::vector<reports::RunReport> analyse(const reports::RunDatabase& db, const Se
     options.links = links;
     reports::RunReport r;
     r.label = run.label;
-    r.analysis = reports::analyze_run(reports::load_run(db, run.id), options);
+    auto data = reports::load_run(db, run.id);
+    given_link(args, data.run.world_size, options);
+    r.analysis = reports::analyze_run(std::move(data), options);
     r.findings = reports::diagnose(r.analysis);
     out.push_back(std::move(r));
   }
@@ -140,7 +161,7 @@ CLI::App* add_report_command(CLI::App& app, ReportArgs& args) {
 int run_diagnose(const DiagnoseArgs& args) {
   const reports::RunDatabase db(args.analysis.db_path);
   const auto selection = select_runs(db, args.analysis);
-  const auto runs = analyse(db, selection, links_for(args.analysis), !args.json);
+  const auto runs = analyse(db, selection, links_for(args.analysis), !args.json, args.analysis);
   nlohmann::json json = nlohmann::json::array();
   bool failed = false;
   const auto threshold = args.fail_on == "critical" ? reports::Severity::kCritical : reports::Severity::kWarning;
@@ -148,7 +169,8 @@ int run_diagnose(const DiagnoseArgs& args) {
     if (args.json)
       json.push_back({{"run_id", r.analysis.data.run.id},
                       {"label", r.label},
-                      {"findings", reports::findings_json(r.findings)}});
+                      {"findings", reports::findings_json(r.findings)},
+                      {"rl", reports::rl_summary_json(r.analysis)}});
     else
       fmt::print("{}{}\n", r.label.empty() ? "" : "=== " + r.label + " ===\n", reports::format_findings(r.analysis, r.findings));
     for (const auto& f : r.findings)
@@ -178,7 +200,7 @@ int run_report(const ReportArgs& args) {
   report.hybridscope_version = HS_VERSION_STRING;
   report.sources = {args.analysis.db_path};
   report.matrix = selection.matrix;
-  report.runs = analyse(db, selection, links, true);
+  report.runs = analyse(db, selection, links, true, args.analysis);
   if (!args.compare_path.empty()) {
     const reports::RunDatabase other(args.compare_path);
     const auto other_id = args.compare_run_id > 0 ? args.compare_run_id : other.last_run().id;

@@ -16,6 +16,7 @@ struct AnalysisArgs {
   std::string db_path;
   std::vector<std::int64_t> run_ids;  // empty: the last run, or one run per cell of the newest matrix
   std::string comm_bench_path;        // empty: out/comm-bench.json when it exists
+  std::string hardware_path;          // a bench/hardware/*.yaml whose link the weight sync is compared with
   int warmup_steps = -1;              // < 0: the matrix's warm-up setting, else 1
 };
 

@@ -3,6 +3,7 @@
 // themselves, and what each quotes, are in diagnosis_rules.cpp and docs/diagnosis.md.
 
 #include "hybridscope/reports/diagnosis.h"
+#include "hybridscope/reports/rl_summary.h"
 
 #include <algorithm>
 #include <cmath>
@@ -63,6 +64,7 @@ std::string format_findings(const RunAnalysis& analysis, const std::vector<Findi
   std::string out = fmt::format("run {} \"{}\" — world size {}, mean step {} over {} ({} measured)\n", run.id,
                                 run.name, run.world_size, detail::format_seconds(analysis.phases.mean_step_s),
                                 detail::format_steps(analysis.measured), analysis.measured.size());
+  for (const std::string& line : rl_summary_lines(analysis)) out += "  " + line + "\n";
   if (findings.empty()) {
     out += fmt::format("no findings: none of the {} rules crossed its threshold (docs/diagnosis.md)\n",
                        diagnosis_rules().size());

@@ -21,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "diagnosis_rules_rl.h"
 #include "diagnosis_text.h"
 #include "hybridscope/reports/diagnosis.h"
 
@@ -602,9 +603,14 @@ std::optional<Finding> low_mfu(const RunAnalysis& a, const DiagnosisThresholds& 
   Finding f = start_finding("low-mfu", Severity::kInfo, update_share);
   f.range = "update_actor";
   f.title = fmt::format("the actor update reaches {:.1f} % of peak FLOP/s (MFU {:.3f})", *a.mfu * 100.0, *a.mfu);
-  f.evidence = fmt::format("perf/mfu/actor {:.3f} mean over {} (below {:.2f}); update_actor: {} ({})", *a.mfu,
+  f.evidence = fmt::format("perf/mfu/actor (verl's flops_counter convention) {:.3f} mean over {} (below {:.2f}); update_actor: {} ({})", *a.mfu,
                            format_steps(a.measured), t.low_mfu, of_the_step(a, phase_mean_s(a.phases, "update_actor")),
                            format_percent(update_share));
+  // The threshold is on verl's convention (what users compare with verl's logs); the other one is
+  // quoted beside it, named (docs/metrics.md, "MFU in two conventions").
+  f.evidence += a.mfu_palm ? fmt::format("; in PaLM's / torchtitan's convention (6N + 12·L·H·Q·T, perf/mfu/actor_palm) {:.3f}",
+                                         *a.mfu_palm)
+                           : std::string("; PaLM's / torchtitan's convention (perf/mfu/actor_palm) not recorded");
   const auto& d = a.data;
   f.suggestion = fmt::format(
       "Give each forward more tokens: a larger {}, or {} with {} at least 2× (max_prompt_length + "
@@ -749,6 +755,10 @@ const std::vector<DiagnosisRule>& diagnosis_rules() {
       {"kv-pressure", "KV pool peak occupancy above kv_occupancy (95 %)", kv_pressure},
       {"phase-trending-up", "a phase, switch or memory series growing by more than trend_share (2 %) per step, CI above 0",
        phase_trending_up},
+      {"role-bound", "the waiting role's idle ratio (trainer/ or rollouter/idle_ratio, from the timeline) above role_idle (50 %)",
+       detail::role_bound},
+      {"weight-sync-repeated", "more than syncs_per_step (1) weight syncs in a measured step (verl #3672)",
+       detail::weight_sync_repeated},
   };
   return rules;
 }

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "hybridscope/reports/rl_summary.h"
 #include "hybridscope/reports/report.h"
 #include "report_charts.h"
 #include "report_content.h"
@@ -212,6 +213,11 @@ std::string run_html(const RunReport& run, std::size_t index, const std::vector<
   if (const auto chart = detail::switch_chart(a)) out += figure(detail::render_bound_chart(*chart));
   else out += empty_note("No switch recorded in the measured steps.");
   if (!a.switches.directions.empty()) out += table_html(detail::switch_table(a.switches));
+
+  out += "<h3>Roles, weight sync and MFU</h3>";
+  for (const std::string& line : rl_summary_lines(a)) out += R"(<p class="headline">)" + html_escape(line) + "</p>";
+  if (!a.roles.steps.empty()) out += table_html(detail::role_table(a.roles));
+  if (!a.weight_sync.steps.empty()) out += table_html(detail::weight_sync_table(a.weight_sync));
 
   out += "<h3>Memory</h3>";
   if (const auto chart = detail::memory_chart(a)) out += figure(detail::render_line_chart(*chart));

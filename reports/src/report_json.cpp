@@ -5,6 +5,7 @@
 #include <string>
 
 #include "hybridscope/reports/report.h"
+#include "hybridscope/reports/rl_summary.h"
 #include "report_content.h"
 
 namespace hs::reports {
@@ -163,6 +164,7 @@ json run_json(const RunReport& report) {
                        {"mean_step_s", a.phases.mean_step_s},
                        {"tokens_per_s", opt(a.tokens_per_s)},
                        {"mfu", opt(a.mfu)},
+                       {"mfu_palm", opt(a.mfu_palm)},
                        {"response_length", opt(a.response_length)},
                        {"rollout_batch", opt(a.rollout_batch)}}},
           {"findings", findings},
@@ -170,6 +172,7 @@ json run_json(const RunReport& report) {
           {"reward", step_pairs(detail::reward_per_step(a.data), "critic/score/mean")},
           {"phases", phases_json(a.phases)},
           {"switches", switches_json(a.switches)},
+          {"rl", rl_summary_json(a)},
           {"memory", memory_json(a.memory, a.data)},
           {"temporal", temporal_json(a.temporal)},
           {"stragglers", stragglers_json(a.stragglers)},

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "hybridscope/reports/rl_summary.h"
 #include "hybridscope/reports/report.h"
 #include "report_content.h"
 #include "report_tables.h"
@@ -92,6 +93,11 @@ std::string run_md(const RunReport& run) {
   if (!a.switches.headline.empty()) out += "**" + md_text(a.switches.headline) + "**\n\n";
   out += a.switches.directions.empty() ? "No switch recorded in the measured steps.\n\n"
                                        : table_md(detail::switch_table(a.switches));
+  out += "### Roles, weight sync and MFU\n\n";
+  for (const std::string& line : rl_summary_lines(a)) out += "- " + md_text(line) + "\n";
+  out += "\n";
+  if (!a.roles.steps.empty()) out += table_md(detail::role_table(a.roles));
+  if (!a.weight_sync.steps.empty()) out += table_md(detail::weight_sync_table(a.weight_sync));
   out += "### Memory\n\n" + table_md(detail::memory_table(a.memory)) + table_md(detail::memory_phase_table(a.memory));
   out += "### Temporal breakdown and communication overlap (HTA)\n\n";
   out += table_md(detail::temporal_table(a.temporal)) + table_md(detail::overlap_table(a.temporal));

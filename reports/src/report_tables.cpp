@@ -54,7 +54,8 @@ ReportTable run_summary_table(const RunReport& report) {
   add(t, {"steps", fmt::format("{} recorded, {} measured", a.phases.steps.size(), a.measured.size())});
   add(t, {"mean step", format_seconds(a.phases.mean_step_s)});
   add(t, {"tokens/s", a.tokens_per_s ? format_number(*a.tokens_per_s) : "not recorded"});
-  add(t, {"MFU (perf/mfu/actor)", a.mfu ? format_percent(*a.mfu) : "not recorded"});
+  add(t, {"MFU, verl flops_counter (perf/mfu/actor)", a.mfu ? format_percent(*a.mfu) : "not recorded"});
+  add(t, {"MFU, PaLM/torchtitan (perf/mfu/actor_palm)", a.mfu_palm ? format_percent(*a.mfu_palm) : "not recorded"});
   if (a.response_length) add(t, {"mean response length (tokens)", format_number(*a.response_length)});
   if (a.rollout_batch) add(t, {"sequences generated per step", format_number(*a.rollout_batch)});
   if (!a.data.source_path.empty()) add(t, {"database", a.data.source_path});
@@ -152,6 +153,47 @@ ReportTable switch_table(const SwitchAnalysis& switches) {
                ? fmt::format("Wire bound = bytes the busiest rank received ÷ {} GB/s ({}).",
                              format_number(*switches.bandwidth_gbps), switches.bandwidth_source)
                : "No link bandwidth measured (no communication benchmark, no large collective): no wire bound.";
+  return t;
+}
+
+ReportTable role_table(const RoleIdleAnalysis& roles) {
+  ReportTable t;
+  t.headers = {"step"};
+  t.numeric = {true};
+  for (const auto& r : roles.roles) {
+    t.headers.push_back(r.verl_name.empty() ? r.role + " idle" : r.verl_name);
+    t.numeric.push_back(true);
+  }
+  for (const auto& s : roles.steps) {
+    std::vector<std::string> row = {std::to_string(s.step)};
+    for (const auto& r : roles.roles) {
+      const auto it = s.idle_ratio.find(r.role);
+      row.push_back(it == s.idle_ratio.end() ? "-" : format_percent(it->second));
+    }
+    add(t, row);
+  }
+  std::vector<std::string> mean = {"mean"};
+  for (const auto& r : roles.roles) mean.push_back(format_percent(r.idle_ratio));
+  if (!roles.roles.empty()) add(t, mean);
+  t.note = "Idle ratio per rank and step = 1 − |∪ the role's phase ranges| ÷ the step range (every gap counted), "
+           "the mean over the role's ranks" +
+           (roles.verdict.empty() ? std::string(".") : "; verdict: " + roles.verdict + ".");
+  return t;
+}
+
+ReportTable weight_sync_table(const WeightSyncAnalysis& w) {
+  ReportTable t;
+  t.headers = {"step", "syncs", "time", "bytes (busiest rank)", "GB/s", "wire bound", "of the link"};
+  t.numeric = {true, true, true, true, true, true, true};
+  for (const auto& s : w.steps)
+    add(t, {std::to_string(s.step), std::to_string(s.syncs), format_seconds(s.seconds),
+            s.bytes ? format_bytes(static_cast<double>(*s.bytes)) : "unknown", s.gbps ? format_number(*s.gbps) : "-",
+            s.wire_bound_s ? format_seconds(*s.wire_bound_s) : "-", s.of_link ? format_percent(*s.of_link) : "-"},
+        s.syncs > 1);
+  t.note = fmt::format("Syncs: `{}` ranges per rank; bytes from {}; link: {}.", w.range_name,
+                       w.bytes_source.empty() ? "nothing (unknown)" : w.bytes_source,
+                       w.link_gbps ? fmt::format("{} GB/s ({})", format_number(*w.link_gbps), w.link_source)
+                                   : std::string("none measured or given"));
   return t;
 }
 

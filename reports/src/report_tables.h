@@ -31,6 +31,10 @@ ReportTable per_step_table(const RunAnalysis& analysis);
 ReportTable phase_table(const PhaseBreakdown& phases);
 /// Per switch direction: count, median and max (slowest rank), bytes, wire bound, components.
 ReportTable switch_table(const SwitchAnalysis& switches);
+/// Idle ratio per role and measured step (role_idle.h), with the means and the verdict.
+ReportTable role_table(const RoleIdleAnalysis& roles);
+/// The weight sync per measured step (weight_sync.h); steps with more than one sync highlighted.
+ReportTable weight_sync_table(const WeightSyncAnalysis& sync);
 /// Peaks, fragmentation ratios, retries/OOMs, parameter bytes, the KV pool (measure, value).
 ReportTable memory_table(const MemoryAnalysis& memory);
 /// Peak memory per rank and phase.

@@ -14,9 +14,13 @@ RunAnalysis analyze_run(RunData data, const AnalysisOptions& options) {
   a.memory = memory_analysis(a.data, a.measured);
   a.stragglers = straggler_analysis(a.data, a.phases);
   a.trends = run_trends(a.data, a.phases);
+  a.roles = role_idle_analysis(a.data, a.measured);
+  a.weight_sync = options.link_gbps
+                      ? weight_sync_analysis(a.data, a.measured, options.link_gbps, options.link_source)
+                      : weight_sync_analysis(a.data, a.measured, a.switches.bandwidth_gbps, a.switches.bandwidth_source);
 
-  double tokens = 0.0, seconds = 0.0, mfu = 0.0, length = 0.0;
-  int mfu_n = 0, length_n = 0;
+  double tokens = 0.0, seconds = 0.0, mfu = 0.0, mfu_palm = 0.0, length = 0.0;
+  int mfu_n = 0, mfu_palm_n = 0, length_n = 0;
   for (const auto step : a.measured) {
     const auto t = a.data.metric(step, "perf/total_num_tokens");
     const auto s = a.data.metric(step, "timing_s/step");
@@ -25,10 +29,12 @@ RunAnalysis analyze_run(RunData data, const AnalysisOptions& options) {
       seconds += *s;
     }
     if (const auto m = a.data.metric(step, "perf/mfu/actor")) mfu += *m, ++mfu_n;
+    if (const auto m = a.data.metric(step, "perf/mfu/actor_palm")) mfu_palm += *m, ++mfu_palm_n;
     if (const auto l = a.data.metric(step, "response_length/mean")) length += *l, ++length_n;
   }
   if (seconds > 0) a.tokens_per_s = tokens / seconds;
   if (mfu_n) a.mfu = mfu / mfu_n;
+  if (mfu_palm_n) a.mfu_palm = mfu_palm / mfu_palm_n;
   if (length_n) a.response_length = length / length_n;
   const auto batch = a.data.config_number("data.train_batch_size");
   const auto n = a.data.config_number("actor_rollout_ref.rollout.n");

@@ -58,6 +58,8 @@ RunAnalysis clean_run() {
       {"actor_rollout_ref.actor.fsdp_config.forward_prefetch", "false"},
       {"actor_rollout_ref.model.enable_gradient_checkpointing", "true"},
       {"trainer.balance_batch", "false"},
+      {"trainer.test_freq", "1"},
+      {"hybridscope.placement.ref", "[2, 3]"},
   };
   std::sort(a.data.config.begin(), a.data.config.end());  // RunData keeps its config by key
   a.measured = {2, 3, 4, 5};
@@ -544,7 +546,10 @@ TEST(DiagnosisRules, LowMfuIsInformational) {
   EXPECT_EQ(f->severity, Severity::kInfo);
   EXPECT_DOUBLE_EQ(f->impact, 0.3);  // update_actor's share of the step
   EXPECT_CONTAINS(f->title, "8.0 % of peak FLOP/s (MFU 0.080)");
-  EXPECT_CONTAINS(f->evidence, "perf/mfu/actor 0.080 mean over steps 2–5 (below 0.25)");
+  EXPECT_CONTAINS(f->evidence, "perf/mfu/actor (verl's flops_counter convention) 0.080 mean over steps 2–5 (below 0.25)");
+  EXPECT_CONTAINS(f->evidence, "perf/mfu/actor_palm) not recorded");
+  a.mfu_palm = 0.061;
+  EXPECT_CONTAINS(check("low-mfu", a)->evidence, "in PaLM's / torchtitan's convention (6N + 12·L·H·Q·T, perf/mfu/actor_palm) 0.061");
   EXPECT_CONTAINS(f->evidence, "update_actor: 3 s of the 10 s mean step");
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2"));
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.use_dynamic_bsz=false"));
@@ -718,7 +723,7 @@ TEST(Diagnose, CleanRunHasNoFindings) {
   EXPECT_TRUE(diagnose(a).empty());
   const std::string text = format_findings(a, {});
   EXPECT_CONTAINS(text, "run 7 \"fixture\" — world size 4, mean step 10 s over steps 2–5 (4 measured)");
-  EXPECT_CONTAINS(text, "no findings: none of the 11 rules crossed its threshold");
+  EXPECT_CONTAINS(text, "no findings: none of the 13 rules crossed its threshold");
 }
 
 TEST(Diagnose, FormatFindingsNumbersEachFindingWithItsEvidenceSuggestionAndKeys) {
@@ -779,6 +784,49 @@ std::string read_source(const std::string& relative) {
 }
 
 // Every finding of every fixture above.
+// Idle ratios per role (role_idle.h). Colocated: ranks 0–3 hold both roles; split: rollout on
+// ranks 0–1, train on 2–3 (another framework's separate pools).
+RoleIdle role_idle(const std::string& role, std::vector<int> ranks, double idle) {
+  RoleIdle r;
+  r.role = role;
+  r.verl_name = role == "rollout" ? "rollouter/idle_ratio" : role == "train" ? "trainer/idle_ratio" : "";
+  r.ranks = std::move(ranks);
+  r.idle_ratio = idle;
+  r.busy_s = 10.0 * (1.0 - idle);
+  r.window_s = 10.0;
+  r.idlest_rank = r.ranks.back();
+  r.idlest_ratio = idle + 0.05;
+  return r;
+}
+
+RunAnalysis with_roles(bool colocated, double train_idle, double rollout_idle) {
+  RunAnalysis a = clean_run();
+  a.roles.colocated = colocated;
+  a.roles.roles = {role_idle("rollout", colocated ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0, 1}, rollout_idle),
+                   role_idle("train", colocated ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{2, 3}, train_idle)};
+  a.roles.verdict = train_idle > rollout_idle ? "rollout-bound" : "train-bound";
+  return a;
+}
+
+// A weight-sync analysis whose step 3 ran `syncs` syncs of 2 s together, 1 GiB at 0.54 GB/s.
+RunAnalysis with_syncs(int syncs) {
+  RunAnalysis a = clean_run();
+  a.weight_sync.range_name = "update_weights";
+  for (std::int64_t step = 2; step <= 5; ++step) {
+    WeightSyncStep s;
+    s.step = step;
+    s.syncs = step == 3 ? syncs : 1;
+    s.rank = 1;
+    s.seconds = 2.0;
+    s.bytes = 1LL << 30;
+    s.gbps = 1073741824.0 / 2.0 / 1e9;
+    a.weight_sync.steps.push_back(s);
+    if (s.syncs > a.weight_sync.max_syncs) a.weight_sync.max_syncs = s.syncs, a.weight_sync.max_syncs_step = step;
+    if (s.syncs > 1) ++a.weight_sync.steps_with_repeats;
+  }
+  return a;
+}
+
 std::vector<Finding> every_fixture_finding() {
   std::vector<RunAnalysis> fixtures = {rollout_heavy(6.4), small_decode("8", 3.5), slow_switch(1.2, 6.0),
                                        exposed_comm(2'000'000'000, 400'000'000), fragmented(0.62, 1, 1),
@@ -786,6 +834,11 @@ std::vector<Finding> every_fixture_finding() {
   RunAnalysis mfu = clean_run();
   mfu.mfu = 0.01;
   fixtures.push_back(mfu);
+  RunAnalysis colocated = with_roles(true, 0.7, 0.4);
+  colocated.roles.roles.push_back(role_idle("reference", {4, 5}, 0.9));
+  fixtures.push_back(colocated);
+  fixtures.push_back(with_roles(false, 0.2, 0.6));
+  fixtures.push_back(with_syncs(2));
   for (const char* series : {"switch/train_to_rollout", "memory/allocated_gb", "timing_s/gen", "timing_s/values"}) {
     RunAnalysis t = clean_run();
     t.trends = {trend(series, "s", 0.5, 0.1, 1.0, 0.25, 1.75)};
@@ -795,6 +848,64 @@ std::vector<Finding> every_fixture_finding() {
   for (const RunAnalysis& a : fixtures)
     for (Finding& f : diagnose(a)) all.push_back(std::move(f));
   return all;
+}
+
+TEST(DiagnosisRules, RoleBoundGivesTheVerdictWithTheWaitingRolesIdleRatio) {
+  // Colocated, the trainer idles 70 % (generation's turn), the rollouter 40 %: rollout-bound, a
+  // verdict (info) whose impact is the rollout role's busy share, 60 %.
+  RunAnalysis a = with_roles(true, 0.7, 0.4);
+  auto f = check("role-bound", a);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->severity, Severity::kInfo);
+  EXPECT_DOUBLE_EQ(f->impact, 0.6);
+  EXPECT_EQ(f->range, "gen");
+  EXPECT_EQ(f->rank, 3);  // the idlest train rank
+  EXPECT_CONTAINS(f->title, "rollout-bound");
+  EXPECT_CONTAINS(f->title, "70.0 %");
+  EXPECT_CONTAINS(f->evidence, "trainer/idle_ratio (train role, ranks 0, 1, 2, 3) 70.0 %");
+  EXPECT_CONTAINS(f->evidence, "rollouter/idle_ratio (rollout role, ranks 0, 1, 2, 3) 40.0 %");
+  EXPECT_CONTAINS(f->evidence, "colocated");
+  EXPECT_CONTAINS(f->evidence, "verl #6693");
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.rollout.tensor_model_parallel_size=2"));
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.rollout.n=4"));
+  EXPECT_EQ(f->suggestion.find("rollout.n_gpus_per_node"), std::string::npos);  // no separate pools here
+  // A split reference idling 90 % is named with its placement key.
+  a.roles.roles.push_back(role_idle("reference", {4, 5}, 0.9));
+  f = check("role-bound", a);
+  EXPECT_CONTAINS(f->evidence, "the split reference (ranks 4, 5) idles 90.0 %");
+  EXPECT_TRUE(names_key(*f, "hybridscope.placement.ref=[2, 3]"));
+
+  // Separate pools, the rollouter idles 60 %: train-bound; two of four ranks idle 60 %: impact 0.3.
+  f = check("role-bound", with_roles(false, 0.2, 0.6));
+  ASSERT_TRUE(f);
+  EXPECT_CONTAINS(f->title, "train-bound");
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  EXPECT_DOUBLE_EQ(f->impact, 0.6 * 2 / 4);
+  EXPECT_EQ(f->range, "update_actor");
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.use_dynamic_bsz=false"));
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2"));
+  EXPECT_CONTAINS(f->suggestion, "rollout.nnodes / rollout.n_gpus_per_node against trainer.nnodes");
+
+  // At the threshold (50 %) it stays silent; without a verdict too.
+  EXPECT_FALSE(check("role-bound", with_roles(false, 0.2, 0.5)));
+  RunAnalysis none = clean_run();
+  EXPECT_FALSE(check("role-bound", none));
+}
+
+TEST(DiagnosisRules, WeightSyncRepeatedCountsSyncsPerStep) {
+  const auto f = check("weight-sync-repeated", with_syncs(3));
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->step, 3);
+  EXPECT_EQ(f->rank, 1);
+  EXPECT_EQ(f->range, "update_weights");
+  // Three syncs in 2 s: the two extra cost 4/3 s of the 10 s step.
+  EXPECT_DOUBLE_EQ(f->impact, 2.0 * 2.0 / 3.0 / 10.0);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  EXPECT_CONTAINS(f->title, "3 weight syncs in one step (1 of 4 measured steps");
+  EXPECT_CONTAINS(f->evidence, "step 3: 3 `update_weights` ranges on rank 1, 2 s in all, 1.0 GiB moved at 0.5369 GB/s; the repeats cost 1.333 s");
+  EXPECT_CONTAINS(f->suggestion, "verl #3672");
+  EXPECT_TRUE(names_key(*f, "trainer.test_freq=1"));
+  EXPECT_FALSE(check("weight-sync-repeated", with_syncs(1)));
 }
 
 TEST(DiagnosisKeys, EveryNamedKeyIsAKeyOfTheTrainersConfig) {
@@ -841,7 +952,7 @@ TEST(DiagnosisRuleTable, UniqueIdsEachDocumented) {
     EXPECT_NE(std::string(rule.description), "");
     EXPECT_CONTAINS(doc, std::string("`") + rule.id + "`");
   }
-  EXPECT_EQ(ids.size(), 11u);
+  EXPECT_EQ(ids.size(), 13u);
 }
 
 }  // namespace

@@ -196,7 +196,8 @@ TEST(ReportHtml, FindingsComeRightAfterTheSummaryWithTheirNumbers) {
   // Summary: mean step over steps 2..5 = 4.3 s; tokens/s = 32000 / 17.2 = 1860.47 -> "1860"; MFU 31.2 %.
   EXPECT_NE(html.find("<td>mean step</td><td>4.3 s</td>"), std::string::npos);
   EXPECT_NE(html.find("<td>tokens/s</td><td>1860</td>"), std::string::npos);
-  EXPECT_NE(html.find("<td>MFU (perf/mfu/actor)</td><td>31.2 %</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td>MFU, verl flops_counter (perf/mfu/actor)</td><td>31.2 %</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td>MFU, PaLM/torchtitan (perf/mfu/actor_palm)</td><td>not recorded</td>"), std::string::npos);
   EXPECT_NE(html.find("<td>algorithm.adv_estimator</td><td>grpo</td>"), std::string::npos);
   EXPECT_NE(html.find("<td>actor_rollout_ref.rollout.tensor_model_parallel_size</td><td>2</td>"), std::string::npos);
   // Switch: 0.372 / 0.06 = 6.2× its bound; gen share 2.58 / 4.3 = 60 %.

@@ -179,6 +179,21 @@ TEST(Trainer, RecordsEveryPhaseAndDerivesTimingFromRanges) {
                            "global_seqlen/balanced_max"})
     EXPECT_DOUBLE_EQ(m.at(name), m.at("perf/total_num_tokens")) << name;
   EXPECT_DOUBLE_EQ(m.at("global_seqlen/minmax_diff"), 0);
+  // MFU in both conventions, over the same sequences, time and peak: their ratio is the two FLOPs
+  // formulas' (probes/model_flops.h, probes/palm_flops.h). With this shape N_dense = 3·C·F +
+  // C·(q+k+v+o) + 2·V·C = 6144 + 3072 + 6272 = 15488, PaLM's N = 15488 − V·C = 12352, L·H·Q = 32:
+  //   verl 6·15488·Σs + 6·32·Σs², PaLM 6·12352·Σs + 12·32·Σs².
+  // Σs is perf/total_num_tokens; the ratio fixes Σs², which must lie between Σs²/count (equal
+  // lengths) and Σs·(longest possible sequence).
+  ASSERT_TRUE(m.count("perf/mfu/actor_palm"));
+  const double ratio = m.at("perf/mfu/actor_palm") / m.at("perf/mfu/actor");
+  const double tokens = m.at("perf/total_num_tokens");
+  const double squares = (6.0 * 12352 * tokens - ratio * 6.0 * 15488 * tokens) / (ratio * 6.0 * 32 - 12.0 * 32);
+  const double count = cfg.data.train_batch_size * cfg.actor_rollout_ref.rollout.n;
+  const double longest = cfg.data.max_prompt_length + cfg.data.max_response_length;
+  EXPECT_GE(squares, tokens * tokens / count * (1 - 1e-9));
+  EXPECT_LE(squares, tokens * longest * (1 + 1e-9));
+  EXPECT_LT(ratio, 1.0);  // short sequences: PaLM leaves out the embedding and outweighs it
   // the warm-up saved a HuggingFace-layout base policy
   EXPECT_TRUE(fs::exists(dir + "/ckpt/base/model.safetensors"));
   EXPECT_TRUE(fs::exists(dir + "/ckpt/base/config.json"));

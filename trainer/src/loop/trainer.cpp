@@ -33,6 +33,7 @@
 #include "loop/console.h"
 #include "loop/out_of_memory.h"
 #include "hybridscope/probes/merge.h"
+#include "hybridscope/probes/palm_flops.h"
 #include "hybridscope/trainer/data/batch.h"
 #include "hybridscope/trainer/loop/checkpoint.h"
 #include "hybridscope/trainer/rl/core_algos.h"
@@ -67,6 +68,16 @@ using detail::kInitStream;
 using detail::kRolloutStream;
 using detail::rank_stream_seed;
 using detail::stream_seed;
+
+// PaLM's / torchtitan's training FLOPs (probes/palm_flops.h) over the sequences verl's
+// estimate_flops counts: the second MFU convention, recorded as perf/mfu/actor_palm.
+double palm_flops(const ModelShape& s, const std::vector<std::int64_t>& lengths) {
+  const probes::DecoderShape shape{static_cast<double>(s.vocab_size),          static_cast<double>(s.hidden_size),
+                                   static_cast<double>(s.intermediate_size),   static_cast<double>(s.num_hidden_layers),
+                                   static_cast<double>(s.num_attention_heads), static_cast<double>(s.num_key_value_heads),
+                                   static_cast<double>(s.head_dim())};
+  return probes::palm_training_flops(shape, lengths);
+}
 
 std::atomic<int> g_stop_signal{0};
 extern "C" void on_stop_signal(int signal) { g_stop_signal.store(signal); }
@@ -512,10 +523,14 @@ void PPOTrainer::State::add_perf_metrics(const RolloutBatch& batch, Metrics& met
     metrics.emplace_back("perf/throughput", tokens / (step_seconds * world));
   }
   const double actor_seconds = timings.seconds("update_actor");
-  if (actor_seconds > 0)
+  if (actor_seconds > 0) {
     metrics.emplace_back("perf/mfu/actor", estimate_flops(actor->model->shape(), lengths) *
                                                cfg.actor_rollout_ref.actor.ppo_epochs / actor_seconds /
                                                (peak_flops * world));
+    metrics.emplace_back("perf/mfu/actor_palm", palm_flops(actor->model->shape(), lengths) *
+                                                    cfg.actor_rollout_ref.actor.ppo_epochs / actor_seconds /
+                                                    (peak_flops * world));
+  }
   const double critic_seconds = timings.seconds("update_critic");
   if (critic && critic_seconds > 0)
     metrics.emplace_back("perf/mfu/critic", estimate_flops(critic->model()->shape(), lengths) * cfg.critic.ppo_epochs /

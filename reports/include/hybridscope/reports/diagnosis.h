@@ -54,6 +54,8 @@ struct DiagnosisThresholds {
   std::size_t trend_min_points = kTrendMinPoints;  // fewer measured steps are too few to call a trend
   double memory_bound_gen_share = 0.30; // generation share above which a memory-bound decode matters
   double critical_share = 0.30;         // a finding whose impact exceeds this share of the step is critical
+  double role_idle = 0.50;              // the waiting role's idle ratio (role_idle.h) worth a verdict
+  int syncs_per_step = 1;               // weight syncs in one step above this are repeated (verl #3672)
 };
 
 /// One rule: an id, what it checks, and the check itself.

@@ -1,0 +1,155 @@
+// diagnosis_rules_rl.cpp — the rules over the RL-role analyses (diagnosis_rules_rl.h). What each
+// checks and why: docs/diagnosis.md, rules 12 and 13. Every key named is a key of
+// trainer/src/config/config_keys.cpp (and verl's key of the same name); verl keys hybridscope does
+// not have are said in the suggestion's sentence for imported runs, never listed as keys.
+#include "diagnosis_rules_rl.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "diagnosis_text.h"
+
+namespace hs::reports::detail {
+
+namespace {
+
+constexpr const char* kRolloutN = "actor_rollout_ref.rollout.n";
+constexpr const char* kRolloutTp = "actor_rollout_ref.rollout.tensor_model_parallel_size";
+constexpr const char* kGpuMemoryUtilization = "actor_rollout_ref.rollout.gpu_memory_utilization";
+constexpr const char* kMaxResponseLength = "data.max_response_length";
+constexpr const char* kMiniBatch = "actor_rollout_ref.actor.ppo_mini_batch_size";
+constexpr const char* kMicroBatch = "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu";
+constexpr const char* kDynamicBsz = "actor_rollout_ref.actor.use_dynamic_bsz";
+constexpr const char* kMaxTokenLen = "actor_rollout_ref.actor.ppo_max_token_len_per_gpu";
+constexpr const char* kPlacementRef = "hybridscope.placement.ref";
+constexpr const char* kTestFreq = "trainer.test_freq";
+
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  for (std::size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
+  return out;
+}
+
+const RoleIdle* role_of(const RoleIdleAnalysis& roles, const std::string& name) {
+  for (const RoleIdle& r : roles.roles)
+    if (r.role == name) return &r;
+  return nullptr;
+}
+
+}  // namespace
+
+std::optional<Finding> role_bound(const RunAnalysis& a, const DiagnosisThresholds& t) {
+  const RoleIdleAnalysis& roles = a.roles;
+  if (roles.verdict.empty()) return std::nullopt;
+  const bool rollout_bound = roles.verdict == "rollout-bound";
+  const RoleIdle* rollout = role_of(roles, "rollout");
+  const RoleIdle* train = role_of(roles, "train");
+  const RoleIdle* waiting = rollout_bound ? train : rollout;
+  const RoleIdle* busy = rollout_bound ? rollout : train;
+  if (!(waiting->idle_ratio > t.role_idle)) return std::nullopt;
+
+  // Colocated (every rank holds both roles, the hybrid engine): the roles take turns, so the
+  // waiting role's idle time is the other role's work, not idle devices — a verdict (info) whose
+  // impact is the bottleneck role's share of the step. Disjoint pools: the waiting role's devices
+  // really idle; the impact is that idle time as a share of every role rank's step.
+  double impact = 1.0 - busy->idle_ratio;
+  Severity severity = Severity::kInfo;
+  if (!roles.colocated) {
+    const double all = static_cast<double>(rollout->ranks.size() + train->ranks.size());
+    impact = waiting->idle_ratio * static_cast<double>(waiting->ranks.size()) / all;
+    severity = severity_for(impact, t);
+  }
+  Finding f;
+  f.rule = "role-bound";
+  f.severity = severity;
+  f.impact = impact;
+  f.rank = waiting->idlest_rank;
+  f.range = rollout_bound ? "gen" : "update_actor";
+  f.title = rollout_bound
+                ? fmt::format("rollout-bound: the training role waits {} of the step for generation",
+                              format_percent(train->idle_ratio))
+                : fmt::format("train-bound: the rollout role waits {} of the step for training",
+                              format_percent(rollout->idle_ratio));
+  f.evidence = fmt::format(
+      "{} (train role, {}) {} against {} (rollout role, {}) {} over {} — from the timeline: per rank and step, "
+      "1 − |∪ the role's phase ranges| ÷ the step range, every gap counted (verl's rollouter/idle_ratio counts "
+      "one pause per parameter version, verl #6693); {}; the train role was busy {} and the rollout role {} of a "
+      "{} step window on average; idlest {} rank: {} at {}",
+      train->verl_name, ranks_text(train->ranks), format_percent(train->idle_ratio), rollout->verl_name,
+      ranks_text(rollout->ranks), format_percent(rollout->idle_ratio), format_steps(a.measured),
+      roles.colocated ? "colocated: the same ranks hold both roles and take turns" : "the roles are on separate ranks",
+      format_seconds(train->busy_s), format_seconds(rollout->busy_s), format_seconds(train->window_s),
+      waiting->role, waiting->idlest_rank, format_percent(waiting->idlest_ratio));
+  const auto& d = a.data;
+  if (rollout_bound) {
+    f.suggestion = fmt::format(
+        "Generation sets the pace: a smaller {} gives more replicas decoding at once when the weights fit; a "
+        "larger {} leaves the KV pool room for more sequences at once; {} caps the longest responses; a smaller "
+        "{} generates fewer samples per prompt (a noisier group baseline).",
+        key_now(d, kRolloutTp), key_now(d, kGpuMemoryUtilization), key_now(d, kMaxResponseLength),
+        key_now(d, kRolloutN));
+    name_keys(f, d, {kRolloutTp, kGpuMemoryUtilization, kMaxResponseLength, kRolloutN});
+  } else {
+    f.suggestion = fmt::format(
+        "Training sets the pace: {} with {} packs micro-batches by tokens so the device stays busy; a larger {} "
+        "runs fewer, larger forward passes; a larger {} means fewer optimizer steps per batch.",
+        key_now(d, kDynamicBsz), key_now(d, kMaxTokenLen), key_now(d, kMicroBatch), key_now(d, kMiniBatch));
+    name_keys(f, d, {kDynamicBsz, kMaxTokenLen, kMicroBatch, kMiniBatch});
+  }
+  // hybridscope's actor generates and trains on the same ranks (the hybrid engine; placement splits
+  // only the reference), so separate rollout and train pools come from another framework's run
+  // (verl's fully-async or one-step-off trainers): say verl's pool keys, in words.
+  if (!roles.colocated)
+    f.suggestion += fmt::format(
+        " With verl's separate pools (fully_async_policy, one_step_off_policy) move devices to the {}: "
+        "rollout.nnodes / rollout.n_gpus_per_node against trainer.nnodes / trainer.n_gpus_per_node (verl #7601).",
+        rollout_bound ? "rollouter" : "trainer");
+  if (const RoleIdle* ref = role_of(roles, "reference"); ref && ref->idle_ratio > t.role_idle) {
+    f.evidence += fmt::format("; the split reference ({}) idles {} of the step", ranks_text(ref->ranks),
+                              format_percent(ref->idle_ratio));
+    f.suggestion += fmt::format(" The reference ranks idle most of the step: fewer of them in {} leave more to "
+                                "the actor.",
+                                key_now(d, kPlacementRef));
+    name_keys(f, d, {kPlacementRef});
+  }
+  return f;
+}
+
+std::optional<Finding> weight_sync_repeated(const RunAnalysis& a, const DiagnosisThresholds& t) {
+  const WeightSyncAnalysis& w = a.weight_sync;
+  if (!(w.max_syncs > t.syncs_per_step)) return std::nullopt;
+  const WeightSyncStep* worst = nullptr;
+  for (const WeightSyncStep& s : w.steps)
+    if (s.step == w.max_syncs_step) worst = &s;
+  // What the repeats cost in the worst step: its sync time beyond one sync's share.
+  const double extra_s = worst->seconds * static_cast<double>(worst->syncs - 1) / static_cast<double>(worst->syncs);
+  const double impact = a.phases.mean_step_s > 0 ? extra_s / a.phases.mean_step_s : 0.0;
+  Finding f;
+  f.rule = "weight-sync-repeated";
+  f.severity = severity_for(impact, t);
+  f.impact = impact;
+  f.step = worst->step;
+  f.rank = worst->rank;
+  f.range = w.range_name;
+  f.title = fmt::format("{} weight syncs in one step ({} of {} measured steps sync more than once)", w.max_syncs,
+                        w.steps_with_repeats, w.steps.size());
+  f.evidence = fmt::format("step {}: {} `{}` ranges on rank {}, {} in all", worst->step, worst->syncs, w.range_name,
+                           worst->rank, format_seconds(worst->seconds));
+  if (worst->bytes) f.evidence += fmt::format(", {} moved", format_bytes(static_cast<double>(*worst->bytes)));
+  if (worst->gbps) f.evidence += fmt::format(" at {} GB/s", format_number(*worst->gbps));
+  f.evidence += fmt::format("; the repeats cost {} of the {} mean step", format_seconds(extra_s),
+                            format_seconds(a.phases.mean_step_s));
+  const auto& d = a.data;
+  f.suggestion = fmt::format(
+      "The rollout needs the new weights once per step. verl #3672: waking the rollout for validation and again "
+      "for the training generation synced the weights twice; here validation inside a step ({}) does the same — "
+      "validate less often, or look for a second wake-up of the rollout in the step.",
+      key_now(d, kTestFreq));
+  name_keys(f, d, {kTestFreq});
+  return f;
+}
+
+}  // namespace hs::reports::detail
