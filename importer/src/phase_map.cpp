@@ -3,9 +3,8 @@
 
 #include <algorithm>
 #include <fstream>
-#include <sstream>
 
-#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 
 namespace hs::importer {
 
@@ -93,43 +92,22 @@ PhaseMap PhaseMap::all_builtin() {
 PhaseMap PhaseMap::from_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw ImportError("cannot read the phase map " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string s = text.str();
+  // YAML or JSON (JSON is YAML): {name: phase}, or the same under `phases:`.
+  YAML::Node root;
+  try {
+    root = YAML::Load(in);
+  } catch (const YAML::Exception& e) {
+    throw ImportError("phase map " + path + " is not valid YAML or JSON: " + e.what());
+  }
+  if (root.IsMap() && root["phases"]) root = root["phases"];
+  if (!root.IsMap())
+    throw ImportError("phase map " + path + ": expected a mapping of name: phase (optionally under `phases:`)");
   PhaseMap m;
-  const auto first = s.find_first_not_of(" \t\r\n");
-  if (first != std::string::npos && s[first] == '{') {  // JSON
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(s);
-    } catch (const std::exception& e) {
-      throw ImportError("phase map " + path + " is not valid JSON: " + e.what());
-    }
-    if (j.contains("phases")) j = j["phases"];
-    if (!j.is_object()) throw ImportError("phase map " + path + ": expected an object {name: phase}");
-    for (const auto& [k, v] : j.items()) {
-      if (!v.is_string()) throw ImportError("phase map " + path + ": the value of '" + k + "' is not a string");
-      m.set(k, v.get<std::string>());
-    }
-  } else {  // the YAML subset a map needs: `name: phase` lines, optionally under `phases:`
-    std::istringstream lines(s);
-    std::string line;
-    int n = 0;
-    while (std::getline(lines, line)) {
-      ++n;
-      const auto hash = line.find('#');
-      if (hash != std::string::npos) line = line.substr(0, hash);
-      if (trim(line).empty()) continue;
-      const auto colon = line.rfind(':');
-      if (colon == std::string::npos)
-        throw ImportError("phase map " + path + " line " + std::to_string(n) + ": expected `name: phase`");
-      const std::string key = trim(line.substr(0, colon));
-      const std::string value = trim(line.substr(colon + 1));
-      if (value.empty() && key == "phases") continue;
-      if (key.empty() || value.empty())
-        throw ImportError("phase map " + path + " line " + std::to_string(n) + ": expected `name: phase`");
-      m.set(key, value);
-    }
+  for (const auto& entry : root) {
+    if (!entry.first.IsScalar() || !entry.second.IsScalar())
+      throw ImportError("phase map " + path + " line " + std::to_string(entry.first.Mark().line + 1) +
+                        ": expected `name: phase`, both strings");
+    m.set(entry.first.as<std::string>(), entry.second.as<std::string>());
   }
   const auto& known = hybridscope_phases();
   for (const auto& [name, phase] : m.entries_)

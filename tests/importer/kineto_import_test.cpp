@@ -170,6 +170,15 @@ TEST(PhaseMap, BuiltInMapsAndAUserFileRenameOtherFrameworksPhases) {
   const auto m = hs::importer::PhaseMap::from_file(yaml);
   EXPECT_EQ(m.phase_of("rollout"), "gen");
   EXPECT_EQ(m.phase_of("train step"), "update_actor");
+  // YAML as YAML reads it: a '#' inside a quoted key is part of the name, not a comment.
+  const std::string hashes = temp_db("importer", "hashes.yaml");
+  std::ofstream(hashes) << "\"## forward ##\": update_actor  # a comment\n'gen #2': gen\n";
+  const auto h = hs::importer::PhaseMap::from_file(hashes);
+  EXPECT_EQ(h.phase_of("## forward ##"), "update_actor");
+  EXPECT_EQ(h.phase_of("gen #2"), "gen");
+  const std::string list = temp_db("importer", "list.yaml");
+  std::ofstream(list) << "- gen\n- ref\n";
+  EXPECT_THROW(hs::importer::PhaseMap::from_file(list), ImportError);  // not a mapping
   const std::string json = temp_db("importer", "map.json");
   std::ofstream(json) << R"({"rollout": "generation"})";
   EXPECT_THROW(hs::importer::PhaseMap::from_file(json), ImportError);  // no hybridscope phase
