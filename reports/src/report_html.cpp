@@ -216,7 +216,7 @@ std::string run_html(const RunReport& run, std::size_t index, const std::vector<
   out += "<h3>Memory</h3>";
   if (const auto chart = detail::memory_chart(a)) out += figure(detail::render_line_chart(*chart));
   else out += empty_note("No memory samples recorded (probes off, or no tracking allocator).");
-  out += table_html(detail::memory_table(a.memory), true);
+  out += table_html(detail::memory_table(a.memory, a.data.run), true);
   out += table_html(detail::memory_phase_table(a.memory));
 
   out += "<h3>Temporal breakdown and communication overlap (HTA)</h3>";

@@ -92,7 +92,7 @@ std::string run_md(const RunReport& run) {
   if (!a.switches.headline.empty()) out += "**" + md_text(a.switches.headline) + "**\n\n";
   out += a.switches.directions.empty() ? "No switch recorded in the measured steps.\n\n"
                                        : table_md(detail::switch_table(a.switches));
-  out += "### Memory\n\n" + table_md(detail::memory_table(a.memory)) + table_md(detail::memory_phase_table(a.memory));
+  out += "### Memory\n\n" + table_md(detail::memory_table(a.memory, a.data.run)) + table_md(detail::memory_phase_table(a.memory));
   out += "### Temporal breakdown and communication overlap (HTA)\n\n";
   out += table_md(detail::temporal_table(a.temporal)) + table_md(detail::overlap_table(a.temporal));
   if (!a.gpu_kernels.top.empty()) out += "### GPU kernels by range\n\n" + table_md(detail::gpu_kernel_table(a.gpu_kernels));

@@ -32,7 +32,7 @@ ReportTable phase_table(const PhaseBreakdown& phases);
 /// Per switch direction: count, median and max (slowest rank), bytes, wire bound, components.
 ReportTable switch_table(const SwitchAnalysis& switches);
 /// Peaks, fragmentation ratios, retries/OOMs, parameter bytes, the KV pool (measure, value).
-ReportTable memory_table(const MemoryAnalysis& memory);
+ReportTable memory_table(const MemoryAnalysis& memory, const RunSummary& run);
 /// Peak memory per rank and phase.
 ReportTable memory_phase_table(const MemoryAnalysis& memory);
 /// HTA temporal breakdown per rank (ms and shares of the window).
