@@ -244,9 +244,18 @@ Comparison compare_runs(const RunDatabase& old_db, const RunDatabase& new_db, st
   }
   // A plain run has no warm-up setting: its first step (compilation, allocator growth) is left out.
   constexpr int kWarmup = 1;
+  const auto per_step = per_step_comparison(old_db, old_run.id, new_db, new_run.id, kWarmup);
+  if (!per_step.only_old_phases.empty() || !per_step.only_new_phases.empty()) {
+    auto list = [](const std::vector<std::string>& names) {
+      std::string out;
+      for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+      return out.empty() ? std::string("none") : out;
+    };
+    out.mismatches.push_back(fmt::format("phases on one side only, not compared: old {}; new {}",
+                                         list(per_step.only_old_phases), list(per_step.only_new_phases)));
+  }
   out.cells.push_back(compare_cells(new_run.name, single_run_samples(run_metrics(old_db, old_run.id, kWarmup)),
-                                    single_run_samples(run_metrics(new_db, new_run.id, kWarmup)),
-                                    per_step_comparison(old_db, old_run.id, new_db, new_run.id, kWarmup)));
+                                    single_run_samples(run_metrics(new_db, new_run.id, kWarmup)), per_step));
   return out;
 }
 

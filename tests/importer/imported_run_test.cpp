@@ -244,9 +244,12 @@ TEST(CompareImported, ARecordedRunAgainstAnImportedOneSaysSoFirst) {
   const std::string imported = temp_db("imported_run", "imported.sqlite");
   import_verl("base", imported);
   const auto c = hs::reports::compare_databases(hs::reports::RunDatabase(own), hs::reports::RunDatabase(imported));
-  ASSERT_EQ(c.mismatches.size(), 2u);
+  ASSERT_EQ(c.mismatches.size(), 3u);
   EXPECT_EQ(c.mismatches[0], "source differs: old recorded by hybridscope, new imported (kineto)");
   EXPECT_EQ(c.mismatches[1], "config not compared: new, an imported run, has none (not in the source)");
+  // The own run timed gen and update_actor; the trace also old_log_prob, ref, adv, update_weights.
+  EXPECT_EQ(c.mismatches[2],
+            "phases on one side only, not compared: old none; new old_log_prob, ref, adv, update_weights");
   EXPECT_TRUE(c.config_diff.empty());
   ASSERT_EQ(c.cells.size(), 1u);
   const auto* gen = metric_named(c.cells[0], "timing_s/gen");
