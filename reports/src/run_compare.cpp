@@ -68,9 +68,9 @@ RunComparison compare_runs(const RunData& old_run, const RunData& new_run, int w
     const auto it = side.find(name);
     return it != side.end() && !it->second.empty();
   };
-  for (const auto& name : old_breakdown.phases)
+  for (const auto& name : old_breakdown.top_phases)
     if (has_samples(old_samples, name) && !has_samples(new_samples, name)) out.only_old_phases.push_back(name);
-  for (const auto& name : new_breakdown.phases)
+  for (const auto& name : new_breakdown.top_phases)
     if (has_samples(new_samples, name) && !has_samples(old_samples, name)) out.only_new_phases.push_back(name);
   for (const auto& name : names) {
     const auto o = old_samples.find(name);

@@ -51,7 +51,7 @@ std::vector<ConfigDifference> config_differences(const std::vector<std::pair<std
 struct RunComparison {
   std::string old_label, new_label;  // "run 7 'name' (path)"
   std::vector<PhaseDelta> phases;    // "step" first, then verl's order; phases present on both sides
-  /// Phases with measured samples on one side only (not compared), verl's order: an own run's
+  /// Top-level phases with measured samples on one side only (not compared), verl's order: an own run's
   /// `switch/train_to_rollout` against an imported trace's `update_weights`, a critic on one side.
   std::vector<std::string> only_old_phases, only_new_phases;
   std::vector<MetricDelta> metrics;  // compared_step_metrics() that both runs recorded in measured steps
