@@ -232,19 +232,15 @@ Comparison compare_runs(const RunDatabase& old_db, const RunDatabase& new_db, st
   if (old_run.world_size != new_run.world_size)
     out.mismatches.push_back(
         fmt::format("rank count differs: old {}, new {}", old_run.world_size, new_run.world_size));
-  // An imported run has no config: every key of the other side would read as "changed".
-  if (old_run.imported() || new_run.imported()) {
-    if (!old_db.config(old_run.id).empty() || !new_db.config(new_run.id).empty())
-      out.mismatches.push_back(fmt::format("config not compared: {} has none (not in the source)",
-                                           old_run.imported() && new_run.imported() ? "neither imported run"
-                                           : old_run.imported()                      ? "old, an imported run,"
-                                                                                     : "new, an imported run,"));
-  } else {
-    add_config_mismatch(out, config_differences(old_db.config(old_run.id), new_db.config(new_run.id)));
-  }
   // A plain run has no warm-up setting: its first step (compilation, allocator growth) is left out.
   constexpr int kWarmup = 1;
   const auto per_step = per_step_comparison(old_db, old_run.id, new_db, new_run.id, kWarmup);
+  // An imported run has no config: every key of the other side would read as "changed". Two
+  // imported runs lack it alike, which is no difference between them.
+  if (old_run.imported() != new_run.imported())
+    out.mismatches.push_back(per_step.config_note);
+  else if (!old_run.imported())
+    add_config_mismatch(out, config_differences(old_db.config(old_run.id), new_db.config(new_run.id)));
   if (!per_step.only_old_phases.empty() || !per_step.only_new_phases.empty()) {
     auto list = [](const std::vector<std::string>& names) {
       std::string out;

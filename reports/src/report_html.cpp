@@ -248,7 +248,10 @@ std::string comparison_html(const RunComparison& c) {
   out += table_html(detail::comparison_table(c));
   if (!c.metrics.empty()) out += "<h3>Step metrics</h3>" + table_html(detail::metric_comparison_table(c));
   out += "<h3>Config difference</h3>";
-  if (c.config_diff.empty()) out += empty_note("The two runs' resolved configs are identical.");
+  if (!c.config_note.empty())
+    out += empty_note(c.config_note + ".");
+  else if (c.config_diff.empty())
+    out += empty_note("The two runs' resolved configs are identical.");
   out += table_html(detail::config_diff_table(c));
   return out + "</section>";
 }

@@ -153,7 +153,9 @@ std::string report_markdown(const Report& report) {
     out += c.phases.empty() ? "No phase present on both sides.\n\n" : table_md(detail::comparison_table(c));
     if (!c.metrics.empty()) out += "### Step metrics\n\n" + table_md(detail::metric_comparison_table(c));
     out += "### Config difference\n\n";
-    out += c.config_diff.empty() ? "The two runs' resolved configs are identical.\n\n" : table_md(detail::config_diff_table(c));
+    out += !c.config_note.empty()  ? c.config_note + ".\n\n"
+           : c.config_diff.empty() ? "The two runs' resolved configs are identical.\n\n"
+                                   : table_md(detail::config_diff_table(c));
   }
   for (const auto& run : report.runs) out += run_md(run);
   return out;

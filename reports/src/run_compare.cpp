@@ -99,7 +99,14 @@ RunComparison compare_runs(const RunData& old_run, const RunData& new_run, int w
     d.better = better;
     out.metrics.push_back(std::move(d));
   }
-  out.config_diff = config_differences(old_run.config, new_run.config);
+  const bool old_imported = old_run.run.imported(), new_imported = new_run.run.imported();
+  if (old_imported && new_imported)
+    out.config_note = "config not compared: neither imported run has one (not in the source)";
+  else if (old_imported || new_imported)
+    out.config_note = fmt::format("config not compared: {}, an imported run, has none (not in the source)",
+                                  old_imported ? "old" : "new");
+  else
+    out.config_diff = config_differences(old_run.config, new_run.config);
   return out;
 }
 

@@ -18,6 +18,7 @@
 #include "hybridscope/probes/recorder.h"
 #include "hybridscope/reports/bench_compare.h"
 #include "hybridscope/reports/bench_summary.h"
+#include "hybridscope/reports/chrome_trace.h"
 #include "hybridscope/reports/comm_time.h"
 #include "hybridscope/reports/diagnosis.h"
 #include "hybridscope/reports/report.h"
@@ -160,6 +161,35 @@ TEST(ImportedRun, ATraceWithoutStepsSaysSoInsteadOfAZeroStep) {
             std::string::npos);
 }
 
+// export-trace of the two GPU ranks: every kernel, copy and memset on its stream's track, every
+// launch with its flow, and otherData saying the run was imported.
+TEST(ImportedRun, ExportTraceCarriesTheGpuStreamsAndTheSource) {
+  const std::string db = temp_db("imported_run", "export.sqlite");
+  const auto run =
+      hs::importer::import_kineto({kData + "sampled_rank-0.json.gz", kData + "sampled_rank-1.json.gz"}, db).run_id;
+  const hs::reports::RunDatabase rdb(db);
+  hs::reports::ChromeTraceSummary summary;
+  const auto trace = hs::reports::build_chrome_trace(rdb.run(run), hs::reports::read_trace_rows(rdb, run), {}, &summary);
+  EXPECT_EQ(trace["otherData"]["source"], "kineto");
+  const auto e = expected({kData + "sampled_rank-0.json.gz", kData + "sampled_rank-1.json.gz"});
+  if (!e) GTEST_SKIP() << "no python for the independent count (HS_TEST_PYTHON)";
+  std::int64_t gpu = 0, runtime = 0;
+  for (const char* rank : {"0", "1"}) {
+    const auto& r = (*e)[rank];
+    gpu += r["kernels"].get<std::int64_t>() + r["memcpys"].get<std::int64_t>() + r["memsets"].get<std::int64_t>();
+    runtime += r["runtime"].get<std::int64_t>();
+  }
+  EXPECT_EQ(static_cast<std::int64_t>(summary.gpu_events), gpu);
+  EXPECT_EQ(static_cast<std::int64_t>(summary.api_events), runtime);
+  // The GPU streams are tracks of their rank, named as the viewer names them.
+  std::size_t stream_tracks = 0;
+  for (const auto& ev : trace["traceEvents"])
+    if (ev["ph"] == "M" && ev["name"] == "thread_name" &&
+        ev["args"]["name"].get<std::string>().rfind("GPU 0 stream ", 0) == 0)
+      ++stream_tracks;
+  EXPECT_GE(stream_tracks, 2u);
+}
+
 // An imported run has no config at all: the keys a finding names are "not in the source", not
 // "not in the run's config" (HTA's two ranks: communication is exposed).
 TEST(ImportedRun, ConfigKeysOfAFindingAreNotInTheSource) {
@@ -257,6 +287,15 @@ TEST(CompareImported, ARecordedRunAgainstAnImportedOneSaysSoFirst) {
   EXPECT_DOUBLE_EQ(gen->old_values.median, 0.005);
   const std::string text = hs::reports::format_comparison(c);
   EXPECT_LT(text.find("source differs"), text.find("timing_s/gen")) << text;
+  // report --compare: the same note where the config table would list every own key as "(absent)".
+  hs::reports::Report report = report_of(analyse(imported, 1));
+  report.comparison = hs::reports::compare_runs(hs::reports::load_run(hs::reports::RunDatabase(own), 1),
+                                                report.runs.front().analysis.data, 1);
+  EXPECT_TRUE(report.comparison->config_diff.empty());
+  const std::string md = hs::reports::report_markdown(report);
+  EXPECT_NE(md.find("config not compared: new, an imported run, has none (not in the source)."), std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("data.train_batch_size"), std::string::npos) << "no config row against an imported run";
 }
 
 }  // namespace

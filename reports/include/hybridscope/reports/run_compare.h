@@ -56,6 +56,10 @@ struct RunComparison {
   std::vector<std::string> only_old_phases, only_new_phases;
   std::vector<MetricDelta> metrics;  // compared_step_metrics() that both runs recorded in measured steps
   std::vector<ConfigDifference> config_diff;  // by key
+  /// Why the configs were not compared, said where config_diff would be ("config not compared: new,
+  /// an imported run, has none (not in the source)"): an imported run has no config, and every key of
+  /// the other side would read as changed. Empty: compared (config_diff holds the differences).
+  std::string config_note;
 };
 
 /// Compares the measured steps of two runs (the first `warmup_steps` of each left out).
