@@ -66,14 +66,14 @@ std::vector<Finding> diagnose(const RunAnalysis& analysis, const DiagnosisThresh
 
 std::string format_findings(const RunAnalysis& analysis, const std::vector<Finding>& findings) {
   const RunSummary& run = analysis.data.run;
-  const std::string source = run.imported() ? fmt::format(" (imported: {})", run.source) : "";
+  const std::string source = run.imported() ? fmt::format(", imported ({})", run.source) : "";
   const std::string no_steps = why_no_measured_steps(analysis);
   std::string out =
       no_steps.empty()
-          ? fmt::format("run {} \"{}\"{} — world size {}, mean step {} over {} ({} measured)\n", run.id, run.name, source,
-                        run.world_size, detail::format_seconds(analysis.phases.mean_step_s),
+          ? fmt::format("run {} \"{}\" — world size {}{}, mean step {} over {} ({} measured)\n", run.id, run.name,
+                        run.world_size, source, detail::format_seconds(analysis.phases.mean_step_s),
                         detail::format_steps(analysis.measured), analysis.measured.size())
-          : fmt::format("run {} \"{}\"{} — world size {}, {}\n", run.id, run.name, source, run.world_size, no_steps);
+          : fmt::format("run {} \"{}\" — world size {}{}, {}\n", run.id, run.name, run.world_size, source, no_steps);
   if (findings.empty() && !no_steps.empty()) {
     out += fmt::format("no findings: the {} rules judge measured steps, and there are none\n", diagnosis_rules().size());
     return out;

@@ -43,9 +43,10 @@ std::string why_no_measured_steps(const RunAnalysis& a) {
   if (!a.measured.empty()) return "";
   if (a.phases.steps.empty()) {
     if (a.data.run.imported())
-      return fmt::format("no measured steps: the {} source has no steps (no `step` annotation or ProfilerStep#N range in "
-                         "the trace, no timing_s/step metric; docs/importing.md)",
-                         a.data.run.source);
+      return fmt::format("no measured steps: the {} source has no steps ({}, no timing_s/step metric; docs/importing.md)",
+                         a.data.run.source,
+                         a.data.run.source == "kineto" ? "no `step` annotation or ProfilerStep#N range in the trace"
+                                                       : "no `step` range in it");
     return "no measured steps: the run recorded no step (no `step` range, no timing_s/step metric)";
   }
   return fmt::format("no measured steps: all {} recorded step(s) are warm-up (--warmup {}; --warmup 0 measures them)",

@@ -135,7 +135,7 @@ TEST(ImportedRun, WhatTheSourceDoesNotCarryReadsAsMissingNotZero) {
   EXPECT_EQ(hs::reports::run_metrics(rdb, run, 1).values.count("comm_share"), 0u);
   // The diagnosis names the run as imported and its measured steps.
   const std::string text = hs::reports::format_findings(a, hs::reports::diagnose(a));
-  EXPECT_NE(text.find("\"verl-base\" (imported: kineto) — world size 2, mean step "), std::string::npos) << text;
+  EXPECT_NE(text.find("\"verl-base\" — world size 2, imported (kineto), mean step "), std::string::npos) << text;
   EXPECT_NE(text.find("over steps 2–10 (9 measured)"), std::string::npos) << text;
 }
 
