@@ -269,7 +269,17 @@ ReportTable trend_table(const std::vector<LinearTrend>& trends) {
                "verdict"};
   t.numeric = {false, false, true, true, true, true, true, false};
   for (const auto& tr : trends) {
-    const char* verdict = tr.increasing ? "increasing" : tr.decreasing ? "decreasing" : "flat";
+    // One point has no slope (its 0 is no measurement), and below kTrendMinPoints no verdict is
+    // drawn (trends.h): "too few points", not "flat".
+    if (tr.n < 2) {
+      add(t, {tr.series, tr.unit, std::to_string(tr.n), "-", "(too few points)", "-", "-",
+              fmt::format("too few points (fewer than {})", kTrendMinPoints)});
+      continue;
+    }
+    const std::string verdict = tr.increasing ? "increasing"
+                                : tr.decreasing ? "decreasing"
+                                : tr.n < kTrendMinPoints ? fmt::format("too few points (fewer than {})", kTrendMinPoints)
+                                                         : "flat";
     add(t, {tr.series, tr.unit, std::to_string(tr.n), format_number(tr.slope), fit_interval(tr.slope_ci_low, tr.slope_ci_high),
             format_percent(tr.relative_slope),
             fmt::format("{} → {}", format_number(tr.first_fit), format_number(tr.last_fit)), verdict},
