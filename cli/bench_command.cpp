@@ -59,9 +59,11 @@ CLI::App* add_summary_command(CLI::App& app, SummaryArgs& args) {
 
 CLI::App* add_compare_command(CLI::App& app, CompareArgs& args) {
   auto* cmd = app.add_subcommand(
-      "compare", "Compare two benchmark databases (matrices cell by cell, or their last runs) with a U test");
+      "compare", "Compare two benchmark databases (matrices cell by cell, or runs phase by phase) with a U test");
   cmd->add_option("old", args.old_path, "The baseline database")->required();
   cmd->add_option("new", args.new_path, "The database to judge")->required();
+  cmd->add_option("--old-run", args.old_run, "Run id in old to compare (default: its matrix, else its last run)");
+  cmd->add_option("--new-run", args.new_run, "Run id in new to compare (default: its matrix, else its last run)");
   cmd->add_flag("--json", args.json, "Print JSON");
   cmd->add_option("--fail-if-slower", args.fail_if_slower,
                   "Exit 1 when a cell's step time is significantly slower (p < 0.05) by more than PCT percent")
@@ -122,7 +124,8 @@ int run_summary(const SummaryArgs& args) {
 int run_compare(const CompareArgs& args) {
   const reports::RunDatabase old_db(args.old_path);
   const reports::RunDatabase new_db(args.new_path);
-  const auto comparison = reports::compare_databases(old_db, new_db);
+  const auto run_id = [](std::int64_t id) { return id > 0 ? std::optional<std::int64_t>(id) : std::nullopt; };
+  const auto comparison = reports::compare_databases(old_db, new_db, run_id(args.old_run), run_id(args.new_run));
   if (args.json)
     fmt::print("{}\n", reports::comparison_json(comparison).dump(2));
   else

@@ -34,6 +34,7 @@ struct SummaryArgs {
 
 struct CompareArgs {
   std::string old_path, new_path;
+  std::int64_t old_run = 0, new_run = 0;  // 0: matrices, or the last run
   bool json = false;
   double fail_if_slower = -1.0;  // percent; < 0: never fail
 };

@@ -130,6 +130,11 @@ CellComparison compare_cells(const std::string& name, const Samples& old_samples
     const std::string what = o->second.second == n->second.second ? o->second.second : "repetitions";
     c.metrics.push_back(compare_samples(metric, o->second.first, n->second.first, what));
   }
+  // One run a side: then every phase both recorded, step by step (verl's timing_s/ names; lower
+  // is better), after the cell's own metrics.
+  if (per_step)
+    for (const auto& d : per_step->phases)
+      if (d.phase != "step") c.metrics.push_back(from_step_delta("timing_s/" + d.phase, d.old_values, d.new_values, d.test));
   return c;
 }
 
@@ -206,33 +211,56 @@ std::string file_holds(const RunDatabase& db) {
   return fmt::format("matrix {} '{}'", matrices.back().id, matrices.back().name);
 }
 
-Comparison compare_runs(const RunDatabase& old_db, const RunDatabase& new_db) {
+// "recorded by hybridscope" or "imported (kineto)".
+std::string origin(const RunSummary& run) {
+  return run.imported() ? "imported (" + run.source + ")" : "recorded by hybridscope";
+}
+
+Comparison compare_runs(const RunDatabase& old_db, const RunDatabase& new_db, std::optional<std::int64_t> old_id,
+                        std::optional<std::int64_t> new_id) {
   Comparison out;
   out.mode = "run";
-  const auto old_run = old_db.last_run();
-  const auto new_run = new_db.last_run();
+  const auto old_run = old_id ? old_db.run(*old_id) : old_db.last_run();
+  const auto new_run = new_id ? new_db.run(*new_id) : new_db.last_run();
   out.old_label = fmt::format("run {} '{}'", old_run.id, old_run.name);
   out.new_label = fmt::format("run {} '{}'", new_run.id, new_run.name);
-  if (!old_db.matrices().empty() || !new_db.matrices().empty())
+  if (!old_id && !new_id && (!old_db.matrices().empty() || !new_db.matrices().empty()))
     out.mismatches.push_back(fmt::format("old holds {}, new {}: comparing the last run of each, not cell by cell",
                                          file_holds(old_db), file_holds(new_db)));
+  if (old_run.source != new_run.source)
+    out.mismatches.push_back(fmt::format("source differs: old {}, new {}", origin(old_run), origin(new_run)));
   if (old_run.world_size != new_run.world_size)
     out.mismatches.push_back(
         fmt::format("rank count differs: old {}, new {}", old_run.world_size, new_run.world_size));
-  add_config_mismatch(out, config_differences(old_db.config(old_run.id), new_db.config(new_run.id)));
   // A plain run has no warm-up setting: its first step (compilation, allocator growth) is left out.
   constexpr int kWarmup = 1;
+  const auto per_step = per_step_comparison(old_db, old_run.id, new_db, new_run.id, kWarmup);
+  // An imported run has no config: every key of the other side would read as "changed". Two
+  // imported runs lack it alike, which is no difference between them.
+  if (old_run.imported() != new_run.imported())
+    out.mismatches.push_back(per_step.config_note);
+  else if (!old_run.imported())
+    add_config_mismatch(out, config_differences(old_db.config(old_run.id), new_db.config(new_run.id)));
+  if (!per_step.only_old_phases.empty() || !per_step.only_new_phases.empty()) {
+    auto list = [](const std::vector<std::string>& names) {
+      std::string out;
+      for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+      return out.empty() ? std::string("none") : out;
+    };
+    out.mismatches.push_back(fmt::format("phases on one side only, not compared: old {}; new {}",
+                                         list(per_step.only_old_phases), list(per_step.only_new_phases)));
+  }
   out.cells.push_back(compare_cells(new_run.name, single_run_samples(run_metrics(old_db, old_run.id, kWarmup)),
-                                    single_run_samples(run_metrics(new_db, new_run.id, kWarmup)),
-                                    per_step_comparison(old_db, old_run.id, new_db, new_run.id, kWarmup)));
+                                    single_run_samples(run_metrics(new_db, new_run.id, kWarmup)), per_step));
   return out;
 }
 
 }  // namespace
 
-Comparison compare_databases(const RunDatabase& old_db, const RunDatabase& new_db) {
-  const bool matrices = !old_db.matrices().empty() && !new_db.matrices().empty();
-  Comparison out = matrices ? compare_matrices(old_db, new_db) : compare_runs(old_db, new_db);
+Comparison compare_databases(const RunDatabase& old_db, const RunDatabase& new_db, std::optional<std::int64_t> old_run,
+                             std::optional<std::int64_t> new_run) {
+  const bool matrices = !old_run && !new_run && !old_db.matrices().empty() && !new_db.matrices().empty();
+  Comparison out = matrices ? compare_matrices(old_db, new_db) : compare_runs(old_db, new_db, old_run, new_run);
   out.old_path = old_db.path();
   out.new_path = new_db.path();
   return out;
@@ -245,7 +273,7 @@ std::string format_comparison(const Comparison& c) {
     for (const auto& m : c.mismatches) out += "  - " + m + "\n";
     out += "\n";
   }
-  out += fmt::format("{:<18} {:>12} {:>12} {:>9} {:>8}  {}\n", "metric", "old median", "new median", "change",
+  out += fmt::format("{:<26} {:>12} {:>12} {:>9} {:>8}  {}\n", "metric", "old median", "new median", "change",
                      "p-value", "verdict");
   bool any_unreliable = false;
   for (const auto& cell : c.cells) {
@@ -269,10 +297,10 @@ std::string format_comparison(const Comparison& c) {
       const std::string p = !m.test                   ? "-"
                             : m.test->p_value >= 1e-4 ? fmt::format("{:.4f}", m.test->p_value)
                                                       : fmt::format("{:.1e}", m.test->p_value);
-      out += fmt::format("  {:<16} {:>12.6g} {:>12.6g} {:>9} {:>8}  {}\n", m.metric, m.old_values.median,
+      out += fmt::format("  {:<24} {:>12.6g} {:>12.6g} {:>9} {:>8}  {}\n", m.metric, m.old_values.median,
                          m.new_values.median, change, p, verdict);
       if (m.old_trimmed_mean && m.new_trimmed_mean)
-        out += fmt::format("  {:<16} {:>12.6g} {:>12.6g} {:>9}\n", "step_s trimmed", *m.old_trimmed_mean,
+        out += fmt::format("  {:<24} {:>12.6g} {:>12.6g} {:>9}\n", "step_s trimmed", *m.old_trimmed_mean,
                            *m.new_trimmed_mean,
                            fmt::format("{:+.1f}%", 100.0 * relative_change(*m.old_trimmed_mean, *m.new_trimmed_mean)));
     }

@@ -26,6 +26,13 @@ double median_of(std::vector<double> v) { return v.empty() ? 0.0 : spread(std::m
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
+// `steps` without its first `warmup_steps` (none left when it has no more than that).
+std::set<std::int64_t> after_warmup(const std::set<std::int64_t>& steps, int warmup_steps) {
+  auto it = steps.begin();
+  for (int i = 0; i < warmup_steps && it != steps.end(); ++i) ++it;
+  return {it, steps.end()};
+}
+
 }  // namespace
 
 MetricInfo metric_info(const std::string& key) {
@@ -53,10 +60,16 @@ RunMetrics run_metrics(const RunDatabase& db, std::int64_t run_id, int warmup_st
   RunMetrics out;
   out.run_id = run_id;
   out.world_size = db.run(run_id).world_size;
-  // Step metrics of the measured steps, by name.
+  // Step metrics of the measured steps, by name. The first `warmup_steps` steps recorded are
+  // warm-up whatever their numbers: an imported trace numbers its steps as the profiler did
+  // (ProfilerStep#551, ...), not from 1.
+  const auto metrics = db.step_metrics(run_id);
+  std::set<std::int64_t> metric_steps;
+  for (const auto& m : metrics) metric_steps.insert(m.step);
+  const auto metric_measured = after_warmup(metric_steps, warmup_steps);
   std::map<std::string, std::map<std::int64_t, double>> by_name;
-  for (const auto& m : db.step_metrics(run_id))
-    if (m.step > warmup_steps) by_name[m.name][m.step] = m.value;
+  for (const auto& m : metrics)
+    if (metric_measured.count(m.step)) by_name[m.name][m.step] = m.value;
   auto series = [&](const std::string& name) -> const std::map<std::int64_t, double>* {
     const auto it = by_name.find(name);
     return it == by_name.end() ? nullptr : &it->second;
@@ -118,20 +131,32 @@ RunMetrics run_metrics(const RunDatabase& db, std::int64_t run_id, int warmup_st
   // The ranges, collectives and switches, each in the step whose range it starts in (StepWindows):
   // the final validation's switch and collectives carry the last step's number but lie after it.
   RunData data;
+  data.run = db.run(run_id);
   data.ranges = db.ranges(run_id);
   data.comm_ops = db.comm_ops(run_id);
   data.switches = db.switches(run_id);
   sort_by_start(data);
   const StepWindows windows(data);
-  std::vector<std::int64_t> measured;
-  for (const auto s : data.steps())
-    if (s > warmup_steps) measured.push_back(s);
+  const auto range_steps = data.steps();
+  const auto measured_set = after_warmup({range_steps.begin(), range_steps.end()}, warmup_steps);
+  const std::vector<std::int64_t> measured(measured_set.begin(), measured_set.end());
 
+  // Switches: the slowest rank and the bytes all ranks received, per (step, direction). Measured:
+  // a step of the measured ranges, or, for a run without step ranges, any step numbered after the
+  // last warm-up step of its metrics.
+  std::int64_t last_warmup = warmup_steps;
+  if (!metric_steps.empty() && warmup_steps > 0) {
+    const auto n = std::min(metric_steps.size(), static_cast<std::size_t>(warmup_steps));
+    last_warmup = *std::next(metric_steps.begin(), static_cast<std::ptrdiff_t>(n) - 1);
+  }
+  const auto measured_switch = [&](std::int64_t step) {
+    return range_steps.empty() ? step > last_warmup : measured_set.count(step) != 0;
+  };
   // Switches: the slowest rank and the bytes all ranks received, per (step, direction).
   std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> train_to_rollout;  // step -> (max ns, bytes)
   for (const auto& sw : data.switches) {
     const auto in_step = windows.step_of(sw.rank, sw.start_ns, sw.step);
-    if (!in_step || *in_step <= warmup_steps || sw.direction != "train_to_rollout") continue;
+    if (!in_step || !measured_switch(*in_step) || sw.direction != "train_to_rollout") continue;
     auto& [slowest, bytes] = train_to_rollout[*in_step];
     slowest = std::max(slowest, sw.end_ns - sw.start_ns);
     bytes += sw.bytes_received;
@@ -150,7 +175,6 @@ RunMetrics run_metrics(const RunDatabase& db, std::int64_t run_id, int warmup_st
   // measured steps, and busbw per op.
   if (const auto share = comm_time(data, measured).mean_share) out.values["comm_share"] = *share;
   std::map<std::string, std::vector<double>> busbw;
-  const std::set<std::int64_t> measured_set(measured.begin(), measured.end());
   for (const auto& c : data.comm_ops) {
     if (!windows.in(measured_set, c.rank, c.start_ns, c.step)) continue;
     if (c.busbw_gbps && c.bytes > 0) busbw[c.op].push_back(*c.busbw_gbps);

@@ -60,6 +60,7 @@ json run_info(const RunSummary& run, const std::string& database_path, int schem
       {"command_line", run.command_line},
       {"hybridscope_version", run.hybridscope_version},
       {"world_size", run.world_size},
+      {"source", run.source},  // "hybridscope", or the importer's ("kineto"): docs/importing.md
       {"start_unix_ns", run.start_unix_ns},
       {"end_unix_ns", run.end_unix_ns ? json(*run.end_unix_ns) : json(nullptr)},
       {"clock_offset_ns", run.clock_offset_ns},

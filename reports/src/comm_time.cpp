@@ -49,7 +49,10 @@ CommTime comm_time(const RunData& data, const std::vector<std::int64_t>& measure
     share_sum += r.share();
     out.ranks.push_back(std::move(r));
   }
-  if (!out.ranks.empty()) out.mean_share = share_sum / static_cast<double>(out.ranks.size());
+  // An imported run without a collective: its source named none (a CPU trace's gloo calls, NCCL
+  // kernels without metadata), which is no measurement of 0 % (docs/importing.md).
+  if (!out.ranks.empty() && !(data.run.imported() && data.comm_ops.empty()))
+    out.mean_share = share_sum / static_cast<double>(out.ranks.size());
   return out;
 }
 

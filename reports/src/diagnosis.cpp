@@ -26,14 +26,20 @@ std::string to_string(Severity severity) {
 
 namespace detail {
 
+// An imported run has no config at all (runs.config_yaml is empty): its keys are not in the source,
+// which is not the same as a recorded run's config lacking one.
+std::string absent_key(const RunData& data) {
+  return data.run.imported() ? "not in the source" : "not in the run's config";
+}
+
 std::string key_with_value(const RunData& data, const std::string& key) {
   const auto value = data.config_value(key);
-  return value ? key + "=" + *value : key + "=(not in the run's config)";
+  return value ? key + "=" + *value : key + "=(" + absent_key(data) + ")";
 }
 
 std::string key_now(const RunData& data, const std::string& key) {
   const auto value = data.config_value(key);
-  return value ? fmt::format("{} (now {})", key, *value) : key + " (not in the run's config)";
+  return value ? fmt::format("{} (now {})", key, *value) : key + " (" + absent_key(data) + ")";
 }
 
 void name_keys(Finding& finding, const RunData& data, std::initializer_list<const char*> keys) {
@@ -61,10 +67,19 @@ std::vector<Finding> diagnose(const RunAnalysis& analysis, const DiagnosisThresh
 
 std::string format_findings(const RunAnalysis& analysis, const std::vector<Finding>& findings) {
   const RunSummary& run = analysis.data.run;
-  std::string out = fmt::format("run {} \"{}\" — world size {}, mean step {} over {} ({} measured)\n", run.id,
-                                run.name, run.world_size, detail::format_seconds(analysis.phases.mean_step_s),
-                                detail::format_steps(analysis.measured), analysis.measured.size());
+  const std::string source = run.imported() ? fmt::format(", imported ({})", run.source) : "";
+  const std::string no_steps = why_no_measured_steps(analysis);
+  std::string out =
+      no_steps.empty()
+          ? fmt::format("run {} \"{}\" — world size {}{}, mean step {} over {} ({} measured)\n", run.id, run.name,
+                        run.world_size, source, detail::format_seconds(analysis.phases.mean_step_s),
+                        detail::format_steps(analysis.measured), analysis.measured.size())
+          : fmt::format("run {} \"{}\" — world size {}{}, {}\n", run.id, run.name, run.world_size, source, no_steps);
   for (const std::string& line : rl_summary_lines(analysis)) out += "  " + line + "\n";
+  if (findings.empty() && !no_steps.empty()) {
+    out += fmt::format("no findings: the {} rules judge measured steps, and there are none\n", diagnosis_rules().size());
+    return out;
+  }
   if (findings.empty()) {
     out += fmt::format("no findings: none of the {} rules crossed its threshold (docs/diagnosis.md)\n",
                        diagnosis_rules().size());

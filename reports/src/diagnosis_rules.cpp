@@ -375,8 +375,12 @@ std::optional<Finding> comm_exposed(const RunAnalysis& a, const DiagnosisThresho
   if (!a.temporal.note.empty()) f.evidence += "; " + a.temporal.note;
   f.suggestion = "Exposed communication is time the step's thread spends waiting for collectives. ";
   if (groups.empty()) {
-    // Kernel records name no group: the training collectives are the usual suspects.
-    f.suggestion += training_comm_advice(a, f);
+    // Kernel records name no group: the training collectives are the usual suspects. The advice
+    // opens a sentence here ("a larger ..." follows a group's name elsewhere; a config key keeps
+    // its case).
+    std::string advice = training_comm_advice(a, f);
+    if (advice.rfind("a ", 0) == 0) advice[0] = 'A';
+    f.suggestion += advice;
     if (a.data.config_number(kActorTp).value_or(1.0) > 1.0) f.suggestion += " " + tensor_comm_advice(a, f);
     return f;
   }
@@ -434,7 +438,9 @@ std::optional<Finding> fragmentation(const RunAnalysis& a, const DiagnosisThresh
     parts.push_back(fmt::format("split fragmentation up to {:.2f}", *m.worst_split_fragmentation));
   if (m.worst_external_fragmentation)
     parts.push_back(fmt::format("external fragmentation up to {:.2f}", *m.worst_external_fragmentation));
-  parts.push_back(fmt::format("allocation retries {}, OOMs {} over the run", m.alloc_retries, m.ooms));
+  parts.push_back(m.has_allocator_counters
+                      ? fmt::format("allocation retries {}, OOMs {} over the run", m.alloc_retries, m.ooms)
+                      : "allocation retries and OOMs " + a.data.run.missing());
   if (m.peak_reserved_bytes)
     parts.push_back(fmt::format("peak reserved {} against peak allocated {}", format_bytes(*m.peak_reserved_bytes),
                                 format_bytes(m.peak_allocated_bytes)));

@@ -13,9 +13,11 @@
 
 namespace hs::reports::detail {
 
-/// "key=value" for Finding::config_keys; "key=(not in the run's config)" when the run lacks it.
+/// "key=value" for Finding::config_keys; "key=(not in the run's config)" when the run lacks it,
+/// "key=(not in the source)" for an imported run, which has no config at all.
 std::string key_with_value(const RunData& data, const std::string& key);
-/// "key (now value)" for a suggestion's sentence; "key (not in the run's config)" when absent.
+/// "key (now value)" for a suggestion's sentence; "key (not in the run's config)" when absent
+/// ("not in the source" for an imported run).
 std::string key_now(const RunData& data, const std::string& key);
 /// Appends key_with_value() of each key to finding.config_keys.
 void name_keys(Finding& finding, const RunData& data, std::initializer_list<const char*> keys);

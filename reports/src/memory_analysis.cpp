@@ -111,6 +111,7 @@ MemoryAnalysis memory_analysis(const RunData& data, const std::vector<std::int64
     keep_max(out.worst_split_fragmentation, m.split_fragmentation);
     keep_max(out.worst_external_fragmentation, m.external_fragmentation);
   }
+  out.has_allocator_counters = !retries.empty() || !ooms.empty();
   for (const auto& [rank, range] : retries) out.alloc_retries += range.second - range.first;
   for (const auto& [rank, range] : ooms) out.ooms += range.second - range.first;
   for (auto& [key, p] : phases) out.phases.push_back(std::move(p));

@@ -163,8 +163,10 @@ void run_rows(CsvWriter& w, const RunReport& report) {
   w.optional("worst_reserved_slack", m.worst_reserved_slack, "fraction");
   w.optional("worst_split_fragmentation", m.worst_split_fragmentation, "fraction");
   w.optional("worst_external_fragmentation", m.worst_external_fragmentation, "fraction");
-  w.value("alloc_retries", static_cast<double>(m.alloc_retries), "count");
-  w.value("ooms", static_cast<double>(m.ooms), "count");
+  if (m.has_allocator_counters) {  // absent: the source carried no allocator counters (not 0)
+    w.value("alloc_retries", static_cast<double>(m.alloc_retries), "count");
+    w.value("ooms", static_cast<double>(m.ooms), "count");
+  }
   w.optional("param_bytes", m.param_bytes, "bytes");
   w.optional("peak_over_params", m.peak_over_params, "ratio");
   w.value("kv_num_blocks", static_cast<double>(m.kv_num_blocks), "blocks");

@@ -222,7 +222,7 @@ std::string run_html(const RunReport& run, std::size_t index, const std::vector<
   out += "<h3>Memory</h3>";
   if (const auto chart = detail::memory_chart(a)) out += figure(detail::render_line_chart(*chart));
   else out += empty_note("No memory samples recorded (probes off, or no tracking allocator).");
-  out += table_html(detail::memory_table(a.memory), true);
+  out += table_html(detail::memory_table(a.memory, a.data.run), true);
   out += table_html(detail::memory_phase_table(a.memory));
 
   out += "<h3>Temporal breakdown and communication overlap (HTA)</h3>";
@@ -254,7 +254,10 @@ std::string comparison_html(const RunComparison& c) {
   out += table_html(detail::comparison_table(c));
   if (!c.metrics.empty()) out += "<h3>Step metrics</h3>" + table_html(detail::metric_comparison_table(c));
   out += "<h3>Config difference</h3>";
-  if (c.config_diff.empty()) out += empty_note("The two runs' resolved configs are identical.");
+  if (!c.config_note.empty())
+    out += empty_note(c.config_note + ".");
+  else if (c.config_diff.empty())
+    out += empty_note("The two runs' resolved configs are identical.");
   out += table_html(detail::config_diff_table(c));
   return out + "</section>";
 }

@@ -98,7 +98,7 @@ std::string run_md(const RunReport& run) {
   out += "\n";
   if (!a.roles.steps.empty()) out += table_md(detail::role_table(a.roles));
   if (!a.weight_sync.steps.empty()) out += table_md(detail::weight_sync_table(a.weight_sync));
-  out += "### Memory\n\n" + table_md(detail::memory_table(a.memory)) + table_md(detail::memory_phase_table(a.memory));
+  out += "### Memory\n\n" + table_md(detail::memory_table(a.memory, a.data.run)) + table_md(detail::memory_phase_table(a.memory));
   out += "### Temporal breakdown and communication overlap (HTA)\n\n";
   out += table_md(detail::temporal_table(a.temporal)) + table_md(detail::overlap_table(a.temporal));
   if (!a.gpu_kernels.top.empty()) out += "### GPU kernels by range\n\n" + table_md(detail::gpu_kernel_table(a.gpu_kernels));
@@ -159,7 +159,9 @@ std::string report_markdown(const Report& report) {
     out += c.phases.empty() ? "No phase present on both sides.\n\n" : table_md(detail::comparison_table(c));
     if (!c.metrics.empty()) out += "### Step metrics\n\n" + table_md(detail::metric_comparison_table(c));
     out += "### Config difference\n\n";
-    out += c.config_diff.empty() ? "The two runs' resolved configs are identical.\n\n" : table_md(detail::config_diff_table(c));
+    out += !c.config_note.empty()  ? c.config_note + ".\n\n"
+           : c.config_diff.empty() ? "The two runs' resolved configs are identical.\n\n"
+                                   : table_md(detail::config_diff_table(c));
   }
   for (const auto& run : report.runs) out += run_md(run);
   return out;

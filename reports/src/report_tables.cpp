@@ -49,10 +49,12 @@ ReportTable run_summary_table(const RunReport& report) {
   if (run.start_unix_ns) add(t, {"started", iso_utc(run.start_unix_ns)});
   if (run.end_unix_ns && run.start_unix_ns)
     add(t, {"duration", format_seconds(static_cast<double>(*run.end_unix_ns - run.start_unix_ns) * 1e-9)});
+  if (run.imported()) add(t, {"source", "imported: " + run.source + " (docs/importing.md)"});
   add(t, {"world size", std::to_string(run.world_size)});
   for (const auto& [key, value] : layout_entries(a.data)) add(t, {key, value});
   add(t, {"steps", fmt::format("{} recorded, {} measured", a.phases.steps.size(), a.measured.size())});
-  add(t, {"mean step", format_seconds(a.phases.mean_step_s)});
+  const std::string no_steps = why_no_measured_steps(a);
+  add(t, {"mean step", no_steps.empty() ? format_seconds(a.phases.mean_step_s) : no_steps});
   add(t, {"tokens/s", a.tokens_per_s ? format_number(*a.tokens_per_s) : "not recorded"});
   add(t, {"MFU, verl flops_counter (perf/mfu/actor)", a.mfu ? format_percent(*a.mfu) : "not recorded"});
   add(t, {"MFU, PaLM/torchtitan (perf/mfu/actor_palm)", a.mfu_palm ? format_percent(*a.mfu_palm) : "not recorded"});
@@ -197,19 +199,26 @@ ReportTable weight_sync_table(const WeightSyncAnalysis& w) {
   return t;
 }
 
-ReportTable memory_table(const MemoryAnalysis& m) {
+ReportTable memory_table(const MemoryAnalysis& m, const RunSummary& run) {
   ReportTable t = key_value_table("measure");
-  add(t, {"device", m.device.empty() ? "-" : m.device});
-  add(t, {"peak allocated", fmt::format("{} (rank {}, step {})", format_bytes(static_cast<double>(m.peak_allocated_bytes)),
-                                        m.peak_rank, m.peak_step)});
+  // Neither a sample nor perf/max_memory_allocated_gb in the measured steps: no peak to quote (a
+  // 0 B peak on "cpu" would read as a measurement).
+  if (!m.has_samples && m.peak_allocated_bytes == 0) {
+    add(t, {"memory samples", "none in the measured steps: " + run.missing()});
+  } else {
+    add(t, {"device", m.device.empty() ? "-" : m.device});
+    add(t, {"peak allocated", fmt::format("{} (rank {}, step {})",
+                                          format_bytes(static_cast<double>(m.peak_allocated_bytes)), m.peak_rank,
+                                          m.peak_step)});
+  }
   if (m.peak_reserved_bytes) add(t, {"peak reserved", format_bytes(static_cast<double>(*m.peak_reserved_bytes))});
   if (m.min_allocated_over_reserved) add(t, {"lowest allocated / reserved", format_number(*m.min_allocated_over_reserved)});
   if (m.worst_reserved_slack) add(t, {"worst reserved slack", format_percent(*m.worst_reserved_slack)});
   if (m.worst_split_fragmentation) add(t, {"worst split fragmentation", format_percent(*m.worst_split_fragmentation)});
   if (m.worst_external_fragmentation)
     add(t, {"worst external fragmentation", format_percent(*m.worst_external_fragmentation)});
-  add(t, {"allocation retries", std::to_string(m.alloc_retries)});
-  add(t, {"OOMs", std::to_string(m.ooms)});
+  add(t, {"allocation retries", m.has_allocator_counters ? std::to_string(m.alloc_retries) : run.missing()});
+  add(t, {"OOMs", m.has_allocator_counters ? std::to_string(m.ooms) : run.missing()});
   if (m.param_bytes) add(t, {"model parameters", format_bytes(static_cast<double>(*m.param_bytes))});
   if (m.peak_over_params) add(t, {"peak / parameter bytes", fmt::format("{:.2f}×", *m.peak_over_params)});
   if (m.kv_num_blocks) {
@@ -302,7 +311,17 @@ ReportTable trend_table(const std::vector<LinearTrend>& trends) {
                "verdict"};
   t.numeric = {false, false, true, true, true, true, true, false};
   for (const auto& tr : trends) {
-    const char* verdict = tr.increasing ? "increasing" : tr.decreasing ? "decreasing" : "flat";
+    // One point has no slope (its 0 is no measurement), and below kTrendMinPoints no verdict is
+    // drawn (trends.h): "too few points", not "flat".
+    if (tr.n < 2) {
+      add(t, {tr.series, tr.unit, std::to_string(tr.n), "-", "(too few points)", "-", "-",
+              fmt::format("too few points (fewer than {})", kTrendMinPoints)});
+      continue;
+    }
+    const std::string verdict = tr.increasing ? "increasing"
+                                : tr.decreasing ? "decreasing"
+                                : tr.n < kTrendMinPoints ? fmt::format("too few points (fewer than {})", kTrendMinPoints)
+                                                         : "flat";
     add(t, {tr.series, tr.unit, std::to_string(tr.n), format_number(tr.slope), fit_interval(tr.slope_ci_low, tr.slope_ci_high),
             format_percent(tr.relative_slope),
             fmt::format("{} → {}", format_number(tr.first_fit), format_number(tr.last_fit)), verdict},

@@ -36,7 +36,7 @@ ReportTable role_table(const RoleIdleAnalysis& roles);
 /// The weight sync per measured step (weight_sync.h); steps with more than one sync highlighted.
 ReportTable weight_sync_table(const WeightSyncAnalysis& sync);
 /// Peaks, fragmentation ratios, retries/OOMs, parameter bytes, the KV pool (measure, value).
-ReportTable memory_table(const MemoryAnalysis& memory);
+ReportTable memory_table(const MemoryAnalysis& memory, const RunSummary& run);
 /// Peak memory per rank and phase.
 ReportTable memory_phase_table(const MemoryAnalysis& memory);
 /// HTA temporal breakdown per rank (ms and shares of the window).

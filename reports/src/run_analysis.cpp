@@ -1,11 +1,14 @@
 // run_analysis.cpp — runs every analysis of one run once.
 #include "hybridscope/reports/run_analysis.h"
 
+#include <fmt/format.h>
+
 namespace hs::reports {
 
 RunAnalysis analyze_run(RunData data, const AnalysisOptions& options) {
   RunAnalysis a;
   a.data = std::move(data);
+  a.warmup_steps = options.warmup_steps;
   a.phases = phase_breakdown(a.data, options.warmup_steps);
   a.measured = a.phases.measured;
   a.temporal = temporal_analysis(a.data, a.measured);
@@ -40,6 +43,20 @@ RunAnalysis analyze_run(RunData data, const AnalysisOptions& options) {
   const auto n = a.data.config_number("actor_rollout_ref.rollout.n");
   if (batch) a.rollout_batch = *batch * n.value_or(1.0);
   return a;
+}
+
+std::string why_no_measured_steps(const RunAnalysis& a) {
+  if (!a.measured.empty()) return "";
+  if (a.phases.steps.empty()) {
+    if (a.data.run.imported())
+      return fmt::format("no measured steps: the {} source has no steps ({}, no timing_s/step metric; docs/importing.md)",
+                         a.data.run.source,
+                         a.data.run.source == "kineto" ? "no `step` annotation or ProfilerStep#N range in the trace"
+                                                       : "no `step` range in it");
+    return "no measured steps: the run recorded no step (no `step` range, no timing_s/step metric)";
+  }
+  return fmt::format("no measured steps: all {} recorded step(s) are warm-up (--warmup {}; --warmup 0 measures them)",
+                     a.phases.steps.size(), a.warmup_steps);
 }
 
 }  // namespace hs::reports

@@ -64,6 +64,14 @@ RunComparison compare_runs(const RunData& old_run, const RunData& new_run, int w
   const auto new_samples = samples(new_breakdown);
   std::vector<std::string> names = {"step"};
   for (const auto& name : new_breakdown.phases) names.push_back(name);
+  const auto has_samples = [](const std::map<std::string, std::vector<double>>& side, const std::string& name) {
+    const auto it = side.find(name);
+    return it != side.end() && !it->second.empty();
+  };
+  for (const auto& name : old_breakdown.top_phases)
+    if (has_samples(old_samples, name) && !has_samples(new_samples, name)) out.only_old_phases.push_back(name);
+  for (const auto& name : new_breakdown.top_phases)
+    if (has_samples(new_samples, name) && !has_samples(old_samples, name)) out.only_new_phases.push_back(name);
   for (const auto& name : names) {
     const auto o = old_samples.find(name);
     const auto n = new_samples.find(name);
@@ -91,7 +99,14 @@ RunComparison compare_runs(const RunData& old_run, const RunData& new_run, int w
     d.better = better;
     out.metrics.push_back(std::move(d));
   }
-  out.config_diff = config_differences(old_run.config, new_run.config);
+  const bool old_imported = old_run.run.imported(), new_imported = new_run.run.imported();
+  if (old_imported && new_imported)
+    out.config_note = "config not compared: neither imported run has one (not in the source)";
+  else if (old_imported || new_imported)
+    out.config_note = fmt::format("config not compared: {}, an imported run, has none (not in the source)",
+                                  old_imported ? "old" : "new");
+  else
+    out.config_diff = config_differences(old_run.config, new_run.config);
   return out;
 }
 

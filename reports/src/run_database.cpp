@@ -20,7 +20,11 @@ bool RunSummary::operator==(const RunSummary& o) const {
   return id == o.id && name == o.name && status == o.status && status_message == o.status_message &&
          host == o.host && command_line == o.command_line && hybridscope_version == o.hybridscope_version &&
          world_size == o.world_size && start_unix_ns == o.start_unix_ns && end_unix_ns == o.end_unix_ns &&
-         clock_offset_ns == o.clock_offset_ns;
+         clock_offset_ns == o.clock_offset_ns && source == o.source;
+}
+
+std::string RunSummary::missing() const {
+  return imported() ? "not in the source (an imported " + source + " run)" : "not recorded";
 }
 
 bool RangeRow::operator==(const RangeRow& o) const {
@@ -66,7 +70,7 @@ namespace {
 
 std::string run_columns() {
   return "SELECT id, name, status, status_message, host, command_line, hybridscope_version, world_size, "
-         "start_unix_ns, end_unix_ns, clock_offset_ns FROM " +
+         "start_unix_ns, end_unix_ns, clock_offset_ns, source FROM " +
          std::string(schema::kRuns);
 }
 
@@ -89,6 +93,7 @@ RunSummary read_run(const Query& q) {
   r.start_unix_ns = q.int64(8);
   if (!q.is_null(9)) r.end_unix_ns = q.int64(9);
   r.clock_offset_ns = q.int64(10);
+  r.source = q.text(11);
   return r;
 }
 

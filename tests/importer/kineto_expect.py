@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The numbers an import of Kineto traces must hold, computed from the traces with plain `json`
-(independently of hybridscope's streaming reader): per rank, the counts and duration sums of each
-kind of event, the NCCL collectives with metadata and their bytes, and the phase ranges by name.
+(independently of hybridscope's streaming reader): per rank, the world size (distributedInfo), the
+counts and duration sums of each kind of event (gloo's `gloo:*` ranges among them), the NCCL
+collectives with metadata and their bytes, and the phase ranges by name.
 
     kineto_expect.py TRACE... > expected.json
 
@@ -35,7 +36,8 @@ def main():
         trace = load(path)
         events = trace["traceEvents"] if isinstance(trace, dict) else trace
         rank = (trace.get("distributedInfo") or {}).get("rank", i) if isinstance(trace, dict) else i
-        e = {"ranges": 0, "phase_ranges": {}, "kernels": 0, "kernel_ns": 0, "memcpys": 0, "memcpy_bytes": 0,
+        info = (trace.get("distributedInfo") or {}) if isinstance(trace, dict) else {}
+        e = {"world_size": info.get("world_size"), "gloo_ranges": 0, "ranges": 0, "phase_ranges": {}, "kernels": 0, "kernel_ns": 0, "memcpys": 0, "memcpy_bytes": 0,
              "memsets": 0, "memset_bytes": 0, "runtime": 0, "memory": 0, "nccl": 0, "collectives": 0,
              "collective_bytes": 0, "collective_ns": 0}
         for ev in events:
@@ -43,6 +45,8 @@ def main():
             args = ev.get("args") or {}
             if ph == "X" and cat in ("cpu_op", "user_annotation"):
                 e["ranges"] += 1
+                if ev["name"].startswith("gloo:"):  # a gloo collective as the CPU profiler sees it
+                    e["gloo_ranges"] += 1
                 if cat == "user_annotation" and ev["name"] in VERL:
                     e["phase_ranges"][ev["name"]] = e["phase_ranges"].get(ev["name"], 0) + 1
             elif ph == "X" and cat == "kernel":

@@ -351,6 +351,7 @@ RunAnalysis fragmented(double min_ratio, std::int64_t retries, std::int64_t ooms
   a.memory.min_allocated_over_reserved = min_ratio;
   a.memory.alloc_retries = retries;
   a.memory.ooms = ooms;
+  a.memory.has_allocator_counters = true;  // a CUDA run's samples carry them
   a.memory.worst_split_fragmentation = 0.21;
   a.memory.peak_allocated_bytes = 6 * kGiB;
   a.memory.peak_reserved_bytes = 8 * kGiB;
@@ -380,6 +381,18 @@ TEST(DiagnosisRules, FragmentationFiresBelowPointEight) {
   ASSERT_TRUE(k);
   EXPECT_CONTAINS(k->suggestion, "set hybridscope.expandable_segments (now false) to true");
   EXPECT_TRUE(names_key(*k, "hybridscope.expandable_segments=false"));
+}
+
+// An imported trace's memory events carry allocated and reserved, not the allocator's counters:
+// its retries and OOMs are unknown, not "0 over the run".
+TEST(DiagnosisRules, FragmentationOfAnImportedRunDoesNotQuoteCountersItLacks) {
+  RunAnalysis a = fragmented(0.62, 0, 0);
+  a.memory.has_allocator_counters = false;
+  a.data.run.source = "kineto";
+  const auto f = check("fragmentation", a);
+  ASSERT_TRUE(f);
+  EXPECT_CONTAINS(f->evidence, "allocation retries and OOMs not in the source (an imported kineto run)");
+  EXPECT_EQ(f->evidence.find("allocation retries 0"), std::string::npos) << f->evidence;
 }
 
 TEST(DiagnosisRules, FragmentationIsCriticalOnAnOomAndWarnsOnRetries) {

@@ -42,18 +42,23 @@ std::string training_layout(const reports::RunDatabase& db, std::int64_t run_id)
 // (run_metrics() would also read every collective and switch of the run: too slow for a browser
 // over files with millions of records).
 void fill_step_numbers(const reports::RunDatabase& db, RunEntry& entry) {
+  const auto metrics = db.step_metrics(entry.run.id);
   std::set<std::int64_t> steps;
+  for (const auto& m : metrics)
+    if (m.name == "timing_s/step") steps.insert(m.step);
+  // Warm-up: the first steps recorded, whatever their numbers (an imported trace's may start at 101).
+  std::set<std::int64_t> warmup;
+  for (auto it = steps.begin(); it != steps.end() && static_cast<int>(warmup.size()) < entry.warmup_steps; ++it)
+    warmup.insert(*it);
   double step_total = 0.0, tokens_total = 0.0;
   std::size_t measured = 0;
   bool has_tokens = false;
-  for (const auto& m : db.step_metrics(entry.run.id)) {
+  for (const auto& m : metrics) {
+    if (warmup.count(m.step) || !steps.count(m.step)) continue;
     if (m.name == "timing_s/step") {
-      steps.insert(m.step);
-      if (m.step > entry.warmup_steps) {
-        step_total += m.value;
-        ++measured;
-      }
-    } else if (m.name == "perf/total_num_tokens" && m.step > entry.warmup_steps) {
+      step_total += m.value;
+      ++measured;
+    } else if (m.name == "perf/total_num_tokens") {
       tokens_total += m.value;
       has_tokens = true;
     }
@@ -175,6 +180,9 @@ RunDiagnosis diagnose_run(const std::string& path, std::int64_t run_id, int warm
     out.parent = analysis.phases.parent;
     out.mean_phase_s = analysis.phases.mean_phase_s;
     out.share = analysis.phases.share;
+    out.source = analysis.data.run.source;
+    out.missing = analysis.data.run.missing();
+    out.no_measured_steps = reports::why_no_measured_steps(analysis);
     out.mean_step_s = analysis.phases.mean_step_s;
     out.measured_steps = analysis.measured.size();
     out.measured = analysis.measured;

@@ -484,15 +484,20 @@ void MainWindow::show_diagnosis(const RunDiagnosis& d) {
     show_run_charts(d);
     return;
   }
-  QString header = tr("<b>%1</b> — run %2 of %3<br>mean step %4 s over %5 measured step(s)")
-                       .arg(qs(d.run_name).toHtmlEscaped())
-                       .arg(d.run_id)
-                       .arg(file)
-                       .arg(d.mean_step_s, 0, 'f', 3)
-                       .arg(d.measured_steps);
+  QString header = tr("<b>%1</b> — run %2 of %3").arg(qs(d.run_name).toHtmlEscaped()).arg(d.run_id).arg(file);
+  if (d.source != "hybridscope") header += tr(" (imported: %1)").arg(qs(d.source).toHtmlEscaped());
+  header += d.no_measured_steps.empty()
+                ? tr("<br>mean step %1 s over %2 measured step(s)").arg(d.mean_step_s, 0, 'f', 3).arg(d.measured_steps)
+                : QStringLiteral("<br>") + qs(d.no_measured_steps).toHtmlEscaped();
   if (d.tokens_per_s) header += tr(", %1 tokens/s").arg(*d.tokens_per_s, 0, 'f', 0);
   if (d.mfu) header += tr(", MFU %1 %").arg(100.0 * *d.mfu, 0, 'f', 1);
-  header += tr("<br><small>phases from %1</small>").arg(qs(d.breakdown_source));
+  if (!d.phases.empty())
+    header += tr("<br><small>phases from %1</small>").arg(qs(d.breakdown_source));
+  else if (d.source != "hybridscope")
+    header += tr("<br><small>no phases: no annotation in the trace that a phase map knows (docs/importing.md); its "
+                 "operators are on the Timeline</small>");
+  else
+    header += tr("<br><small>no phases recorded in the measured steps</small>");
   run_header_->setText(header);
 
   QStringList labels;

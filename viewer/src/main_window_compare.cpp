@@ -97,8 +97,17 @@ void MainWindow::on_comparison_ready(std::uint64_t request, const std::shared_pt
     show_overlay_charts(c.get());
     const int differing = config_diff_model_->rowCount();
     config_diff_view_->setVisible(differing > 0);
-    config_diff_note_->setText(differing == 0 ? tr("No config key differs: the runs' resolved configs are identical.")
-                                              : tr("%n config value(s) differ from the baseline's.", nullptr, differing));
+    // Against an imported run the configs were not compared (it has none): say so, not "identical".
+    QStringList not_compared;
+    for (const auto& against : c->against)
+      if (!against.config_note.empty()) not_compared << QString::fromStdString(against.config_note);
+    not_compared.removeDuplicates();
+    QString note = differing == 0 ? tr("No config key differs: the runs' resolved configs are identical.")
+                                  : tr("%n config value(s) differ from the baseline's.", nullptr, differing);
+    if (!not_compared.isEmpty())
+      note = (differing == 0 ? QString() : note + QStringLiteral(" ")) + not_compared.join(QStringLiteral("; ")) +
+             QStringLiteral(".");
+    config_diff_note_->setText(note);
     compare_tabs_->setTabText(1, tr("Config diff (%1)").arg(differing));
     pages_->setTabText(pages_->indexOf(compare_page_), tr("Compare (%1)").arg(c->labels.size()));
   }

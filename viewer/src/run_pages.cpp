@@ -90,10 +90,14 @@ void MemoryPage::show_diagnosis(const RunDiagnosis& d) {
   }
   const reports::MemoryAnalysis& m = d.memory;
   QStringList lines;
-  lines << tr("<b>Memory of %1</b> — %2; numbers over the %3 measured step(s)")
-               .arg(run_name(d),
-                    m.device == "cuda" ? tr("CUDA caching allocator") : tr("CPU tracking allocator (no reserved pool)"))
-               .arg(d.measured_steps);
+  // Without a sample there is no allocator to name (memory_analysis says "cpu" by default).
+  if (m.has_samples)
+    lines << tr("<b>Memory of %1</b> — %2; numbers over the %3 measured step(s)")
+                 .arg(run_name(d),
+                      m.device == "cuda" ? tr("CUDA caching allocator") : tr("CPU tracking allocator (no reserved pool)"))
+                 .arg(d.measured_steps);
+  else
+    lines << tr("<b>Memory of %1</b>").arg(run_name(d));
   if (m.peak_allocated_bytes > 0) {
     QString peak = tr("Peak allocated <b>%1</b> (rank %2, step %3)")
                        .arg(format_bytes(static_cast<double>(m.peak_allocated_bytes)))
@@ -108,7 +112,10 @@ void MemoryPage::show_diagnosis(const RunDiagnosis& d) {
       peak += tr("; lowest allocated/reserved %1").arg(percent(*m.min_allocated_over_reserved));
     lines << peak;
   } else if (!m.has_samples) {
-    lines << tr("No memory samples in the measured steps (probes off, or memory sampling disabled).");
+    lines << (d.source == "hybridscope"
+                  ? tr("No memory samples in the measured steps (probes off, or memory sampling disabled).")
+                  : tr("No memory samples in the measured steps: %1 (a trace has them only with "
+                       "profile_memory=True).").arg(qs(d.missing).toHtmlEscaped()));
   }
   QStringList worst;
   if (m.worst_reserved_slack) worst << tr("reserved slack %1").arg(percent(*m.worst_reserved_slack));
@@ -116,7 +123,9 @@ void MemoryPage::show_diagnosis(const RunDiagnosis& d) {
   if (m.worst_external_fragmentation)
     worst << tr("external fragmentation %1").arg(percent(*m.worst_external_fragmentation));
   if (!worst.isEmpty()) lines << tr("Worst fragmentation: %1").arg(worst.join(QStringLiteral(", ")));
-  if (m.device == "cuda" || m.alloc_retries > 0 || m.ooms > 0) {
+  if (!m.has_allocator_counters && m.has_samples) {
+    lines << tr("Allocation retries and OOMs: %1").arg(qs(d.missing).toHtmlEscaped());
+  } else if (m.device == "cuda" || m.alloc_retries > 0 || m.ooms > 0) {
     const bool bad = m.alloc_retries > 0 || m.ooms > 0;
     lines << tr("%1Allocation retries %2, OOMs %3 over the run%4")
                  .arg(bad ? QStringLiteral("<span style=\"color:#9c1c1c\">") : QString())
@@ -235,7 +244,13 @@ void CommPage::show_diagnosis(const RunDiagnosis& d) {
     return;
   }
   if (d.comm_rows.empty()) {
-    note_->setText(tr("<b>Collectives of %1</b>: none recorded in the measured steps.").arg(run_name(d)));
+    note_->setText(d.source == "hybridscope"
+                       ? tr("<b>Collectives of %1</b>: none recorded in the measured steps.").arg(run_name(d))
+                       : tr("<b>Collectives of %1</b>: none with their op, bytes and group in the measured steps: %2. "
+                            "A trace names them only on NCCL kernels recorded with record_shapes (PyTorch 2.x); "
+                            "other NCCL kernels are on the Timeline's GPU streams, and count as communication in "
+                            "the report's temporal breakdown (docs/importing.md).")
+                             .arg(run_name(d), qs(d.missing).toHtmlEscaped()));
     return;
   }
   note_->setText(

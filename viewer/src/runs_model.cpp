@@ -138,7 +138,9 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
       case kTraining: return qs(e.training);
       case kRolloutTp: return e.rollout_tp ? QVariant(*e.rollout_tp) : (sort ? QVariant(-1) : QVariant());
       case kAlgorithm: return qs(e.algorithm);
-      case kSteps: return e.steps;
+      // An imported trace without verl's metrics log has no timing_s/step: its count is unknown
+      // here (its step ranges are on the run's pages), not 0.
+      case kSteps: return e.steps == 0 && e.run.imported() ? (sort ? QVariant(-1) : QVariant()) : QVariant(e.steps);
       case kStepSeconds:
         if (!e.mean_step_s) return sort ? QVariant(-1.0) : QVariant();
         return sort ? QVariant(*e.mean_step_s) : QVariant(QString::number(*e.mean_step_s, 'f', 3));

@@ -57,8 +57,12 @@ struct Comparison {
 };
 
 /// Compares the newest matrices of both files, or their last runs when either holds no matrix.
-/// Throws RunDatabaseError when a file holds neither.
-Comparison compare_databases(const RunDatabase& old_db, const RunDatabase& new_db);
+/// With `old_run` or `new_run`, those runs (the other side's last run where one is not given),
+/// never the matrices: two runs of one file (two imported traces) compare so. Throws
+/// RunDatabaseError when a file holds neither, or not the run named.
+Comparison compare_databases(const RunDatabase& old_db, const RunDatabase& new_db,
+                             std::optional<std::int64_t> old_run = std::nullopt,
+                             std::optional<std::int64_t> new_run = std::nullopt);
 
 /// The table: per cell and metric, old and new medians, change, p-value and a verdict.
 std::string format_comparison(const Comparison& comparison);

@@ -33,7 +33,8 @@ struct RankCommTime {
 
 struct CommTime {
   std::vector<RankCommTime> ranks;  // by rank; only ranks with a measured step range
-  /// The mean over ranks of each rank's share: the run's `comm_share`. nullopt without a rank.
+  /// The mean over ranks of each rank's share: the run's `comm_share`. nullopt without a rank, and
+  /// for an imported run whose source carried no collective (unknown, not 0).
   std::optional<double> mean_share;
 };
 

@@ -35,6 +35,10 @@ struct MemoryAnalysis {
   std::optional<double> worst_reserved_slack, worst_split_fragmentation, worst_external_fragmentation;
   std::int64_t alloc_retries = 0;  // over the run (deltas of the cumulative counter, summed over ranks)
   std::int64_t ooms = 0;
+  /// Whether any sample carried the allocator's retry and OOM counters (CUDA caching-allocator
+  /// stats; an imported trace's memory events carry none): without them the two counts above are
+  /// unknown, not 0.
+  bool has_allocator_counters = false;
   /// The actor's parameter bytes (`perf/actor_param_bytes`, the whole model in its training dtype);
   /// absent when the run did not record it.
   std::optional<std::int64_t> param_bytes;

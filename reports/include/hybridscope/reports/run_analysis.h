@@ -31,6 +31,7 @@ struct AnalysisOptions {
 
 struct RunAnalysis {
   RunData data;
+  int warmup_steps = 1;                // AnalysisOptions::warmup_steps it was run with
   std::vector<std::int64_t> measured;  // the steps the analyses cover
   PhaseBreakdown phases;
   TemporalAnalysis temporal;
@@ -50,5 +51,11 @@ struct RunAnalysis {
 };
 
 RunAnalysis analyze_run(RunData data, const AnalysisOptions& options = {});
+
+/// Why `a` measured no step, for a reader ("" when it measured some): the run recorded no step at
+/// all (for an imported run: its source has no step ranges and no timing_s/step metric), or every
+/// step it recorded is warm-up. The diagnosis, the report and the viewer print it in place of a
+/// mean step, which would otherwise read 0 s.
+std::string why_no_measured_steps(const RunAnalysis& a);
 
 }  // namespace hs::reports

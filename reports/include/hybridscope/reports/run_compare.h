@@ -51,8 +51,15 @@ std::vector<ConfigDifference> config_differences(const std::vector<std::pair<std
 struct RunComparison {
   std::string old_label, new_label;  // "run 7 'name' (path)"
   std::vector<PhaseDelta> phases;    // "step" first, then verl's order; phases present on both sides
+  /// Top-level phases with measured samples on one side only (not compared), verl's order: an own run's
+  /// `switch/train_to_rollout` against an imported trace's `update_weights`, a critic on one side.
+  std::vector<std::string> only_old_phases, only_new_phases;
   std::vector<MetricDelta> metrics;  // compared_step_metrics() that both runs recorded in measured steps
   std::vector<ConfigDifference> config_diff;  // by key
+  /// Why the configs were not compared, said where config_diff would be ("config not compared: new,
+  /// an imported run, has none (not in the source)"): an imported run has no config, and every key of
+  /// the other side would read as changed. Empty: compared (config_diff holds the differences).
+  std::string config_note;
 };
 
 /// Compares the measured steps of two runs (the first `warmup_steps` of each left out).

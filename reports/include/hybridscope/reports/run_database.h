@@ -47,6 +47,16 @@ struct RunSummary {
   std::int64_t start_unix_ns = 0;
   std::optional<std::int64_t> end_unix_ns;  // absent while running or after a crash
   std::int64_t clock_offset_ns = 0;         // UNIX-epoch ns = monotonic ns + clock_offset_ns
+  /// runs.source (v11): "hybridscope" (recorded by the trainer) or the importer's source ("kineto",
+  /// "verl-log"; docs/importing.md).
+  std::string source = "hybridscope";
+
+  /// Whether an importer wrote the run: its config, switches' components, allocator counters and
+  /// collectives' host waits are whatever the source carried (docs/importing.md), not the probes'.
+  bool imported() const { return source != "hybridscope"; }
+  /// How a number the run lacks is named: "not in the source (an imported kineto run)" for an
+  /// imported run, "not recorded" for a recorded one.
+  std::string missing() const;
 
   bool operator==(const RunSummary& o) const;
 };

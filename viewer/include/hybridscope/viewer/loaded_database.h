@@ -63,6 +63,9 @@ struct RunDiagnosis {
   std::map<std::string, std::string> parent;  // sub-phase -> its top-level phase (phase_breakdown.h)
   std::map<std::string, double> mean_phase_s;  // s, over the measured steps
   std::map<std::string, double> share;         // mean_phase_s / mean_step_s
+  std::string source = "hybridscope";  // runs.source: "hybridscope", or the importer's ("kineto", ...)
+  std::string missing = "not recorded";  // RunSummary::missing(): how a number the run lacks is named
+  std::string no_measured_steps;       // why_no_measured_steps(): why there is no mean step; empty: there is
   double mean_step_s = 0.0;
   std::size_t measured_steps = 0;
   std::vector<std::int64_t> measured;  // the measured steps themselves, ascending
