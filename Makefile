@@ -25,7 +25,7 @@ DEMO_SIM_OVERRIDES := data.train_batch_size=16 actor_rollout_ref.rollout.n=4 \
 LEARN_DB ?= out/demo.sqlite
 STANDALONE_DIR ?= build/standalone
 
-.PHONY: help deps configure build build-demo test test-standalone demo demo-learn demo-ppo bench comm-bench clean
+.PHONY: help deps configure build build-demo test test-standalone demo demo-learn demo-ppo demo-one-step-off bench comm-bench clean
 
 help:
 	@echo "make demo      install deps, build, run the demo matrix (1/2/4 ranks x naive/hybrid, about 6-10 min on 2 cores) -> $(DEMO_DB)"
@@ -33,6 +33,7 @@ help:
 	@echo "make test      install deps, build, run every test (ctest)"
 	@echo "make test-standalone  probes + reports alone, no LibTorch (-DHS_BUILD_TRAINER=OFF) -> $(STANDALONE_DIR)"
 	@echo "make demo-ppo  the same task with PPO (GAE + critic) -> out/demo-ppo.sqlite"
+	@echo "make demo-one-step-off  the GRPO demo one step off policy: rank 1 generates while rank 0 trains -> out/demo-one-step-off.sqlite"
 	@echo "make bench     micro-benchmarks (GEMM, rollout, training step) -> out/micro-bench.json"
 	@echo "make comm-bench  Gloo collectives on 2 and 4 real ranks (algbw, busbw) -> out/comm-bench.json"
 	@echo "make build     configure and build only ($(BUILD_DIR))"
@@ -84,6 +85,14 @@ demo-learn: build-demo
 
 demo-ppo: build-demo
 	$(HYBRIDSCOPE) train --config configs/demo_ppo.yaml --db out/demo-ppo.sqlite trainer.resume_mode=disable
+
+# verl's one-step-off-policy trainer on two CPU ranks: rank 1 generates batch k+1 while rank 0 trains
+# on batch k; token-level IS (TIS) corrects the one-update gap (docs/architecture.md).
+demo-one-step-off: build-demo
+	$(HYBRIDSCOPE) launch -n 2 -- train --config configs/demo_grpo.yaml --db out/demo-one-step-off.sqlite \
+	    trainer.resume_mode=disable trainer.experiment_name=demo_grpo_one_step_off trainer.n_gpus_per_node=2 \
+	    hybridscope.num_threads=1 'hybridscope.placement.rollout=[1]' hybridscope.async_mode=one_step_off \
+	    actor_rollout_ref.hybrid_engine=false algorithm.rollout_correction.rollout_is=token
 
 bench: build
 	@mkdir -p out

@@ -215,11 +215,48 @@ const std::vector<Refusal> kRefusals = {
     {"PlacementActorHasRankZero", {"trainer.n_gpus_per_node=4", "actor_rollout_ref.actor.use_kl_loss=true",
                                    "hybridscope.placement.actor=[1, 2]", "hybridscope.placement.ref=[0, 3]"},
      "hybridscope.placement.actor = [1, 2] must include rank 0"},
+    // a split rollout pool and hybridscope.async_mode (rollout_server.h)
+    {"FullyAsyncNotBuilt", {"hybridscope.async_mode=fully_async"},
+     "hybridscope.async_mode = fully_async (verl's fully-async rollouter and trainer) is not built yet: use "
+     "one_step_off with hybridscope.placement.rollout, or sync"},
+    {"OneStepOffNeedsARolloutPool", {"hybridscope.async_mode=one_step_off"},
+     "hybridscope.async_mode = one_step_off needs a split rollout pool that generates while the actor trains: set "
+     "hybridscope.placement.rollout to the generating ranks"},
+    {"SyncBucketPositive", {"actor_rollout_ref.rollout.update_weights_bucket_megabytes=0"},
+     "actor_rollout_ref.rollout.update_weights_bucket_megabytes = 0: must be >= 1"},
+    {"RolloutPoolWithSplitReference", {"trainer.n_gpus_per_node=4", "actor_rollout_ref.actor.use_kl_loss=true",
+                                       "hybridscope.placement.ref=[2]", "hybridscope.placement.rollout=[3]"},
+     "hybridscope.placement.ref and hybridscope.placement.rollout together are not supported yet"},
+    {"RolloutPoolWithRewardModel", {"trainer.n_gpus_per_node=2", "reward_model.enable=true", "hybridscope.placement.rollout=[1]"},
+     "hybridscope.placement.rollout with a critic or a reward model is not supported yet"},
+    {"RolloutPoolDisjoint", {"trainer.n_gpus_per_node=4", "hybridscope.placement.actor=[0, 1]",
+                             "hybridscope.placement.rollout=[1, 2, 3]"},
+     "hybridscope.placement.actor ([0, 1]) and hybridscope.placement.rollout ([1, 2, 3]) share a rank"},
+    {"RolloutPoolCoversTheWorld", {"trainer.n_gpus_per_node=4", "hybridscope.placement.actor=[0]",
+                                   "hybridscope.placement.rollout=[2, 3]"},
+     "hybridscope.placement leaves ranks without a role: actor ([0]) and rollout ([2, 3]) together must list every rank 0..3"},
+    {"RolloutPoolLeavesRankZeroToTheActor", {"trainer.n_gpus_per_node=2", "hybridscope.placement.rollout=[0]"},
+     "hybridscope.placement.actor = [1] must include rank 0 (it prints, validates, sends the weights to the rollout ranks"},
+    {"RolloutPoolNeedsAWholeActor", {"trainer.n_gpus_per_node=3", "hybridscope.placement.rollout=[2]"},
+     "hybridscope.placement.rollout takes the weights from the actor's rank 0, which must hold the whole model: set "
+     "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=1"},
+    {"RolloutPoolGeneratesWithoutTp", {"trainer.n_gpus_per_node=3", "actor_rollout_ref.actor.strategy=megatron",
+                                       "hybridscope.placement.rollout=[2]", "actor_rollout_ref.rollout.tensor_model_parallel_size=2"},
+     "actor_rollout_ref.rollout.tensor_model_parallel_size = 2 with hybridscope.placement.rollout: each rollout rank "
+     "generates with the whole model"},
+    {"RolloutPoolWithoutDynamicSampling", {"trainer.n_gpus_per_node=2", "hybridscope.placement.rollout=[1]",
+                                           "algorithm.filter_groups.enable=true"},
+     "algorithm.filter_groups.enable = true with hybridscope.placement.rollout"},
+    {"RolloutPoolWithoutRemax", {"trainer.n_gpus_per_node=2", "hybridscope.placement.rollout=[1]", "algorithm.adv_estimator=remax"},
+     "algorithm.adv_estimator = remax with hybridscope.placement.rollout"},
+    {"TrainBatchSplitsOverRolloutRanks", {"trainer.n_gpus_per_node=4", "hybridscope.placement.rollout=[1, 2, 3]"},
+     "data.train_batch_size = 4 prompts cannot be split evenly over the 3 rollout ranks (hybridscope.placement.rollout)"},
     // the actor's ranks as a mesh (were the constructor's divisibility checks)
     {"ActorRanksHoldWholeReplicas", {"trainer.n_gpus_per_node=3", "data.train_batch_size=6",
                                      "actor_rollout_ref.actor.ppo_mini_batch_size=6",
                                      "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"},
-     "the actor's rank count 3 (trainer.nnodes x trainer.n_gpus_per_node, less hybridscope.placement.ref) is not divisible"},
+     "the actor's rank count 3 (trainer.nnodes x trainer.n_gpus_per_node, less hybridscope.placement.ref or .rollout) is "
+     "not divisible"},
     {"TrainBatchSplitsOverDp", {"trainer.n_gpus_per_node=4", "data.train_batch_size=6", "actor_rollout_ref.actor.ppo_mini_batch_size=6"},
      "data.train_batch_size (6) is not divisible by the 4 data-parallel ranks"},
     {"MiniBatchSplitsOverDp", {"trainer.n_gpus_per_node=4", "data.train_batch_size=8", "actor_rollout_ref.actor.ppo_mini_batch_size=2"},
@@ -246,7 +283,8 @@ const std::vector<Refusal> kRefusals = {
     {"LoggerMisspelt", {"trainer.logger=[consle]"}, "trainer.logger 'consle' is no logger — did you mean console?"},
     {"LoggerWithoutConsole", {"trainer.logger=[]"}, "trainer.logger = [] leaves out console"},
     {"HybridEngineOff", {"actor_rollout_ref.hybrid_engine=false"},
-     "actor_rollout_ref.hybrid_engine = false: hybridscope always runs the hybrid engine"},
+     "actor_rollout_ref.hybrid_engine = false (verl's separate rollout workers) needs the rollout pool's ranks: set "
+     "hybridscope.placement.rollout"},
     {"RolloutEngineUnknown", {"actor_rollout_ref.rollout.name=hf"},
      "actor_rollout_ref.rollout.name = 'hf': hybridscope generates with its built-in paged-KV engine (vllm and sglang are "
      "accepted"},
@@ -303,6 +341,19 @@ TEST(ConfigRefusalScope, WhatValidateAcceptsTheTrainerRefusesOnlyForTheRunningPr
   quiet.show_progress = false;
   const std::string message = config_error_of([&] { PPOTrainer trainer(config, quiet); });
   EXPECT_NE(message.find("this process was started alone"), std::string::npos) << message;
+}
+
+TEST(ConfigRefusalScope, OneStepOffOnASplitRolloutPoolIsAccepted) {
+  // verl's spelling of a separate rollout pool (hybrid_engine=false) is accepted with the pool's ranks.
+  const auto overrides = with_base({"trainer.n_gpus_per_node=3", "actor_rollout_ref.actor.strategy=megatron",
+                                    "actor_rollout_ref.hybrid_engine=false", "hybridscope.placement.rollout=[1, 2]",
+                                    "hybridscope.async_mode=one_step_off"});
+  const Config config = parse_config("", overrides);
+  EXPECT_EQ(config.hybridscope.async_mode, AsyncMode::kOneStepOff);
+  const Placement placement = resolved_placement(config);
+  EXPECT_EQ(placement.actor, (std::vector<int>{0}));
+  EXPECT_EQ(placement.rollout, (std::vector<int>{1, 2}));
+  EXPECT_TRUE(placement.ref.empty());
 }
 
 TEST(ConfigRefusalScope, ResolvedPlacementRefusesAsValidateDoes) {

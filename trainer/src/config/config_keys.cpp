@@ -43,7 +43,7 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(data.tokenizer, "Directory holding tokenizer.json (hybridscope.tokenizer=hf); empty = actor_rollout_ref.model.path."),
       HS_CONFIG_KEY(data.filter_overlong_prompts, "Drop rows whose templated prompt exceeds max_prompt_length when loading (counted in the log) instead of applying data.truncation."),
 
-      HS_CONFIG_KEY(actor_rollout_ref.hybrid_engine, "Actor and rollout share weights and switch layouts (3D-HybridEngine); always true here (false is refused)."),
+      HS_CONFIG_KEY(actor_rollout_ref.hybrid_engine, "Actor and rollout share weights and switch layouts (3D-HybridEngine). false (verl's separate rollout workers) only with hybridscope.placement.rollout, which gives generation its own ranks."),
       HS_CONFIG_KEY(actor_rollout_ref.model.path, "HuggingFace-layout model directory; empty = random init with hybridscope.model."),
       HS_CONFIG_KEY(actor_rollout_ref.model.enable_gradient_checkpointing, "Keep only each decoder layer's input in the forward and recompute the layer in the backward (less activation memory, one more forward)."),
       HS_CONFIG_KEY(actor_rollout_ref.model.use_remove_padding, "Pack each micro-batch's real tokens into one sequence (positions restart per sample, attention within each sample) for the actor's and the reference's log-prob and update forwards, as verl's use_remove_padding; nothing is computed over padding and the results equal the padded forward's within rounding. Generation is unaffected."),
@@ -101,6 +101,7 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(actor_rollout_ref.rollout.max_num_seqs, "Most sequences decoded at once."),
       HS_CONFIG_KEY(actor_rollout_ref.rollout.free_cache_engine, "Free the KV blocks when switching back to training."),
       HS_CONFIG_KEY(actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu, "Samples per old-log-prob pass on one rank; -1 = the actor's ppo_micro_batch_size_per_gpu (a pass never holds more than a training micro-batch)."),
+      HS_CONFIG_KEY(actor_rollout_ref.rollout.update_weights_bucket_megabytes, "Largest bucket (MiB) of the weight sync to a split rollout pool (hybridscope.placement.rollout), one broadcast per bucket; a larger parameter travels alone."),
       HS_CONFIG_KEY(actor_rollout_ref.rollout.val_kwargs.temperature, "Validation sampling temperature."),
       HS_CONFIG_KEY(actor_rollout_ref.rollout.val_kwargs.top_k, "Validation top-k; -1 = off."),
       HS_CONFIG_KEY(actor_rollout_ref.rollout.val_kwargs.top_p, "Validation nucleus mass."),
@@ -209,7 +210,9 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(hybridscope.dist.timeout_s, "Seconds the rendezvous and each collective wait for the other ranks before failing."),
       HS_CONFIG_KEY(hybridscope.placement.actor, "World ranks of the actor (training and rollout) when roles are split, e.g. [0, 1]; [] = every rank."),
       HS_CONFIG_KEY(hybridscope.placement.ref, "World ranks of the reference policy when split from the actor, e.g. [2, 3]; [] = colocated with the actor."),
+      HS_CONFIG_KEY(hybridscope.placement.rollout, "World ranks that only generate (verl's rollout pool with hybrid_engine=false), e.g. [2, 3]; the actor's weights reach them after each update (timing_s/sync_rollout_weights); [] = the actor generates."),
       HS_CONFIG_KEY(hybridscope.reshard.mode, "Train->rollout resharding: hybrid (HybridFlow), vanilla (gather the TP x PP group) or naive (gather everything, DS-Chat)."),
+      HS_CONFIG_KEY(hybridscope.async_mode, "sync: each step trains on what it generated; one_step_off (needs hybridscope.placement.rollout): the rollout ranks generate batch k+1 while the actor trains on batch k, with weights one update old (verl's one-step-off-policy trainer); fully_async is not built (refused)."),
       HS_CONFIG_KEY(hybridscope.peak_flops, "FLOP/s denominator of perf/mfu; -1 = a measured float32 GEMM on cpu (the faster of BLAS and oneDNN), "
                                             "the device's bf16 peak by name (else a measured bf16 GEMM) on cuda."),
       HS_CONFIG_KEY(hybridscope.precision, "fp32, or bf16: bf16 compute over fp32 master weights and optimizer state; bf16 rollout weights and KV cache."),
@@ -251,6 +254,7 @@ const char* to_string(RewardRule v) { return detail::canonical_name(v); }
 const char* to_string(TokenizerKind v) { return detail::canonical_name(v); }
 const char* to_string(ModelArchitecture v) { return detail::canonical_name(v); }
 const char* to_string(OnWriteError v) { return detail::canonical_name(v); }
+const char* to_string(AsyncMode v) { return detail::canonical_name(v); }
 
 template <class E>
 std::optional<E> from_string(std::string_view name) {
@@ -286,6 +290,7 @@ HS_CONFIG_ENUM(RewardRule)
 HS_CONFIG_ENUM(TokenizerKind)
 HS_CONFIG_ENUM(ModelArchitecture)
 HS_CONFIG_ENUM(OnWriteError)
+HS_CONFIG_ENUM(AsyncMode)
 #undef HS_CONFIG_ENUM
 
 }  // namespace hs::trainer

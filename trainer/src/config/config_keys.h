@@ -139,6 +139,13 @@ struct EnumSpellings<ModelArchitecture> {
 };
 
 template <>
+struct EnumSpellings<AsyncMode> {
+  static constexpr Spelling<AsyncMode> kAll[] = {{AsyncMode::kSync, "sync"},
+                                                 {AsyncMode::kOneStepOff, "one_step_off"},
+                                                 {AsyncMode::kFullyAsync, "fully_async"}};
+};
+
+template <>
 struct EnumSpellings<OnWriteError> {
   static constexpr Spelling<OnWriteError> kAll[] = {{OnWriteError::kContinue, "continue"},
                                                     {OnWriteError::kStop, "stop"}};
@@ -180,7 +187,7 @@ using AnyField = std::variant<Field<bool>, Field<int>, Field<std::uint64_t>, Fie
                               Field<WarmupStyle>, Field<ResumeMode>, Field<DeviceKind>,
                               Field<DistBackendChoice>, Field<ReshardMode>, Field<Precision>,
                               Field<AttentionKernel>, Field<CpuMatmul>, Field<RewardRule>, Field<TokenizerKind>,
-                              Field<ModelArchitecture>, Field<OnWriteError>>;
+                              Field<ModelArchitecture>, Field<OnWriteError>, Field<AsyncMode>>;
 
 struct Key {
   std::string path;  // verl's dotted path, identical to the member path in Config

@@ -134,17 +134,53 @@ std::optional<Placement> resolve_placement(const Config& c, Problems& p) {
   };
   auto actor = checked("hybridscope.placement.actor", config.actor);
   const auto ref = checked("hybridscope.placement.ref", config.ref);
-  if (!actor || !ref) return std::nullopt;
+  const auto rollout = checked("hybridscope.placement.rollout", config.rollout);
+  if (!actor || !ref || !rollout) return std::nullopt;
   std::vector<int> everyone(static_cast<std::size_t>(world));
   for (int r = 0; r < world; ++r) everyone[static_cast<std::size_t>(r)] = r;
-  if (ref->empty()) {
-    if (!actor->empty() && *actor != everyone) {
-      p.add("hybridscope.placement.actor = {} lists only some ranks, but no other role is placed on the rest: "
-            "list every rank, or place the reference on the others with hybridscope.placement.ref",
+  if (!rollout->empty()) {
+    // A split rollout pool (rollout_server.h): the actor's ranks train, the pool's generate.
+    if (!ref->empty()) {
+      p.add("hybridscope.placement.ref and hybridscope.placement.rollout together are not supported yet: split one "
+            "role at a time (clear hybridscope.placement.ref to keep the reference on the actor's ranks)");
+      return std::nullopt;
+    }
+    if (c.use_critic() || c.reward_model.enable) {
+      p.add("hybridscope.placement.rollout with a critic or a reward model is not supported yet (use a critic-free "
+            "estimator such as algorithm.adv_estimator=grpo and the rule reward, or clear hybridscope.placement.rollout)");
+      return std::nullopt;
+    }
+    if (actor->empty())
+      std::set_difference(everyone.begin(), everyone.end(), rollout->begin(), rollout->end(), std::back_inserter(*actor));
+    std::vector<int> both;
+    std::set_union(actor->begin(), actor->end(), rollout->begin(), rollout->end(), std::back_inserter(both));
+    if (both.size() != actor->size() + rollout->size()) {
+      p.add("hybridscope.placement.actor ({}) and hybridscope.placement.rollout ({}) share a rank: the rollout pool "
+            "only generates, on ranks of its own", rank_list(*actor), rank_list(*rollout));
+      return std::nullopt;
+    }
+    if (both != everyone) {
+      p.add("hybridscope.placement leaves ranks without a role: actor ({}) and rollout ({}) together must list every "
+            "rank 0..{}", rank_list(*actor), rank_list(*rollout), world - 1);
+      return std::nullopt;
+    }
+    if (actor->empty() || actor->front() != 0) {
+      p.add("hybridscope.placement.actor = {} must include rank 0 (it prints, validates, sends the weights to the "
+            "rollout ranks and writes the run database): move rank 0 out of hybridscope.placement.rollout",
             rank_list(*actor));
       return std::nullopt;
     }
-    return Placement{everyone, {}};
+    return Placement{*actor, {}, *rollout};
+  }
+  if (ref->empty()) {
+    if (!actor->empty() && *actor != everyone) {
+      p.add("hybridscope.placement.actor = {} lists only some ranks, but no other role is placed on the rest: "
+            "list every rank, or place the reference or a rollout pool on the others with hybridscope.placement.ref or "
+            "hybridscope.placement.rollout",
+            rank_list(*actor));
+      return std::nullopt;
+    }
+    return Placement{everyone, {}, {}};
   }
   if (c.use_critic() || c.reward_model.enable) {
     p.add("hybridscope.placement.ref with a critic or a reward model is not supported yet (use a critic-free "
@@ -180,7 +216,7 @@ std::optional<Placement> resolve_placement(const Config& c, Problems& p) {
           rank_list(*actor));
     return std::nullopt;
   }
-  return Placement{*actor, *ref};
+  return Placement{*actor, *ref, {}};
 }
 
 /// What this build of the trainer cannot run yet, although the values are valid.
@@ -209,10 +245,10 @@ void check_supported(const Config& c, Problems& p) {
 /// honour: a non-default value is refused with what hybridscope does instead, never ignored.
 void check_honoured(const Config& c, Problems& p) {
   const auto& arr = c.actor_rollout_ref;
-  if (!arr.hybrid_engine)
-    p.add("actor_rollout_ref.hybrid_engine = false: hybridscope always runs the hybrid engine (the actor generates "
-          "after resharding its own weights, hybridscope.reshard.mode); to give the reference policy its own ranks "
-          "use hybridscope.placement.ref, and remove the key or set it to true");
+  if (!arr.hybrid_engine && c.hybridscope.placement.rollout.empty())
+    p.add("actor_rollout_ref.hybrid_engine = false (verl's separate rollout workers) needs the rollout pool's ranks: "
+          "set hybridscope.placement.rollout (e.g. [2,3]); otherwise the actor generates after resharding its own "
+          "weights (hybridscope.reshard.mode): remove the key or set it to true");
   if (arr.rollout.name != "hybridscope" && arr.rollout.name != "vllm" && arr.rollout.name != "sglang")
     p.add("actor_rollout_ref.rollout.name = '{}': hybridscope generates with its built-in paged-KV engine (vllm and "
           "sglang are accepted for verl's scripts and stand for it): set actor_rollout_ref.rollout.name=hybridscope or "
@@ -265,6 +301,47 @@ void check_honoured(const Config& c, Problems& p) {
           "set trainer.logger=[console]");
 }
 
+/// hybridscope.async_mode and a split rollout pool (hybridscope.placement.rollout): what the pool
+/// and the weight sync need (rollout_server.h).
+void check_async(const Config& c, Problems& p) {
+  const auto& arr = c.actor_rollout_ref;
+  const auto& pool = c.hybridscope.placement.rollout;
+  if (c.hybridscope.async_mode == AsyncMode::kFullyAsync)
+    p.add("hybridscope.async_mode = fully_async (verl's fully-async rollouter and trainer) is not built yet: use "
+          "one_step_off with hybridscope.placement.rollout, or sync");
+  if (c.hybridscope.async_mode == AsyncMode::kOneStepOff && pool.empty())
+    p.add("hybridscope.async_mode = one_step_off needs a split rollout pool that generates while the actor trains: "
+          "set hybridscope.placement.rollout to the generating ranks (e.g. [1] of 2 ranks, or [2,3] of 4), or set "
+          "hybridscope.async_mode=sync");
+  if (arr.rollout.update_weights_bucket_megabytes < 1)
+    p.add("actor_rollout_ref.rollout.update_weights_bucket_megabytes = {}: must be >= 1",
+          arr.rollout.update_weights_bucket_megabytes);
+  if (pool.empty()) return;
+  const auto& mega = arr.actor.megatron;
+  const int actors = c.world_size() - static_cast<int>(pool.size());
+  const int dp = actors / std::max(1, mega.tensor_model_parallel_size * mega.pipeline_model_parallel_size);
+  if (mega.tensor_model_parallel_size > 1 || mega.pipeline_model_parallel_size > 1 ||
+      (arr.actor.strategy == ActorStrategy::kFsdp && dp > 1))
+    p.add("hybridscope.placement.rollout takes the weights from the actor's rank 0, which must hold the whole model: "
+          "set actor_rollout_ref.actor.megatron.tensor_model_parallel_size=1 and pipeline_model_parallel_size=1, and "
+          "with more than one actor rank actor_rollout_ref.actor.strategy=megatron (fsdp shards the weights over dp)");
+  if (arr.rollout.tensor_model_parallel_size != 1)
+    p.add("actor_rollout_ref.rollout.tensor_model_parallel_size = {} with hybridscope.placement.rollout: each rollout "
+          "rank generates with the whole model (tensor-parallel generation on the pool is not built): set it to 1",
+          arr.rollout.tensor_model_parallel_size);
+  if (c.algorithm.filter_groups.enable)
+    p.add("algorithm.filter_groups.enable = true with hybridscope.placement.rollout: dynamic sampling's extra "
+          "generation rounds are not built for a split rollout pool: disable it or clear hybridscope.placement.rollout");
+  if (c.algorithm.adv_estimator == AdvEstimator::kRemax)
+    p.add("algorithm.adv_estimator = remax with hybridscope.placement.rollout: the greedy baseline generation is not "
+          "built for a split rollout pool: use grpo, rloo, opo or grpo_passk, or clear hybridscope.placement.rollout");
+  const int pool_size = static_cast<int>(pool.size());
+  if (c.data.train_batch_size >= 1 && c.data.train_batch_size % pool_size != 0)
+    p.add("data.train_batch_size = {} prompts cannot be split evenly over the {} rollout ranks "
+          "(hybridscope.placement.rollout): choose a multiple of {}",
+          c.data.train_batch_size, pool_size, pool_size);
+}
+
 /// The actor's ranks as a training mesh and as generation replicas: whole model replicas, whole
 /// generation tp groups, equal shares of every batch.
 void check_actor_layout(const Config& c, const Placement& placement, Problems& p) {
@@ -275,7 +352,7 @@ void check_actor_layout(const Config& c, const Placement& placement, Problems& p
   if (mega.tensor_model_parallel_size < 1 || mega.pipeline_model_parallel_size < 1) return;  // reported
   const int model_parallel = mega.tensor_model_parallel_size * mega.pipeline_model_parallel_size;
   if (actors % model_parallel != 0) {
-    p.add("the actor's rank count {} (trainer.nnodes x trainer.n_gpus_per_node, less hybridscope.placement.ref) is "
+    p.add("the actor's rank count {} (trainer.nnodes x trainer.n_gpus_per_node, less hybridscope.placement.ref or .rollout) is "
           "not divisible by actor_rollout_ref.actor.megatron.tensor_model_parallel_size x pipeline_model_parallel_size ({})",
           actors, model_parallel);
     return;
@@ -607,6 +684,7 @@ void validate(const Config& c) {
   p.at_least("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size", mega.pipeline_model_parallel_size, 1);
   // The roles on the world's ranks, and the actor's ranks as a mesh (hybridscope.placement).
   if (const auto placement = resolve_placement(c, p)) check_actor_layout(c, *placement, p);
+  check_async(c, p);
   check_supported(c, p);
   check_honoured(c, p);
   if (h.peak_flops != -1.0 && !(h.peak_flops > 0.0)) {

@@ -22,6 +22,7 @@ Topology Topology::connect(const Config& cfg) {
   const Placement placement = resolved_placement(cfg);
   t.actor_ranks = placement.actor;
   t.ref_ranks = placement.ref;
+  t.rollout_ranks = placement.rollout;
   const auto& mega = cfg.actor_rollout_ref.actor.megatron;
   const int actors = static_cast<int>(t.actor_ranks.size());
   t.mesh = {mega.pipeline_model_parallel_size, mega.tensor_model_parallel_size,
@@ -70,20 +71,27 @@ void Topology::open_groups(const Config& cfg, const probes::RunProbes& probes) {
   // the factory makes from now on (mesh, rollout, reshard) there.
   groups->set_probes(&probes);
   global_world = std::make_shared<ProbedCommunicator>(groups->world(), probes);
-  if (split()) {
-    // The actor pool is a world of its own: its groups never involve the reference's ranks.
+  if (split() || split_rollout()) {
+    // The actor pool is a world of its own: its groups never involve the reference's or the
+    // rollout pool's ranks.
     pool_groups = groups->sub_world(actor_ranks, "actor");
     actor_groups = pool_groups.get();
   } else {
     actor_groups = groups.get();
   }
-  if (serves_ref()) return;
+  if (split_rollout()) {
+    std::vector<int> members{actor_ranks.front()};
+    members.insert(members.end(), rollout_ranks.begin(), rollout_ranks.end());
+    sync_groups = groups->sub_world(members, "sync_rollout");
+    if (sync_groups) sync_group = sync_groups->world();
+  }
+  if (actor_rank < 0) return;  // a reference or rollout rank: no actor groups
   const int actors = static_cast<int>(actor_ranks.size());
   const int model_parallel = mesh.tp * mesh.pp;
   if (actors > 1) {
     parallel = make_training_context(*actor_groups, mesh, actor_rank);
     parallel.dp_sharding = dp_sharding;  // fsdp: the optimizers keep dp row blocks (zero.h)
-    if (!split()) parallel.world = global_world;  // the pool's own world is probed already
+    if (!split() && !split_rollout()) parallel.world = global_world;  // the pool's own world is probed already
     if (split() && model_parallel > 1) {
       for (int j = 0; j < mesh.dp; ++j) {  // every dp replica's group, in order, on every actor rank
         std::vector<int> members;

@@ -49,6 +49,20 @@ torch::Tensor remote_ref_log_probs(const Topology& topology, const RolloutBatch&
   return out;
 }
 
+void warm_up_like_the_actor(const Config& cfg, RunRecording& recording, Transformer& model,
+                            const RLDataset& train_data, const Tokenizer& tokenizer) {
+  if (!cfg.actor_rollout_ref.model.path.empty() || cfg.hybridscope.warmup.steps <= 0) return;
+  HS_PROBE_RANGE(recording.timings(), "warmup", kSetup);
+  // The warm-up files through the same chat template as the actor's (text_setup.h).
+  const TextSetup text = cfg.hybridscope.warmup.files.empty() ? TextSetup{} : make_text_setup(cfg);
+  const RLDataset warmup_data =
+      cfg.hybridscope.warmup.files.empty()
+          ? train_data
+          : RLDataset::load(cfg.hybridscope.warmup.files, tokenizer, cfg.data,
+                            text.chat_template ? &*text.chat_template : nullptr);
+  supervised_warmup(model, warmup_data, tokenizer, cfg.hybridscope.warmup, cfg.hybridscope.seed, [](int, int, double) {});
+}
+
 int serve_reference(const Config& cfg, Topology& topology, RunRecording& recording, Transformer& ref_model,
                     const RLDataset& train_data, const Tokenizer& tokenizer, std::int64_t total_steps,
                     const std::atomic<int>& stop_signal) {
@@ -56,20 +70,9 @@ int serve_reference(const Config& cfg, Topology& topology, RunRecording& recordi
   Communicator& world = *topology.global_world;
   probes::StepTimings& timings = recording.timings();
   recording.begin_step(0);
-  // The base policy: the same warm-up as the actor's (keeping this rank busy while the actor warms
-  // up, within the collective timeout), then the actor's rank 0 weights, as the colocated reference.
-  if (cfg_ref.model.path.empty() && cfg.hybridscope.warmup.steps > 0) {
-    HS_PROBE_RANGE(timings, "warmup", kSetup);
-    // The warm-up files through the same chat template as the actor's (text_setup.h).
-    const TextSetup text = cfg.hybridscope.warmup.files.empty() ? TextSetup{} : make_text_setup(cfg);
-    const RLDataset warmup_data =
-        cfg.hybridscope.warmup.files.empty()
-            ? train_data
-            : RLDataset::load(cfg.hybridscope.warmup.files, tokenizer, cfg.data,
-                              text.chat_template ? &*text.chat_template : nullptr);
-    supervised_warmup(ref_model, warmup_data, tokenizer, cfg.hybridscope.warmup, cfg.hybridscope.seed,
-                      [](int, int, double) {});
-  }
+  // The base policy: the same warm-up as the actor's, then the actor's rank 0 weights, as the
+  // colocated reference.
+  warm_up_like_the_actor(cfg, recording, ref_model, train_data, tokenizer);
   broadcast_parameters(world, *ref_model);
   ref_model->eval();
   for (auto& p : ref_model->parameters()) p.set_requires_grad(false);

@@ -42,39 +42,13 @@ Rollouts RolloutPhase::generate_all(const std::vector<const Example*>& examples,
   const MeshShape& mesh = topology_.mesh;
   if (mesh.world() == 1) return {std::move(result.responses), std::move(result.log_probs)};
 
-  // Responses back for training in one collective: float32 rows (length, tokens..., log-probs...),
-  // 1 + 2 · max_response_length wide. Token ids are exact in float32 below 2^24 (every vocabulary
-  // is far smaller), so tokens and their rollout log-probs travel together.
-  const auto rows = static_cast<std::int64_t>(result.responses.size());
-  const std::int64_t max_len = cfg_.data.max_response_length;
-  auto packed = torch::zeros({rows, 1 + 2 * max_len}, torch::kFloat32);
-  auto packed_a = packed.accessor<float, 2>();
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const auto& tokens = result.responses[static_cast<std::size_t>(r)];
-    const auto& lps = result.log_probs[static_cast<std::size_t>(r)];
-    packed_a[r][0] = static_cast<float>(tokens.size());
-    for (std::size_t t = 0; t < tokens.size(); ++t) {
-      TORCH_CHECK(tokens[t] >= 0 && tokens[t] < (1 << 24), "generate_all: token id ", tokens[t],
-                  " does not fit the float32 packing (ids below 2^24)");
-      packed_a[r][static_cast<std::int64_t>(t) + 1] = static_cast<float>(tokens[t]);
-      packed_a[r][static_cast<std::int64_t>(t) + 1 + max_len] = lps[t];
-    }
-  }
-  auto unpack = [max_len](const auto& a, std::int64_t row, Rollouts& out, std::size_t at) {
-    std::vector<std::int32_t> tokens(static_cast<std::size_t>(a[row][0]));
-    std::vector<float> lps(tokens.size());
-    for (std::size_t t = 0; t < tokens.size(); ++t) {
-      tokens[t] = static_cast<std::int32_t>(a[row][static_cast<std::int64_t>(t) + 1]);
-      lps[t] = a[row][static_cast<std::int64_t>(t) + 1 + max_len];
-    }
-    out.responses[at] = std::move(tokens);
-    out.log_probs[at] = std::move(lps);
-  };
+  // Responses back for training in one collective (pack_rollouts).
+  const auto packed = pack_rollouts(result.responses, result.log_probs, cfg_.data.max_response_length);
+  const auto rows = packed.size(0);
   if (gathers_share_only()) {
     // HybridFlow: gathered inside the micro-DP group, whose replicas generated this rank's training
     // share, in order; the other prompts' responses stay empty (training_prompts does not take them).
     const auto gathered = topology_.micro_dp_group->all_gather(packed).contiguous();  // (group * rows, width)
-    const auto gathered_a = gathered.accessor<float, 2>();
     const auto share_rows = static_cast<std::int64_t>(examples.size() / static_cast<std::size_t>(mesh.dp)) *
                             static_cast<std::int64_t>(params.n);
     TORCH_CHECK(gathered.size(0) == share_rows, "micro-DP gather: ", gathered.size(0), " rows for a training share of ",
@@ -82,14 +56,12 @@ Rollouts RolloutPhase::generate_all(const std::vector<const Example*>& examples,
     Rollouts all;
     all.responses.resize(examples.size() * static_cast<std::size_t>(params.n));
     all.log_probs.resize(all.responses.size());
-    for (std::int64_t r = 0; r < share_rows; ++r)
-      unpack(gathered_a, r, all, static_cast<std::size_t>(topology_.dp_rank() * share_rows + r));
+    unpack_rollouts(gathered, 0, share_rows, all, static_cast<std::size_t>(topology_.dp_rank() * share_rows));
     return all;
   }
   // Otherwise (vanilla, naive, t_g > t, balance_batch) one all-gather over the actor's world; each
   // replica's rows are taken from its generation tp rank 0.
   const auto gathered = topology_.parallel.world->all_gather(packed).contiguous();  // (world * rows, width)
-  const auto gathered_a = gathered.accessor<float, 2>();
   std::vector<int> speaker(static_cast<std::size_t>(replicas), -1);  // replica -> its generation tp rank 0
   for (int r = 0; r < mesh.world(); ++r) {
     const MeshCoord c = actor_.generation_layout.coords[static_cast<std::size_t>(r)];
@@ -98,13 +70,47 @@ Rollouts RolloutPhase::generate_all(const std::vector<const Example*>& examples,
   Rollouts all;
   all.responses.resize(static_cast<std::size_t>(rows * replicas));
   all.log_probs.resize(all.responses.size());
-  for (int q = 0; q < replicas; ++q) {
-    for (std::int64_t r = 0; r < rows; ++r) {
-      unpack(gathered_a, speaker[static_cast<std::size_t>(q)] * rows + r, all,
-             static_cast<std::size_t>(q * rows + r));
+  for (int q = 0; q < replicas; ++q)
+    unpack_rollouts(gathered, speaker[static_cast<std::size_t>(q)] * rows, rows, all, static_cast<std::size_t>(q * rows));
+  return all;
+}
+
+torch::Tensor pack_rollouts(const std::vector<std::vector<std::int32_t>>& responses,
+                            const std::vector<std::vector<float>>& log_probs, int max_response_length) {
+  const auto rows = static_cast<std::int64_t>(responses.size());
+  const std::int64_t max_len = max_response_length;
+  auto packed = torch::zeros({rows, 1 + 2 * max_len}, torch::kFloat32);
+  auto packed_a = packed.accessor<float, 2>();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const auto& tokens = responses[static_cast<std::size_t>(r)];
+    const auto& lps = log_probs[static_cast<std::size_t>(r)];
+    TORCH_CHECK(static_cast<std::int64_t>(tokens.size()) <= max_len, "pack_rollouts: a response of ", tokens.size(),
+                " tokens is longer than max_response_length ", max_len);
+    packed_a[r][0] = static_cast<float>(tokens.size());
+    for (std::size_t t = 0; t < tokens.size(); ++t) {
+      TORCH_CHECK(tokens[t] >= 0 && tokens[t] < (1 << 24), "pack_rollouts: token id ", tokens[t],
+                  " does not fit the float32 packing (ids below 2^24)");
+      packed_a[r][static_cast<std::int64_t>(t) + 1] = static_cast<float>(tokens[t]);
+      packed_a[r][static_cast<std::int64_t>(t) + 1 + max_len] = lps[t];
     }
   }
-  return all;
+  return packed;
+}
+
+void unpack_rollouts(const torch::Tensor& packed, std::int64_t first, std::int64_t count, Rollouts& out,
+                     std::size_t at) {
+  const auto a = packed.accessor<float, 2>();
+  const std::int64_t max_len = (packed.size(1) - 1) / 2;
+  for (std::int64_t row = first; row < first + count; ++row, ++at) {
+    std::vector<std::int32_t> tokens(static_cast<std::size_t>(a[row][0]));
+    std::vector<float> lps(tokens.size());
+    for (std::size_t t = 0; t < tokens.size(); ++t) {
+      tokens[t] = static_cast<std::int32_t>(a[row][static_cast<std::int64_t>(t) + 1]);
+      lps[t] = a[row][static_cast<std::int64_t>(t) + 1 + max_len];
+    }
+    out.responses[at] = std::move(tokens);
+    out.log_probs[at] = std::move(lps);
+  }
 }
 
 bool RolloutPhase::gathers_share_only() const {

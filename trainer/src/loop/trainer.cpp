@@ -46,6 +46,7 @@
 #include "hybridscope/trainer/hybrid/offload.h"
 #include "hybridscope/trainer/loop/reference_server.h"
 #include "hybridscope/trainer/loop/rollout_phase.h"
+#include "hybridscope/trainer/loop/rollout_server.h"
 #include "hybridscope/trainer/loop/run_recording.h"
 #include "hybridscope/trainer/memory/memory_probe.h"
 #include "hybridscope/trainer/dist/mesh_groups.h"
@@ -118,8 +119,12 @@ struct PPOTrainer::State {
   std::int64_t total_steps = 0;
   std::int64_t global_step = 0;
 
-  std::unique_ptr<HybridActor> actor;  // null on a rank of a split reference
+  std::unique_ptr<HybridActor> actor;  // null on a rank of a split reference or rollout pool
   Transformer ref_model{nullptr};      // colocated: on the actor's ranks; split: the reference ranks'
+  Transformer served_rollout_model{nullptr};  // a split rollout rank's whole model (rollout_server.h)
+  /// The actor updates applied so far: the version of the weights the next step trains with (and
+  /// sends to a split rollout pool, whose batches come back with the version they were generated with).
+  std::int64_t param_version = 0;
   /// ref.fsdp_config.param_offload: the reference's weights wait in host memory between its phases.
   HostOffload ref_offload;
   std::unique_ptr<PPOCritic> critic;
@@ -136,6 +141,10 @@ struct PPOTrainer::State {
   /// One iteration of fit()'s loop: the next step, its metrics recorded and flushed.
   Metrics train_step();
   Metrics step();
+  /// A split rollout pool's batch of this step (hybridscope.placement.rollout; rollout_server.h):
+  /// received, with the weight sync where the mode puts it, and the staleness and sync metrics.
+  Rollouts receive_split_rollout(std::vector<const Example*>& examples, const std::function<std::vector<const Example*>()>& draw,
+                                 Metrics& metrics);
   /// perf/*, memory peaks, the KV pool and the step counters of a step that trained on `batch`.
   void add_perf_metrics(const RolloutBatch& batch, Metrics& metrics);
   /// This actor rank's piece of a sharded checkpoint (aliasing its live tensors).
@@ -257,6 +266,14 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
     if (probe) install_cpu_memory_tracker();
     return;
   }
+  if (s.topology.serves_rollout()) {
+    // A rank of a split rollout pool: the whole model, generating the actor's batches with the
+    // weights the syncs bring (rollout_server.h).
+    s.served_rollout_model = full;
+    full->set_compute(compute_options(cfg.hybridscope.precision, cfg.hybridscope.attention, cfg.hybridscope.cpu_matmul));
+    if (probe) install_cpu_memory_tracker();
+    return;
+  }
   // The other roles first: each model draws its initial weights from a stream of its own.
   if (cfg.use_critic()) {
     Transformer critic_model = cfg.critic.model.path.empty()
@@ -322,13 +339,15 @@ Metrics PPOTrainer::State::step() {
       for (const auto index : loader->next_batch()) prompts.push_back(&train_data[index]);
       return prompts;
     };
-    {
-      HS_PROBE_RANGE(timings, "switch/train_to_rollout", kSwitch);
-      HS_PHASE_MARK("switch/train_to_rollout");
-      hybrid_switch.to_rollout(step);
-    }
-    sample("switch/train_to_rollout");
-    {
+    if (topology.split_rollout()) {
+      generated = receive_split_rollout(examples, draw, metrics);
+    } else {
+      {
+        HS_PROBE_RANGE(timings, "switch/train_to_rollout", kSwitch);
+        HS_PHASE_MARK("switch/train_to_rollout");
+        hybrid_switch.to_rollout(step);
+      }
+      sample("switch/train_to_rollout");
       HS_PROBE_RANGE(timings, "gen", kPhase);
       HS_PHASE_MARK("gen");
       examples = draw();
@@ -374,12 +393,14 @@ Metrics PPOTrainer::State::step() {
           examples, mine, rollout->generate_all(examples, greedy, [](int) { return std::uint64_t{0}; }).responses, n);
       batch.reward_baselines = rollout->score(baseline).sum(-1);
     }
-    {
-      HS_PROBE_RANGE(timings, "switch/rollout_to_train", kSwitch);
-      HS_PHASE_MARK("switch/rollout_to_train");
-      hybrid_switch.to_train(step);
+    if (!topology.split_rollout()) {
+      {
+        HS_PROBE_RANGE(timings, "switch/rollout_to_train", kSwitch);
+        HS_PHASE_MARK("switch/rollout_to_train");
+        hybrid_switch.to_train(step);
+      }
+      sample("switch/rollout_to_train");
     }
-    sample("switch/rollout_to_train");
     {
       HS_PROBE_RANGE(timings, "reward", kPhase);
       HS_PHASE_MARK("reward");
@@ -456,6 +477,7 @@ Metrics PPOTrainer::State::step() {
       const auto actor_metrics = actor->worker->update_policy(
           batch, step - 1, rank_stream_seed(cfg.hybridscope.seed, step, kActorShuffleStream, topology.actor_rank));
       metrics.insert(metrics.end(), actor_metrics.begin(), actor_metrics.end());
+      ++param_version;
     }
     sample("update_actor");
     const bool last = step == total_steps;
@@ -475,6 +497,54 @@ Metrics PPOTrainer::State::step() {
   }
   add_perf_metrics(batch, metrics);
   return reduce_metrics(metrics, *topology.parallel.world, topology.mesh.tp * topology.mesh.pp);
+}
+
+Rollouts PPOTrainer::State::receive_split_rollout(std::vector<const Example*>& examples,
+                                                 const std::function<std::vector<const Example*>()>& draw,
+                                                 Metrics& metrics) {
+  const std::int64_t step = global_step;
+  probes::StepTimings& timings = recording->timings();
+  const AsyncMode mode = cfg.hybridscope.async_mode;
+  const bool syncs = syncs_weights_at(mode, step, total_steps);
+  // The weights after the last update go to the rollout ranks: the whole actor pool waits for its
+  // rank 0's broadcasts (as verl's driver waits for every worker's sync_rollout_weights).
+  auto sync = [&] {
+    HS_PROBE_RANGE(timings, "sync_rollout_weights", kSwitch);
+    HS_PHASE_MARK("sync_rollout_weights");
+    std::int64_t version = param_version;
+    const std::int64_t bucket_bytes =
+        static_cast<std::int64_t>(cfg.actor_rollout_ref.rollout.update_weights_bucket_megabytes) << 20;
+    const WeightSync moved = sync_rollout_weights(topology, actor->model, version, bucket_bytes, step,
+                                                  recording->probes().recorder());
+    topology.parallel.world->barrier();
+    metrics.emplace_back("async/sync_bytes", static_cast<double>(moved.bytes));
+    metrics.emplace_back("async/sync_buckets", static_cast<double>(moved.buckets));
+  };
+  // sync: before the rollout ranks generate this step's batch; one_step_off: once this step's
+  // batch (generated during the last step) is in, before they generate the next one.
+  if (mode == AsyncMode::kSync && syncs) sync();
+  RolloutHandoff handoff;
+  {
+    // verl's one-step-off trainer times the wait for the previous generation as "gen" too.
+    HS_PROBE_RANGE(timings, "gen", kPhase);
+    HS_PHASE_MARK("gen");
+    examples = draw();
+    handoff = receive_rollouts(topology, examples.size(), cfg.actor_rollout_ref.rollout.n, cfg.data.max_response_length);
+  }
+  if (mode == AsyncMode::kOneStepOff && syncs) sync();
+  // Staleness of the trained samples: updates between the weights that generated them and the
+  // weights that train on them (each rollout rank's share has one version).
+  double sum = 0, most = 0;
+  for (const std::int64_t version : handoff.param_versions) {
+    const auto lag = static_cast<double>(param_version - version);
+    sum += lag;
+    most = std::max(most, lag);
+  }
+  metrics.emplace_back("async/staleness/mean", sum / static_cast<double>(handoff.param_versions.size()));
+  metrics.emplace_back("async/staleness/max", most);
+  metrics.emplace_back("async/param_version", static_cast<double>(param_version));
+  metrics.emplace_back("timing_s/generate_async", handoff.generate_seconds);
+  return std::move(handoff.rollouts);
 }
 
 void PPOTrainer::State::keep_varied_groups(std::vector<const Example*>& prompts, Rollouts& generated) {
@@ -602,7 +672,7 @@ void PPOTrainer::State::prepare(FitSummary& summary) {
   if (cfg.trainer.resume_mode == ResumeMode::kAuto) resume_dir = find_latest_checkpoint(checkpoint_root);
   const std::string base_dir = (std::filesystem::path(checkpoint_root) / "base").string();
   const bool warmup_configured = cfg.actor_rollout_ref.model.path.empty() && cfg.hybridscope.warmup.steps > 0;
-  if (resume_dir && topology.split())
+  if (resume_dir && (topology.split() || topology.split_rollout()))
     throw ConfigError(fmt::format("found checkpoint {}, but a split placement cannot resume yet: set "
                                   "trainer.resume_mode=disable or move the checkpoint directory",
                                   *resume_dir));
@@ -687,7 +757,7 @@ void PPOTrainer::State::prepare(FitSummary& summary) {
   if (topology.world() > 1 && critic) broadcast_parameters(*topology.global_world, *critic->model());
   apply_compute_options();  // the reference (and a resumed or loaded model) is new
   actor->release_full();    // from here on each rank holds only its shard
-  if (topology.split()) {   // the reference ranks start serving at the same step
+  if (topology.split() || topology.split_rollout()) {  // the other pool's ranks start at the same step
     auto start = torch::full({1}, global_step, torch::kInt64);
     topology.global_world->broadcast(start, 0);
   }
@@ -740,8 +810,8 @@ double PPOTrainer::validate() { return state_->validate(nullptr); }
 
 Metrics PPOTrainer::train_step() {
   auto& s = *state_;
-  if (s.topology.serves_ref())
-    throw std::logic_error("PPOTrainer::train_step() runs the actor's step; a split reference rank serves in fit()");
+  if (s.topology.serves_ref() || s.topology.serves_rollout())
+    throw std::logic_error("PPOTrainer::train_step() runs the actor's step; a split reference or rollout rank serves in fit()");
   if (!s.stepping) {
     s.begin_recording();
     s.stepping = true;
@@ -784,6 +854,13 @@ FitSummary PPOTrainer::fit() {
     if (s.topology.serves_ref()) {
       summary.steps_run = serve_reference(cfg, s.topology, *s.recording, s.ref_model, s.train_data, *s.tokenizer,
                                           s.total_steps, g_stop_signal);
+      s.recording->end(probes::RunStatus::kCompleted);
+      s.topology.global_world->barrier();  // every rank's file is complete; rank 0 merges
+      return summary;
+    }
+    if (s.topology.serves_rollout()) {
+      summary.steps_run = serve_rollout(cfg, s.topology, *s.recording, s.served_rollout_model, s.train_data, *s.loader,
+                                        *s.tokenizer, s.total_steps, g_stop_signal);
       s.recording->end(probes::RunStatus::kCompleted);
       s.topology.global_world->barrier();  // every rank's file is complete; rank 0 merges
       return summary;

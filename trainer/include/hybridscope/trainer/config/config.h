@@ -81,6 +81,12 @@ enum class TokenizerKind { kAuto, kChar, kHf };
 /// llama: Llama 2/3 (no attention biases); qwen2: Qwen2/Qwen2.5 (q/k/v biases); qwen3: Qwen3
 /// (per-head RMSNorm of q and k before the rotary embedding, explicit head_dim, no biases).
 enum class ModelArchitecture { kLlama, kQwen2, kQwen3 };
+/// hybridscope.async_mode: how generation and training overlap (docs/architecture.md, "One step
+/// off policy"). sync: each step generates, then trains on what it generated. one_step_off (verl's
+/// one-step-off-policy trainer; needs hybridscope.placement.rollout): the rollout ranks generate
+/// batch k+1 while the actor ranks train on batch k, with weights one update old. fully_async
+/// (verl's fully-async rollouter/trainer) is named so that it is refused with that reason: not built.
+enum class AsyncMode { kSync, kOneStepOff, kFullyAsync };
 
 // verl spellings of the enums above ("gae", "grpo", "rloo", "reinforce_plus_plus",
 // "reinforce_plus_plus_baseline", "remax"; "token-mean", ...; "kl"/"k1", "abs", "mse"/"k2",
@@ -107,6 +113,7 @@ const char* to_string(RewardRule v);
 const char* to_string(TokenizerKind v);
 const char* to_string(ModelArchitecture v);
 const char* to_string(OnWriteError v);
+const char* to_string(AsyncMode v);
 
 /// The value a spelling names, for command-line tools that take one value outside a config
 /// (E is one of the enums above); std::nullopt when `name` is no spelling of E.
@@ -245,6 +252,9 @@ struct RolloutConfig {
   bool free_cache_engine = true;
   int log_prob_micro_batch_size_per_gpu = -1;  // -1 = the actor's ppo_micro_batch_size_per_gpu
   SamplingParams val_kwargs{0.0, -1, 1.0, 1, false};
+  /// verl's update_weights_bucket_megabytes: the largest bucket (MiB) of the weight sync to a split
+  /// rollout pool (hybridscope.placement.rollout); a parameter larger than it travels alone.
+  int update_weights_bucket_megabytes = 512;
 
   SamplingParams sampling() const { return SamplingParams{temperature, top_k, top_p, n, do_sample}; }
 };
@@ -434,6 +444,9 @@ struct ReshardConfig {
 struct PlacementConfig {
   std::vector<int> actor;
   std::vector<int> ref;
+  /// World ranks that only generate (verl's rollout pool, hybrid_engine=false): the actor's weights
+  /// reach them by the sync after each update (rollout_server.h); [] = the actor generates.
+  std::vector<int> rollout;
 };
 
 struct HybridscopeSection {
@@ -451,6 +464,7 @@ struct HybridscopeSection {
   DistConfig dist{};
   ReshardConfig reshard{};
   PlacementConfig placement{};
+  AsyncMode async_mode = AsyncMode::kSync;  // sync | one_step_off (split rollout) | fully_async (refused: not built)
   double peak_flops = -1;  // FLOP/s denominator of perf/mfu; -1: measure this machine's GEMM peak
   /// Compute precision of every model (docs/config.md, "Precision"): fp32, or bf16 — bf16
   /// matmuls/attention (autocast) over fp32 master weights, gradients and optimizer state; the
@@ -486,7 +500,9 @@ struct Config {
 struct Placement {
   std::vector<int> actor;  // the actor's (training and rollout) ranks; every rank when colocated
   std::vector<int> ref;    // a split reference's ranks; empty = colocated with the actor
+  std::vector<int> rollout;  // a split rollout pool's ranks; empty = the actor generates
   bool split() const { return !ref.empty(); }
+  bool split_rollout() const { return !rollout.empty(); }
 };
 
 /// Loads a YAML file (empty path: defaults only), applies Hydra-style `a.b.c=value` overrides in

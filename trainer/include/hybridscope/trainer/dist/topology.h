@@ -35,7 +35,8 @@ struct Topology {
   int rollout_tp = 1;                  // actor_rollout_ref.rollout.tensor_model_parallel_size
   std::vector<int> actor_ranks;        // world ranks of the actor (all when colocated)
   std::vector<int> ref_ranks;          // world ranks of a split reference; empty = colocated
-  int actor_rank = 0;                  // this rank in the actor pool (its mesh rank); -1: a reference rank
+  std::vector<int> rollout_ranks;      // world ranks of a split rollout pool; empty = the actor generates
+  int actor_rank = 0;                  // this rank in the actor pool (its mesh rank); -1: a reference or rollout rank
 
   ClockSync clock_sync;                           // world > 1: the estimate of rank 0's clock (applied on other hosts)
   std::unique_ptr<C10dGroupFactory> groups;       // world > 1 only
@@ -48,6 +49,10 @@ struct Topology {
   /// HybridFlow's micro-DP group (hybrid mode, t_g <= tp): the ranks of this rank's training replica
   /// with its generation tp rank; their replicas generate exactly that training replica's prompts.
   std::shared_ptr<Communicator> micro_dp_group;
+  /// Split rollout: the actor's rank 0 and the rollout ranks (group rank 0 is the actor's), over
+  /// which the weights are broadcast after each update (rollout_server.h); null on other ranks.
+  std::unique_ptr<C10dGroupFactory> sync_groups;
+  std::shared_ptr<Communicator> sync_group;
 
   /// Step one: the placement and mesh from `cfg` (validated), the rank environment checked against
   /// it, the device, and (world > 1) the c10d world, not yet probed. Throws ConfigError when the
@@ -61,8 +66,12 @@ struct Topology {
   int world() const { return env.world_size; }
   int dp_rank() const { return parallel.dp->rank(); }
   bool split() const { return !ref_ranks.empty(); }
+  /// hybridscope.placement.rollout: generation runs on ranks of its own (rollout_server.h).
+  bool split_rollout() const { return !rollout_ranks.empty(); }
   /// A rank of a split reference: it serves the actor's ref phase (reference_server.h).
-  bool serves_ref() const { return actor_rank < 0; }
+  bool serves_ref() const { return actor_rank < 0 && split(); }
+  /// A rank of a split rollout pool: it generates the actor's batches (rollout_server.h).
+  bool serves_rollout() const { return actor_rank < 0 && split_rollout(); }
   /// The actor's modules hold a part of the model: tp or pp > 1, or fsdp shards over dp > 1.
   bool sharded() const { return mesh.tp > 1 || mesh.pp > 1 || (dp_sharding == DpSharding::kSharded && mesh.dp > 1); }
   /// Where the rollout's and the reshard's groups are made: the actor's groups, or one rank's.

@@ -29,6 +29,12 @@ struct Topology;
 /// reference ranks.
 torch::Tensor remote_ref_log_probs(const Topology& topology, const RolloutBatch& batch);
 
+/// On a rank of another role's pool (a split reference or rollout): the actor's supervised warm-up
+/// of `model` (hybridscope.warmup, when the model is not loaded from a path), which keeps the rank
+/// busy while the actor warms up (within the collective timeout) before rank 0's weights arrive.
+void warm_up_like_the_actor(const Config& cfg, RunRecording& recording, Transformer& model,
+                            const RLDataset& train_data, const Tokenizer& tokenizer);
+
 /// On a reference rank: the reference policy `ref_model` set up like the actor's base (the same
 /// warm-up on `train_data`, then rank 0's weights), then one ref phase per training step until the
 /// actor's `total_steps`. A stop request (`stop_signal` non-zero on any rank) ends the run as killed

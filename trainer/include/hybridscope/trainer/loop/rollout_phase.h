@@ -35,6 +35,15 @@ struct Rollouts {
   std::vector<std::vector<float>> log_probs;  // log π_rollout per response token
 };
 
+/// Responses and their log-probs packed for one collective: (rows, 1 + 2 · max_response_length)
+/// float32 rows (length, tokens..., log-probs...). Token ids are exact in float32 below 2^24 (every
+/// vocabulary is far smaller), so tokens and their rollout log-probs travel together.
+torch::Tensor pack_rollouts(const std::vector<std::vector<std::int32_t>>& responses,
+                            const std::vector<std::vector<float>>& log_probs, int max_response_length);
+/// Rows [first, first + count) of `packed` (pack_rollouts's) into out.responses/log_probs[at ...].
+void unpack_rollouts(const torch::Tensor& packed, std::int64_t first, std::int64_t count, Rollouts& out,
+                     std::size_t at);
+
 /// verl's DAPO reward manager's overlong shaping: min(−(length − (max_response_length − len)) / len ·
 /// penalty_factor, 0) for a response of `response_length` tokens (EOS included); 0 when disabled.
 double overlong_penalty(const OverlongBufferConfig& buffer, std::int64_t response_length, int max_response_length);
