@@ -25,6 +25,7 @@ constexpr const char* kMicroBatch = "actor_rollout_ref.actor.ppo_micro_batch_siz
 constexpr const char* kDynamicBsz = "actor_rollout_ref.actor.use_dynamic_bsz";
 constexpr const char* kMaxTokenLen = "actor_rollout_ref.actor.ppo_max_token_len_per_gpu";
 constexpr const char* kPlacementRef = "hybridscope.placement.ref";
+constexpr const char* kPlacementRollout = "hybridscope.placement.rollout";
 constexpr const char* kTestFreq = "trainer.test_freq";
 
 std::string ranks_text(const std::vector<int>& ranks) {
@@ -99,14 +100,19 @@ std::optional<Finding> role_bound(const RunAnalysis& a, const DiagnosisThreshold
         key_now(d, kDynamicBsz), key_now(d, kMaxTokenLen), key_now(d, kMicroBatch), key_now(d, kMiniBatch));
     name_keys(f, d, {kDynamicBsz, kMaxTokenLen, kMicroBatch, kMiniBatch});
   }
-  // hybridscope's actor generates and trains on the same ranks (the hybrid engine; placement splits
-  // only the reference), so separate rollout and train pools come from another framework's run
-  // (verl's fully-async or one-step-off trainers): say verl's pool keys, in words.
-  if (!roles.colocated)
+  // Separate rollout and train pools: hybridscope's own split placement (hybridscope.placement.rollout,
+  // with async_mode one_step_off or sync), or another framework's run (verl's fully-async or
+  // one-step-off trainers), whose pool keys are said in words.
+  if (!roles.colocated && !d.run.imported()) {
+    f.suggestion += fmt::format(" The pools are separate: move ranks {} the rollout pool in {}.",
+                                rollout_bound ? "into" : "out of", key_now(d, kPlacementRollout));
+    name_keys(f, d, {kPlacementRollout});
+  } else if (!roles.colocated) {
     f.suggestion += fmt::format(
         " With verl's separate pools (fully_async_policy, one_step_off_policy) move devices to the {}: "
         "rollout.nnodes / rollout.n_gpus_per_node against trainer.nnodes / trainer.n_gpus_per_node (verl #7601).",
         rollout_bound ? "rollouter" : "trainer");
+  }
   if (const RoleIdle* ref = role_of(roles, "reference"); ref && ref->idle_ratio > t.role_idle) {
     f.evidence += fmt::format("; the split reference ({}) idles {} of the step", ranks_text(ref->ranks),
                               format_percent(ref->idle_ratio));

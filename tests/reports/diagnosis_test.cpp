@@ -897,7 +897,16 @@ TEST(DiagnosisRules, RoleBoundGivesTheVerdictWithTheWaitingRolesIdleRatio) {
   EXPECT_EQ(f->range, "update_actor");
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.use_dynamic_bsz=false"));
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2"));
+  // An own run's pools are hybridscope's split placement: its key, not verl's.
+  EXPECT_CONTAINS(f->suggestion, "move ranks out of the rollout pool in hybridscope.placement.rollout");
+  EXPECT_EQ(f->suggestion.find("rollout.n_gpus_per_node"), std::string::npos);
+  // An imported verl run's pools: verl's pool keys, in words.
+  RunAnalysis imported = with_roles(false, 0.2, 0.6);
+  imported.data.run.source = "kineto";
+  f = check("role-bound", imported);
+  ASSERT_TRUE(f);
   EXPECT_CONTAINS(f->suggestion, "rollout.nnodes / rollout.n_gpus_per_node against trainer.nnodes");
+  EXPECT_EQ(f->suggestion.find("hybridscope.placement.rollout"), std::string::npos);
 
   // At the threshold (50 %) it stays silent; without a verdict too.
   EXPECT_FALSE(check("role-bound", with_roles(false, 0.2, 0.5)));
