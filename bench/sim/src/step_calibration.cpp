@@ -49,7 +49,6 @@ double golden_min(F f, double lo, double hi, double tol) {
 }
 
 constexpr double kLogLo = -9.210340371976182;  // log 1e-4
-constexpr double kLogHi = 2.302585092994046;   // log 10
 constexpr double kLogTol = 1e-10;
 
 }  // namespace
@@ -190,8 +189,11 @@ EfficiencyFit fit_unchecked(const std::vector<MeasuredCell>& cells, const CommCa
     }
     return sum;
   };
+  // The compute efficiency is searched up to 1 too (the hardware file's peak is the device's, or on
+  // a CPU the trainer's own best GEMM): a fit that wants more is one whose generation is the
+  // per-call overhead, not its FLOPs.
   auto best_prefill = [&](double log_decode, double overhead) {
-    return golden_min([&](double lp) { return objective(lp, log_decode, overhead); }, kLogLo, kLogHi, kLogTol);
+    return golden_min([&](double lp) { return objective(lp, log_decode, overhead); }, kLogLo, 0.0, kLogTol);
   };
   auto best_overhead = [&](double log_decode) {
     return golden_min([&](double ov) { return objective(best_prefill(log_decode, ov), log_decode, ov); }, 0.0,
@@ -228,13 +230,17 @@ EfficiencyFit fit_unchecked(const std::vector<MeasuredCell>& cells, const CommCa
   out.efficiency.decode_bandwidth = std::exp(log_decode);
   out.efficiency.prefill_compute = std::exp(log_prefill);
   out.efficiency.gen_call_overhead_s = overhead;
-  auto at_bound = [&](const char* name, double v, bool upper) {
-    if (std::abs(v - kLogLo) < 1e-5 || (upper && std::abs(v - kLogHi) < 1e-5))
+  if (std::abs(log_prefill) < 1e-5)
+    out.notes.push_back(fmt::format(
+        "the prefill compute efficiency ended at 1 (the device's peak): generation in the fit cells is the per-call "
+        "overhead ({:.3g} ms a forward call) more than its FLOPs, so they bound the efficiency only from below; 1 is "
+        "kept",
+        overhead * 1e3));
+  for (auto [name, v] : {std::pair{"decode bandwidth", log_decode}, std::pair{"prefill compute", log_prefill}})
+    if (std::abs(v - kLogLo) < 1e-5)
       out.notes.push_back(fmt::format(
-          "the {} efficiency ended at its range's bound ({:.4g}): the cells hardly constrain it", name, std::exp(v)));
-  };
-  if (identifiable) at_bound("decode bandwidth", log_decode, false);
-  at_bound("prefill compute", log_prefill, true);
+          "the {} efficiency ended at its range's lower bound ({:.4g}): the cells hardly constrain it", name,
+          std::exp(v)));
   return out;
 }
 

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <string>
 
@@ -272,4 +273,23 @@ TEST(StepCalibration, FittedEfficienciesAboveOneAreFlagged) {
   for (const auto& n : fit.notes) noted |= n.find("outside (0, 1]") != std::string::npos;
   EXPECT_TRUE(noted);
   EXPECT_NE(sim::format_validations(cells, comm).find("FLAG: outside (0, 1]: train compute"), std::string::npos);
+}
+
+// Generation that is all per-call overhead (the same time per forward call whatever the batch, tp
+// or length): the overhead takes it, the compute efficiency stops at 1 (the peak), and that is a
+// bound the cells set, noted, not an efficiency above the peak flagged.
+TEST(StepCalibration, OverheadBoundGenerationStopsTheComputeEfficiencyAtThePeak) {
+  const auto comm = small_cluster();
+  auto cells = synthetic_cells(comm, 0.0);
+  for (auto& c : cells) {
+    const double calls = 1.0 + std::ceil(sim::response_spread(c.inputs).hi);
+    c.phase_s["gen"] = calls * 5e-3;  // 5 ms a call, nothing else
+  }
+  const sim::EfficiencyFit fit = sim::fit_efficiencies(cells, comm);
+  EXPECT_NEAR(fit.efficiency.prefill_compute, 1.0, 1e-6);
+  EXPECT_NEAR(fit.efficiency.gen_call_overhead_s, 5e-3, 5e-5);  // less the FLOPs at the peak
+  EXPECT_TRUE(fit.out_of_range.empty()) << fit.out_of_range.front();
+  bool noted = false;
+  for (const auto& n : fit.notes) noted |= n.find("prefill compute efficiency ended at 1") != std::string::npos;
+  EXPECT_TRUE(noted);
 }
