@@ -49,16 +49,23 @@ std::vector<std::string> rl_summary_lines(const RunAnalysis& a) {
   } else {
     std::string line = fmt::format("weight sync ({}): up to {} per step, median {} per step", w.range_name, w.max_syncs,
                                    format_seconds(w.median_s));
-    if (w.median_bytes)
-      line += fmt::format(", {} (busiest rank, from {})", format_bytes(*w.median_bytes), w.bytes_source);
-    else
-      line += ", bytes unknown (no switch rows and no collectives with sizes inside the sync ranges)";
-    if (w.median_gbps) line += fmt::format(" at {} GB/s", format_number(*w.median_gbps));
-    if (w.median_of_link)
-      line += fmt::format(" = {} of the link's {} GB/s ({})", format_percent(*w.median_of_link), format_number(*w.link_gbps),
-                          w.link_source);
-    else if (w.median_gbps)
-      line += "; no link bandwidth to compare with (give --comm-bench or --hardware)";
+    if (w.median_bytes && *w.median_bytes == 0) {
+      // Nothing moved (one rank, or layouts that coincide): no rate, and nothing to hold against a link.
+      line += fmt::format(", moving nothing (0 B on the busiest rank, from {}: the generation layout's weights are "
+                          "the training layout's)",
+                          w.bytes_source);
+    } else {
+      if (w.median_bytes)
+        line += fmt::format(", {} (busiest rank, from {})", format_bytes(*w.median_bytes), w.bytes_source);
+      else
+        line += ", bytes unknown (no switch rows and no collectives with sizes inside the sync ranges)";
+      if (w.median_gbps) line += fmt::format(" at {} GB/s", format_number(*w.median_gbps));
+      if (w.median_of_link)
+        line += fmt::format(" = {} of the link's {} GB/s ({})", format_percent(*w.median_of_link),
+                            format_number(*w.link_gbps), w.link_source);
+      else if (w.median_gbps)
+        line += "; no link bandwidth to compare with (give --comm-bench or --hardware)";
+    }
     out.push_back(line);
   }
   out.push_back(fmt::format("MFU: verl flops_counter {} (perf/mfu/actor); PaLM/torchtitan {} (perf/mfu/actor_palm)",

@@ -60,6 +60,7 @@ RunAnalysis clean_run() {
       {"trainer.balance_batch", "false"},
       {"trainer.test_freq", "1"},
       {"hybridscope.placement.ref", "[2, 3]"},
+      {"hybridscope.placement.rollout", "[]"},
   };
   std::sort(a.data.config.begin(), a.data.config.end());  // RunData keeps its config by key
   a.measured = {2, 3, 4, 5};

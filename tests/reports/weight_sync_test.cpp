@@ -158,3 +158,27 @@ TEST(WeightSync, ARecordedRunsBytesComeFromItsSwitches) {
   EXPECT_NEAR(*b.weight_sync.steps[0].of_link, 3.3554432 / 50.0, 1e-12);
   EXPECT_EQ(b.weight_sync.link_source, given.link_source);
 }
+
+// A switch that moves nothing (one rank; layouts that coincide) has no rate: the summary says it
+// moved nothing instead of "0 B at 0 GB/s" and asks for no link to compare with.
+TEST(WeightSync, ASyncThatMovesNothingShowsNoRate) {
+  RunAnalysis a;
+  WeightSyncStep s;
+  s.step = 2;
+  s.syncs = 1;
+  s.seconds = 0.018;
+  s.bytes = 0;
+  s.gbps = 0.0;
+  a.weight_sync.steps.push_back(s);
+  a.weight_sync.range_name = "switch/train_to_rollout";
+  a.weight_sync.bytes_source = "switches";
+  a.weight_sync.median_s = 0.018;
+  a.weight_sync.median_bytes = 0.0;
+  a.weight_sync.median_gbps = 0.0;
+  a.weight_sync.max_syncs = 1;
+  const auto lines = rl_summary_lines(a);
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_EQ(lines[1], "weight sync (switch/train_to_rollout): up to 1 per step, median 18 ms per step, moving nothing "
+                      "(0 B on the busiest rank, from switches: the generation layout's weights are the training "
+                      "layout's)");
+}
