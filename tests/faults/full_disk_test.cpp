@@ -195,8 +195,11 @@ TEST_F(FullDisk, TwoRanksStopAtTheSameStepAndALaterMergeCompletesTheRun) {
   EXPECT_FALSE(fs::exists(db() + ".rank1"));
   EXPECT_EQ(hs::test::query_row(db(), "PRAGMA integrity_check"), "ok");
   EXPECT_TRUE(hs::test::query_rows(db(), "PRAGMA foreign_key_check").empty());
-  EXPECT_EQ(hs::test::query_rows(db(), "SELECT rank, status, write_errors > 0 FROM ranks ORDER BY rank"),
-            (std::vector<std::string>{"0|failed|1", "1|failed|1"}));
+  // Both ranks failed; which of them had a write refused before the agreed stop depends on which
+  // wrote first into the full disk (on a loaded machine rank 0 can stop on rank 1's failure alone).
+  EXPECT_EQ(hs::test::query_rows(db(), "SELECT rank, status FROM ranks ORDER BY rank"),
+            (std::vector<std::string>{"0|failed", "1|failed"}));
+  EXPECT_EQ(hs::test::query_row(db(), "SELECT count(*) > 0 FROM ranks WHERE write_errors > 0"), "1");
   EXPECT_EQ(hs::test::query_row(db(), "SELECT status FROM runs"), "failed");
   EXPECT_EQ(hs::test::query_row(db(), "SELECT COUNT(DISTINCT rank) FROM ranges WHERE step = 1"), "2");
 }

@@ -84,14 +84,7 @@ int serve_reference(const Config& cfg, Topology& topology, RunRecording& recordi
   int served = 0;
   while (step < total_steps) {
     // The actor ranks' step boundary (trainer.cpp, fit()): the same agreement, the same stops.
-    const auto stop = recording.agree_on_stop(world, stop_signal.load());
-    if (const int sig = stop.signal) {
-      const std::string message = fmt::format("stopped by signal {} after step {}", sig, step);
-      recording.end(probes::RunStatus::kKilled, message);
-      throw std::runtime_error(message);
-    }
-    if (stop.write_failed_rank >= 0)  // fit()'s catch marks the run failed with this message
-      throw probes::RecorderError(recording.write_stop_message(stop, step));
+    recording.stop_if_requested(world, stop_signal.load(), step);  // fit()'s catch marks a failed write
     recording.begin_step(++step);
     {
       HS_PROBE_RANGE(timings, "ref", kPhase);

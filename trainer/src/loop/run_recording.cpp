@@ -130,6 +130,16 @@ std::string RunRecording::write_stop_message(const StopRequest& stop, std::int64
                                                 stop.write_failed_rank));
 }
 
+void RunRecording::stop_if_requested(Communicator& world, int signal, std::int64_t step) {
+  const StopRequest stop = agree_on_stop(world, signal);
+  if (stop.signal) {
+    const std::string message = fmt::format("stopped by signal {} after step {}", stop.signal, step);
+    end(probes::RunStatus::kKilled, message);
+    throw std::runtime_error(message);
+  }
+  if (stop.write_failed_rank >= 0) throw probes::RecorderError(write_stop_message(stop, step));
+}
+
 std::string RunRecording::stop_reason() const {
   if (on_write_error_ != OnWriteError::kStop || recorder_->failed_writes() == 0) return {};
   return fmt::format("the recorder of rank {} could not write {} records: {}", rank_, recorder_->failed_writes(),

@@ -874,14 +874,8 @@ FitSummary PPOTrainer::fit() {
     while (s.global_step < s.total_steps) {
       // A stop request on any rank stops every rank at the same step boundary: a signal, or a rank
       // whose recorder failed to write with hybridscope.recorder.on_write_error=stop.
-      const auto stop = s.recording->agree_on_stop(*s.topology.global_world, g_stop_signal.load());
-      if (const int sig = stop.signal) {
-        const std::string message = fmt::format("stopped by signal {} after step {}", sig, s.global_step);
-        s.recording->end(probes::RunStatus::kKilled, message);
-        throw std::runtime_error(message);
-      }
-      if (stop.write_failed_rank >= 0)  // the catch below marks the run failed with this message
-        throw probes::RecorderError(s.recording->write_stop_message(stop, s.global_step));
+      // A failed write throws RecorderError: the catch below marks the run failed with its message.
+      s.recording->stop_if_requested(*s.topology.global_world, g_stop_signal.load(), s.global_step);
       const Metrics metrics = s.train_step();
       ++summary.steps_run;
       step_seconds_sum += find(metrics, "perf/time_per_step");

@@ -69,6 +69,11 @@ class RunRecording {
   /// The message a stop for a failed write ends the run with, after `step`: this rank's own
   /// failure (stop_reason()) when it has one, else the failing rank's number.
   std::string write_stop_message(const StopRequest& stop, std::int64_t step) const;
+  /// The step boundary every rank of `world` passes (the actor's, a split reference's, a rollout
+  /// pool's): agree_on_stop, then on a signal end the run killed and throw std::runtime_error, on
+  /// a rank's failed write throw probes::RecorderError with write_stop_message (the caller's catch
+  /// marks the run failed). `step`: the last step completed.
+  void stop_if_requested(Communicator& world, int signal, std::int64_t step);
 
   /// Memory probe at a phase boundary (nothing when the probes are off): the device's or the CPU
   /// tracking allocator's memory, and the KV block pool (`stats`, `cache_bytes`).
