@@ -17,6 +17,9 @@
 //   rank (RANK set: by the launcher, torchrun, srun): joins the c10d Gloo world and runs the
 //     suite with one torch thread; rank 0 reports, the others discard their reports.
 //
+// BM_AllReduceInSitu and BM_AllGatherInSitu time the same calls right after about 1 ms of compute
+// on each rank (timed_in_situ_iteration): the cost tensor-parallel generation pays, skew included.
+//
 // Not here: the probe's own cost (hs_recorder_bench, BM_ProbeOverhead), NCCL, the reshard
 // executor over real ranks (`hybridscope switch-bench`; on thread ranks: reshard_bench.cpp).
 //
@@ -157,10 +160,26 @@ double timed_iteration(RankWorld& w, const std::function<void()>& call) {
   return elapsed.item<double>() * 1e-9;
 }
 
+// In situ: the collective right after each rank has computed on its own for about a millisecond
+// (three 256×256×256 float32 products), as tensor-parallel generation calls its all-reduces between
+// a layer's products. Timed from the end of this rank's compute to the call's return, the slowest
+// rank's: the early rank's wait for the late one — the skew of rank processes computing on shared
+// cores — is in it, which the barrier-started iterations above leave out.
+double timed_in_situ_iteration(RankWorld& w, const std::function<void()>& call) {
+  static const torch::Tensor a = torch::rand({256, 256}), b = torch::rand({256, 256});
+  w.timing->barrier();
+  for (int i = 0; i < 3; ++i) benchmark::DoNotOptimize(a.mm(b).data_ptr());
+  const std::int64_t start = hs::probes::now_ns();
+  call();
+  auto elapsed = torch::full({1}, static_cast<double>(hs::probes::now_ns() - start), torch::kFloat64);
+  w.timing->all_reduce(elapsed, ReduceOp::kMax);
+  return elapsed.item<double>() * 1e-9;
+}
+
 // args: (ranks, bytes). Counters as the header says; algbw from the mean of the iterations' times
 // (Google Benchmark's real_time), computed here because Google Benchmark's rate counters divide
 // by CPU time.
-void BM_Collective(benchmark::State& state, RankWorld* w, OpInfo info) {
+void BM_Collective(benchmark::State& state, RankWorld* w, OpInfo info, bool in_situ) {
   if (w->broken) {
     state.SkipWithError("an earlier collective failed; the ranks are out of step");
     return;
@@ -173,7 +192,7 @@ void BM_Collective(benchmark::State& state, RankWorld* w, OpInfo info) {
     bytes = collective.bytes;
     for (int i = 0; i < kWarmup; ++i) collective.call();
     for (auto _ : state) {
-      const double s = timed_iteration(*w, collective.call);
+      const double s = in_situ ? timed_in_situ_iteration(*w, collective.call) : timed_iteration(*w, collective.call);
       state.SetIterationTime(s);
       total_s += s;
       times_s.push_back(s);
@@ -201,10 +220,23 @@ void register_suite(RankWorld& w) {
   const int n = w.group->size();
   for (const OpInfo& info : kOps) {
     for (std::int64_t bytes = kMinBytes; bytes <= kMaxBytes; bytes *= 4) {
-      benchmark::RegisterBenchmark(info.benchmark, BM_Collective, &w, info)
+      benchmark::RegisterBenchmark(info.benchmark, BM_Collective, &w, info, false)
           ->ArgNames({"ranks", "bytes"})
           ->Args({n, bytes})
           ->Iterations(iterations_for(bytes))
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+  // Generation's tensor-parallel collectives in situ (after compute), at their sizes (4 KiB … 1 MiB).
+  for (const OpInfo& info : kOps) {
+    if (info.op != Op::kAllReduce && info.op != Op::kAllGather) continue;
+    const std::string name = std::string(info.benchmark) + "InSitu";
+    for (std::int64_t bytes = kMinBytes; bytes <= kMiB; bytes *= 4) {
+      benchmark::RegisterBenchmark(name.c_str(), BM_Collective, &w, info, true)
+          ->ArgNames({"ranks", "bytes"})
+          ->Args({n, bytes})
+          ->Iterations(30)
           ->UseManualTime()
           ->Unit(benchmark::kMicrosecond);
     }

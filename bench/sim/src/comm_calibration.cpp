@@ -76,18 +76,37 @@ double CommCalibration::measured_seconds(const Curve& curve, double bytes) noexc
   return std::max(0.0, t0 + (t1 - t0) * (bytes - b0) / (b1 - b0));
 }
 
-void CommCalibration::set_curve(Collective op, LinkLevel level, int n, const std::vector<CommSample>& samples) {
+namespace {
+
+// One point per distinct size (the mean of its samples) of (op, n) among `samples` of the given
+// kind; empty with fewer than two sizes.
+CommCalibration::Curve curve_of(const std::vector<CommSample>& samples, Collective op, int n, bool in_situ) {
   std::map<double, std::pair<double, int>> by_size;  // bytes -> (sum of seconds, samples)
   for (const CommSample& s : samples) {
-    if (s.op != op || s.group_size != n || !(s.seconds > 0.0) || !(s.bytes > 0.0)) continue;
+    if (s.op != op || s.group_size != n || s.in_situ != in_situ || !(s.seconds > 0.0) || !(s.bytes > 0.0)) continue;
     auto& [sum, count] = by_size[s.bytes];
     sum += s.seconds;
     ++count;
   }
-  if (by_size.size() < 2) return;
-  Curve c;
+  CommCalibration::Curve c;
+  if (by_size.size() < 2) return c;
   for (const auto& [bytes, sum_count] : by_size) c.emplace_back(bytes, sum_count.first / sum_count.second);
-  curves_[{op, level, n}] = std::move(c);
+  return c;
+}
+
+}  // namespace
+
+void CommCalibration::set_curve(Collective op, LinkLevel level, int n, const std::vector<CommSample>& samples) {
+  if (Curve c = curve_of(samples, op, n, false); !c.empty()) curves_[{op, level, n}] = std::move(c);
+}
+
+void CommCalibration::set_in_situ_curve(Collective op, LinkLevel level, int n, const std::vector<CommSample>& samples) {
+  if (Curve c = curve_of(samples, op, n, true); !c.empty()) in_situ_curves_[{op, level, n}] = std::move(c);
+}
+
+double CommCalibration::seconds_in_situ(Collective op, int n, double bytes, LinkLevel level) const noexcept {
+  const auto it = in_situ_curves_.find({op, level, n});
+  return it != in_situ_curves_.end() ? measured_seconds(it->second, bytes) : seconds(op, n, bytes, level);
 }
 
 void CommCalibration::set_fit(Collective op, LinkLevel level, const AlphaBetaFit& fit) { fits_[{op, level}] = fit; }
@@ -97,9 +116,12 @@ CommCalibration calibrate_comm(const HardwareSpec& hardware, const std::vector<L
   CommCalibration calibration(hardware);
   for (const LinkSamples& level_samples : measured) {
     for (Collective op : kAllCollectives) {
-      std::vector<CommSample> of_op;
+      std::vector<CommSample> of_op, in_situ;
       for (const CommSample& s : level_samples.samples)
-        if (s.op == op) of_op.push_back(s);
+        if (s.op == op) (s.in_situ ? in_situ : of_op).push_back(s);
+      std::set<int> situ_sizes;
+      for (const CommSample& s : in_situ) situ_sizes.insert(s.group_size);
+      for (int n : situ_sizes) calibration.set_in_situ_curve(op, level_samples.level, n, in_situ);
       if (of_op.empty()) continue;
       std::set<int> sizes;
       for (const CommSample& s : of_op) sizes.insert(s.group_size);
@@ -138,7 +160,7 @@ std::vector<CollectiveError> prediction_error(const CommCalibration& calibration
     const AlphaBeta params = calibration.alpha_beta(op, level);
     double sum = 0.0;
     for (const CommSample& s : check) {
-      if (s.op != op || !(s.seconds > 0.0)) continue;
+      if (s.op != op || s.in_situ || !(s.seconds > 0.0)) continue;
       sum += std::abs(collective_seconds(op, s.group_size, s.bytes, params) - s.seconds) / s.seconds;
       ++error.samples;
     }

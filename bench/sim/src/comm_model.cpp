@@ -136,8 +136,11 @@ CommBenchData parse_comm_bench_json(const std::string& json_text, const std::str
     const std::string name = row.value("name", std::string());
     const std::string family = name.substr(0, name.find('/'));
     std::optional<Collective> op;
+    const std::string kInSitu = "InSitu";
+    const bool in_situ = family.size() > kInSitu.size() && family.compare(family.size() - kInSitu.size(), kInSitu.size(), kInSitu) == 0;
+    const std::string base = in_situ ? family.substr(0, family.size() - kInSitu.size()) : family;
     for (const auto& [prefix, collective] : kFamilies)
-      if (family == prefix) op = collective;
+      if (base == prefix) op = collective;
     if (!op || row.value("run_type", std::string("iteration")) != "iteration") {
       data.skipped.push_back(name);
       continue;
@@ -153,6 +156,7 @@ CommBenchData parse_comm_bench_json(const std::string& json_text, const std::str
       throw SimError(fmt::format("{}: benchmark {}: time_unit '{}' is not ns, us, ms or s", origin, name, unit));
     CommSample sample;
     sample.op = *op;
+    sample.in_situ = in_situ;
     sample.group_size = static_cast<int>(std::lround(row["group_size"].get<double>()));
     sample.bytes = row["bytes"].get<double>();
     // The median iteration where the bench recorded it (median_s, seconds), else the mean.

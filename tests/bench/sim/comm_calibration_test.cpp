@@ -195,3 +195,28 @@ TEST(CommCalibration, InterNodeIsNeverFasterThanIntraNode) {
   EXPECT_DOUBLE_EQ(plain.seconds(Collective::kAllGather, 4, 1048576.0, LinkLevel::kInterNode),
                    3 * 10e-6 + 0.75 * 1048576.0 / 10e9);
 }
+
+// In-situ samples (timed right after compute) make their own curves, read by seconds_in_situ only:
+// they neither enter the alpha-beta fit nor the ordinary curves, and a size without them falls
+// back to the ordinary cost.
+TEST(CommCalibration, InSituSamplesServeOnlyTheInSituCost) {
+  std::vector<sim::CommSample> samples = {{Collective::kAllReduce, 2, 4096.0, 1e-3},
+                                          {Collective::kAllReduce, 2, 1048576.0, 2e-3}};
+  for (auto [bytes, t] : {std::pair{4096.0, 3e-3}, std::pair{1048576.0, 5e-3}}) {
+    sim::CommSample s{Collective::kAllReduce, 2, bytes, t};
+    s.in_situ = true;
+    samples.push_back(s);
+  }
+  const sim::CommCalibration cal = sim::calibrate_comm(two_level_hardware(), {{LinkLevel::kIntraNode, samples}});
+  // Midway (526336 bytes): ordinary 1.5 ms, in situ 4 ms.
+  const double mid = (4096.0 + 1048576.0) / 2.0;
+  EXPECT_NEAR(cal.seconds(Collective::kAllReduce, 2, mid, LinkLevel::kIntraNode), 1.5e-3, 1e-15);
+  EXPECT_NEAR(cal.seconds_in_situ(Collective::kAllReduce, 2, mid, LinkLevel::kIntraNode), 4e-3, 1e-15);
+  // The alpha-beta fit saw the two ordinary samples only: it goes through both exactly.
+  const sim::AlphaBeta ab = cal.alpha_beta(Collective::kAllReduce, LinkLevel::kIntraNode);
+  EXPECT_NEAR(sim::collective_seconds(Collective::kAllReduce, 2, 4096.0, ab), 1e-3, 1e-12);
+  EXPECT_NEAR(sim::collective_seconds(Collective::kAllReduce, 2, 1048576.0, ab), 2e-3, 1e-12);
+  // 4 ranks have no in-situ curve: the ordinary cost.
+  EXPECT_DOUBLE_EQ(cal.seconds_in_situ(Collective::kAllReduce, 4, mid, LinkLevel::kIntraNode),
+                   cal.seconds(Collective::kAllReduce, 4, mid, LinkLevel::kIntraNode));
+}

@@ -145,9 +145,16 @@ TEST(CommModel, ReadsCommBenchJson) {
      "bytes": 65536.0, "group_size": 4.0, "real_time": 2.5, "time_unit": "ms", "median_s": 0.0021},
     {"name": "BM_AllReduce/ranks:4/bytes:65536/manual_time_mean", "run_type": "aggregate",
      "bytes": 65536.0, "group_size": 4.0, "real_time": 2.5, "time_unit": "ms"},
+    {"name": "BM_AllReduceInSitu/ranks:2/bytes:4096/iterations:30/manual_time", "run_type": "iteration",
+     "bytes": 4096.0, "group_size": 2.0, "real_time": 1500, "time_unit": "us", "median_s": 0.0012},
     {"name": "BM_Barrier/ranks:2", "run_type": "iteration", "real_time": 1, "time_unit": "us"}]})";
   const sim::CommBenchData data = sim::parse_comm_bench_json(json, "c.json");
-  ASSERT_EQ(data.samples.size(), 2u);
+  ASSERT_EQ(data.samples.size(), 3u);
+  EXPECT_FALSE(data.samples[0].in_situ);
+  // BM_<Op>InSitu: the same collective timed right after compute.
+  EXPECT_EQ(data.samples[2].op, Collective::kAllReduce);
+  EXPECT_TRUE(data.samples[2].in_situ);
+  EXPECT_DOUBLE_EQ(data.samples[2].seconds, 1.2e-3);
   EXPECT_EQ(data.samples[0].op, Collective::kAllGather);
   EXPECT_EQ(data.samples[0].group_size, 2);
   EXPECT_DOUBLE_EQ(data.samples[0].bytes, 4096.0);

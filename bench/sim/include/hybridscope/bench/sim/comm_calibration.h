@@ -57,6 +57,11 @@ class CommCalibration {
   /// stack plus the network.
   double seconds(Collective op, int n, double bytes, LinkLevel level) const noexcept;
 
+  /// A collective called between bursts of compute (tensor-parallel generation's): the in-situ
+  /// curve of (op, level, n) where hs_comm_bench measured one (BM_<Op>InSitu: the call right after
+  /// each rank computed, the ranks' skew included), else seconds().
+  double seconds_in_situ(Collective op, int n, double bytes, LinkLevel level) const noexcept;
+
   /// A measured curve: (bytes, seconds) ascending in bytes, one point per distinct size (the mean
   /// of that size's samples).
   using Curve = std::vector<std::pair<double, double>>;
@@ -75,17 +80,21 @@ class CommCalibration {
   /// Keeps `samples`' curve for (op, level, n) (samples of other ops or sizes ignored); needs two
   /// distinct message sizes, else nothing is kept.
   void set_curve(Collective op, LinkLevel level, int n, const std::vector<CommSample>& samples);
+  /// The same for the in-situ samples of (op, n) (CommSample::in_situ), read by seconds_in_situ.
+  void set_in_situ_curve(Collective op, LinkLevel level, int n, const std::vector<CommSample>& samples);
   void add_fallback_reason(std::string reason) { fallback_reasons_.push_back(std::move(reason)); }
 
  private:
   HardwareSpec hardware_;
   std::map<std::pair<Collective, LinkLevel>, AlphaBetaFit> fits_;
   std::map<std::tuple<Collective, LinkLevel, int>, Curve> curves_;
+  std::map<std::tuple<Collective, LinkLevel, int>, Curve> in_situ_curves_;
   std::vector<std::string> fallback_reasons_;
 };
 
 /// Fits one AlphaBeta per (collective, level) present in `measured` (fit_alpha_beta over all its
-/// group sizes and message sizes) and keeps each (collective, level, group size)'s curve. A group whose fit fails (one message size, time falling with
+/// group sizes and message sizes) and keeps each (collective, level, group size)'s curve; in-situ
+/// samples only make in-situ curves. A group whose fit fails (one message size, time falling with
 /// size) keeps the hardware's link and its reason is kept in fallback_reasons().
 CommCalibration calibrate_comm(const HardwareSpec& hardware, const std::vector<LinkSamples>& measured,
                                FitWeighting weighting = FitWeighting::kRelative);

@@ -61,6 +61,7 @@ struct CommSample {
   int group_size = 2;
   double bytes = 0.0;
   double seconds = 0.0;
+  bool in_situ = false;  // timed right after each rank computed (hs_comm_bench's BM_<Op>InSitu)
 };
 
 enum class FitWeighting {
