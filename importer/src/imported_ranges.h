@@ -53,6 +53,20 @@ void nest_ranges(std::vector<ImportedRange>& ranges, const StepStarts& steps);
 /// The innermost range of thread `tid` open at `t` in nested `ranges`; -1 when none.
 std::int32_t innermost_range(const std::vector<ImportedRange>& ranges, std::int64_t tid, std::int64_t t);
 
+/// GPU and runtime records per hand-over to the recorder (both importers batch them).
+constexpr std::size_t kBatchRecords = 16384;
+
+/// Hands `batch` to `rec` once it holds kBatchRecords records (or any, with `force`), leaving it
+/// empty, and calls `handed(n)` with the count handed (the importer's flush cadence).
+template <typename Handed>
+void hand_over_batch(probes::Recorder& rec, probes::GpuActivityBatch& batch, bool force, Handed&& handed) {
+  if (batch.empty() || (!force && batch.size() < kBatchRecords)) return;
+  const auto n = static_cast<std::int64_t>(batch.size());
+  rec.record_gpu_activity(std::move(batch));
+  batch = probes::GpuActivityBatch();
+  handed(n);
+}
+
 /// Hands the nested ranges to `rec` per thread (at most 4096 per call), calling `handed(n)` after
 /// each call (the importer's flush cadence); counts them into `ranges` and `phase_ranges`.
 template <typename Handed>

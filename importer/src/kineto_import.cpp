@@ -26,7 +26,6 @@ namespace {
 // would drop beyond: an importer must lose nothing).
 constexpr std::int64_t kFlushEvery = 1 << 18;
 // GPU and runtime records per hand-over (a CUPTI buffer's worth).
-constexpr std::size_t kBatchRecords = 16384;
 
 // NCCL's collective names (Kineto's "Collective name", ParamCommsUtils) in the comm_ops spelling.
 std::string comm_op_name(const std::string& collective) {
@@ -197,11 +196,7 @@ class RankImport {
   }
 
   void hand_over(bool force) {
-    if (batch_.empty() || (!force && batch_.size() < kBatchRecords)) return;
-    const auto n = static_cast<std::int64_t>(batch_.size());
-    rec_.record_gpu_activity(std::move(batch_));
-    batch_ = probes::GpuActivityBatch();
-    counted_flush(n);
+    detail::hand_over_batch(rec_, batch_, force, [&](std::int64_t n) { counted_flush(n); });
   }
 
   // Pass 2: runtime calls (with the range each was made in) and the allocator's [memory] events.

@@ -29,7 +29,6 @@ using detail::NsysProcess;
 namespace {
 
 constexpr std::int64_t kFlushEvery = 1 << 18;  // records between flushes (as the Kineto importer)
-constexpr std::size_t kBatchRecords = 16384;    // GPU and runtime records per hand-over
 
 // NVTX event types (ENUM_NSYS_EVENT_TYPE; the export documentation's NVTX table).
 constexpr int kNvtxPushPopRange = 59;
@@ -169,11 +168,7 @@ class ProcessImport {
   }
 
   void hand_over(bool force) {
-    if (batch_.empty() || (!force && batch_.size() < kBatchRecords)) return;
-    const auto n = static_cast<std::int64_t>(batch_.size());
-    rec_.record_gpu_activity(std::move(batch_));
-    batch_ = probes::GpuActivityBatch();
-    counted_flush(n);
+    detail::hand_over_batch(rec_, batch_, force, [&](std::int64_t n) { counted_flush(n); });
   }
 
   // A runtime API call (a row of the activity query, kind 3) with the innermost NVTX range of its
