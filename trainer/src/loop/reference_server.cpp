@@ -49,18 +49,28 @@ torch::Tensor remote_ref_log_probs(const Topology& topology, const RolloutBatch&
   return out;
 }
 
-void warm_up_like_the_actor(const Config& cfg, RunRecording& recording, Transformer& model,
-                            const RLDataset& train_data, const Tokenizer& tokenizer) {
-  if (!cfg.actor_rollout_ref.model.path.empty() || cfg.hybridscope.warmup.steps <= 0) return;
-  HS_PROBE_RANGE(recording.timings(), "warmup", kSetup);
-  // The warm-up files through the same chat template as the actor's (text_setup.h).
-  const TextSetup text = cfg.hybridscope.warmup.files.empty() ? TextSetup{} : make_text_setup(cfg);
-  const RLDataset warmup_data =
-      cfg.hybridscope.warmup.files.empty()
-          ? train_data
-          : RLDataset::load(cfg.hybridscope.warmup.files, tokenizer, cfg.data,
-                            text.chat_template ? &*text.chat_template : nullptr);
-  supervised_warmup(model, warmup_data, tokenizer, cfg.hybridscope.warmup, cfg.hybridscope.seed, [](int, int, double) {});
+std::int64_t take_the_actors_base(const Config& cfg, RunRecording& recording, Communicator& world, Transformer& model,
+                                  const RLDataset& train_data, const Tokenizer& tokenizer) {
+  if (cfg.actor_rollout_ref.model.path.empty() && cfg.hybridscope.warmup.steps > 0) {
+    HS_PROBE_RANGE(recording.timings(), "warmup", kSetup);
+    // The warm-up files through the same chat template as the actor's (text_setup.h).
+    const TextSetup text = cfg.hybridscope.warmup.files.empty() ? TextSetup{} : make_text_setup(cfg);
+    const RLDataset warmup_data =
+        cfg.hybridscope.warmup.files.empty()
+            ? train_data
+            : RLDataset::load(cfg.hybridscope.warmup.files, tokenizer, cfg.data,
+                              text.chat_template ? &*text.chat_template : nullptr);
+    supervised_warmup(model, warmup_data, tokenizer, cfg.hybridscope.warmup, cfg.hybridscope.seed,
+                      [](int, int, double) {});
+  }
+  broadcast_parameters(world, *model);
+  model->eval();
+  for (auto& p : model->parameters()) p.set_requires_grad(false);
+  auto start = torch::zeros({1}, torch::kInt64);  // the step the actor starts from
+  world.broadcast(start, 0);
+  const std::int64_t step = start.item<std::int64_t>();
+  recording.set_step(step);
+  return step;
 }
 
 int serve_reference(const Config& cfg, Topology& topology, RunRecording& recording, Transformer& ref_model,
@@ -72,14 +82,7 @@ int serve_reference(const Config& cfg, Topology& topology, RunRecording& recordi
   recording.begin_step(0);
   // The base policy: the same warm-up as the actor's, then the actor's rank 0 weights, as the
   // colocated reference.
-  warm_up_like_the_actor(cfg, recording, ref_model, train_data, tokenizer);
-  broadcast_parameters(world, *ref_model);
-  ref_model->eval();
-  for (auto& p : ref_model->parameters()) p.set_requires_grad(false);
-  auto start = torch::zeros({1}, torch::kInt64);  // the step the actor starts from
-  world.broadcast(start, 0);
-  std::int64_t step = start.item<std::int64_t>();
-  recording.set_step(step);
+  std::int64_t step = take_the_actors_base(cfg, recording, world, ref_model, train_data, tokenizer);
   recording.flush();
   int served = 0;
   while (step < total_steps) {

@@ -169,14 +169,7 @@ int serve_rollout(const Config& cfg, Topology& topology, RunRecording& recording
   const std::int64_t bucket_bytes = static_cast<std::int64_t>(rollout_cfg.update_weights_bucket_megabytes) << 20;
   recording.begin_step(0);
   // The base policy: prepare()'s broadcast of the actor's rank 0 weights, after the same warm-up.
-  warm_up_like_the_actor(cfg, recording, model, train_data, tokenizer);
-  broadcast_parameters(world, *model);
-  model->eval();
-  for (auto& p : model->parameters()) p.set_requires_grad(false);
-  auto start = torch::zeros({1}, torch::kInt64);  // the step the actor starts from
-  world.broadcast(start, 0);
-  std::int64_t step = start.item<std::int64_t>();
-  recording.set_step(step);
+  std::int64_t step = take_the_actors_base(cfg, recording, world, model, train_data, tokenizer);
 
   RolloutEngine engine(model, tokenizer.eos_token_id(), tokenizer.pad_token_id(), cfg.hybridscope.kv_block_size,
                        cfg.hybridscope.kv_num_blocks, rollout_cfg.max_num_seqs,

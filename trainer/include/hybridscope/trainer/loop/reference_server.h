@@ -29,11 +29,13 @@ struct Topology;
 /// reference ranks.
 torch::Tensor remote_ref_log_probs(const Topology& topology, const RolloutBatch& batch);
 
-/// On a rank of another role's pool (a split reference or rollout): the actor's supervised warm-up
-/// of `model` (hybridscope.warmup, when the model is not loaded from a path), which keeps the rank
-/// busy while the actor warms up (within the collective timeout) before rank 0's weights arrive.
-void warm_up_like_the_actor(const Config& cfg, RunRecording& recording, Transformer& model,
-                            const RLDataset& train_data, const Tokenizer& tokenizer);
+/// On a rank of another role's pool (a split reference or rollout): `model` becomes the actor's
+/// base policy. The actor's supervised warm-up first (hybridscope.warmup, when the model is not
+/// loaded from a path), which keeps the rank busy while the actor warms up (within the collective
+/// timeout); then rank 0's weights over `world`, frozen in eval mode; then the step the actor
+/// starts from (0, or a resumed step), set on `recording` and returned.
+std::int64_t take_the_actors_base(const Config& cfg, RunRecording& recording, Communicator& world, Transformer& model,
+                                  const RLDataset& train_data, const Tokenizer& tokenizer);
 
 /// On a reference rank: the reference policy `ref_model` set up like the actor's base (the same
 /// warm-up on `train_data`, then rank 0's weights), then one ref phase per training step until the
