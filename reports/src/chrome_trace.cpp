@@ -125,13 +125,7 @@ const char* gpu_category(GpuActivityRow::Kind kind) {
 
 TraceRows read_trace_rows(const RunDatabase& db, std::int64_t run_id) {
   TraceRows rows;
-  rows.ranges = db.ranges(run_id);
-  rows.metrics = db.step_metrics(run_id);
-  rows.comm_ops = db.comm_ops(run_id);
-  rows.switches = db.switches(run_id);
-  rows.memory = db.memory_samples(run_id);
-  rows.kv_pool = db.kv_pool_samples(run_id);
-  rows.gpu = db.gpu_activity(run_id);
+  static_cast<RunRecords&>(rows) = read_run_records(db, run_id);
   rows.runtime_api = db.runtime_api(run_id);
   return rows;
 }

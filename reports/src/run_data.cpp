@@ -88,13 +88,7 @@ RunData load_run(const RunDatabase& db, std::int64_t run_id) {
   data.source_path = db.path();
   data.run = db.run(run_id);
   data.config = db.config(run_id);
-  data.ranges = db.ranges(run_id);
-  data.metrics = db.step_metrics(run_id);
-  data.comm_ops = db.comm_ops(run_id);
-  data.switches = db.switches(run_id);
-  data.memory = db.memory_samples(run_id);
-  data.kv_pool = db.kv_pool_samples(run_id);
-  data.gpu = db.gpu_activity(run_id);
+  static_cast<RunRecords&>(data) = read_run_records(db, run_id);
   data.kernel_stats = db.kernel_stats(run_id);
   data.stream_busy = db.stream_busy(run_id);
   sort_by_start(data);

@@ -1,5 +1,7 @@
-// run_database.cpp — the read side of the run database. Every SQL string names tables through
-// probes/schema.h so that a rename there breaks the build here, not a user's report.
+// run_database.cpp — the read side of the run database. Every table's reader is generated from
+// probes/schema.h's description (table_reader.h): the SELECT from the columns its fields name,
+// each row filled by column name (table_rows.h), so that a column added to or moved in the schema
+// cannot be misread here, and a renamed one fails at the first read, not in a user's report.
 #include "hybridscope/reports/run_database.h"
 
 #include <sqlite3.h>
@@ -9,12 +11,13 @@
 
 #include "hybridscope/probes/schema.h"
 #include "sqlite_query.h"
+#include "table_rows.h"
 
 namespace hs::reports {
 
 namespace schema = hs::probes::schema;
 using Kind = RunDatabaseError::Kind;
-using detail::Query;
+using namespace detail;  // Query, table_reader, field and the row field lists (table_rows.h)
 
 bool RunSummary::operator==(const RunSummary& o) const {
   return id == o.id && name == o.name && status == o.status && status_message == o.status_message &&
@@ -68,33 +71,10 @@ bool KvPoolSampleRow::operator==(const KvPoolSampleRow& o) const {
 
 namespace {
 
-std::string run_columns() {
-  return "SELECT id, name, status, status_message, host, command_line, hybridscope_version, world_size, "
-         "start_unix_ns, end_unix_ns, clock_offset_ns, source FROM " +
-         std::string(schema::kRuns);
-}
-
 bool has_table(sqlite3* db, const char* table, const std::string& path) {
-  Query q(db, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?", path);
+  Query q(db, "SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = ?", path);
   q.bind(1, std::string(table));
-  return q.next() && q.int64(0) > 0;
-}
-
-RunSummary read_run(const Query& q) {
-  RunSummary r;
-  r.id = q.int64(0);
-  r.name = q.text(1);
-  r.status = q.text(2);
-  r.status_message = q.text(3);
-  r.host = q.text(4);
-  r.command_line = q.text(5);
-  r.hybridscope_version = q.text(6);
-  r.world_size = static_cast<int>(q.int64(7));
-  r.start_unix_ns = q.int64(8);
-  if (!q.is_null(9)) r.end_unix_ns = q.int64(9);
-  r.clock_offset_ns = q.int64(10);
-  r.source = q.text(11);
-  return r;
+  return q.next() && q.int64(q.column("n")) > 0;
 }
 
 }  // namespace
@@ -114,7 +94,7 @@ RunDatabase::RunDatabase(const std::string& path) : impl_(std::make_unique<Impl>
 
   {
     Query q(impl_->db, "PRAGMA user_version", path_);
-    if (q.next()) schema_version_ = static_cast<int>(q.int64(0));
+    if (q.next()) schema_version_ = static_cast<int>(q.int64(q.column("user_version")));
   }
   if (schema_version_ == 0 || !has_table(impl_->db, schema::kRuns, path_)) {
     // SQLite, but never written by the recorder (it sets user_version in its first transaction).
@@ -168,10 +148,10 @@ void RunDatabase::upgrade_in_memory() {
   };
   const auto lacks_column = [&](const char* table, const char* column) {
     if (!has_table(impl_->db, table, path_)) return false;
-    Query q(impl_->db, "SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?", path_);
+    Query q(impl_->db, "SELECT COUNT(*) AS n FROM pragma_table_info(?) WHERE name = ?", path_);
     q.bind(1, std::string(table));
     q.bind(2, std::string(column));
-    return q.next() && q.int64(0) == 0;
+    return q.next() && q.int64(q.column("n")) == 0;
   };
   for (const std::string& sql : schema::migration_statements(schema_version_, lacks_column)) exec(sql);
   exec(schema::create_statements());
@@ -182,17 +162,15 @@ RunDatabase::RunDatabase(RunDatabase&&) noexcept = default;
 RunDatabase& RunDatabase::operator=(RunDatabase&&) noexcept = default;
 
 std::vector<RunSummary> RunDatabase::runs() const {
-  Query q(impl_->db, run_columns() + " ORDER BY id", path_);
-  std::vector<RunSummary> out;
-  while (q.next()) out.push_back(read_run(q));
-  return out;
+  return table_reader<RunSummary>(impl_->db, schema::kRunsTable, "ORDER BY t.id", path_, run_fields()).all();
 }
 
 RunSummary RunDatabase::run(std::int64_t run_id) const {
   {
-    Query q(impl_->db, run_columns() + " WHERE id = ?", path_);
-    q.bind(1, run_id);
-    if (q.next()) return read_run(q);
+    auto reader = table_reader<RunSummary>(impl_->db, schema::kRunsTable, "WHERE t.id = ?", path_, run_fields());
+    reader.bind(1, run_id);
+    RunSummary r;
+    if (reader.next(r)) return r;
   }
   std::string ids;
   for (const auto& r : runs()) ids += (ids.empty() ? "" : ", ") + std::to_string(r.id);
@@ -201,244 +179,134 @@ RunSummary RunDatabase::run(std::int64_t run_id) const {
 }
 
 RunSummary RunDatabase::last_run() const {
-  Query q(impl_->db, run_columns() + " ORDER BY id DESC LIMIT 1", path_);
-  if (q.next()) return read_run(q);
+  auto reader = table_reader<RunSummary>(impl_->db, schema::kRunsTable, "ORDER BY t.id DESC LIMIT 1", path_, run_fields());
+  RunSummary r;
+  if (reader.next(r)) return r;
   throw RunDatabaseError(Kind::kUnknownRun, path_ + " holds no runs");
 }
 
 std::string RunDatabase::config_yaml(std::int64_t run_id) const {
-  Query q(impl_->db, "SELECT config_yaml FROM " + std::string(schema::kRuns) + " WHERE id = ?", path_);
+  Query q(impl_->db, select_statement(schema::kRunsTable, {"config_yaml"}) + " WHERE t.id = ?", path_);
   q.bind(1, run_id);
-  if (q.next()) return q.text(0);
+  if (q.next()) return q.text(q.column("config_yaml"));
   run(run_id);  // throws kUnknownRun with the ids present
   return {};
 }
 
 std::vector<std::pair<std::string, std::string>> RunDatabase::config(std::int64_t run_id) const {
   run(run_id);  // throws kUnknownRun with the ids present
-  Query q(impl_->db, "SELECT key, value FROM " + std::string(schema::kConfig) + " WHERE run_id = ? ORDER BY key", path_);
-  q.bind(1, run_id);
-  std::vector<std::pair<std::string, std::string>> out;
-  while (q.next()) out.emplace_back(q.text(0), q.text(1));
-  return out;
+  auto reader = table_reader<std::pair<std::string, std::string>>(impl_->db, schema::kConfigTable,
+                                                                  "WHERE t.run_id = ? ORDER BY t.key", path_, config_fields());
+  reader.bind(1, run_id);
+  return reader.all();
 }
 
 std::vector<RangeRow> RunDatabase::ranges(std::int64_t run_id) const {
-  const std::string sql = "SELECT r.rank, r.tid, r.step, s.value, c.name, r.depth, r.start_ns, r.end_ns, "
-                          "r.batch_size, r.context_len FROM " +
-                          std::string(schema::kRanges) + " r JOIN " + schema::kStrings + " s ON s.id = r.name_id JOIN " +
-                          schema::kRangeCategories +
-                          " c ON c.id = r.category_id WHERE r.run_id = ? "
-                          "ORDER BY r.rank, r.tid, r.start_ns, r.depth, r.id";
-  Query q(impl_->db, sql, path_);
-  q.bind(1, run_id);
-  std::vector<RangeRow> out;
-  while (q.next()) {
-    RangeRow r;
-    r.rank = static_cast<int>(q.int64(0));
-    r.tid = q.int64(1);
-    r.step = q.int64(2);
-    r.name = q.text(3);
-    r.category = q.text(4);
-    r.depth = static_cast<int>(q.int64(5));
-    r.start_ns = q.int64(6);
-    r.end_ns = q.int64(7);
-    r.batch_size = q.opt_int64(8);
-    r.context_len = q.opt_int64(9);
-    out.push_back(std::move(r));
-  }
-  return out;
+  auto reader = table_reader<RangeRow>(impl_->db, schema::kRangesTable,
+                                       "WHERE t.run_id = ? ORDER BY t.rank, t.tid, t.start_ns, t.depth, t.id", path_,
+                                       range_fields());
+  reader.bind(1, run_id);
+  return reader.all();
 }
 
 std::vector<StepMetric> RunDatabase::step_metrics(std::int64_t run_id) const {
-  const std::string sql = "SELECT m.step, s.value, m.value FROM " + std::string(schema::kStepMetrics) + " m JOIN " +
-                          schema::kStrings + " s ON s.id = m.name_id WHERE m.run_id = ? ORDER BY m.step, s.value";
-  Query q(impl_->db, sql, path_);
-  q.bind(1, run_id);
-  std::vector<StepMetric> out;
-  while (q.next()) out.push_back({q.int64(0), q.text(1), q.real(2)});
-  return out;
+  auto reader = table_reader<StepMetric>(impl_->db, schema::kStepMetricsTable,
+                                         "WHERE t.run_id = ? ORDER BY t.step, " + reference_alias("name_id") + ".value",
+                                         path_, step_metric_fields());
+  reader.bind(1, run_id);
+  return reader.all();
 }
 
 std::vector<CommOpRow> RunDatabase::comm_ops(std::int64_t run_id) const {
-  const std::string sql = "SELECT c.rank, c.step, o.value, g.value, c.group_size, c.bytes, d.value, c.start_ns, "
-                          "c.end_ns, c.algbw_gbps, c.busbw_gbps, c.posted_ns, c.wait_start_ns, c.wait_end_ns FROM " +
-                          std::string(schema::kCommOps) + " c JOIN " + schema::kStrings + " o ON o.id = c.op_id JOIN " +
-                          schema::kStrings + " g ON g.id = c.group_id JOIN " + schema::kStrings +
-                          " d ON d.id = c.dtype_id WHERE c.run_id = ? ORDER BY c.rank, c.start_ns, c.rowid";
-  Query q(impl_->db, sql, path_);
-  q.bind(1, run_id);
-  std::vector<CommOpRow> out;
-  while (q.next()) {
-    CommOpRow c;
-    c.rank = static_cast<int>(q.int64(0));
-    c.step = q.int64(1);
-    c.op = q.text(2);
-    c.group = q.text(3);
-    c.group_size = static_cast<int>(q.int64(4));
-    c.bytes = q.int64(5);
-    c.dtype = q.text(6);
-    c.start_ns = q.int64(7);
-    c.end_ns = q.int64(8);
-    c.algbw_gbps = q.opt_real(9);
-    c.busbw_gbps = q.opt_real(10);
-    c.posted_ns = q.opt_int64(11);
-    c.wait_start_ns = q.opt_int64(12);
-    c.wait_end_ns = q.opt_int64(13);
-    out.push_back(std::move(c));
-  }
-  return out;
+  auto reader = table_reader<CommOpRow>(impl_->db, schema::kCommOpsTable,
+                                        "WHERE t.run_id = ? ORDER BY t.rank, t.start_ns, t.rowid", path_, comm_op_fields());
+  reader.bind(1, run_id);
+  return reader.all();
 }
 
 std::vector<SwitchRow> RunDatabase::switches(std::int64_t run_id) const {
-  const std::string sql = "SELECT w.id, w.rank, w.step, d.value, w.start_ns, w.end_ns, w.bytes_sent, w.bytes_received, "
-                          "w.bytes_local FROM " +
-                          std::string(schema::kSwitches) + " w JOIN " + schema::kStrings +
-                          " d ON d.id = w.direction_id WHERE w.run_id = ? ORDER BY w.rank, w.start_ns, w.id";
-  Query q(impl_->db, sql, path_);
-  q.bind(1, run_id);
-  std::vector<std::int64_t> ids;
-  std::vector<SwitchRow> out;
-  while (q.next()) {
-    ids.push_back(q.int64(0));
-    SwitchRow w;
-    w.rank = static_cast<int>(q.int64(1));
-    w.step = q.int64(2);
-    w.direction = q.text(3);
-    w.start_ns = q.int64(4);
-    w.end_ns = q.int64(5);
-    w.bytes_sent = q.int64(6);
-    w.bytes_received = q.int64(7);
-    w.bytes_local = q.int64(8);
-    out.push_back(std::move(w));
-  }
-  Query c(impl_->db,
-          "SELECT s.value, c.duration_ns FROM " + std::string(schema::kSwitchComponents) + " c JOIN " +
-              schema::kStrings + " s ON s.id = c.name_id WHERE c.switch_id = ? ORDER BY c.rowid",
-          path_);
+  std::vector<std::int64_t> ids;  // each row's switches.id, for its components
+  auto reader = table_reader<SwitchRow>(
+      impl_->db, schema::kSwitchesTable, "WHERE t.run_id = ? ORDER BY t.rank, t.start_ns, t.id", path_,
+      std::tuple_cat(switch_fields(), std::make_tuple(field_with<std::int64_t, SwitchRow>(
+                                          "id", [&ids](SwitchRow&, std::int64_t id) { ids.push_back(id); }))));
+  reader.bind(1, run_id);
+  std::vector<SwitchRow> out = reader.all();
+  auto components = table_reader<std::pair<std::string, std::int64_t>>(
+      impl_->db, schema::kSwitchComponentsTable, "WHERE t.switch_id = ? ORDER BY t.rowid", path_, switch_component_fields());
   for (std::size_t i = 0; i < out.size(); ++i) {
-    c.reset();
-    c.bind(1, ids[i]);
-    while (c.next()) out[i].components.emplace_back(c.text(0), c.int64(1));
+    components.reset();
+    components.bind(1, ids[i]);
+    out[i].components = components.all();
   }
   return out;
 }
 
 std::vector<MemorySampleRow> RunDatabase::memory_samples(std::int64_t run_id) const {
-  const std::string sql = "SELECT m.rank, m.step, m.ts_ns, p.value, m.device, m.allocated_bytes, m.reserved_bytes, "
-                          "m.active_bytes, m.inactive_split_bytes, m.largest_free_block_bytes, m.peak_allocated_bytes, "
-                          "m.num_alloc_retries, m.num_ooms, m.reserved_slack, m.split_fragmentation, "
-                          "m.external_fragmentation FROM " +
-                          std::string(schema::kMemorySamples) + " m JOIN " + schema::kStrings +
-                          " p ON p.id = m.phase_id WHERE m.run_id = ? ORDER BY m.rank, m.ts_ns, m.rowid";
-  Query q(impl_->db, sql, path_);
-  q.bind(1, run_id);
-  std::vector<MemorySampleRow> out;
-  while (q.next()) {
-    MemorySampleRow m;
-    m.rank = static_cast<int>(q.int64(0));
-    m.step = q.int64(1);
-    m.ts_ns = q.int64(2);
-    m.phase = q.text(3);
-    m.device = static_cast<int>(q.int64(4));
-    m.allocated_bytes = q.opt_int64(5);
-    m.reserved_bytes = q.opt_int64(6);
-    m.active_bytes = q.opt_int64(7);
-    m.inactive_split_bytes = q.opt_int64(8);
-    m.largest_free_block_bytes = q.opt_int64(9);
-    m.peak_allocated_bytes = q.opt_int64(10);
-    m.num_alloc_retries = q.opt_int64(11);
-    m.num_ooms = q.opt_int64(12);
-    m.reserved_slack = q.opt_real(13);
-    m.split_fragmentation = q.opt_real(14);
-    m.external_fragmentation = q.opt_real(15);
-    out.push_back(std::move(m));
-  }
-  return out;
+  auto reader = table_reader<MemorySampleRow>(impl_->db, schema::kMemorySamplesTable,
+                                              "WHERE t.run_id = ? ORDER BY t.rank, t.ts_ns, t.rowid", path_,
+                                              memory_sample_fields());
+  reader.bind(1, run_id);
+  return reader.all();
 }
 
 std::vector<KvPoolSampleRow> RunDatabase::kv_pool_samples(std::int64_t run_id) const {
-  const std::string sql = "SELECT k.rank, k.step, k.ts_ns, p.value, k.num_blocks, k.blocks_used, k.shared_blocks, "
-                          "k.block_size, k.num_sequences, k.tokens_stored, k.cache_bytes FROM " +
-                          std::string(schema::kKvPoolSamples) + " k JOIN " + schema::kStrings +
-                          " p ON p.id = k.phase_id WHERE k.run_id = ? ORDER BY k.rank, k.ts_ns, k.rowid";
-  Query q(impl_->db, sql, path_);
-  q.bind(1, run_id);
-  std::vector<KvPoolSampleRow> out;
-  while (q.next())
-    out.push_back({static_cast<int>(q.int64(0)), q.int64(1), q.int64(2), q.text(3), q.int64(4), q.int64(5),
-                   q.int64(6), q.int64(7), q.int64(8), q.int64(9), q.int64(10)});
-  return out;
+  auto reader = table_reader<KvPoolSampleRow>(impl_->db, schema::kKvPoolSamplesTable,
+                                              "WHERE t.run_id = ? ORDER BY t.rank, t.ts_ns, t.rowid", path_,
+                                              kv_pool_sample_fields());
+  reader.bind(1, run_id);
+  return reader.all();
 }
 
 std::vector<GpuActivityRow> RunDatabase::gpu_activity(std::int64_t run_id) const {
+  using G = GpuActivityRow;
+  constexpr const char* kByStart = "WHERE t.run_id = ? ORDER BY t.rank, t.start_ns, t.rowid";
   std::vector<GpuActivityRow> out;
   {
-    const std::string sql = "SELECT k.rank, k.device, k.stream, k.correlation_id, k.start_ns, k.end_ns, s.value, "
-                            "c.name, k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, h.value FROM " +
-                            std::string(schema::kKernels) + " k JOIN " + schema::kStrings +
-                            " s ON s.id = k.name_id JOIN " + schema::kStrings + " h ON h.id = k.short_name_id JOIN " +
-                            schema::kKernelClasses +
-                            " c ON c.id = k.class_id WHERE k.run_id = ? ORDER BY k.rank, k.start_ns, k.rowid";
-    Query q(impl_->db, sql, path_);
-    q.bind(1, run_id);
-    while (q.next()) {
-      GpuActivityRow g;
-      g.kind = GpuActivityRow::Kind::kKernel;
-      g.rank = static_cast<int>(q.int64(0));
-      g.device = static_cast<int>(q.int64(1));
-      g.stream = q.int64(2);
-      g.correlation_id = q.int64(3);
-      g.start_ns = q.int64(4);
-      g.end_ns = q.int64(5);
-      g.name = q.text(6);
-      g.detail = q.text(7);
-      for (int i = 0; i < 3; ++i) {
-        g.grid[i] = q.int64(8 + i);
-        g.block[i] = q.int64(11 + i);
-      }
-      g.short_name = q.text(14);
-      out.push_back(std::move(g));
+    const auto dimension = [](const char* column, std::int64_t(G::*array)[3], int i) {
+      return field_with<std::int64_t, G>(column, [array, i](G& g, std::int64_t v) { (g.*array)[i] = v; });
+    };
+    auto reader = table_reader<G>(
+        impl_->db, schema::kKernelsTable, kByStart, path_,
+        std::tuple_cat(gpu_activity_fields(),
+                       std::make_tuple(field("name_id.value", &G::name), field("class_id.name", &G::detail),
+                                       field("short_name_id.value", &G::short_name), dimension("grid_x", &G::grid, 0),
+                                       dimension("grid_y", &G::grid, 1), dimension("grid_z", &G::grid, 2),
+                                       dimension("block_x", &G::block, 0), dimension("block_y", &G::block, 1),
+                                       dimension("block_z", &G::block, 2))));
+    reader.bind(1, run_id);
+    G g;
+    while (reader.next(g)) {
+      g.kind = G::Kind::kKernel;
+      out.push_back(std::exchange(g, G{}));
     }
   }
   // Copies and memsets share their columns: the kind's label names them ("Memcpy HtoD").
-  const auto read_transfers = [&](const char* table, const char* kinds, const char* kind_column,
-                                  GpuActivityRow::Kind kind, const std::string& prefix) {
-    const std::string sql = "SELECT m.rank, m.device, m.stream, m.correlation_id, m.start_ns, m.end_ns, k.label, "
-                            "m.bytes FROM " + std::string(table) + " m JOIN " + kinds + " k ON k.id = m." +
-                            kind_column + " WHERE m.run_id = ? ORDER BY m.rank, m.start_ns, m.rowid";
-    Query q(impl_->db, sql, path_);
-    q.bind(1, run_id);
-    while (q.next()) {
-      GpuActivityRow g;
+  const auto read_transfers = [&](const schema::Table& table, const std::string& kind_column, G::Kind kind,
+                                  const std::string& prefix) {
+    auto reader = table_reader<G>(impl_->db, table, kByStart, path_,
+                                  std::tuple_cat(gpu_activity_fields(), std::make_tuple(field(kind_column + ".label", &G::detail),
+                                                                                        field("bytes", &G::bytes))));
+    reader.bind(1, run_id);
+    G g;
+    while (reader.next(g)) {
       g.kind = kind;
-      g.rank = static_cast<int>(q.int64(0));
-      g.device = static_cast<int>(q.int64(1));
-      g.stream = q.int64(2);
-      g.correlation_id = q.int64(3);
-      g.start_ns = q.int64(4);
-      g.end_ns = q.int64(5);
-      g.detail = q.text(6);
       g.name = prefix + g.detail;
       g.short_name = g.name;
-      g.bytes = q.int64(7);
-      out.push_back(std::move(g));
+      out.push_back(std::exchange(g, G{}));
     }
   };
-  read_transfers(schema::kMemcpy, schema::kMemcpyKinds, "copy_kind_id", GpuActivityRow::Kind::kMemcpy, "Memcpy ");
-  read_transfers(schema::kMemset, schema::kMemoryKinds, "memory_kind_id", GpuActivityRow::Kind::kMemset, "Memset ");
+  read_transfers(schema::kMemcpyTable, "copy_kind_id", G::Kind::kMemcpy, "Memcpy ");
+  read_transfers(schema::kMemsetTable, "memory_kind_id", G::Kind::kMemset, "Memset ");
   return out;
 }
 
 std::vector<RuntimeApiRow> RunDatabase::runtime_api(std::int64_t run_id) const {
-  const std::string sql = "SELECT a.rank, a.tid, a.correlation_id, s.value, a.start_ns, a.end_ns FROM " +
-                          std::string(schema::kRuntimeApi) + " a JOIN " + schema::kStrings +
-                          " s ON s.id = a.name_id WHERE a.run_id = ? ORDER BY a.rank, a.start_ns, a.rowid";
-  Query q(impl_->db, sql, path_);
-  q.bind(1, run_id);
-  std::vector<RuntimeApiRow> out;
-  while (q.next()) out.push_back({static_cast<int>(q.int64(0)), q.int64(1), q.int64(2), q.text(3), q.int64(4), q.int64(5)});
-  return out;
+  auto reader = table_reader<RuntimeApiRow>(impl_->db, schema::kRuntimeApiTable,
+                                            "WHERE t.run_id = ? ORDER BY t.rank, t.start_ns, t.rowid", path_,
+                                            runtime_api_fields());
+  reader.bind(1, run_id);
+  return reader.all();
 }
 
 }  // namespace hs::reports

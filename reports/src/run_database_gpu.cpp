@@ -6,11 +6,12 @@
 #include "hybridscope/probes/schema.h"
 #include "hybridscope/reports/run_database.h"
 #include "sqlite_query.h"
+#include "table_rows.h"
 
 namespace hs::reports {
 
 namespace schema = hs::probes::schema;
-using detail::Query;
+using namespace detail;  // table_reader, read_query, field and the row field lists (table_rows.h)
 
 namespace {
 
@@ -28,43 +29,30 @@ std::vector<KernelStatRow> RunDatabase::kernel_stats(std::int64_t run_id) const 
   // Summed over the range instances of one name: the analyses read phases, not instances, and a
   // run with one row per (decode step, kernel) has millions of them (docs/benchmarks.md).
   const std::string sql =
-      "SELECT a.rank, a.step, COALESCE(rn.value, ''), n.value, sn.value, kc.name, SUM(a.count), "
-      "SUM(a.total_ns), MIN(a.min_ns), MAX(a.max_ns), SUM(a.bytes) FROM " + std::string(schema::kKernelStats) +
+      "SELECT a.rank AS rank, a.step AS step, COALESCE(rn.value, '') AS \"range\", n.value AS name, sn.value AS short_name, "
+      "kc.name AS class, SUM(a.count) AS count, SUM(a.total_ns) AS total_ns, MIN(a.min_ns) AS min_ns, "
+      "MAX(a.max_ns) AS max_ns, SUM(a.bytes) AS bytes FROM " + std::string(schema::kKernelStats) +
       " a LEFT JOIN correlation_ranges cr ON cr.run_id = a.run_id AND cr.rank = a.rank AND cr.external_id = a.external_id "
       "JOIN strings n ON n.id = a.name_id JOIN strings sn ON sn.id = a.short_name_id "
       "JOIN kernel_classes kc ON kc.id = a.class_id LEFT JOIN strings rn ON rn.id = cr.name_id "
-      "WHERE a.run_id = ? GROUP BY a.rank, a.step, cr.name_id, a.name_id ORDER BY a.rank, a.step, 3, 4";
-  Query q(impl_->db, sql, path_);
-  q.bind(1, run_id);
-  std::vector<KernelStatRow> out;
-  while (q.next()) {
-    KernelStatRow k;
-    k.rank = static_cast<int>(q.int64(0));
-    k.step = q.int64(1);
-    k.range = q.text(2);
-    k.name = q.text(3);
-    k.short_name = q.text(4);
-    k.kernel_class = q.text(5);
-    k.count = q.int64(6);
-    k.total_ns = q.int64(7);
-    k.min_ns = q.int64(8);
-    k.max_ns = q.int64(9);
-    k.bytes = q.int64(10);
-    out.push_back(std::move(k));
-  }
-  return out;
+      "WHERE a.run_id = ? GROUP BY a.rank, a.step, cr.name_id, a.name_id ORDER BY a.rank, a.step, \"range\", \"name\"";
+  using R = KernelStatRow;
+  auto reader = read_query<R>(
+      impl_->db, sql, path_,
+      std::make_tuple(field("rank", &R::rank), field("step", &R::step), field("range", &R::range), field("name", &R::name),
+                      field("short_name", &R::short_name), field("class", &R::kernel_class), field("count", &R::count),
+                      field("total_ns", &R::total_ns), field("min_ns", &R::min_ns), field("max_ns", &R::max_ns),
+                      field("bytes", &R::bytes)));
+  reader.bind(1, run_id);
+  return reader.all();
 }
 
 std::vector<StreamBusyRow> RunDatabase::stream_busy(std::int64_t run_id) const {
-  const std::string sql = "SELECT rank, step, device, stream, activities, busy_ns, first_start_ns, last_end_ns FROM " +
-                          std::string(schema::kStreamBusy) + " WHERE run_id = ? ORDER BY rank, step, device, stream";
-  Query q(impl_->db, sql, path_);
-  q.bind(1, run_id);
-  std::vector<StreamBusyRow> out;
-  while (q.next())
-    out.push_back({static_cast<int>(q.int64(0)), q.int64(1), static_cast<int>(q.int64(2)), q.int64(3), q.int64(4),
-                   q.int64(5), q.int64(6), q.int64(7)});
-  return out;
+  auto reader = table_reader<StreamBusyRow>(impl_->db, schema::kStreamBusyTable,
+                                            "WHERE t.run_id = ? ORDER BY t.rank, t.step, t.device, t.stream", path_,
+                                            stream_busy_fields());
+  reader.bind(1, run_id);
+  return reader.all();
 }
 
 KernelCorrelationCheck RunDatabase::check_kernel_correlation(std::int64_t run_id) const {
@@ -81,44 +69,67 @@ KernelCorrelationCheck RunDatabase::check_kernel_correlation(std::int64_t run_id
   {
     // v10: every kernel of the run, a row per (step, range, name).
     const std::string sql =
-        "SELECT a.count, a.external_id, a.launched, a.launch_first_ns, a.launch_last_ns, cr.external_id IS NOT NULL, "
-        "cr.start_ns, " + std::string(kRangeEnd) + " FROM " + schema::kKernelStats + " a " +
+        "SELECT a.count AS count, a.external_id AS external_id, a.launched AS launched, a.launch_first_ns AS launch_first, "
+        "a.launch_last_ns AS launch_last, cr.external_id IS NOT NULL AS has_range, cr.start_ns AS range_start, " +
+        std::string(kRangeEnd) + " AS range_end FROM " + schema::kKernelStats + " a " +
         "LEFT JOIN correlation_ranges cr ON cr.run_id = a.run_id AND cr.rank = a.rank AND cr.external_id = a.external_id "
         "WHERE a.run_id = ? AND a.class_id != 3";
-    Query q(impl_->db, sql, path_);
-    q.bind(1, run_id);
-    while (q.next()) {
+    struct Aggregate {
+      std::int64_t count = 0, external_id = 0, launched = 0;
+      bool has_range = false;
+      std::optional<std::int64_t> launch_first, launch_last, range_start, range_end;
+    };
+    using A = Aggregate;
+    auto reader = read_query<A>(
+        impl_->db, sql, path_,
+        std::make_tuple(field("count", &A::count), field("external_id", &A::external_id), field("launched", &A::launched),
+                        field("has_range", &A::has_range), field("launch_first", &A::launch_first),
+                        field("launch_last", &A::launch_last), field("range_start", &A::range_start),
+                        field("range_end", &A::range_end)));
+    reader.bind(1, run_id);
+    A a;
+    while (reader.next(a)) {
       check.from_aggregates = true;
-      const std::int64_t count = q.int64(0), launched = q.int64(2);
-      check.kernels += count;
-      if (q.int64(1) == 0) {
-        check.uncorrelated += count;
+      check.kernels += a.count;
+      if (a.external_id == 0) {
+        check.uncorrelated += a.count;
         continue;
       }
-      check.correlated += count;
-      check.unverified += count - launched;  // no launch time to compare
-      judge(launched, q.int64(5) != 0, q.opt_int64(6), q.opt_int64(7), q.opt_int64(3), q.opt_int64(4));
+      check.correlated += a.count;
+      check.unverified += a.count - a.launched;  // no launch time to compare
+      judge(a.launched, a.has_range, a.range_start, a.range_end, a.launch_first, a.launch_last);
     }
   }
   if (check.from_aggregates) return check;
   // Before v10 (or a writer without aggregates): the raw kernels, each with its call and range.
   const std::string sql =
-      "SELECT e.external_id IS NOT NULL, cr.external_id IS NOT NULL, cr.start_ns, " + std::string(kRangeEnd) +
-      ", a.start_ns, a.end_ns FROM " + schema::kKernels + " k " +
+      "SELECT e.external_id IS NOT NULL AS correlated, cr.external_id IS NOT NULL AS has_range, cr.start_ns AS range_start, " +
+      std::string(kRangeEnd) + " AS range_end, a.start_ns AS launch_start, a.end_ns AS launch_end FROM " +
+      schema::kKernels + " k " +
       "LEFT JOIN external_correlations e ON e.run_id = k.run_id AND e.rank = k.rank AND e.correlation_id = k.correlation_id "
       "LEFT JOIN correlation_ranges cr ON cr.run_id = e.run_id AND cr.rank = e.rank AND cr.external_id = e.external_id "
       "LEFT JOIN runtime_api a ON a.run_id = k.run_id AND a.rank = k.rank AND a.correlation_id = k.correlation_id "
       "WHERE k.run_id = ? AND k.class_id != 3";
-  Query q(impl_->db, sql, path_);
-  q.bind(1, run_id);
-  while (q.next()) {
+  struct Kernel {
+    bool correlated = false, has_range = false;
+    std::optional<std::int64_t> range_start, range_end, launch_start, launch_end;
+  };
+  using K = Kernel;
+  auto reader = read_query<K>(
+      impl_->db, sql, path_,
+      std::make_tuple(field("correlated", &K::correlated), field("has_range", &K::has_range),
+                      field("range_start", &K::range_start), field("range_end", &K::range_end),
+                      field("launch_start", &K::launch_start), field("launch_end", &K::launch_end)));
+  reader.bind(1, run_id);
+  K k;
+  while (reader.next(k)) {
     ++check.kernels;
-    if (q.int64(0) == 0) {
+    if (!k.correlated) {
       ++check.uncorrelated;
       continue;
     }
     ++check.correlated;
-    judge(1, q.int64(1) != 0, q.opt_int64(2), q.opt_int64(3), q.opt_int64(4), q.opt_int64(5));
+    judge(1, k.has_range, k.range_start, k.range_end, k.launch_start, k.launch_end);
   }
   return check;
 }

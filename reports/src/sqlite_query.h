@@ -1,5 +1,5 @@
 // sqlite_query.h — private to hs_reports: the one prepared-statement helper its readers share
-// (run_database.cpp, run_database_matrices.cpp), and the connection RunDatabase holds.
+// (through table_reader.h, which reads columns by name), and the connection RunDatabase holds.
 #pragma once
 
 #include <sqlite3.h>
@@ -44,6 +44,14 @@ class Query {
     if (rc == SQLITE_DONE) return false;
     fail("read");
     return false;
+  }
+  /// The position of the result column named `name` (its AS name, or the column's own); throws
+  /// kQuery when the statement has none. Readers look a position up once, before their first row.
+  int column(const std::string& name) const {
+    for (int i = 0; i < sqlite3_column_count(stmt_); ++i)
+      if (const char* n = sqlite3_column_name(stmt_, i); n && name == n) return i;
+    throw RunDatabaseError(RunDatabaseError::Kind::kQuery,
+                           "cannot read " + path_ + ": the reader asks for a column `" + name + "` its SELECT lacks");
   }
   std::int64_t int64(int col) const { return sqlite3_column_int64(stmt_, col); }
   double real(int col) const { return sqlite3_column_double(stmt_, col); }

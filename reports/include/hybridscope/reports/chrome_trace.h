@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hybridscope/reports/run_database.h"
+#include "hybridscope/reports/run_records.h"
 
 namespace hs::reports {
 
@@ -68,15 +69,9 @@ struct ChromeTraceSummary {
   }
 };
 
-/// Everything of one run that goes into its trace (RunDatabase's rows).
-struct TraceRows {
-  std::vector<RangeRow> ranges;
-  std::vector<StepMetric> metrics;
-  std::vector<CommOpRow> comm_ops;
-  std::vector<SwitchRow> switches;
-  std::vector<MemorySampleRow> memory;
-  std::vector<KvPoolSampleRow> kv_pool;
-  std::vector<GpuActivityRow> gpu;
+/// Everything of one run that goes into its trace: the records RunData shows too (RunRecords, read
+/// by the same read_run_records()) and the CUDA runtime API calls.
+struct TraceRows : RunRecords {
   std::vector<RuntimeApiRow> runtime_api;
 };
 
@@ -86,7 +81,7 @@ nlohmann::json build_chrome_trace(const RunSummary& run, const TraceRows& rows, 
                                   ChromeTraceSummary* summary = nullptr, const std::string& database_path = "",
                                   int schema_version = 0);
 
-/// Reads every table the trace shows for run `run_id`.
+/// Reads every table the trace shows for run `run_id`: read_run_records(), then runtime_api.
 TraceRows read_trace_rows(const RunDatabase& db, std::int64_t run_id);
 
 /// Reads run `run_id` from `db` and writes its trace to `out_path` (through a temporary file

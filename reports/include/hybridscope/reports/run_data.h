@@ -18,20 +18,17 @@
 
 #include "hybridscope/reports/intervals.h"
 #include "hybridscope/reports/run_database.h"
+#include "hybridscope/reports/run_records.h"
 
 namespace hs::reports {
 
-struct RunData {
+/// The run's records (RunRecords, read by read_run_records() as the Chrome trace's are), sorted by
+/// load_run(): ranges by start_ns, then rank, tid, depth; metrics by step, then name; comm_ops,
+/// switches and gpu by start_ns, then rank; memory and kv_pool by ts_ns, then rank.
+struct RunData : RunRecords {
   std::string source_path;  // the database it came from ("" for a hand-built fixture)
   RunSummary run;
   std::vector<std::pair<std::string, std::string>> config;  // resolved (dotted key, value), by key
-  std::vector<RangeRow> ranges;            // by start_ns, then rank, tid, depth
-  std::vector<StepMetric> metrics;         // by step, then name
-  std::vector<CommOpRow> comm_ops;         // by start_ns, then rank
-  std::vector<SwitchRow> switches;         // by start_ns, then rank
-  std::vector<MemorySampleRow> memory;     // by ts_ns, then rank
-  std::vector<KvPoolSampleRow> kv_pool;    // by ts_ns, then rank
-  std::vector<GpuActivityRow> gpu;         // raw kernels, copies and memsets (the capture window), by start_ns, then rank
   std::vector<KernelStatRow> kernel_stats; // v10 aggregates of every kernel, copy and memset, by rank, step
   std::vector<StreamBusyRow> stream_busy;  // v10, by rank, step, device, stream
 
