@@ -5,8 +5,8 @@
 // member it fills ("rank" -> RangeRow::rank), or for a reference column the text of the row it
 // points to ("name_id.value" -> strings.value, "category_id.name" -> range_categories.name). From
 // the table's description and those names select_statement() generates the SELECT (each named
-// column checked against the description, one JOIN per reference read), and each field's position in the result
-// is looked up once by name in the prepared statement (Query::column). A column added to, removed
+// column checked against the description, one JOIN per reference read), and each field's position
+// in the result is looked up once by name in the prepared statement (Query::column). A column added to, removed
 // from or moved in the description changes the generated SELECT and the looked-up positions
 // together: nothing is read by a hand-counted position (tests/reports/table_reader_test.cpp reads a
 // table whose description is reordered and widened). The hand-written analytical SELECTs (sums,
