@@ -52,9 +52,13 @@ build: configure
 
 # What `make demo` runs and nothing more (the CLI and the viewer it points to): the test suites,
 # benchmarks and fuzzers are `make build`/`make test`'s.
+# One build of them all, so the viewer's sources fill the cores while the CLI links.
 build-demo: configure
-	cmake --build $(BUILD_DIR) -j $(JOBS) --target hybridscope hs_comm_bench
-	@cmake --build $(BUILD_DIR) -j $(JOBS) --target hybridscope-viewer || echo "(no viewer: it needs Qt 6, docs/viewer.md)"
+	@targets="hybridscope hs_comm_bench"; \
+	if ninja -C $(BUILD_DIR) -t targets all | grep -q '^hybridscope-viewer:'; then targets="$$targets hybridscope-viewer"; \
+	else echo "(no viewer: it needs Qt 6, docs/viewer.md)"; fi; \
+	echo "cmake --build $(BUILD_DIR) -j $(JOBS) --target $$targets"; \
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target $$targets
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j 1
