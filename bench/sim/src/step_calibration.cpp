@@ -16,7 +16,10 @@ namespace hs::bench::sim {
 namespace {
 
 // The phases the model and the matrices share, in verl's order.
-constexpr const char* kComparedPhases[] = {"switch/train_to_rollout", "gen", "old_log_prob", "update_actor", "step"};
+// A split pool's cells also measure its generation (generate_async) and the weight sync.
+constexpr const char* kComparedPhases[] = {"switch/train_to_rollout", "gen",          "generate_async",
+                                           "sync_rollout_weights",    "old_log_prob", "update_actor",
+                                           "step"};
 
 PhaseTimes simulate_with(const MeasuredCell& cell, const Efficiencies& e, const CommCalibration& comm) {
   StepInputs in = cell.inputs;
@@ -27,6 +30,12 @@ PhaseTimes simulate_with(const MeasuredCell& cell, const Efficiencies& e, const 
 const double* measured(const MeasuredCell& cell, const char* phase) {
   const auto it = cell.phase_s.find(phase);
   return it == cell.phase_s.end() || !(it->second > 0) ? nullptr : &it->second;
+}
+
+// The seconds the cell generated its batch in: the pool's generation (timing_s/generate_async)
+// with a split pool, whose actor's `gen` is its wait for the batch; else `gen`.
+const double* generation_measured(const MeasuredCell& cell) {
+  return measured(cell, cell.inputs.rollout_ranks > 0 ? "generate_async" : "gen");
 }
 
 // Golden-section minimum of f on [lo, hi] (f unimodal there), to a width of `tol`.
@@ -54,7 +63,9 @@ constexpr double kLogTol = 1e-10;
 }  // namespace
 
 double predicted_phase(const PhaseTimes& t, const std::string& phase) noexcept {
-  if (phase == "gen") return t.gen_s;
+  if (phase == "gen") return t.split_pool ? t.gen_wait_s : t.gen_s;
+  if (phase == "generate_async") return t.split_pool ? t.gen_s : -1.0;
+  if (phase == "sync_rollout_weights") return t.split_pool ? t.sync_per_step_s : -1.0;
   if (phase == "old_log_prob") return t.old_log_prob_s;
   if (phase == "ref") return t.ref_s;
   if (phase == "update_actor") return t.update_actor_s;
@@ -167,7 +178,7 @@ EfficiencyFit fit_unchecked(const std::vector<MeasuredCell>& cells, const CommCa
   std::vector<const MeasuredCell*> gen_cells;
   double overhead_hi = 0.0;
   for (const auto& cell : cells)
-    if (const double* t = measured(cell, "gen")) {
+    if (const double* t = generation_measured(cell)) {
       gen_cells.push_back(&cell);
       const double calls = 1.0 + std::ceil(response_spread(cell.inputs).hi);  // the prefill and every step
       overhead_hi = overhead_hi > 0 ? std::min(overhead_hi, *t / calls) : *t / calls;
@@ -184,7 +195,7 @@ EfficiencyFit fit_unchecked(const std::vector<MeasuredCell>& cells, const CommCa
       in.efficiency.prefill_compute = std::exp(log_prefill);
       in.efficiency.decode_bandwidth = std::exp(log_decode);
       in.efficiency.gen_call_overhead_s = overhead;
-      const double r = std::log(simulate_generation(in, comm).gen_s / cell->phase_s.at("gen"));
+      const double r = std::log(simulate_generation(in, comm).gen_s / *generation_measured(*cell));
       sum += r * r;
     }
     return sum;
@@ -272,7 +283,7 @@ std::vector<PhaseError> phase_errors(const std::vector<CellPrediction>& cells, b
     for (const auto& c : cells) {
       if (c.in_fit != in_fit) continue;
       const auto m = c.measured.find(phase);
-      if (m == c.measured.end() || !(m->second > 0)) continue;
+      if (m == c.measured.end() || !(m->second > 0) || predicted_phase(c.predicted, phase) < 0) continue;
       e.mean_abs_pct_error += 100.0 * std::abs(predicted_phase(c.predicted, phase) - m->second) / m->second;
       ++e.cells;
     }
@@ -388,7 +399,7 @@ std::string cell_table(const std::vector<CellPrediction>& cells) {
       }
       // What the step measured outside the modelled phases (switches, reward, advantages, …).
       double modelled = 0.0;
-      for (const char* phase : {"gen", "old_log_prob", "ref", "update_actor"}) {
+      for (const char* phase : {"gen", "old_log_prob", "ref", "update_actor", "sync_rollout_weights"}) {
         const auto m = c.measured.find(phase);
         if (m != c.measured.end()) modelled += m->second;
       }
