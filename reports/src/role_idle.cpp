@@ -38,10 +38,33 @@ const std::vector<std::string>& train_role_phases() {
   return phases;
 }
 
+std::vector<int> parse_rank_list(const std::string& value) {
+  std::vector<int> out;
+  std::string digits;
+  for (const char c : value + ",") {
+    if (c >= '0' && c <= '9') {
+      digits += c;
+    } else if (!digits.empty()) {
+      out.push_back(std::stoi(digits));
+      digits.clear();
+    }
+  }
+  return out;
+}
+
+std::vector<int> split_rollout_ranks(const RunData& data) {
+  if (data.run.imported()) return {};
+  return parse_rank_list(data.config_value("hybridscope.placement.rollout").value_or("[]"));
+}
+
 RoleIdleAnalysis role_idle_analysis(const RunData& data, const std::vector<std::int64_t>& measured) {
   RoleIdleAnalysis out;
   const std::set<std::int64_t> steps(measured.begin(), measured.end());
   const StepWindows windows(data);
+  // A split rollout pool: its ranks generate; on the actor's ranks `gen` is the wait for the
+  // pool's batch (trainer.cpp, receive_split_rollout), idle time rather than rollout work.
+  const std::vector<int> pool = split_rollout_ranks(data);
+  const std::set<int> pool_ranks(pool.begin(), pool.end());
 
   std::map<std::pair<int, std::int64_t>, RankStep> cells;  // (rank, step)
   std::map<int, std::set<std::string>> phases_of_rank;     // rollout | train | ref, what the rank ran
@@ -55,6 +78,7 @@ RoleIdleAnalysis role_idle_analysis(const RunData& data, const std::vector<std::
     c.span_end = std::max(c.span_end, r.end_ns);
     const Interval interval{r.start_ns, r.end_ns};
     if (contains(rollout_role_phases(), r.name)) {
+      if (!pool_ranks.empty() && !pool_ranks.count(r.rank)) continue;  // the actor waiting for the pool
       c.rollout.push_back(interval);
       phases_of_rank[r.rank].insert(kRollout);
     } else if (contains(train_role_phases(), r.name)) {
