@@ -382,7 +382,9 @@ std::string fitted_efficiencies(const EfficiencyFit& fit) {
 // Per cell predicted vs measured: the held-out cells first (the prediction), then the fit cells.
 std::string cell_table(const std::vector<CellPrediction>& cells) {
   std::string out = "cell  name                 ranks  subset    ";
-  for (const char* phase : kComparedPhases) out += fmt::format("{:>26}", fmt::format("{} s pred/meas", phase));
+  // A column per phase, as wide as its title (the longest, sync_rollout_weights, needs 33).
+  auto width = [](const char* phase) { return std::max<std::size_t>(26, std::string(phase).size() + 14); };
+  for (const char* phase : kComparedPhases) out += fmt::format("{:>{}}", fmt::format("{} s pred/meas", phase), width(phase));
   out += "   unmodelled s\n";
   for (bool fit_rows : {false, true}) {
     for (const auto& c : cells) {
@@ -393,9 +395,10 @@ std::string cell_table(const std::vector<CellPrediction>& cells) {
         const auto m = c.measured.find(phase);
         const double pred = predicted_phase(c.predicted, phase);
         out += m == c.measured.end()
-                   ? fmt::format("{:>26}", fmt::format("{:.3f} / -", pred))
-                   : fmt::format("{:>26}", fmt::format("{:.3f} / {:.3f} ({:+.0f}%)", pred, m->second,
-                                                       100.0 * (pred - m->second) / m->second));
+                   ? fmt::format("{:>{}}", fmt::format("{:.3f} / -", pred), width(phase))
+                   : fmt::format("{:>{}}", fmt::format("{:.3f} / {:.3f} ({:+.0f}%)", pred, m->second,
+                                                       100.0 * (pred - m->second) / m->second),
+                                 width(phase));
       }
       // What the step measured outside the modelled phases (switches, reward, advantages, …).
       double modelled = 0.0;
