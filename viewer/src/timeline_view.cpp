@@ -515,11 +515,12 @@ void TimelineView::paint_syncs(QPainter& p, std::int64_t t0, std::int64_t t1) {
     head.lineTo(xm, bottom - 2);
     head.closeSubpath();
     p.fillPath(head, edge);
-    // Its label beside the line, where there is room (not over the last one).
+    // Its label beside the band's top (the sender's switches row, empty beside the sync), not at
+    // its middle, where it ran over the pool's header; where there is room (not over the last one).
     const QString text = tr("sync step %1 · %2").arg(it->step).arg(format_bytes(static_cast<double>(it->bytes)));
     const int tw = metrics.horizontalAdvance(text) + 8;
-    if (xm + 4 > last_label_end) {
-      const QRectF box(xm + 4, (top + bottom) / 2.0 - metrics.height() / 2.0, tw, metrics.height());
+    if (x0 + w + 3 > last_label_end) {
+      const QRectF box(x0 + w + 3, top + 1, tw, metrics.height());
       QColor backing = palette().color(QPalette::Base);
       backing.setAlpha(220);
       p.fillRect(box, backing);
