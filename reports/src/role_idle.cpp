@@ -103,6 +103,19 @@ RoleIdleAnalysis role_idle_analysis(const RunData& data, const std::vector<std::
     if (std::find(ranks_of_role[kTrain].begin(), ranks_of_role[kTrain].end(), rank) != ranks_of_role[kTrain].end())
       out.colocated = true;
 
+  // The actor's step window of a step: its step ranges over the ranks outside the pool.
+  const auto actor_step_window = [&](std::int64_t step) {
+    std::vector<Interval> out;
+    for (const auto& [rank, ran] : phases_of_rank) {
+      if (pool_ranks.count(rank)) continue;
+      for (const Interval& w : windows.ranges(rank, {step})) {
+        if (out.empty()) out.push_back(w);
+        out.front().start_ns = std::min(out.front().start_ns, w.start_ns);
+        out.front().end_ns = std::max(out.front().end_ns, w.end_ns);
+      }
+    }
+    return out;
+  };
   std::map<std::int64_t, StepRoleIdle> per_step;
   for (const char* role : {kRollout, kTrain, kReference}) {
     const auto& ranks = ranks_of_role[role];
@@ -124,6 +137,10 @@ RoleIdleAnalysis role_idle_analysis(const RunData& data, const std::vector<std::
         const auto step_ranges = windows.ranges(rank, {step});
         if (!step_ranges.empty()) {
           window = step_ranges.front();
+        } else if (pool_ranks.count(rank) && !actor_step_window(step).empty()) {
+          // A pool rank records no step range of its own (rollout_server.cpp): the actor's step is
+          // its window, so its waits between the hand-over and the next batch count.
+          window = actor_step_window(step).front();
         } else if (it != cells.end()) {
           window = {it->second.span_start, it->second.span_end};
         } else {

@@ -3,6 +3,8 @@
 // analysis_fixture.h written by the real recorder.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "analysis_fixture.h"
 #include "hybridscope/reports/role_idle.h"
 #include "hybridscope/reports/run_analysis.h"
@@ -177,6 +179,13 @@ TEST(RoleIdle, ASplitPoolsActorWaitIsNotRolloutWork) {
   plain.config.clear();
   EXPECT_TRUE(split_rollout_ranks(plain).empty());
   EXPECT_TRUE(role_idle_analysis(plain, {2}).colocated);
+  // The pool records no step range of its own (rollout_server.cpp): the actor's step [0, 1000) is
+  // its window, not the span of its ranges [0, 550) (which would read idle 1 − 400/550).
+  RunData no_pool_step = d;
+  no_pool_step.ranges.erase(std::remove_if(no_pool_step.ranges.begin(), no_pool_step.ranges.end(),
+                                           [](const RangeRow& r) { return r.rank == 1 && r.name == "step"; }),
+                            no_pool_step.ranges.end());
+  EXPECT_DOUBLE_EQ(role(role_idle_analysis(no_pool_step, {2}), "rollout").idle_ratio, 0.6);
   // An imported trace has no hybridscope placement, whatever its config table says.
   RunData imported = d;
   imported.run.source = "kineto";
