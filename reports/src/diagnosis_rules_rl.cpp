@@ -97,8 +97,9 @@ void explain_async(Finding& f, const RunAnalysis& a, bool rollout_bound) {
 
   if (mode == "sync") {
     f.suggestion += fmt::format(
-        " The pools wait for each other every step: {} generates the next batch while the actor trains (one update "
-        "stale, corrected by algorithm.rollout_correction.rollout_is), which hides the shorter of the two.",
+        " The pools wait for each other every step: {} set to one_step_off lets the pool generate the next batch "
+        "while the actor trains (one update stale, corrected by algorithm.rollout_correction.rollout_is), which "
+        "hides the shorter of the two.",
         key_now(d, kAsyncMode));
     name_keys(f, d, {kAsyncMode});
   } else if (mode == "fully_async") {

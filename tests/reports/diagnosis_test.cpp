@@ -955,7 +955,7 @@ TEST(DiagnosisRules, RoleBoundOnASplitPoolNamesTheAsyncModesKeys) {
   ASSERT_TRUE(f);
   EXPECT_CONTAINS(f->title, "rollout-bound");
   EXPECT_CONTAINS(f->suggestion, "move ranks into the rollout pool");
-  EXPECT_CONTAINS(f->suggestion, "hybridscope.async_mode (now sync) generates the next batch while the actor trains");
+  EXPECT_CONTAINS(f->suggestion, "hybridscope.async_mode (now sync) set to one_step_off lets the pool generate the next batch");
   EXPECT_TRUE(names_key(*f, "hybridscope.async_mode=sync"));
   EXPECT_TRUE(names_key(*f, "actor_rollout_ref.rollout.n=4"));  // the rollout-bound keys stay
 
