@@ -41,6 +41,11 @@
 //               model, a forward pass over all sequences like ref
 //   critic      PPO: a critic of the actor's shape (an assumption verl's examples follow): a values
 //               pass like old_log_prob, and update_critic like update_actor
+// Split rollout pool (rollout_ranks > 0; hybridscope.placement.rollout) and the async modes: the
+// pool generates (G), the actor trains (T), the weights go over a bucketed broadcast with a pack and
+// an unpack (S), the batch comes back in one broadcast per pool rank (H); sync: S + G + H + T;
+// one_step_off: max(G, T) + H + S; fully_async: the same with S / trigger_parameter_sync_step, or,
+// without staleness room for a batch ahead, only a sync window's steps overlapping (PhaseTimes).
 // Not overlapped: every communication is exposed (an upper bound; overlap is for calibration).
 // Memory per rank (estimate_memory) is estimated with the phases, and a layout that does not fit
 // is refused by the projection with the reason.
