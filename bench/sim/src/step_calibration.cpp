@@ -118,7 +118,7 @@ EfficiencyFit fit_unchecked(const std::vector<MeasuredCell>& cells, const CommCa
   // The switch's copies, then old_log_prob and update_actor: closed form per cell, geometric mean.
   // The copies come first: the update's gradient packing runs at their rate.
   double log_forward = 0.0, log_train = 0.0, log_copy = 0.0;
-  int n_forward = 0, n_train = 0, n_copy = 0;
+  int n_forward = 0, n_train = 0, n_copy = 0, n_sync_copy = 0;
   for (const auto& cell : cells) {
     const PhaseTimes t1 = simulate_with(cell, unit, comm);
     if (const double* t = measured(cell, "switch/train_to_rollout"); t && t1.weight_switch.copy_s > 0) {
@@ -134,8 +134,31 @@ EfficiencyFit fit_unchecked(const std::vector<MeasuredCell>& cells, const CommCa
       }
     }
   }
-  if (n_copy > 0) out.efficiency.switch_copy = std::exp(log_copy / n_copy);
-  else out.notes.push_back("no cell's switch moved weights: the switch copy efficiency kept at its start value");
+  // No switch moved weights (a split pool has none): the weight sync's pack and unpack run at the
+  // same copy rate, so its cells fit it the same way (measured sync − its broadcasts = the copies).
+  for (const auto& cell : cells) {
+    if (n_copy > 0 || cell.inputs.rollout_ranks == 0) continue;
+    const double* t = measured(cell, "sync_rollout_weights");
+    if (!t) continue;
+    const PhaseTimes t1 = simulate_with(cell, unit, comm);
+    const double per_sync = t1.sync_s > 0 ? t1.sync_per_step_s / t1.sync_s : 1.0;
+    const double copies = *t - per_sync * t1.sync_wire_s;
+    const double modelled = per_sync * (t1.sync_pack_s + t1.sync_unpack_s);
+    if (copies > 0 && modelled > 0) {
+      log_copy += std::log(modelled / copies);
+      ++n_sync_copy;
+    }
+  }
+  if (n_copy > 0) {
+    out.efficiency.switch_copy = std::exp(log_copy / n_copy);
+  } else if (n_sync_copy > 0) {
+    out.efficiency.switch_copy = std::exp(log_copy / n_sync_copy);
+    out.notes.push_back(fmt::format(
+        "no cell's switch moved weights: the copy efficiency fitted on {} cell{}' weight sync (pack and unpack)",
+        n_sync_copy, n_sync_copy == 1 ? "" : "s"));
+  } else {
+    out.notes.push_back("no cell's switch moved weights: the switch copy efficiency kept at its start value");
+  }
   Efficiencies compute_unit = unit;
   compute_unit.switch_copy = out.efficiency.switch_copy;
   for (const auto& cell : cells) {

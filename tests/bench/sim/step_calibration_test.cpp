@@ -254,8 +254,7 @@ TEST(MeasuredCells, ASplitPoolsRanksModeAndSyncFromTheConfig) {
 // `gen`, which only waits: noise-free split cells generated from the model recover the truth.
 TEST(StepCalibration, SplitPoolCellsFitGenerationOnThePoolsGenerateAsync) {
   const sim::CommCalibration comm = small_cluster();
-  sim::Efficiencies truth = kTruth;
-  truth.switch_copy = 0.5;  // no switch to fit it from: the sync's copies run at the start value
+  const sim::Efficiencies truth = kTruth;  // no switch: the copy efficiency comes from the sync's pack and unpack
   std::vector<sim::MeasuredCell> cells;
   int index = 0;
   for (auto [P, R] : {std::pair{64.0, 16.0}, std::pair{16.0, 128.0}, std::pair{64.0, 128.0}, std::pair{16.0, 16.0}})
@@ -289,6 +288,7 @@ TEST(StepCalibration, SplitPoolCellsFitGenerationOnThePoolsGenerateAsync) {
   const sim::EfficiencyFit fit = sim::fit_efficiencies(cells, comm, {});
   EXPECT_NEAR(fit.efficiency.forward_compute, truth.forward_compute, 1e-6);
   EXPECT_NEAR(fit.efficiency.train_compute, truth.train_compute, 1e-6);
+  EXPECT_NEAR(fit.efficiency.switch_copy, truth.switch_copy, 1e-9);
   for (const auto& c : cells) {
     sim::StepInputs in = c.inputs;
     in.efficiency = fit.efficiency;

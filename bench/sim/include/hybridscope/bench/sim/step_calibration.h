@@ -2,6 +2,9 @@
 // error on cells it was not fitted to (issue 16, "Calibration and validation").
 //
 // The fit, per phase, in log space (a ratio error counts the same on a 10 ms and a 10 s phase):
+//   switch copy   from the switches that moved weights, else (a split pool has no switch) from the
+//                 weight sync: e = modelled pack + unpack at efficiency 1 ÷ (measured sync − its
+//                 broadcasts), per cell, geometric mean.
 //   old_log_prob  t = T1 / e_forward + G, T1 the model's compute time at efficiency 1 and G its
 //                 fsdp parameter gathers, so per cell e = T1 / (t_measured − G); the fit is their
 //                 geometric mean (least squares on log e).
