@@ -188,7 +188,16 @@ std::optional<Finding> role_bound(const RunAnalysis& a, const DiagnosisThreshold
   // Separate rollout and train pools: hybridscope's own split placement (hybridscope.placement.rollout,
   // with async_mode one_step_off or sync), or another framework's run (verl's fully-async or
   // one-step-off trainers), whose pool keys are said in words.
-  if (!roles.colocated && !d.run.imported()) {
+  const std::size_t giving = rollout_bound ? train->ranks.size() : rollout->ranks.size();  // the side ranks leave
+  if (!roles.colocated && !d.run.imported() && giving <= 1) {
+    f.suggestion += fmt::format(
+        " The pools are separate, and the {} holds a single rank already: give the {} more ranks (a larger world, "
+        "hybridscope launch -n) in {} rather than take the {}'s.",
+        rollout_bound ? "actor" : "rollout pool", rollout_bound ? "rollout pool" : "actor",
+        key_now(d, kPlacementRollout), rollout_bound ? "actor" : "pool");
+    name_keys(f, d, {kPlacementRollout});
+    if (!split_rollout_ranks(d).empty()) explain_async(f, a, rollout_bound);
+  } else if (!roles.colocated && !d.run.imported()) {
     f.suggestion += fmt::format(" The pools are separate: move ranks {} the rollout pool in {}.",
                                 rollout_bound ? "into" : "out of", key_now(d, kPlacementRollout));
     name_keys(f, d, {kPlacementRollout});

@@ -950,6 +950,17 @@ TEST(DiagnosisRules, RoleBoundOnASplitPoolNamesTheAsyncModesKeys) {
   EXPECT_FALSE(names_key(*f, "hybridscope.async_mode=one_step_off"));  // already overlapping
   EXPECT_EQ(f->evidence.find("queue"), std::string::npos);  // one_step_off has no queue to speak of
 
+  // A pool of one rank cannot give one up: the suggestion says to grow the world instead.
+  RunAnalysis single = with_split_pool(false, "one_step_off");
+  single.roles.roles[0].ranks = {1};  // the rollout role: rank 1 alone
+  for (auto& [key, value] : single.data.config)
+    if (key == "hybridscope.placement.rollout") value = "[1]";
+  f = check("role-bound", single);
+  ASSERT_TRUE(f);
+  EXPECT_CONTAINS(f->suggestion, "the rollout pool holds a single rank already: give the actor more ranks");
+  EXPECT_EQ(f->suggestion.find("move ranks out of"), std::string::npos);
+  EXPECT_TRUE(names_key(*f, "hybridscope.placement.rollout=[1]"));
+
   // sync with a pool, rollout-bound: one_step_off would hide the shorter pipeline.
   f = check("role-bound", with_split_pool(true, "sync"));
   ASSERT_TRUE(f);
