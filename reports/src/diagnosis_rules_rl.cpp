@@ -27,6 +27,11 @@ constexpr const char* kMaxTokenLen = "actor_rollout_ref.actor.ppo_max_token_len_
 constexpr const char* kPlacementRef = "hybridscope.placement.ref";
 constexpr const char* kPlacementRollout = "hybridscope.placement.rollout";
 constexpr const char* kTestFreq = "trainer.test_freq";
+constexpr const char* kAsyncMode = "hybridscope.async_mode";
+// verl's fully-async keys (verl/experimental/fully_async_policy, config async_training.*).
+constexpr const char* kStaleness = "async_training.staleness_threshold";
+constexpr const char* kTriggerSync = "async_training.trigger_parameter_sync_step";
+constexpr const char* kPartialRollout = "async_training.partial_rollout";
 
 std::string ranks_text(const std::vector<int>& ranks) {
   std::string out = ranks.size() == 1 ? "rank " : "ranks ";
@@ -38,6 +43,86 @@ const RoleIdle* role_of(const RoleIdleAnalysis& roles, const std::string& name) 
   for (const RoleIdle& r : roles.roles)
     if (r.role == name) return &r;
   return nullptr;
+}
+
+// The mean over the measured steps of step metric `name`, and its largest value; nullopt when
+// the run did not record it in those steps.
+struct MetricSummary {
+  double mean = 0.0, max = 0.0;
+};
+std::optional<MetricSummary> measured_metric(const RunAnalysis& a, const std::string& name) {
+  double sum = 0.0;
+  MetricSummary out;
+  int n = 0;
+  for (const auto& [step, value] : a.data.metric_series(name)) {
+    if (std::find(a.measured.begin(), a.measured.end(), step) == a.measured.end()) continue;
+    sum += value;
+    out.max = n ? std::max(out.max, value) : value;
+    ++n;
+  }
+  if (n == 0) return std::nullopt;
+  out.mean = sum / n;
+  return out;
+}
+
+// The run's queue-depth metrics: any step metric whose name holds "queue" (verl's fully-async
+// trainer logs fully_async/monitor/queue/mq_queue_size; hybridscope's fully_async records its own).
+std::vector<std::string> queue_metrics(const RunData& d) {
+  std::vector<std::string> names;
+  for (const StepMetric& m : d.metrics)
+    if (m.name.find("queue") != std::string::npos &&
+        std::find(names.begin(), names.end(), m.name) == names.end())
+      names.push_back(m.name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// A hybridscope run's split pool, in its async mode: what the evidence adds (staleness, the
+// exposed sync, queue depth) and the mode's keys in the suggestion.
+void explain_async(Finding& f, const RunAnalysis& a, bool rollout_bound) {
+  const RunData& d = a.data;
+  const std::string mode = d.config_value(kAsyncMode).value_or("sync");
+  f.evidence += fmt::format("; async mode {} with a rollout pool of {}", mode,
+                            ranks_text(split_rollout_ranks(d)));
+  if (const auto staleness = measured_metric(a, "async/staleness/mean"))
+    f.evidence += fmt::format(", samples {:.3g} updates stale on average (async/staleness/mean)", staleness->mean);
+  if (const auto sync = measured_metric(a, "timing_s/sync_rollout_weights"); sync && a.phases.mean_step_s > 0)
+    f.evidence += fmt::format(", the weight sync exposed {} per step ({} of the step, timing_s/sync_rollout_weights)",
+                              format_seconds(sync->mean), format_percent(sync->mean / a.phases.mean_step_s));
+  const auto queues = queue_metrics(d);
+  for (const std::string& q : queues)
+    if (const auto depth = measured_metric(a, q))
+      f.evidence += fmt::format(", queue depth {} {:.3g} on average, {:.3g} at most", q, depth->mean, depth->max);
+  if (queues.empty() && mode == "fully_async") f.evidence += ", no queue depth recorded";
+
+  if (mode == "sync") {
+    f.suggestion += fmt::format(
+        " The pools wait for each other every step: {} set to one_step_off lets the pool generate the next batch "
+        "while the actor trains (one update stale, corrected by algorithm.rollout_correction.rollout_is), which "
+        "hides the shorter of the two.",
+        key_now(d, kAsyncMode));
+    name_keys(f, d, {kAsyncMode});
+  } else if (mode == "fully_async") {
+    if (rollout_bound) {
+      f.suggestion += fmt::format(
+          " Fully async: a larger {} lets the rollouter generate further ahead with older weights (staler samples); "
+          "a larger {} syncs, and pauses the rollouter, less often; {} lets generation in flight continue across a "
+          "sync instead of waiting for it.",
+          key_now(d, kStaleness), key_now(d, kTriggerSync), key_now(d, kPartialRollout));
+    } else {
+      f.suggestion += fmt::format(
+          " Fully async: the rollouter pauses once the queue holds what {} allows, so raising it only makes samples "
+          "staler; a larger {} exposes fewer weight syncs on the trainer.",
+          key_now(d, kStaleness), key_now(d, kTriggerSync));
+    }
+    name_keys(f, d, {kStaleness, kTriggerSync});
+    if (rollout_bound) name_keys(f, d, {kPartialRollout});
+  }
+  if (!rollout_bound) {
+    // Each prompt's n samples are trained as well as generated: fewer of them shorten the actor's step.
+    f.suggestion += fmt::format(" A smaller {} also shrinks what the actor trains per step.", key_now(d, kRolloutN));
+    name_keys(f, d, {kRolloutN});
+  }
 }
 
 }  // namespace
@@ -103,10 +188,20 @@ std::optional<Finding> role_bound(const RunAnalysis& a, const DiagnosisThreshold
   // Separate rollout and train pools: hybridscope's own split placement (hybridscope.placement.rollout,
   // with async_mode one_step_off or sync), or another framework's run (verl's fully-async or
   // one-step-off trainers), whose pool keys are said in words.
-  if (!roles.colocated && !d.run.imported()) {
+  const std::size_t giving = rollout_bound ? train->ranks.size() : rollout->ranks.size();  // the side ranks leave
+  if (!roles.colocated && !d.run.imported() && giving <= 1) {
+    f.suggestion += fmt::format(
+        " The pools are separate, and the {} holds a single rank already: give the {} more ranks (a larger world, "
+        "hybridscope launch -n) in {} rather than take the {}'s.",
+        rollout_bound ? "actor" : "rollout pool", rollout_bound ? "rollout pool" : "actor",
+        key_now(d, kPlacementRollout), rollout_bound ? "actor" : "pool");
+    name_keys(f, d, {kPlacementRollout});
+    if (!split_rollout_ranks(d).empty()) explain_async(f, a, rollout_bound);
+  } else if (!roles.colocated && !d.run.imported()) {
     f.suggestion += fmt::format(" The pools are separate: move ranks {} the rollout pool in {}.",
                                 rollout_bound ? "into" : "out of", key_now(d, kPlacementRollout));
     name_keys(f, d, {kPlacementRollout});
+    if (!split_rollout_ranks(d).empty()) explain_async(f, a, rollout_bound);
   } else if (!roles.colocated) {
     f.suggestion += fmt::format(
         " With verl's separate pools (fully_async_policy, one_step_off_policy) move devices to the {}: "

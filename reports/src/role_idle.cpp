@@ -38,10 +38,33 @@ const std::vector<std::string>& train_role_phases() {
   return phases;
 }
 
+std::vector<int> parse_rank_list(const std::string& value) {
+  std::vector<int> out;
+  std::string digits;
+  for (const char c : value + ",") {
+    if (c >= '0' && c <= '9') {
+      digits += c;
+    } else if (!digits.empty()) {
+      out.push_back(std::stoi(digits));
+      digits.clear();
+    }
+  }
+  return out;
+}
+
+std::vector<int> split_rollout_ranks(const RunData& data) {
+  if (data.run.imported()) return {};
+  return parse_rank_list(data.config_value("hybridscope.placement.rollout").value_or("[]"));
+}
+
 RoleIdleAnalysis role_idle_analysis(const RunData& data, const std::vector<std::int64_t>& measured) {
   RoleIdleAnalysis out;
   const std::set<std::int64_t> steps(measured.begin(), measured.end());
   const StepWindows windows(data);
+  // A split rollout pool: its ranks generate; on the actor's ranks `gen` is the wait for the
+  // pool's batch (trainer.cpp, receive_split_rollout), idle time rather than rollout work.
+  const std::vector<int> pool = split_rollout_ranks(data);
+  const std::set<int> pool_ranks(pool.begin(), pool.end());
 
   std::map<std::pair<int, std::int64_t>, RankStep> cells;  // (rank, step)
   std::map<int, std::set<std::string>> phases_of_rank;     // rollout | train | ref, what the rank ran
@@ -55,6 +78,7 @@ RoleIdleAnalysis role_idle_analysis(const RunData& data, const std::vector<std::
     c.span_end = std::max(c.span_end, r.end_ns);
     const Interval interval{r.start_ns, r.end_ns};
     if (contains(rollout_role_phases(), r.name)) {
+      if (!pool_ranks.empty() && !pool_ranks.count(r.rank)) continue;  // the actor waiting for the pool
       c.rollout.push_back(interval);
       phases_of_rank[r.rank].insert(kRollout);
     } else if (contains(train_role_phases(), r.name)) {
@@ -79,6 +103,19 @@ RoleIdleAnalysis role_idle_analysis(const RunData& data, const std::vector<std::
     if (std::find(ranks_of_role[kTrain].begin(), ranks_of_role[kTrain].end(), rank) != ranks_of_role[kTrain].end())
       out.colocated = true;
 
+  // The actor's step window of a step: its step ranges over the ranks outside the pool.
+  const auto actor_step_window = [&](std::int64_t step) {
+    std::vector<Interval> out;
+    for (const auto& [rank, ran] : phases_of_rank) {
+      if (pool_ranks.count(rank)) continue;
+      for (const Interval& w : windows.ranges(rank, {step})) {
+        if (out.empty()) out.push_back(w);
+        out.front().start_ns = std::min(out.front().start_ns, w.start_ns);
+        out.front().end_ns = std::max(out.front().end_ns, w.end_ns);
+      }
+    }
+    return out;
+  };
   std::map<std::int64_t, StepRoleIdle> per_step;
   for (const char* role : {kRollout, kTrain, kReference}) {
     const auto& ranks = ranks_of_role[role];
@@ -100,6 +137,10 @@ RoleIdleAnalysis role_idle_analysis(const RunData& data, const std::vector<std::
         const auto step_ranges = windows.ranges(rank, {step});
         if (!step_ranges.empty()) {
           window = step_ranges.front();
+        } else if (pool_ranks.count(rank) && !actor_step_window(step).empty()) {
+          // A pool rank records no step range of its own (rollout_server.cpp): the actor's step is
+          // its window, so its waits between the hand-over and the next batch count.
+          window = actor_step_window(step).front();
         } else if (it != cells.end()) {
           window = {it->second.span_start, it->second.span_end};
         } else {

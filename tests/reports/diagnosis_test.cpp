@@ -822,6 +822,22 @@ RunAnalysis with_roles(bool colocated, double train_idle, double rollout_idle) {
   return a;
 }
 
+// with_roles' separate pools as a hybridscope run's split rollout pool (ranks 0, 1) in `mode`,
+// with `extra` config keys and per measured step the metrics `metrics` (name, value).
+RunAnalysis with_split_pool(bool rollout_bound, const std::string& mode,
+                            std::vector<std::pair<std::string, std::string>> extra = {},
+                            std::vector<std::pair<std::string, double>> metrics = {}) {
+  RunAnalysis a = rollout_bound ? with_roles(false, 0.7, 0.2) : with_roles(false, 0.2, 0.6);
+  for (auto& [key, value] : a.data.config)
+    if (key == "hybridscope.placement.rollout") value = "[0, 1]";
+  a.data.config.emplace_back("hybridscope.async_mode", mode);
+  for (auto& kv : extra) a.data.config.push_back(std::move(kv));
+  std::sort(a.data.config.begin(), a.data.config.end());
+  for (const std::int64_t step : a.measured)
+    for (const auto& [name, value] : metrics) a.data.metrics.push_back({step, name, value + static_cast<double>(step - 2)});
+  return a;
+}
+
 // A weight-sync analysis whose step 3 ran `syncs` syncs of 2 s together, 1 GiB at 0.54 GB/s.
 RunAnalysis with_syncs(int syncs) {
   RunAnalysis a = clean_run();
@@ -852,6 +868,8 @@ std::vector<Finding> every_fixture_finding() {
   colocated.roles.roles.push_back(role_idle("reference", {4, 5}, 0.9));
   fixtures.push_back(colocated);
   fixtures.push_back(with_roles(false, 0.2, 0.6));
+  fixtures.push_back(with_split_pool(true, "sync"));
+  fixtures.push_back(with_split_pool(false, "one_step_off"));
   fixtures.push_back(with_syncs(2));
   for (const char* series : {"switch/train_to_rollout", "memory/allocated_gb", "timing_s/gen", "timing_s/values"}) {
     RunAnalysis t = clean_run();
@@ -913,6 +931,68 @@ TEST(DiagnosisRules, RoleBoundGivesTheVerdictWithTheWaitingRolesIdleRatio) {
   EXPECT_FALSE(check("role-bound", with_roles(false, 0.2, 0.5)));
   RunAnalysis none = clean_run();
   EXPECT_FALSE(check("role-bound", none));
+}
+
+TEST(DiagnosisRules, RoleBoundOnASplitPoolNamesTheAsyncModesKeys) {
+  // one_step_off, train-bound: samples 1–4 updates stale (mean 2.5), a sync of 0.5–3.5 s (mean
+  // 2 s of the 10 s step): the evidence quotes both; the pool's share and rollout.n are named.
+  auto f = check("role-bound", with_split_pool(false, "one_step_off", {},
+                                               {{"async/staleness/mean", 1.0}, {"timing_s/sync_rollout_weights", 0.5}}));
+  ASSERT_TRUE(f);
+  EXPECT_CONTAINS(f->title, "train-bound");
+  EXPECT_CONTAINS(f->evidence, "async mode one_step_off with a rollout pool of ranks 0, 1");
+  EXPECT_CONTAINS(f->evidence, "samples 2.5 updates stale on average (async/staleness/mean)");
+  EXPECT_CONTAINS(f->evidence, "the weight sync exposed 2 s per step (20.0 % of the step, timing_s/sync_rollout_weights)");
+  EXPECT_CONTAINS(f->suggestion, "move ranks out of the rollout pool in hybridscope.placement.rollout (now [0, 1])");
+  EXPECT_CONTAINS(f->suggestion, "A smaller actor_rollout_ref.rollout.n (now 4) also shrinks what the actor trains");
+  EXPECT_TRUE(names_key(*f, "hybridscope.placement.rollout=[0, 1]"));
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.rollout.n=4"));
+  EXPECT_FALSE(names_key(*f, "hybridscope.async_mode=one_step_off"));  // already overlapping
+  EXPECT_EQ(f->evidence.find("queue"), std::string::npos);  // one_step_off has no queue to speak of
+
+  // A pool of one rank cannot give one up: the suggestion says to grow the world instead.
+  RunAnalysis single = with_split_pool(false, "one_step_off");
+  single.roles.roles[0].ranks = {1};  // the rollout role: rank 1 alone
+  for (auto& [key, value] : single.data.config)
+    if (key == "hybridscope.placement.rollout") value = "[1]";
+  f = check("role-bound", single);
+  ASSERT_TRUE(f);
+  EXPECT_CONTAINS(f->suggestion, "the rollout pool holds a single rank already: give the actor more ranks");
+  EXPECT_EQ(f->suggestion.find("move ranks out of"), std::string::npos);
+  EXPECT_TRUE(names_key(*f, "hybridscope.placement.rollout=[1]"));
+
+  // sync with a pool, rollout-bound: one_step_off would hide the shorter pipeline.
+  f = check("role-bound", with_split_pool(true, "sync"));
+  ASSERT_TRUE(f);
+  EXPECT_CONTAINS(f->title, "rollout-bound");
+  EXPECT_CONTAINS(f->suggestion, "move ranks into the rollout pool");
+  EXPECT_CONTAINS(f->suggestion, "hybridscope.async_mode (now sync) set to one_step_off lets the pool generate the next batch");
+  EXPECT_TRUE(names_key(*f, "hybridscope.async_mode=sync"));
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.rollout.n=4"));  // the rollout-bound keys stay
+
+  // fully_async (verl's async_training keys, as the run records them), rollout-bound: the
+  // staleness bound, the sync period and partial rollouts, and the queue depth the run logged
+  // (read only when present: any step metric named with "queue").
+  const std::vector<std::pair<std::string, std::string>> verl_keys = {
+      {"async_training.staleness_threshold", "0.5"},
+      {"async_training.trigger_parameter_sync_step", "2"},
+      {"async_training.partial_rollout", "false"}};
+  f = check("role-bound", with_split_pool(true, "fully_async", verl_keys,
+                                          {{"fully_async/monitor/queue/mq_queue_size", 1.0}}));
+  ASSERT_TRUE(f);
+  EXPECT_CONTAINS(f->evidence, "queue depth fully_async/monitor/queue/mq_queue_size 2.5 on average, 4 at most");
+  EXPECT_CONTAINS(f->suggestion, "a larger async_training.staleness_threshold (now 0.5) lets the rollouter generate");
+  EXPECT_CONTAINS(f->suggestion, "async_training.partial_rollout (now false)");
+  EXPECT_TRUE(names_key(*f, "async_training.staleness_threshold=0.5"));
+  EXPECT_TRUE(names_key(*f, "async_training.trigger_parameter_sync_step=2"));
+  EXPECT_TRUE(names_key(*f, "async_training.partial_rollout=false"));
+  // Train-bound fully_async without a queue metric: said so; raising the bound does not help.
+  f = check("role-bound", with_split_pool(false, "fully_async", verl_keys));
+  ASSERT_TRUE(f);
+  EXPECT_CONTAINS(f->evidence, "no queue depth recorded");
+  EXPECT_CONTAINS(f->suggestion, "raising it only makes samples staler");
+  EXPECT_TRUE(names_key(*f, "async_training.trigger_parameter_sync_step=2"));
+  EXPECT_FALSE(names_key(*f, "async_training.partial_rollout=false"));
 }
 
 TEST(DiagnosisRules, WeightSyncRepeatedCountsSyncsPerStep) {

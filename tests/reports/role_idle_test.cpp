@@ -3,6 +3,8 @@
 // analysis_fixture.h written by the real recorder.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "analysis_fixture.h"
 #include "hybridscope/reports/role_idle.h"
 #include "hybridscope/reports/run_analysis.h"
@@ -142,4 +144,50 @@ TEST(RoleIdle, ARecordedRunsRolesByHand) {
   EXPECT_EQ(a.verdict, "rollout-bound");
   ASSERT_EQ(a.steps.size(), 3u);
   EXPECT_EQ(a.steps.front().step, 2);
+}
+
+// A hybridscope run with a split rollout pool (hybridscope.placement.rollout=[1], one_step_off):
+// rank 0 trains and times its wait for the pool's batch as `gen` (trainer.cpp); rank 1 generates.
+// Step 2 is [0, 1000) ns on both ranks:
+//   rank 0: gen (the wait) [0, 100), sync_rollout_weights [100, 150), old_log_prob [150, 350),
+//           update_actor [350, 1000): train busy 850, idle 0.15 — the wait is not rollout work;
+//   rank 1: rollout_handoff [0, 100), sync_rollout_weights [100, 150), gen [150, 550): rollout
+//           busy 400, idle 0.6.
+// So the rollout role is rank 1 alone, the pools are separate and the run is train-bound. Without
+// the placement, rank 0's wait would count as generation and make it a colocated rank of both roles.
+TEST(RoleIdle, ASplitPoolsActorWaitIsNotRolloutWork) {
+  RunData d;
+  d.run.world_size = 2;
+  d.config = {{"hybridscope.async_mode", "one_step_off"}, {"hybridscope.placement.rollout", "[1]"}};
+  d.ranges = {range(0, 2, "step", 0, 1000),          range(0, 2, "gen", 0, 100),
+              range(0, 2, "sync_rollout_weights", 100, 150), range(0, 2, "old_log_prob", 150, 350),
+              range(0, 2, "update_actor", 350, 1000), range(1, 2, "step", 0, 1000),
+              range(1, 2, "rollout_handoff", 0, 100), range(1, 2, "sync_rollout_weights", 100, 150),
+              range(1, 2, "gen", 150, 550)};
+  sort_by_start(d);
+  EXPECT_EQ(split_rollout_ranks(d), std::vector<int>{1});
+  const auto a = role_idle_analysis(d, {2});
+  EXPECT_FALSE(a.colocated);
+  EXPECT_EQ(role(a, "rollout").ranks, std::vector<int>{1});
+  EXPECT_EQ(role(a, "train").ranks, std::vector<int>{0});
+  EXPECT_DOUBLE_EQ(role(a, "train").idle_ratio, 0.15);
+  EXPECT_DOUBLE_EQ(role(a, "rollout").idle_ratio, 0.6);
+  EXPECT_EQ(a.verdict, "train-bound");
+
+  // The same ranges without the placement key: rank 0 holds both roles.
+  RunData plain = d;
+  plain.config.clear();
+  EXPECT_TRUE(split_rollout_ranks(plain).empty());
+  EXPECT_TRUE(role_idle_analysis(plain, {2}).colocated);
+  // The pool records no step range of its own (rollout_server.cpp): the actor's step [0, 1000) is
+  // its window, not the span of its ranges [0, 550) (which would read idle 1 − 400/550).
+  RunData no_pool_step = d;
+  no_pool_step.ranges.erase(std::remove_if(no_pool_step.ranges.begin(), no_pool_step.ranges.end(),
+                                           [](const RangeRow& r) { return r.rank == 1 && r.name == "step"; }),
+                            no_pool_step.ranges.end());
+  EXPECT_DOUBLE_EQ(role(role_idle_analysis(no_pool_step, {2}), "rollout").idle_ratio, 0.6);
+  // An imported trace has no hybridscope placement, whatever its config table says.
+  RunData imported = d;
+  imported.run.source = "kineto";
+  EXPECT_TRUE(split_rollout_ranks(imported).empty());
 }

@@ -435,3 +435,138 @@ TEST(MainWindow, AFindingJumpsToItsRangeStepAndRankInTheTimeline) {
 
 }  // namespace
 }  // namespace hs::viewer
+
+namespace hs::viewer {
+namespace {
+
+// A one_step_off run with a split rollout pool (hybridscope.placement.rollout=[1]) on 3 ranks:
+// ranks 0 and 2 train, rank 1 generates. Step 2 is [0, 1000) ms everywhere; the actor's rank 0
+// sends the weights [100, 150) ms, rank 1 receives them [102, 152) ms (1675776 bytes, the demo's).
+reports::RunData split_pool_run(bool with_placement) {
+  reports::RunData d;
+  d.run.id = 1;
+  d.run.name = "osp";
+  d.run.world_size = 3;
+  if (with_placement) d.config = {{"hybridscope.async_mode", "one_step_off"}, {"hybridscope.placement.rollout", "[1]"}};
+  auto range = [](int rank, const std::string& name, std::int64_t t0_ms, std::int64_t t1_ms, int depth) {
+    reports::RangeRow r;
+    r.rank = rank;
+    r.tid = 100 + rank;
+    r.step = 2;
+    r.name = name;
+    r.category = depth == 0 ? "step" : "phase";
+    r.depth = depth;
+    r.start_ns = t0_ms * kMs;
+    r.end_ns = t1_ms * kMs;
+    return r;
+  };
+  for (int rank = 0; rank < 3; ++rank) d.ranges.push_back(range(rank, "step", 0, 1000, 0));
+  d.ranges.push_back(range(0, "gen", 0, 100, 1));
+  d.ranges.push_back(range(0, "update_actor", 150, 900, 1));
+  d.ranges.push_back(range(2, "update_actor", 150, 900, 1));
+  d.ranges.push_back(range(1, "gen", 152, 552, 1));
+  auto sync = [](int rank, std::int64_t t0_ms, std::int64_t t1_ms, std::int64_t sent, std::int64_t received) {
+    reports::SwitchRow w;
+    w.rank = rank;
+    w.step = 2;
+    w.direction = "sync_rollout_weights";
+    w.start_ns = t0_ms * kMs;
+    w.end_ns = t1_ms * kMs;
+    w.bytes_sent = sent;
+    w.bytes_received = received;
+    w.components = {{sent ? "sync_pack" : "sync_broadcast", 10 * kMs}, {sent ? "sync_broadcast" : "sync_unpack", 40 * kMs}};
+    return w;
+  };
+  d.switches = {sync(0, 100, 150, 1675776, 0), sync(1, 102, 152, 0, 1675776)};
+  return d;
+}
+
+TEST(TimelineData, ASplitRolloutPoolGroupsTracksByRoleAndLinksTheSync) {
+  const TimelineData d = build_timeline(split_pool_run(true));
+  ASSERT_TRUE(d.ok()) << d.error;
+  // The actor's ranks first (0, then 2), then the pool's rank 1, each labelled with its role.
+  ASSERT_EQ(d.role_groups.size(), 2u);
+  EXPECT_EQ(d.role_groups[0].role, "actor");
+  EXPECT_EQ(d.role_groups[0].ranks, (std::vector<int>{0, 2}));
+  EXPECT_EQ(d.role_groups[1].role, "rollout");
+  EXPECT_EQ(d.role_groups[1].ranks, std::vector<int>{1});
+  std::vector<int> order;
+  for (const auto& t : d.tracks)
+    if (order.empty() || order.back() != t.rank) order.push_back(t.rank);
+  EXPECT_EQ(order, (std::vector<int>{0, 2, 1}));
+  EXPECT_EQ(d.tracks.front().label, "actor · rank 0 / tid 100");
+  EXPECT_EQ(d.tracks.back().role, "rollout");
+  EXPECT_EQ(role_of_rank(d, 2), "actor");
+  EXPECT_EQ(role_of_rank(d, 1), "rollout");
+  // The sync: rank 0 to rank 1, from the sender's start to the receiver's end.
+  ASSERT_EQ(d.syncs.size(), 1u);
+  EXPECT_EQ(d.syncs[0].step, 2);
+  EXPECT_EQ(d.syncs[0].sender, 0);
+  EXPECT_EQ(d.syncs[0].receivers, std::vector<int>{1});
+  EXPECT_EQ(d.syncs[0].bytes, 1675776);
+  EXPECT_EQ(d.syncs[0].start_ns, 100 * kMs);
+  EXPECT_EQ(d.syncs[0].end_ns, 152 * kMs);
+
+  // Without the placement (a colocated run's tracks): no roles, ranks in order.
+  const TimelineData plain = build_timeline(split_pool_run(false));
+  EXPECT_TRUE(plain.role_groups.empty());
+  EXPECT_TRUE(plain.tracks.front().role.empty());
+  EXPECT_EQ(plain.tracks.back().rank, 2);
+  EXPECT_EQ(role_of_rank(plain, 1), "");
+}
+
+TEST(TimelineView, ASplitPoolsRolesHaveHeadersAndTheSyncIsABandBetweenThem) {
+  auto data = std::make_shared<const TimelineData>(build_timeline(split_pool_run(true)));
+  TimelineView view;
+  view.resize(1000, 500);
+  view.set_data(data);
+  view.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&view));
+  // A header row where each role's tracks begin: row 0, and the row before rank 1's first track.
+  std::vector<int> headers;
+  for (int r = 0; r < view.row_count(); ++r)
+    if (view.row_is_header(r)) headers.push_back(r);
+  ASSERT_EQ(headers.size(), 2u);
+  EXPECT_EQ(headers[0], 0);
+  EXPECT_TRUE(view.row_label(0).contains("ACTOR — ranks 0, 2"));
+  EXPECT_TRUE(view.row_label(headers[1]).contains("ROLLOUT POOL — rank 1"));
+  EXPECT_EQ(data->tracks[view.row_track(headers[1] + 1)].rank, 1);
+  EXPECT_TRUE(view.row_entries(headers[1]).empty());  // a header draws no items
+  EXPECT_TRUE(view.tool_tip_at(QPoint(TimelineView::kLabelWidth + 50, view.row_top(headers[1]) + 5)).isEmpty());
+
+  // The sync's band runs from rank 0's switches row down to rank 1's, across the rollout header.
+  const auto [top, bottom] = view.sync_band_rows(0);
+  int sender_row = -1, receiver_row = -1;
+  for (int r = 0; r < view.row_count(); ++r) {
+    if (view.row_is_header(r)) continue;
+    const TimelineTrack& t = data->tracks[view.row_track(r)];
+    if (t.kind != TrackKind::kSwitches) continue;
+    if (t.rank == 0 && sender_row < 0) sender_row = r;
+    if (t.rank == 1) receiver_row = r;
+  }
+  ASSERT_GE(sender_row, 0);
+  ASSERT_GE(receiver_row, 0);
+  EXPECT_EQ(top, view.row_top(sender_row));
+  EXPECT_EQ(bottom, view.row_top(receiver_row) + TimelineView::kLaneHeight);
+  EXPECT_LT(top, view.row_top(headers[1]));
+  EXPECT_GT(bottom, view.row_top(headers[1]) + TimelineView::kLaneHeight);
+  // It is drawn: on the rollout header, at the link's x, the picture differs from the same run
+  // without its sync.
+  const auto [t0, t1] = view.visible_range();
+  const double px = static_cast<double>(t1 - t0) / (view.viewport()->width() - TimelineView::kLabelWidth);
+  const double x0 = TimelineView::kLabelWidth + static_cast<double>(100 * kMs - t0) / px;
+  const double w = std::max(3.0, 52.0 * kMs / px);
+  const QPoint at(static_cast<int>(x0 + w / 2.0), view.row_top(headers[1]) + TimelineView::kLaneHeight / 2);
+  const QImage with_sync = view.viewport()->grab().toImage();
+  TimelineData no_sync = build_timeline(split_pool_run(true));
+  no_sync.syncs.clear();
+  view.set_data(std::make_shared<const TimelineData>(std::move(no_sync)));
+  const QImage without = view.viewport()->grab().toImage();
+  EXPECT_NE(with_sync.pixel(at), without.pixel(at));
+  // Away from the sync (at 700 ms) the header reads the same either way.
+  const QPoint away(static_cast<int>(TimelineView::kLabelWidth + static_cast<double>(700 * kMs - t0) / px), at.y());
+  EXPECT_EQ(with_sync.pixel(away), without.pixel(away));
+}
+
+}  // namespace
+}  // namespace hs::viewer

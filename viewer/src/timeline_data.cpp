@@ -8,6 +8,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "hybridscope/reports/role_idle.h"
 #include "hybridscope/reports/run_data.h"
 #include "hybridscope/reports/run_database.h"
 
@@ -190,6 +191,12 @@ std::pair<std::int64_t, std::int64_t> TimelineData::named_range(std::int64_t ste
   return {lo, hi};
 }
 
+std::string role_of_rank(const TimelineData& data, int rank) {
+  for (const RoleGroup& g : data.role_groups)
+    if (std::find(g.ranks.begin(), g.ranks.end(), rank) != g.ranks.end()) return g.role;
+  return {};
+}
+
 TimelineKind item_kind(const TimelineData& data, const TimelineLane& lane, const TimelineItem& item) {
   if (lane.kind() == TimelineKind::kKernel && item.detail < data.gpu.size()) return data.gpu[item.detail].kind;
   return lane.kind();
@@ -234,7 +241,11 @@ class TimelineBuilder {
     comm_[c.rank].push_back({c.start_ns, std::max(c.start_ns, c.end_ns), out_.comm[detail].op, detail});
   }
 
+  /// The ranks of a split rollout pool (hybridscope.placement.rollout): tracks grouped by role.
+  void set_rollout_pool(std::vector<int> ranks) { pool_ = std::move(ranks); }
+
   void add_switch(const reports::SwitchRow& w) {
+    if (w.direction == kSyncDirection) syncs_[w.step].push_back({w.rank, w.start_ns, w.end_ns, w.bytes_sent, w.bytes_received});
     const std::uint32_t direction = intern(w.direction);
     out_.switches.push_back({direction, w.step, w.bytes_sent, w.bytes_received, w.bytes_local, w.end_ns - w.start_ns});
     const auto detail = static_cast<std::uint32_t>(out_.switches.size() - 1);
@@ -338,14 +349,51 @@ class TimelineBuilder {
       if (!t.counters.empty()) by_rank[rank].push_back(std::move(t));
     }
 
+    // A split rollout pool: the actor's ranks first, then the pool's, each track labelled with its role.
+    std::vector<int> rank_order;
+    for (const auto& [rank, tracks] : by_rank) rank_order.push_back(rank);
+    if (!pool_.empty()) {
+      const auto in_pool = [&](int rank) { return std::find(pool_.begin(), pool_.end(), rank) != pool_.end(); };
+      std::stable_partition(rank_order.begin(), rank_order.end(), [&](int rank) { return !in_pool(rank); });
+      RoleGroup actor{"actor", {}}, rollout{"rollout", {}};
+      for (const int rank : rank_order) (in_pool(rank) ? rollout : actor).ranks.push_back(rank);
+      for (auto& [rank, tracks] : by_rank)
+        for (auto& t : tracks) {
+          t.role = in_pool(rank) ? "rollout" : "actor";
+          t.label = t.role + " · " + t.label;
+        }
+      if (!actor.ranks.empty()) out_.role_groups.push_back(std::move(actor));
+      if (!rollout.ranks.empty()) out_.role_groups.push_back(std::move(rollout));
+    }
+    for (auto& [step, rows] : syncs_) {
+      SyncLink link;
+      link.step = step;
+      link.start_ns = rows.front().start_ns;
+      link.end_ns = rows.front().end_ns;
+      for (const SyncRow& r : rows) {
+        link.start_ns = std::min(link.start_ns, r.start_ns);
+        link.end_ns = std::max(link.end_ns, r.end_ns);
+        if (r.sent > 0) link.sender = r.rank;
+        if (r.received > 0) {
+          link.receivers.push_back(r.rank);
+          link.bytes = std::max(link.bytes, r.received);
+        }
+      }
+      std::sort(link.receivers.begin(), link.receivers.end());
+      out_.syncs.push_back(std::move(link));
+    }
+    syncs_.clear();
+    std::sort(out_.syncs.begin(), out_.syncs.end(),
+              [](const SyncLink& a, const SyncLink& b) { return a.start_ns < b.start_ns; });
+
     bool any = false;
     const auto widen = [&](std::int64_t lo, std::int64_t hi) {
       out_.start_ns = any ? std::min(out_.start_ns, lo) : lo;
       out_.end_ns = any ? std::max(out_.end_ns, hi) : hi;
       any = true;
     };
-    for (auto& [rank, tracks] : by_rank)
-      for (auto& t : tracks) {
+    for (const int rank : rank_order)
+      for (auto& t : by_rank[rank]) {
         for (const auto& lane : t.lanes) {
           if (lane.items().empty()) continue;
           out_.item_count += lane.items().size();
@@ -366,6 +414,13 @@ class TimelineBuilder {
   struct SwitchLanes {
     std::vector<TimelineItem> spans, components;
   };
+  struct SyncRow {
+    int rank = 0;
+    std::int64_t start_ns = 0, end_ns = 0, sent = 0, received = 0;
+  };
+  static constexpr const char* kSyncDirection = "sync_rollout_weights";
+  std::vector<int> pool_;
+  std::map<std::int64_t, std::vector<SyncRow>> syncs_;  // step -> its sync_rollout_weights rows
   TimelineData& out_;
   std::unordered_map<std::string, std::uint32_t> index_;
   std::vector<signed char> is_step_category_;  // by names index: -1 not looked at yet
@@ -387,6 +442,9 @@ TimelineData load_timeline(const std::string& path, std::int64_t run_id) {
     const reports::RunDatabase db(path);
     out.run_name = db.run(run_id).name;
     TimelineBuilder builder(out);
+    if (!db.run(run_id).imported())
+      builder.set_rollout_pool(
+          reports::parse_rank_list(db.config_value(run_id, "hybridscope.placement.rollout").value_or("[]")));
     // scan_ranges interns range names into out.names itself; the builder indexes them afterwards
     // so that the other tables' names share the one table.
     db.scan_ranges(run_id, out.names, [&](const reports::RangeScanRow& r) {
@@ -416,6 +474,7 @@ TimelineData build_timeline(const reports::RunData& data) {
   out.run_id = data.run.id;
   out.run_name = data.run.name;
   TimelineBuilder b(out);
+  b.set_rollout_pool(reports::split_rollout_ranks(data));
   for (const auto& r : data.ranges)
     b.add_range(r.rank, r.tid, r.depth, r.step, b.intern(r.name), b.intern(r.category), r.start_ns, r.end_ns,
                 static_cast<std::int32_t>(r.batch_size.value_or(-1)), static_cast<std::int32_t>(r.context_len.value_or(-1)));

@@ -156,6 +156,7 @@ void TimelineView::set_track_expanded(std::size_t track, bool expanded) {
 }
 
 std::pair<int, int> TimelineView::row_lanes(const Row& row) const {
+  if (row.lane == kHeader || row.lane == -1) return {0, 0};
   if (row.lane == kFolded) return {0, static_cast<int>(data_->tracks[row.track].lanes.size())};
   return {row.lane, row.lane + 1};
 }
@@ -166,6 +167,11 @@ void TimelineView::layout_rows() {
   if (data_)
     for (std::size_t t = 0; t < data_->tracks.size(); ++t) {
       const auto& track = data_->tracks[t];
+      // A split rollout pool: a header row where a role's tracks begin.
+      if (!track.role.empty() && (t == 0 || data_->tracks[t - 1].role != track.role)) {
+        rows_.push_back({t, kHeader, y, kLaneHeight});
+        y += kLaneHeight;
+      }
       if (!track_expanded(t)) {
         rows_.push_back({t, kFolded, y, kLaneHeight});
         y += kLaneHeight;
@@ -308,9 +314,52 @@ void TimelineView::select(std::int64_t t0_ns, std::int64_t t1_ns, std::vector<st
   emit selection_changed();
 }
 
+QString TimelineView::header_title(const Row& row) const {
+  const std::string& role = data_->tracks[row.track].role;
+  for (const RoleGroup& g : data_->role_groups) {
+    if (g.role != role) continue;
+    QString ranks;
+    for (std::size_t i = 0; i < g.ranks.size(); ++i) ranks += (i ? QStringLiteral(", ") : QString()) + QString::number(g.ranks[i]);
+    const QString which = g.ranks.size() == 1 ? tr("rank %1").arg(ranks) : tr("ranks %1").arg(ranks);
+    return role == "rollout" ? tr("ROLLOUT POOL — %1: generates (hybridscope.placement.rollout)").arg(which)
+                             : tr("ACTOR — %1: trains, sends the weights").arg(which);
+  }
+  return qs(role);
+}
+
+QString TimelineView::row_label(int row) const {
+  if (!data_ || row < 0 || row >= row_count()) return {};
+  return row_is_header(row) ? header_title(rows_[row]) : qs(data_->tracks[rows_[row].track].label);
+}
+
+int TimelineView::row_top(int row) const {
+  if (row < 0 || row >= row_count()) return -1;
+  return rows_[row].y - verticalScrollBar()->value() + kRulerHeight;
+}
+
+std::pair<int, int> TimelineView::sync_band_rows(std::size_t sync) const {
+  if (!data_ || sync >= data_->syncs.size()) return {0, 0};
+  const SyncLink& link = data_->syncs[sync];
+  int top = 0, bottom = 0;
+  bool any = false;
+  for (int r = 0; r < row_count(); ++r) {
+    const Row& row = rows_[r];
+    const TimelineTrack& track = data_->tracks[row.track];
+    if (row.lane == kHeader || track.kind != TrackKind::kSwitches) continue;
+    const bool member = track.rank == link.sender ||
+                        std::find(link.receivers.begin(), link.receivers.end(), track.rank) != link.receivers.end();
+    if (!member) continue;
+    const int y0 = row_top(r), y1 = y0 + row.height;
+    top = any ? std::min(top, y0) : y0;
+    bottom = any ? std::max(bottom, y1) : y1;
+    any = true;
+  }
+  return {top, bottom};
+}
+
 std::vector<LodEntry> TimelineView::row_entries(int row) const {
   std::vector<LodEntry> out;
-  if (!data_ || row < 0 || row >= row_count() || rows_[row].lane == -1) return out;
+  if (!data_ || row < 0 || row >= row_count() || rows_[row].lane == -1 || rows_[row].lane == kHeader) return out;
   const auto [t0, t1] = visible_range();
   const auto [l0, l1] = row_lanes(rows_[row]);
   for (int l = l0; l < l1; ++l)
@@ -358,6 +407,13 @@ void TimelineView::paintEvent(QPaintEvent*) {
   for (int r = first; r < last; ++r) {
     const Row& row = rows_[r];
     const int y = row.y - scroll + kRulerHeight;
+    if (row.lane == kHeader) {  // a role's header: a rule across the plot with what the role does
+      p.fillRect(QRect(kLabelWidth, y, area.width() - kLabelWidth, row.height), palette().color(QPalette::Midlight));
+      p.setPen(palette().color(QPalette::WindowText));
+      p.drawText(QRect(kLabelWidth + 6, y, area.width() - kLabelWidth - 12, row.height), Qt::AlignVCenter | Qt::AlignLeft,
+                 header_title(row));
+      continue;
+    }
     if (row.track % 2 == 1) p.fillRect(QRect(kLabelWidth, y, area.width() - kLabelWidth, row.height), band);
     if (row.lane == -1) {
       paint_counters(p, row, y, t0, t1);
@@ -366,6 +422,7 @@ void TimelineView::paintEvent(QPaintEvent*) {
       for (int l = l0; l < l1; ++l) paint_lane(p, row, l, y, t0, t1);
     }
   }
+  paint_syncs(p, t0, t1);
   // The selection: a translucent band over the selected tracks' rows.
   if (selection_t1_ > selection_t0_ && !selection_tracks_.empty()) {
     const double x0 = kLabelWidth + static_cast<double>(selection_t0_ - t0) / ns_per_px();
@@ -426,6 +483,50 @@ void TimelineView::paint_lane(QPainter& p, const Row& row, int lane_index, int y
       p.setPen(text);
       p.drawText(QRectF(x0 + 3, y, w - 6, kLaneHeight), Qt::AlignVCenter | Qt::AlignLeft,
                  metrics.elidedText(qs(data_->names[item.name]), Qt::ElideRight, static_cast<int>(w - 6)));
+    }
+  }
+}
+
+void TimelineView::paint_syncs(QPainter& p, std::int64_t t0, std::int64_t t1) {
+  if (data_->syncs.empty()) return;
+  const double px = ns_per_px();
+  const QColor switch_hue = hue_for("sync_rollout_weights", TimelineKind::kSwitch);
+  QColor fill = switch_hue;
+  fill.setAlpha(70);
+  const QColor edge = switch_hue.darker(150);
+  const QFontMetrics metrics = fontMetrics();
+  // Syncs whose band starts within the window (by start; their ends are sorted the same way).
+  const auto first = std::partition_point(data_->syncs.begin(), data_->syncs.end(),
+                                          [t0](const SyncLink& s) { return s.end_ns < t0; });
+  double last_label_end = -1e9;
+  for (auto it = first; it != data_->syncs.end() && it->start_ns < t1; ++it) {
+    const auto [top, bottom] = sync_band_rows(static_cast<std::size_t>(it - data_->syncs.begin()));
+    if (bottom <= top) continue;
+    const double x0 = kLabelWidth + static_cast<double>(it->start_ns - t0) / px;
+    const double w = std::max(3.0, static_cast<double>(it->end_ns - it->start_ns) / px);
+    p.fillRect(QRectF(x0, top, w, bottom - top), fill);
+    // The link: a line down the band from the sender to the receivers, an arrow head at the receivers.
+    const double xm = x0 + w / 2.0;
+    p.setPen(QPen(edge, 1.5));
+    p.drawLine(QPointF(xm, top + 2), QPointF(xm, bottom - 2));
+    QPainterPath head;
+    head.moveTo(xm - 4, bottom - 8);
+    head.lineTo(xm + 4, bottom - 8);
+    head.lineTo(xm, bottom - 2);
+    head.closeSubpath();
+    p.fillPath(head, edge);
+    // Its label beside the band's top (the sender's switches row, empty beside the sync), not at
+    // its middle, where it ran over the pool's header; where there is room (not over the last one).
+    const QString text = tr("sync step %1 · %2").arg(it->step).arg(format_bytes(static_cast<double>(it->bytes)));
+    const int tw = metrics.horizontalAdvance(text) + 8;
+    if (x0 + w + 3 > last_label_end) {
+      const QRectF box(x0 + w + 3, top + 1, tw, metrics.height());
+      QColor backing = palette().color(QPalette::Base);
+      backing.setAlpha(220);
+      p.fillRect(box, backing);
+      p.setPen(edge);
+      p.drawText(box.adjusted(4, 0, 0, 0), Qt::AlignLeft | Qt::AlignVCenter, text);
+      last_label_end = box.right() + 6;
     }
   }
 }
@@ -496,6 +597,18 @@ void TimelineView::paint_labels(QPainter& p, int first, int last) {
   // A track's label on its first visible row (so that scrolling inside a tall track keeps it).
   for (int r = first; r < last; ++r) {
     const Row& row = rows_[r];
+    if (row.lane == kHeader) {  // a role's title, bold, on the header's rule
+      const int y = row.y - scroll + kRulerHeight;
+      p.fillRect(QRect(0, y, kLabelWidth, row.height), palette().color(QPalette::Midlight));
+      QFont bold = p.font();
+      bold.setBold(true);
+      p.save();
+      p.setFont(bold);
+      const QString role = data_->tracks[row.track].role == "rollout" ? tr("ROLLOUT POOL") : tr("ACTOR");
+      p.drawText(QRect(6, y, kLabelWidth - 10, kLaneHeight), Qt::AlignVCenter | Qt::AlignLeft, role);
+      p.restore();
+      continue;
+    }
     if (row.track == last_track) continue;
     last_track = row.track;
     const auto& track = data_->tracks[row.track];
@@ -539,7 +652,7 @@ void TimelineView::paint_ruler(QPainter& p, std::int64_t t0) {
 std::optional<TimelineView::Hit> TimelineView::hit_test(const QPoint& pos) const {
   if (!data_ || pos.x() < kLabelWidth) return std::nullopt;
   const int r = row_at(pos.y());
-  if (r < 0 || rows_[r].lane == -1) return std::nullopt;
+  if (r < 0 || rows_[r].lane == -1 || rows_[r].lane == kHeader) return std::nullopt;
   const auto [t0, t1] = visible_range();
   const double px = ns_per_px();
   const auto [l0, l1] = row_lanes(rows_[r]);
@@ -653,7 +766,7 @@ void TimelineView::mousePressEvent(QMouseEvent* event) {
   press_pos_ = event->position().toPoint();
   if (press_pos_.x() < kLabelWidth) {  // a foldable track's label folds or unfolds it
     const int r = row_at(press_pos_.y());
-    if (r >= 0 && track_foldable(rows_[r].track)) {
+    if (r >= 0 && !row_is_header(r) && track_foldable(rows_[r].track)) {
       set_track_expanded(rows_[r].track, !track_expanded(rows_[r].track));
       return;
     }

@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "hybridscope/reports/bench_summary.h"
+#include "hybridscope/reports/role_idle.h"
 #include "hybridscope/reports/run_database.h"
 
 namespace hs::bench::sim {
@@ -85,10 +87,34 @@ StepInputs step_inputs_from_config(const ConfigLookup& config, int ranks, const 
   } else {
     in.grad_sync = GradSync::kFsdp;
   }
-  if (ranks % (in.train.tp * in.train.pp) != 0)
-    throw SimError(fmt::format("measured cell: {} ranks do not divide into tp {} · pp {}", ranks, in.train.tp,
+  // A split rollout pool (hybridscope.placement.rollout): those ranks only generate, the others
+  // train; hybridscope.async_mode says how the two overlap.
+  in.rollout_ranks = static_cast<int>(reports::parse_rank_list(config("hybridscope.placement.rollout").value_or("[]")).size());
+  const std::string async_name = config("hybridscope.async_mode").value_or("sync");
+  const auto async_mode = trainer::from_string<trainer::AsyncMode>(async_name);
+  if (!async_mode)
+    throw SimError(fmt::format("measured cell: hybridscope.async_mode = {}: not an async mode", async_name));
+  in.async_mode = *async_mode;
+  const int actor_ranks = ranks - in.rollout_ranks;
+  if (actor_ranks < 1)
+    throw SimError(fmt::format("measured cell: hybridscope.placement.rollout holds {} of the {} ranks: no rank "
+                               "is left to train",
+                               in.rollout_ranks, ranks));
+  if (actor_ranks % (in.train.tp * in.train.pp) != 0)
+    throw SimError(fmt::format("measured cell: {} ranks do not divide into tp {} · pp {}", actor_ranks, in.train.tp,
                                in.train.pp));
-  in.train.dp = ranks / (in.train.tp * in.train.pp);
+  in.train.dp = actor_ranks / (in.train.tp * in.train.pp);
+  // The sync sends the actor's parameters as it holds them: fp32 (rollout_server.cpp, weight_buckets).
+  in.sync_bytes_per_param = 4.0;
+  if (config("actor_rollout_ref.rollout.update_weights_bucket_megabytes"))
+    in.sync_bucket_bytes = number(config, "actor_rollout_ref.rollout.update_weights_bucket_megabytes") * (1 << 20);
+  if (config("data.max_response_length"))
+    in.max_response_length = static_cast<int>(number(config, "data.max_response_length"));
+  // verl's fully-async keys, where the run has them.
+  if (config("async_training.trigger_parameter_sync_step"))
+    in.trigger_parameter_sync_step = static_cast<int>(number(config, "async_training.trigger_parameter_sync_step"));
+  if (config("async_training.staleness_threshold"))
+    in.staleness_threshold = number(config, "async_training.staleness_threshold");
   in.rollout_tp = static_cast<int>(number(config, "actor_rollout_ref.rollout.tensor_model_parallel_size"));
   if (config("actor_rollout_ref.rollout.max_num_seqs"))
     in.max_num_seqs = static_cast<int>(number(config, "actor_rollout_ref.rollout.max_num_seqs"));
@@ -151,6 +177,23 @@ std::vector<MeasuredCell> read_measured_cells(const reports::RunDatabase& db, st
       per_phase["step"].push_back(step);
       for (const auto& [key, v] : r->values)
         if (key.rfind("share/", 0) == 0) per_phase[key.substr(6)].push_back(v * step);
+    }
+    // A split pool's generation (timing_s/generate_async: the pool's, which the actor's `gen` wait
+    // hides) and weight sync, which bench_summary's phase shares leave out: their means over the
+    // run's measured steps (a step without a sync counts as 0).
+    for (const auto* r : runs) {
+      std::map<std::string, std::pair<double, int>> sums;
+      std::set<std::int64_t> steps;
+      for (const auto& m : db.step_metrics(r->run_id)) {
+        if (m.step <= warmup) continue;
+        if (m.name == "timing_s/step") steps.insert(m.step);
+        if (m.name == "timing_s/generate_async" || m.name == "timing_s/sync_rollout_weights") {
+          sums[m.name.substr(9)].first += m.value;
+          sums[m.name.substr(9)].second += 1;
+        }
+      }
+      for (const auto& [phase, sum] : sums)
+        if (!steps.empty()) per_phase[phase].push_back(sum.first / static_cast<double>(steps.size()));
     }
     for (auto& [phase, values] : per_phase) cell.phase_s[phase] = median(std::move(values));
 

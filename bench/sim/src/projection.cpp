@@ -26,6 +26,9 @@ std::string layout_label(const StepInputs& in) {
   const std::string train = in.grad_sync == GradSync::kFsdp
                                 ? fmt::format("fsdp dp {}", in.train.dp)
                                 : fmt::format("megatron tp {} pp {} dp {}", in.train.tp, in.train.pp, in.train.dp);
+  if (in.rollout_ranks > 0)
+    return fmt::format("{} | rollout pool {} rank{} at tp {}, {}", train, in.rollout_ranks,
+                       in.rollout_ranks == 1 ? "" : "s", in.rollout_tp, trainer::to_string(in.async_mode));
   return fmt::format("{} -> rollout tp {}, {}", train, in.rollout_tp, trainer::to_string(in.reshard_mode));
 }
 
@@ -44,9 +47,21 @@ Efficiencies assumed_gpu_efficiencies() {
 StepInputs at_world(const StepInputs& base, int ranks, double batch_scale) {
   StepInputs in = base;
   const int model_ranks = in.train.tp * in.train.pp;
-  if (ranks % model_ranks != 0)
-    throw SimError(fmt::format("{} ranks do not divide into training tp {} · pp {}", ranks, in.train.tp, in.train.pp));
-  in.train.dp = ranks / model_ranks;
+  int actor_ranks = ranks;
+  if (base.rollout_ranks > 0) {
+    // A split pool keeps its share of the ranks, in whole replicas, and leaves the actor at least one.
+    const double share = static_cast<double>(base.rollout_ranks) / total_ranks(base);
+    in.rollout_ranks = std::max(in.rollout_tp, static_cast<int>(std::lround(share * ranks / in.rollout_tp)) * in.rollout_tp);
+    actor_ranks = ranks - in.rollout_ranks;
+    if (actor_ranks < model_ranks)
+      throw SimError(fmt::format("{} ranks leave the actor {} beside a rollout pool of {}: too few for training tp {} "
+                                 "· pp {}",
+                                 ranks, actor_ranks, in.rollout_ranks, in.train.tp, in.train.pp));
+  }
+  if (actor_ranks % model_ranks != 0)
+    throw SimError(fmt::format("{} ranks do not divide into training tp {} · pp {}", actor_ranks, in.train.tp,
+                               in.train.pp));
+  in.train.dp = actor_ranks / model_ranks;
   if (batch_scale != 1.0) {
     in.prompts = static_cast<int>(std::lround(base.prompts * batch_scale));
     if (in.ppo_mini_batch_size > 0) in.ppo_mini_batch_size = static_cast<int>(std::lround(base.ppo_mini_batch_size * batch_scale));
@@ -137,6 +152,9 @@ Projection project(const StepInputs& base, const CommCalibration& comm, const st
 
 std::vector<LayoutCandidate> search_layouts(const StepInputs& base, const CommCalibration& comm, int ranks,
                                             const std::function<void(int, int)>& progress) {
+  if (base.rollout_ranks > 0)
+    throw SimError("--search ranks colocated layouts only: split placements (hybridscope.placement.rollout) are not "
+                   "searched yet; project the split layout without --search, or clear hybridscope.placement.rollout");
   const HardwareSpec& hw = comm.hardware();
   const int node = base.devices_per_node > 0 ? base.devices_per_node : hw.devices_per_node;
   const auto heads = static_cast<int>(base.model.num_attention_heads);
@@ -247,6 +265,21 @@ std::vector<std::string> projection_assumptions(const StepInputs& base, const Co
                                 "forward_prefetch's overlap is not modelled)"
                               : "once per pass",
                           base.reference_sharded ? "sharded like the actor" : "replicated on every rank"));
+  if (base.rollout_ranks > 0)
+    a.push_back(fmt::format(
+        "split placement, {} ({:.0f} % of the ranks generate, each at rollout tp {}): step = {}; the weight sync is "
+        "a bucketed broadcast from the actor's rank 0 with a pack and an unpack at the copy rate, the batch's "
+        "hand-over one broadcast per pool rank over every rank",
+        trainer::to_string(base.async_mode), 100.0 * base.rollout_ranks / total_ranks(base), base.rollout_tp,
+        base.async_mode == trainer::AsyncMode::kSync ? "sync + generation + hand-over + training (each waits)"
+        : base.async_mode == trainer::AsyncMode::kOneStepOff
+            ? "max(generation, training) + hand-over + sync (the sync and the hand-over are exposed)"
+            : fmt::format("max(generation, training) + hand-over + sync / {} (trigger_parameter_sync_step; "
+                          "staleness_threshold {:.3g}{})",
+                          base.trigger_parameter_sync_step, base.staleness_threshold,
+                          base.staleness_threshold * base.trigger_parameter_sync_step >= 1.0
+                              ? ""
+                              : ": too little to generate a batch ahead, so only a sync window's steps overlap")));
   a.push_back(fmt::format("reward {}; critic {}", base.reward_model ? "a model's forward pass" : "rule-based, not costed",
                           base.critic ? "of the actor's shape and layout" : "none (GRPO)"));
   a.push_back("memory: no allocator fragmentation, rollout-engine reserve, CUDA context or NCCL buffers (~1-3 GB per "

@@ -16,7 +16,10 @@ namespace hs::bench::sim {
 namespace {
 
 // The phases the model and the matrices share, in verl's order.
-constexpr const char* kComparedPhases[] = {"switch/train_to_rollout", "gen", "old_log_prob", "update_actor", "step"};
+// A split pool's cells also measure its generation (generate_async) and the weight sync.
+constexpr const char* kComparedPhases[] = {"switch/train_to_rollout", "gen",          "generate_async",
+                                           "sync_rollout_weights",    "old_log_prob", "update_actor",
+                                           "step"};
 
 PhaseTimes simulate_with(const MeasuredCell& cell, const Efficiencies& e, const CommCalibration& comm) {
   StepInputs in = cell.inputs;
@@ -27,6 +30,12 @@ PhaseTimes simulate_with(const MeasuredCell& cell, const Efficiencies& e, const 
 const double* measured(const MeasuredCell& cell, const char* phase) {
   const auto it = cell.phase_s.find(phase);
   return it == cell.phase_s.end() || !(it->second > 0) ? nullptr : &it->second;
+}
+
+// The seconds the cell generated its batch in: the pool's generation (timing_s/generate_async)
+// with a split pool, whose actor's `gen` is its wait for the batch; else `gen`.
+const double* generation_measured(const MeasuredCell& cell) {
+  return measured(cell, cell.inputs.rollout_ranks > 0 ? "generate_async" : "gen");
 }
 
 // Golden-section minimum of f on [lo, hi] (f unimodal there), to a width of `tol`.
@@ -54,7 +63,9 @@ constexpr double kLogTol = 1e-10;
 }  // namespace
 
 double predicted_phase(const PhaseTimes& t, const std::string& phase) noexcept {
-  if (phase == "gen") return t.gen_s;
+  if (phase == "gen") return t.split_pool ? t.gen_wait_s : t.gen_s;
+  if (phase == "generate_async") return t.split_pool ? t.gen_s : -1.0;
+  if (phase == "sync_rollout_weights") return t.split_pool ? t.sync_per_step_s : -1.0;
   if (phase == "old_log_prob") return t.old_log_prob_s;
   if (phase == "ref") return t.ref_s;
   if (phase == "update_actor") return t.update_actor_s;
@@ -107,7 +118,7 @@ EfficiencyFit fit_unchecked(const std::vector<MeasuredCell>& cells, const CommCa
   // The switch's copies, then old_log_prob and update_actor: closed form per cell, geometric mean.
   // The copies come first: the update's gradient packing runs at their rate.
   double log_forward = 0.0, log_train = 0.0, log_copy = 0.0;
-  int n_forward = 0, n_train = 0, n_copy = 0;
+  int n_forward = 0, n_train = 0, n_copy = 0, n_sync_copy = 0;
   for (const auto& cell : cells) {
     const PhaseTimes t1 = simulate_with(cell, unit, comm);
     if (const double* t = measured(cell, "switch/train_to_rollout"); t && t1.weight_switch.copy_s > 0) {
@@ -123,8 +134,31 @@ EfficiencyFit fit_unchecked(const std::vector<MeasuredCell>& cells, const CommCa
       }
     }
   }
-  if (n_copy > 0) out.efficiency.switch_copy = std::exp(log_copy / n_copy);
-  else out.notes.push_back("no cell's switch moved weights: the switch copy efficiency kept at its start value");
+  // No switch moved weights (a split pool has none): the weight sync's pack and unpack run at the
+  // same copy rate, so its cells fit it the same way (measured sync − its broadcasts = the copies).
+  for (const auto& cell : cells) {
+    if (n_copy > 0 || cell.inputs.rollout_ranks == 0) continue;
+    const double* t = measured(cell, "sync_rollout_weights");
+    if (!t) continue;
+    const PhaseTimes t1 = simulate_with(cell, unit, comm);
+    const double per_sync = t1.sync_s > 0 ? t1.sync_per_step_s / t1.sync_s : 1.0;
+    const double copies = *t - per_sync * t1.sync_wire_s;
+    const double modelled = per_sync * (t1.sync_pack_s + t1.sync_unpack_s);
+    if (copies > 0 && modelled > 0) {
+      log_copy += std::log(modelled / copies);
+      ++n_sync_copy;
+    }
+  }
+  if (n_copy > 0) {
+    out.efficiency.switch_copy = std::exp(log_copy / n_copy);
+  } else if (n_sync_copy > 0) {
+    out.efficiency.switch_copy = std::exp(log_copy / n_sync_copy);
+    out.notes.push_back(fmt::format(
+        "no cell's switch moved weights: the copy efficiency fitted on {} cell{}' weight sync (pack and unpack)",
+        n_sync_copy, n_sync_copy == 1 ? "" : "s"));
+  } else {
+    out.notes.push_back("no cell's switch moved weights: the switch copy efficiency kept at its start value");
+  }
   Efficiencies compute_unit = unit;
   compute_unit.switch_copy = out.efficiency.switch_copy;
   for (const auto& cell : cells) {
@@ -167,7 +201,7 @@ EfficiencyFit fit_unchecked(const std::vector<MeasuredCell>& cells, const CommCa
   std::vector<const MeasuredCell*> gen_cells;
   double overhead_hi = 0.0;
   for (const auto& cell : cells)
-    if (const double* t = measured(cell, "gen")) {
+    if (const double* t = generation_measured(cell)) {
       gen_cells.push_back(&cell);
       const double calls = 1.0 + std::ceil(response_spread(cell.inputs).hi);  // the prefill and every step
       overhead_hi = overhead_hi > 0 ? std::min(overhead_hi, *t / calls) : *t / calls;
@@ -184,7 +218,7 @@ EfficiencyFit fit_unchecked(const std::vector<MeasuredCell>& cells, const CommCa
       in.efficiency.prefill_compute = std::exp(log_prefill);
       in.efficiency.decode_bandwidth = std::exp(log_decode);
       in.efficiency.gen_call_overhead_s = overhead;
-      const double r = std::log(simulate_generation(in, comm).gen_s / cell->phase_s.at("gen"));
+      const double r = std::log(simulate_generation(in, comm).gen_s / *generation_measured(*cell));
       sum += r * r;
     }
     return sum;
@@ -272,7 +306,7 @@ std::vector<PhaseError> phase_errors(const std::vector<CellPrediction>& cells, b
     for (const auto& c : cells) {
       if (c.in_fit != in_fit) continue;
       const auto m = c.measured.find(phase);
-      if (m == c.measured.end() || !(m->second > 0)) continue;
+      if (m == c.measured.end() || !(m->second > 0) || predicted_phase(c.predicted, phase) < 0) continue;
       e.mean_abs_pct_error += 100.0 * std::abs(predicted_phase(c.predicted, phase) - m->second) / m->second;
       ++e.cells;
     }
@@ -371,7 +405,9 @@ std::string fitted_efficiencies(const EfficiencyFit& fit) {
 // Per cell predicted vs measured: the held-out cells first (the prediction), then the fit cells.
 std::string cell_table(const std::vector<CellPrediction>& cells) {
   std::string out = "cell  name                 ranks  subset    ";
-  for (const char* phase : kComparedPhases) out += fmt::format("{:>26}", fmt::format("{} s pred/meas", phase));
+  // A column per phase, as wide as its title (the longest, sync_rollout_weights, needs 33).
+  auto width = [](const char* phase) { return std::max<std::size_t>(26, std::string(phase).size() + 14); };
+  for (const char* phase : kComparedPhases) out += fmt::format("{:>{}}", fmt::format("{} s pred/meas", phase), width(phase));
   out += "   unmodelled s\n";
   for (bool fit_rows : {false, true}) {
     for (const auto& c : cells) {
@@ -382,13 +418,14 @@ std::string cell_table(const std::vector<CellPrediction>& cells) {
         const auto m = c.measured.find(phase);
         const double pred = predicted_phase(c.predicted, phase);
         out += m == c.measured.end()
-                   ? fmt::format("{:>26}", fmt::format("{:.3f} / -", pred))
-                   : fmt::format("{:>26}", fmt::format("{:.3f} / {:.3f} ({:+.0f}%)", pred, m->second,
-                                                       100.0 * (pred - m->second) / m->second));
+                   ? fmt::format("{:>{}}", fmt::format("{:.3f} / -", pred), width(phase))
+                   : fmt::format("{:>{}}", fmt::format("{:.3f} / {:.3f} ({:+.0f}%)", pred, m->second,
+                                                       100.0 * (pred - m->second) / m->second),
+                                 width(phase));
       }
       // What the step measured outside the modelled phases (switches, reward, advantages, …).
       double modelled = 0.0;
-      for (const char* phase : {"gen", "old_log_prob", "ref", "update_actor"}) {
+      for (const char* phase : {"gen", "old_log_prob", "ref", "update_actor", "sync_rollout_weights"}) {
         const auto m = c.measured.find(phase);
         if (m != c.measured.end()) modelled += m->second;
       }

@@ -17,10 +17,14 @@ LinkLevel link_level_for_strided_group(int n, int stride, int devices_per_node) 
   return n * stride <= devices_per_node ? LinkLevel::kIntraNode : LinkLevel::kInterNode;
 }
 
+int generation_ranks(const StepInputs& in) noexcept { return in.rollout_ranks > 0 ? in.rollout_ranks : in.train.world(); }
+
+int total_ranks(const StepInputs& in) noexcept { return in.train.world() + std::max(0, in.rollout_ranks); }
+
 int ranks_per_node(const StepInputs& in, const HardwareSpec& hw) {
   if (in.processes_per_node > 0) return in.processes_per_node;
   const int devices = in.devices_per_node > 0 ? in.devices_per_node : hw.devices_per_node;
-  return std::min(in.train.world(), devices);
+  return std::min(total_ranks(in), devices);
 }
 
 double device_sharing(const StepInputs& in, const HardwareSpec& hw) {
@@ -51,11 +55,22 @@ void check_inputs(const StepInputs& in) {
   positive("ppo_epochs", in.ppo_epochs);
   positive("log_prob_micro_batches", in.log_prob_micro_batches);
   positive("model.num_hidden_layers", in.model.num_hidden_layers);
-  const int world = in.train.world();
+  if (in.rollout_ranks < 0)
+    throw SimError(fmt::format("step model: rollout_ranks = {}: must be >= 0 (0: colocated)", in.rollout_ranks));
+  positive("trigger_parameter_sync_step", in.trigger_parameter_sync_step);
+  if (in.rollout_ranks == 0 && in.async_mode != trainer::AsyncMode::kSync)
+    throw SimError(fmt::format("step model: async_mode {} needs a split rollout pool (rollout_ranks > 0): the "
+                               "colocated engine cannot generate while it trains",
+                               trainer::to_string(in.async_mode)));
+  const int world = generation_ranks(in);
   if (world % in.rollout_tp != 0)
-    throw SimError(fmt::format("step model: rollout tp {} does not divide the {} ranks of the training layout "
-                               "(tp {} · pp {} · dp {}): pick a divisor",
-                               in.rollout_tp, world, in.train.tp, in.train.pp, in.train.dp));
+    throw SimError(in.rollout_ranks > 0
+                       ? fmt::format("step model: rollout tp {} does not divide the {} ranks of the rollout pool: "
+                                     "pick a divisor",
+                                     in.rollout_tp, world)
+                       : fmt::format("step model: rollout tp {} does not divide the {} ranks of the training layout "
+                                     "(tp {} · pp {} · dp {}): pick a divisor",
+                                     in.rollout_tp, world, in.train.tp, in.train.pp, in.train.dp));
   const int sequences = in.prompts * in.samples_per_prompt;
   const int replicas = world / in.rollout_tp;
   if (sequences % replicas != 0)
@@ -95,7 +110,7 @@ LengthSpread response_spread(const StepInputs& in) noexcept {
 }
 
 double sequences_per_replica(const StepInputs& in) noexcept {
-  return static_cast<double>(in.prompts) * in.samples_per_prompt / (in.train.world() / in.rollout_tp);
+  return static_cast<double>(in.prompts) * in.samples_per_prompt / (generation_ranks(in) / in.rollout_tp);
 }
 
 double decoded_at_once(const StepInputs& in) noexcept {
@@ -163,10 +178,16 @@ MemoryEstimate estimate_memory(const StepInputs& in, const HardwareSpec& hw, con
   m.training_peak = m.master_weights + m.gradients + m.optimizer + m.reference_weights + m.compute_weights +
                     m.activations + m.logits;
 
-  m.generation_weights = static_cast<double>(sw.max_peak_parameter_bytes);
   m.kv_cache = decoded_at_once(in) * S * kv_bytes_per_token(shape, in.kv_bytes_per_element) / in.rollout_tp;
-  m.generation_peak = m.master_weights + (in.optimizer_offload ? 0.0 : m.optimizer) + m.reference_weights +
-                      m.generation_weights + m.kv_cache;
+  if (in.rollout_ranks > 0) {
+    // A pool rank holds its replica's shard of the whole model and its KV cache, no training state.
+    m.generation_weights = params * in.sync_bytes_per_param / in.rollout_tp;
+    m.generation_peak = m.generation_weights + m.kv_cache;
+  } else {
+    m.generation_weights = static_cast<double>(sw.max_peak_parameter_bytes);
+    m.generation_peak = m.master_weights + (in.optimizer_offload ? 0.0 : m.optimizer) + m.reference_weights +
+                        m.generation_weights + m.kv_cache;
+  }
   m.capacity = hw.device.memory_capacity_bytes / device_sharing(in, hw);
   return m;
 }
@@ -249,6 +270,11 @@ GenerationTimes simulate_generation(const StepInputs& in, const CommCalibration&
   return t;
 }
 
+
+namespace {
+// A split pool's sync, hand-over and the step of its async mode (PhaseTimes' comments).
+void cost_split_pool(const StepInputs& in, const CommCalibration& comm, PhaseTimes& t);
+}  // namespace
 
 PhaseTimes simulate_step(const StepInputs& in, const CommCalibration& comm) {
   check_inputs(in);
@@ -374,13 +400,79 @@ PhaseTimes simulate_step(const StepInputs& in, const CommCalibration& comm) {
     t.update_critic_s = t.update_actor_s;
   }
 
-  // The weight switch: the planner's bytes, the executor's schedule.
-  t.weight_switch = cost_switch(switch_traffic(in), comm, node_ranks, share, bandwidth * eff.switch_copy);
-  t.switch_s = t.weight_switch.train_to_rollout_s;
-  t.step_s = t.switch_s + t.gen_s + t.reward_s + t.old_log_prob_s + t.ref_s + t.values_s + t.update_critic_s +
-             t.update_actor_s;
+  t.train_pipeline_s = t.reward_s + t.old_log_prob_s + t.ref_s + t.values_s + t.update_critic_s + t.update_actor_s;
+  t.rollout_pipeline_s = t.gen_s;
+  if (in.rollout_ranks == 0) {
+    // The weight switch: the planner's bytes, the executor's schedule.
+    t.weight_switch = cost_switch(switch_traffic(in), comm, node_ranks, share, bandwidth * eff.switch_copy);
+    t.switch_s = t.weight_switch.train_to_rollout_s;
+    t.step_s = t.switch_s + t.gen_s + t.train_pipeline_s;
+  } else {
+    t.split_pool = true;
+    cost_split_pool(in, comm, t);
+  }
   t.memory = estimate_memory(in, hw, t.weight_switch);
   return t;
 }
+
+namespace {
+
+void cost_split_pool(const StepInputs& in, const CommCalibration& comm, PhaseTimes& t) {
+  const HardwareSpec& hw = comm.hardware();
+  const double share = device_sharing(in, hw);
+  const int node_ranks = ranks_per_node(in, hw);
+  const double params = in.parameter_count > 0 ? in.parameter_count : probes::dense_parameter_count(in.model);
+  const double copy_rate = hw.device.memory_bandwidth_bytes_per_s * in.efficiency.switch_copy;
+  // The weight sync (rollout_server.h): the actor's rank 0 broadcasts the parameter version, then
+  // the parameters in buckets of at most sync_bucket_bytes, to the pool (a group of pool + 1 ranks);
+  // the sender packs each bucket, each receiver unpacks it: every byte read and written once at the
+  // copy rate (the switch's).
+  const int group = in.rollout_ranks + 1;
+  const LinkLevel sync_level = link_level_for_strided_group(group, 1, node_ranks);
+  const double bytes = params * in.sync_bytes_per_param;
+  const double bucket = in.sync_bucket_bytes > 0 ? in.sync_bucket_bytes : bytes;
+  const double full = std::floor(bytes / bucket), rest = bytes - full * bucket;
+  t.sync_wire_s = comm.seconds(Collective::kBroadcast, group, 8.0, sync_level) +
+                  full * comm.seconds(Collective::kBroadcast, group, bucket, sync_level) +
+                  (rest > 0 ? comm.seconds(Collective::kBroadcast, group, rest, sync_level) : 0.0);
+  t.sync_pack_s = share * 2.0 * bytes / copy_rate;
+  t.sync_unpack_s = t.sync_pack_s;
+  t.sync_s = t.sync_pack_s + t.sync_wire_s + t.sync_unpack_s;
+  const bool fully_async = in.async_mode == trainer::AsyncMode::kFullyAsync;
+  const double k = fully_async ? in.trigger_parameter_sync_step : 1.0;
+  t.sync_per_step_s = t.sync_s / k;
+  // The hand-over (rollout_server.cpp, hand_over): per pool rank, over every rank, a 16-byte header
+  // and its share's rows, float32 (1 + 2 · max_response_length) per sequence.
+  const int world = total_ranks(in);
+  const LinkLevel world_level = link_level_for_strided_group(world, 1, node_ranks);
+  const double length = in.max_response_length > 0 ? in.max_response_length : std::ceil(in.response_length);
+  const double rows = static_cast<double>(in.prompts) * in.samples_per_prompt / in.rollout_ranks;
+  t.handoff_s = in.rollout_ranks * (comm.seconds(Collective::kBroadcast, world, 16.0, world_level) +
+                                    comm.seconds(Collective::kBroadcast, world, rows * (1.0 + 2.0 * length) * 4.0,
+                                                 world_level));
+  const double gen = t.rollout_pipeline_s, train = t.train_pipeline_s;
+  switch (in.async_mode) {
+    case trainer::AsyncMode::kSync:
+      t.gen_wait_s = gen + t.handoff_s;
+      t.step_s = t.sync_s + gen + t.handoff_s + train;
+      break;
+    case trainer::AsyncMode::kOneStepOff:
+      t.gen_wait_s = std::max(0.0, gen - train) + t.handoff_s;
+      t.step_s = std::max(gen, train) + t.handoff_s + t.sync_s;
+      break;
+    case trainer::AsyncMode::kFullyAsync:
+      if (in.staleness_threshold * k >= 1.0) {  // room to generate a batch ahead across a sync
+        t.gen_wait_s = std::max(0.0, gen - train) + t.handoff_s;
+        t.step_s = std::max(gen, train) + t.handoff_s + t.sync_per_step_s;
+      } else {  // a window of k steps overlaps inside only
+        const double window = gen + (k - 1.0) * std::max(gen, train) + train;
+        t.step_s = window / k + t.handoff_s + t.sync_per_step_s;
+        t.gen_wait_s = t.step_s - train - t.sync_per_step_s;
+      }
+      break;
+  }
+}
+
+}  // namespace
 
 }  // namespace hs::bench::sim

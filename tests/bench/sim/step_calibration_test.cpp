@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 #include <string>
 
 namespace sim = hs::bench::sim;
@@ -194,6 +195,115 @@ TEST(MeasuredCells, StepInputsFromTheDemoMatrixConfig) {
   } catch (const sim::SimError& e) {
     EXPECT_NE(std::string(e.what()).find("data.train_batch_size"), std::string::npos);
   }
+}
+
+TEST(MeasuredCells, ASplitPoolsRanksModeAndSyncFromTheConfig) {
+  // make demo-one-step-off's placement on the demo matrix's model: rank 1 generates, rank 0 trains.
+  std::map<std::string, std::string> keys = {
+      {"hybridscope.model.hidden_size", "512"},
+      {"hybridscope.model.intermediate_size", "1536"},
+      {"hybridscope.model.num_hidden_layers", "4"},
+      {"hybridscope.model.num_attention_heads", "8"},
+      {"hybridscope.model.num_key_value_heads", "4"},
+      {"hybridscope.model.vocab_size", "0"},
+      {"hybridscope.precision", "fp32"},
+      {"data.train_batch_size", "16"},
+      {"data.max_response_length", "9"},
+      {"actor_rollout_ref.rollout.n", "4"},
+      {"actor_rollout_ref.actor.strategy", "fsdp"},
+      {"actor_rollout_ref.rollout.tensor_model_parallel_size", "1"},
+      {"actor_rollout_ref.actor.ppo_mini_batch_size", "16"},
+      {"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", "16"},
+      {"actor_rollout_ref.actor.ppo_epochs", "1"},
+      {"actor_rollout_ref.rollout.update_weights_bucket_megabytes", "64"},
+      {"hybridscope.placement.rollout", "[1]"},
+      {"hybridscope.async_mode", "one_step_off"},
+  };
+  auto lookup = [&](const std::string& k) -> std::optional<std::string> {
+    const auto it = keys.find(k);
+    return it == keys.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+  const sim::StepInputs in = sim::step_inputs_from_config(lookup, 2, {12.5, 8.4, 50733056.0});
+  EXPECT_EQ(in.rollout_ranks, 1);
+  EXPECT_EQ(in.train.dp, 1);  // the other rank trains
+  EXPECT_EQ(in.async_mode, hs::trainer::AsyncMode::kOneStepOff);
+  EXPECT_DOUBLE_EQ(in.sync_bytes_per_param, 4.0);  // the actor's fp32 parameters
+  EXPECT_DOUBLE_EQ(in.sync_bucket_bytes, 64.0 * (1 << 20));
+  EXPECT_EQ(in.max_response_length, 9);
+  EXPECT_EQ(in.trigger_parameter_sync_step, 1);  // no async_training keys: verl's defaults
+  EXPECT_DOUBLE_EQ(in.staleness_threshold, 0.0);
+  // verl's fully-async keys where the run has them.
+  keys["hybridscope.async_mode"] = "fully_async";
+  keys["async_training.trigger_parameter_sync_step"] = "4";
+  keys["async_training.staleness_threshold"] = "0.5";
+  const sim::StepInputs f = sim::step_inputs_from_config(lookup, 2, {12.5, 8.4, 50733056.0});
+  EXPECT_EQ(f.async_mode, hs::trainer::AsyncMode::kFullyAsync);
+  EXPECT_EQ(f.trigger_parameter_sync_step, 4);
+  EXPECT_DOUBLE_EQ(f.staleness_threshold, 0.5);
+  // A pool of every rank leaves nobody to train.
+  keys["hybridscope.placement.rollout"] = "[0, 1]";
+  try {
+    sim::step_inputs_from_config(lookup, 2, {12.5, 8.4, 50733056.0});
+    FAIL() << "a pool of every rank must throw";
+  } catch (const sim::SimError& e) {
+    EXPECT_NE(std::string(e.what()).find("no rank is left to train"), std::string::npos) << e.what();
+  }
+}
+
+// A split pool's cell is fitted on the pool's generation (generate_async), not on the actor's
+// `gen`, which only waits: noise-free split cells generated from the model recover the truth.
+TEST(StepCalibration, SplitPoolCellsFitGenerationOnThePoolsGenerateAsync) {
+  const sim::CommCalibration comm = small_cluster();
+  const sim::Efficiencies truth = kTruth;  // no switch: the copy efficiency comes from the sync's pack and unpack
+  std::vector<sim::MeasuredCell> cells;
+  int index = 0;
+  for (auto [P, R] : {std::pair{64.0, 16.0}, std::pair{16.0, 128.0}, std::pair{64.0, 128.0}, std::pair{16.0, 16.0}})
+    for (const auto mode : {hs::trainer::AsyncMode::kSync, hs::trainer::AsyncMode::kOneStepOff}) {
+      sim::MeasuredCell c;
+      c.cell_index = ++index;
+      c.name = "p" + std::to_string(static_cast<int>(P)) + "r" + std::to_string(static_cast<int>(R)) + " " +
+               hs::trainer::to_string(mode);
+      c.ranks = 2;
+      c.repetitions = 1;
+      sim::StepInputs& in = c.inputs;
+      in.model = {1000, 64, 256, 2, 4, 2, 16};
+      in.prompts = 2;
+      in.samples_per_prompt = 2;  // 4 sequences on the one pool rank
+      in.prompt_length = P;
+      in.response_length = R;
+      in.train = {1, 1, 1};
+      in.rollout_ranks = 1;
+      in.async_mode = mode;
+      in.rollout_tp = 1;
+      in.grad_sync = sim::GradSync::kFsdp;
+      in.efficiency = truth;
+      const sim::PhaseTimes t = sim::simulate_step(in, comm);
+      for (const char* phase : {"gen", "generate_async", "sync_rollout_weights", "old_log_prob", "update_actor", "step"})
+        c.phase_s[phase] = sim::predicted_phase(t, phase);
+      in.efficiency = {};  // the fit must not see the truth
+      cells.push_back(c);
+    }
+  // The one_step_off cells' actor barely waits: fitting on `gen` would drive the efficiencies off.
+  ASSERT_LT(cells[1].phase_s.at("gen"), cells[1].phase_s.at("generate_async"));
+  const sim::EfficiencyFit fit = sim::fit_efficiencies(cells, comm, {});
+  EXPECT_NEAR(fit.efficiency.forward_compute, truth.forward_compute, 1e-6);
+  EXPECT_NEAR(fit.efficiency.train_compute, truth.train_compute, 1e-6);
+  EXPECT_NEAR(fit.efficiency.switch_copy, truth.switch_copy, 1e-9);
+  for (const auto& c : cells) {
+    sim::StepInputs in = c.inputs;
+    in.efficiency = fit.efficiency;
+    const sim::PhaseTimes t = sim::simulate_step(in, comm);
+    EXPECT_NEAR(t.gen_s / c.phase_s.at("generate_async"), 1.0, 1e-3) << c.name;
+    EXPECT_NEAR(t.step_s / c.phase_s.at("step"), 1.0, 1e-3) << c.name;
+  }
+  // Fit on the sync cells, predict the one_step_off ones: the held-out rows carry both new phases.
+  const sim::ValidationReport r =
+      sim::validate_step_model(cells, [](const sim::MeasuredCell& c) { return c.inputs.async_mode == hs::trainer::AsyncMode::kSync; }, comm);
+  std::set<std::string> phases;
+  for (const auto& e : r.held_out) phases.insert(e.phase);
+  EXPECT_TRUE(phases.count("generate_async"));
+  EXPECT_TRUE(phases.count("sync_rollout_weights"));
+  for (const auto& e : r.held_out) EXPECT_LT(e.mean_abs_pct_error, 1.0) << e.phase;
 }
 
 // The two splits: ranks 1, 2, 4 (two shapes each, in matrix order) -> split 1 fits the 1- and

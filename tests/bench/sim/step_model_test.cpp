@@ -3,8 +3,11 @@
 // step_model.h written out again; the script is quoted in the comments' arithmetic).
 #include "hybridscope/bench/sim/step_model.h"
 
+#include "hybridscope/bench/sim/step_calibration.h"
+
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 namespace sim = hs::bench::sim;
@@ -244,4 +247,89 @@ TEST(StepModel, FsdpPerLayerUnitsByHand) {
   // micro-batch 2 layers × (2 gathers + 1 reduce-scatter) = 6 · 1.61408e-5 = 9.68448e-5, × 2
   // micro-batches; per step 4.56128e-5 + 1.936896e-4 = 2.393024e-4, × 2 steps = 4.786048e-4.
   EXPECT_NEAR(t.actor_grad_comm_s, 4.786048e-4, 1e-17);
+}
+
+// A split rollout pool (hybridscope.placement.rollout) and the asynchronous modes. small_step's two
+// training ranks keep the actor; two more ranks generate (2 replicas of 4 sequences, as the
+// colocated step's), so generation and training equal the colocated step's, and what is new is the
+// sync, the hand-over and how the modes put the pipelines together. 4 ranks on 8 devices: no
+// sharing, every group inside the node (α 10 µs, β 10 GB/s).
+TEST(StepModel, SplitPoolSyncHandOverAndAsyncStepsByHand) {
+  const sim::CommCalibration comm = small_cluster();
+  const sim::PhaseTimes colocated = sim::simulate_step(small_step(), comm);
+  sim::StepInputs in = small_step();
+  in.rollout_ranks = 2;
+  in.sync_bytes_per_param = 4;       // fp32 weights on the wire
+  in.sync_bucket_bytes = 1 << 20;    // one bucket holds them all
+  in.max_response_length = 4;
+  EXPECT_EQ(sim::generation_ranks(in), 2);
+  EXPECT_EQ(sim::total_ranks(in), 4);
+
+  const sim::PhaseTimes t = sim::simulate_step(in, comm);
+  EXPECT_TRUE(t.split_pool);
+  EXPECT_DOUBLE_EQ(t.gen_s, colocated.gen_s);
+  EXPECT_DOUBLE_EQ(t.update_actor_s, colocated.update_actor_s);
+  EXPECT_DOUBLE_EQ(t.switch_s, 0.0);  // no train->rollout switch: the pool holds its own weights
+  const double train = colocated.old_log_prob_s + colocated.ref_s + colocated.update_actor_s;
+  EXPECT_DOUBLE_EQ(t.train_pipeline_s, train);
+  // Sync: 250880 parameters × 4 B = 1003520 B broadcast to a group of 3 (rank 0 and the pool):
+  // the version, 2·10 µs + 8/1e10 = 20.0008 µs; the bucket, 2·10 µs + 1003520/1e10 = 120.352 µs.
+  EXPECT_NEAR(t.sync_wire_s, 20.0008e-6 + 120.352e-6, 1e-12);
+  // Pack and unpack: 2 · 1003520 B at 1e11 B/s × 0.5 (switch copy) = 40.1408 µs each.
+  EXPECT_NEAR(t.sync_pack_s, 40.1408e-6, 1e-12);
+  EXPECT_NEAR(t.sync_unpack_s, 40.1408e-6, 1e-12);
+  EXPECT_NEAR(t.sync_s, 220.6344e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(t.sync_per_step_s, t.sync_s);
+  // Hand-over: per pool rank over 4 ranks, a 16 B header (3·10 µs + 1.6e-9 s) and 4 rows of
+  // (1 + 2·4) float32 = 144 B (3·10 µs + 1.44e-8 s): 2 · 60.016 µs.
+  EXPECT_NEAR(t.handoff_s, 2 * (30.0016e-6 + 30.0144e-6), 1e-12);
+  // sync: each waits for the other.
+  EXPECT_NEAR(t.step_s, t.sync_s + t.gen_s + t.handoff_s + train, 1e-15);
+  EXPECT_NEAR(t.gen_wait_s, t.gen_s + t.handoff_s, 1e-15);
+  EXPECT_DOUBLE_EQ(sim::predicted_phase(t, "gen"), t.gen_wait_s);
+  EXPECT_DOUBLE_EQ(sim::predicted_phase(t, "generate_async"), t.gen_s);
+  EXPECT_DOUBLE_EQ(sim::predicted_phase(t, "sync_rollout_weights"), t.sync_s);
+  EXPECT_DOUBLE_EQ(sim::predicted_phase(colocated, "generate_async"), -1.0);
+
+  // one_step_off: the longer pipeline plus the exposed hand-over and sync.
+  in.async_mode = hs::trainer::AsyncMode::kOneStepOff;
+  const sim::PhaseTimes o = sim::simulate_step(in, comm);
+  EXPECT_NEAR(o.step_s, std::max(t.gen_s, train) + t.handoff_s + t.sync_s, 1e-15);
+  EXPECT_NEAR(o.gen_wait_s, std::max(0.0, t.gen_s - train) + t.handoff_s, 1e-15);
+  EXPECT_LT(o.step_s, t.step_s);
+
+  // fully_async, a sync every 2 updates: with staleness room for a batch (0.5 · 2 = 1) as
+  // one_step_off with half a sync per step; without (0 · 2), two steps overlap inside the window.
+  in.async_mode = hs::trainer::AsyncMode::kFullyAsync;
+  in.trigger_parameter_sync_step = 2;
+  in.staleness_threshold = 0.5;
+  const sim::PhaseTimes f = sim::simulate_step(in, comm);
+  EXPECT_NEAR(f.sync_per_step_s, t.sync_s / 2, 1e-15);
+  EXPECT_NEAR(f.step_s, std::max(t.gen_s, train) + t.handoff_s + t.sync_s / 2, 1e-15);
+  in.staleness_threshold = 0.0;
+  const sim::PhaseTimes w = sim::simulate_step(in, comm);
+  EXPECT_NEAR(w.step_s, (t.gen_s + std::max(t.gen_s, train) + train) / 2 + t.handoff_s + t.sync_s / 2, 1e-15);
+
+  // Memory: a pool rank holds the whole model in the sync's dtype and its KV cache, no training state.
+  EXPECT_DOUBLE_EQ(t.memory.generation_weights, 250880.0 * 4);
+  EXPECT_DOUBLE_EQ(t.memory.generation_peak, t.memory.generation_weights + t.memory.kv_cache);
+}
+
+TEST(StepModel, AsyncModesNeedASplitPoolThatDividesIntoReplicas) {
+  sim::StepInputs in = small_step();
+  in.async_mode = hs::trainer::AsyncMode::kOneStepOff;
+  try {
+    sim::simulate_step(in, small_cluster());
+    FAIL() << "one_step_off without a pool must throw";
+  } catch (const sim::SimError& e) {
+    EXPECT_NE(std::string(e.what()).find("needs a split rollout pool"), std::string::npos) << e.what();
+  }
+  in.rollout_ranks = 3;
+  in.rollout_tp = 2;
+  try {
+    sim::simulate_step(in, small_cluster());
+    FAIL() << "rollout tp 2 on a pool of 3 must throw";
+  } catch (const sim::SimError& e) {
+    EXPECT_NE(std::string(e.what()).find("3 ranks of the rollout pool"), std::string::npos) << e.what();
+  }
 }

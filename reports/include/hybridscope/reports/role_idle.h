@@ -8,7 +8,10 @@
 //   train:   old_log_prob, ref, values, adv, update_critic, update_actor
 //   reference: ref, on a rank that runs no other phase (a split reference placement,
 //              hybridscope.placement.ref); such a rank is not a train rank
-// A rank holds a role when it recorded one of the role's phase ranges in the measured steps. Per
+// A rank holds a role when it recorded one of the role's phase ranges in the measured steps. With a
+// split rollout pool (a hybridscope run's hybridscope.placement.rollout) the pool's ranks hold the
+// rollout role and the actor's `gen` ranges are its wait for the pool's batch (verl's one-step-off
+// trainer times that wait as `gen` too): idle, not rollout work. Per
 // rank and step: idle = 1 − |∪ the role's phase ranges ∩ the rank's step range| / |step range|
 // (the union: nested and overlapping ranges count once; without a step range on the rank, the
 // span of the rank's ranges of that step is the window). A role's idle ratio of a step is the mean
@@ -66,6 +69,13 @@ struct RoleIdleAnalysis {
   std::string verdict;
   std::string note;  // why there is no verdict, when there is none
 };
+
+/// The ranks of a rank-list config value as runs store it ("[1]", "[2, 3]", "[]": none).
+std::vector<int> parse_rank_list(const std::string& value);
+
+/// The ranks of a hybridscope run's split rollout pool (hybridscope.placement.rollout, "[1]",
+/// "[2, 3]"); empty for a colocated or an imported run.
+std::vector<int> split_rollout_ranks(const RunData& data);
 
 /// The idle ratios over the `measured` steps.
 RoleIdleAnalysis role_idle_analysis(const RunData& data, const std::vector<std::int64_t>& measured);

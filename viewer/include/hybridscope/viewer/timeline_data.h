@@ -1,7 +1,9 @@
 // timeline_data.h — what the Timeline tab draws, as plain data built on a worker thread (no Qt):
 // one track per rank and thread (its ranges, one lane per nesting depth), per rank its collectives,
 // its train<->rollout switches with their components, its GPU streams (kernels, copies, memsets)
-// and its memory counters (allocated / reserved bytes over time).
+// and its memory counters (allocated / reserved bytes over time). A run with a split rollout pool
+// (hybridscope.placement.rollout) has its tracks grouped by role, the actor's ranks first, and its
+// weight syncs to the pool as links between the two (SyncLink).
 //
 // Items are 24-byte PODs with interned names, so 5 million ranges take ~160 MB (items plus the
 // prefix sums below), not a std::string per row. Each lane answers "what to draw for [t0, t1) at
@@ -123,6 +125,7 @@ std::vector<CounterColumn> decimate(const CounterSeries& series, std::int64_t t0
 struct TimelineTrack {
   TrackKind kind = TrackKind::kThread;
   int rank = 0;
+  std::string role;         // a split rollout pool's run: "actor" or "rollout"; "" otherwise
   std::int64_t tid = 0;     // kThread: the OS thread id; kGpuStream: the stream
   int device = -1;          // kGpuStream, kMemory: the device (-1 = CPU)
   std::string label;        // "rank 0 / tid 4711", "rank 0 collectives", ...
@@ -174,6 +177,23 @@ struct StepSpan {
   std::int64_t start_ns = 0, end_ns = 0;
 };
 
+/// The ranks of one role in a run with a split rollout pool (hybridscope.placement.rollout): the
+/// actor's ranks train, the pool's generate. Their tracks come in this order, actor first.
+struct RoleGroup {
+  std::string role;        // "actor" | "rollout"
+  std::vector<int> ranks;  // ascending
+};
+
+/// One weight sync from the actor to the pool (switches with direction sync_rollout_weights, one
+/// step's rows on every rank): what the timeline draws as a band between the two roles.
+struct SyncLink {
+  std::int64_t step = 0;
+  std::int64_t start_ns = 0, end_ns = 0;  // the earliest start and latest end over its ranks
+  int sender = -1;                         // the rank that sent (bytes_sent > 0); -1: none recorded
+  std::vector<int> receivers;              // ranks that received (bytes_received > 0), ascending
+  std::int64_t bytes = 0;                  // parameter bytes each receiver got
+};
+
 struct TimelineData {
   std::string path;
   std::int64_t run_id = 0;
@@ -186,6 +206,8 @@ struct TimelineData {
   std::vector<SwitchDetail> switches;
   std::vector<GpuDetail> gpu;
   std::vector<StepSpan> steps;           // by step, then rank
+  std::vector<RoleGroup> role_groups;    // actor, rollout: only for a run with a split rollout pool
+  std::vector<SyncLink> syncs;           // by start
   std::int64_t start_ns = 0, end_ns = 0; // the span of every item and sample (0, 0 when empty)
   std::size_t item_count = 0;            // items on every lane
   std::string error;                     // empty: loaded
@@ -197,6 +219,9 @@ struct TimelineData {
   /// on the threads of `rank` (every rank when rank < 0) inside that step's span; {0, 0} if none.
   std::pair<std::int64_t, std::int64_t> named_range(std::int64_t step, int rank, const std::string& name) const;
 };
+
+/// The role of `rank` ("actor", "rollout") in a run with a split rollout pool; "" otherwise.
+std::string role_of_rank(const TimelineData& data, int rank);
 
 /// Reads the timeline of one run of `path`: ranges through RunDatabase::scan_ranges (no string per
 /// row), the rest through RunDatabase's row readers. Never throws: `error` says what went wrong.

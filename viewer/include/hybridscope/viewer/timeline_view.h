@@ -84,6 +84,19 @@ class TimelineView : public QAbstractScrollArea {
   bool track_expanded(std::size_t track) const;
   void set_track_expanded(std::size_t track, bool expanded);
 
+  /// A run with a split rollout pool (TimelineData::role_groups) draws each role's tracks under a
+  /// header row ("actor — rank 0: trains", "rollout pool — rank 1: generates …") and every weight
+  /// sync (TimelineData::syncs) as a band from the sender's switches row to the receivers', with a
+  /// link line between them: the two roles side by side with the sync between them.
+  bool row_is_header(int row) const { return row >= 0 && row < row_count() && rows_[row].lane == kHeader; }
+  /// A header row's title, or the label of the row's track.
+  QString row_label(int row) const;
+  /// The top of `row` in viewport pixels at the current scroll.
+  int row_top(int row) const;
+  /// The sync band's [top, bottom) in viewport pixels for `sync` (an index into data()->syncs); {0, 0}
+  /// when it has no switches row on either side.
+  std::pair<int, int> sync_band_rows(std::size_t sync) const;
+
   /// Rows drawn (lanes, folded tracks, counter tracks) and tracks.
   int row_count() const { return static_cast<int>(rows_.size()); }
   /// The track (index into data()->tracks) of `row`.
@@ -117,11 +130,12 @@ class TimelineView : public QAbstractScrollArea {
  private:
   struct Row {
     std::size_t track = 0;
-    int lane = -1;  // index into the track's lanes; -1: its counters; kFolded: all of its lanes
+    int lane = -1;  // index into the track's lanes; -1: its counters; kFolded: all of its lanes; kHeader: a role's header
     int y = 0;      // top, in content pixels (before vertical scrolling)
     int height = 0;
   };
   static constexpr int kFolded = -2;
+  static constexpr int kHeader = -3;  // a role group's header (Row::track: the group's first track)
   struct Hit {
     int row = -1;
     int lane = 0;  // the lane of the track the entry is from (a folded row draws several)
@@ -144,6 +158,8 @@ class TimelineView : public QAbstractScrollArea {
   void paint_counters(class QPainter& p, const Row& row, int y, std::int64_t t0, std::int64_t t1);
   void paint_ruler(class QPainter& p, std::int64_t t0);
   void paint_labels(class QPainter& p, int first_row, int last_row);
+  void paint_syncs(class QPainter& p, std::int64_t t0, std::int64_t t1);
+  QString header_title(const Row& row) const;
 
   std::shared_ptr<const TimelineData> data_;
   QString message_;

@@ -2,6 +2,9 @@
 // error on cells it was not fitted to (issue 16, "Calibration and validation").
 //
 // The fit, per phase, in log space (a ratio error counts the same on a 10 ms and a 10 s phase):
+//   switch copy   from the switches that moved weights, else (a split pool has no switch) from the
+//                 weight sync: e = modelled pack + unpack at efficiency 1 ÷ (measured sync − its
+//                 broadcasts), per cell, geometric mean.
 //   old_log_prob  t = T1 / e_forward + G, T1 the model's compute time at efficiency 1 and G its
 //                 fsdp parameter gathers, so per cell e = T1 / (t_measured − G); the fit is their
 //                 geometric mean (least squares on log e).
@@ -9,7 +12,8 @@
 //                 gradient communication from the calibrated collectives (not refitted here), so
 //                 e = C1 / (t − G); geometric mean over the cells where t > G (the others are
 //                 named in the notes: their communication alone exceeds the measured phase).
-//   gen           prefill (e_prefill) + decode (max of a bandwidth term in e_decode and a compute
+//   gen           (a split pool's cells: timing_s/generate_async, the pool's generation, not the
+//                 actor's wait) prefill (e_prefill) + decode (max of a bandwidth term in e_decode and a compute
 //                 term in e_prefill) + TP communication: no closed form, so (log e_prefill,
 //                 log e_decode) minimise Σ (log t_predicted − log t_measured)² by nested
 //                 golden-section searches over [1e-4, 10] (efficiencies are relative to the
@@ -60,7 +64,9 @@ EfficiencyFit fit_efficiencies(const std::vector<MeasuredCell>& cells, const Com
                                const Efficiencies& start = {});
 
 /// The model's time for a measured phase name ("gen", "old_log_prob", "ref", "update_actor",
-/// "step"); -1 for a phase the model does not have yet (switches, reward, adv).
+/// "step"; with a split pool "gen" is the actor's wait for the batch, "generate_async" the pool's
+/// generation and "sync_rollout_weights" the weight sync per step); -1 for a phase the model does
+/// not have (reward, adv; generate_async and sync_rollout_weights of a colocated step).
 double predicted_phase(const PhaseTimes& t, const std::string& phase) noexcept;
 
 struct CellPrediction {

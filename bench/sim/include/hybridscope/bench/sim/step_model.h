@@ -41,6 +41,11 @@
 //               model, a forward pass over all sequences like ref
 //   critic      PPO: a critic of the actor's shape (an assumption verl's examples follow): a values
 //               pass like old_log_prob, and update_critic like update_actor
+// Split rollout pool (rollout_ranks > 0; hybridscope.placement.rollout) and the async modes: the
+// pool generates (G), the actor trains (T), the weights go over a bucketed broadcast with a pack and
+// an unpack (S), the batch comes back in one broadcast per pool rank (H); sync: S + G + H + T;
+// one_step_off: max(G, T) + H + S; fully_async: the same with S / trigger_parameter_sync_step, or,
+// without staleness room for a batch ahead, only a sync window's steps overlapping (PhaseTimes).
 // Not overlapped: every communication is exposed (an upper bound; overlap is for calibration).
 // Memory per rank (estimate_memory) is estimated with the phases, and a layout that does not fit
 // is refused by the projection with the reason.
@@ -159,8 +164,29 @@ struct StepInputs {
   int devices_per_node = 0;
   int processes_per_node = 0;
 
+  // Split placement and asynchronous modes (hybridscope.placement.rollout, hybridscope.async_mode;
+  // verl's rollout pool with hybrid_engine=false, its one-step-off and fully-async trainers).
+  // rollout_ranks > 0: that many more ranks only generate, each pool replica rollout_tp of them
+  // with the whole model; `train` is then the actor's ranks alone, which only train, and there is
+  // no train->rollout switch. 0: colocated (the hybrid engine: every rank does both).
+  int rollout_ranks = 0;
+  trainer::AsyncMode async_mode = trainer::AsyncMode::kSync;
+  double sync_bytes_per_param = 2;        // the weight sync's bytes per parameter (bf16; hybridscope's trainer: its fp32 weights)
+  double sync_bucket_bytes = 512.0 * (1 << 20);  // actor_rollout_ref.rollout.update_weights_bucket_megabytes
+  int max_response_length = 0;            // the hand-over's padded rows (0: the mean response length)
+  // fully_async (verl's async_training.*): weight syncs every trigger_parameter_sync_step updates;
+  // staleness_threshold: the share of a sync window's samples the rollouter may generate ahead
+  // with older weights (0: it waits for the sync at each window's end).
+  int trigger_parameter_sync_step = 1;
+  double staleness_threshold = 0.0;
+
   Efficiencies efficiency;
 };
+
+/// Ranks that generate: the pool's (rollout_ranks) when split, else the training layout's.
+int generation_ranks(const StepInputs& inputs) noexcept;
+/// Every rank of the step: the training layout's plus a split pool's.
+int total_ranks(const StepInputs& inputs) noexcept;
 
 /// Bytes one rank holds at its two peaks (estimate_memory).
 struct MemoryEstimate {
@@ -196,7 +222,25 @@ struct PhaseTimes {
   double values_s = 0, update_critic_s = 0;  // PPO's critic
   SwitchTimes weight_switch;  // train->rollout (switch_model.h)
   double switch_s = 0;        // weight_switch.train_to_rollout_s
-  double step_s = 0;          // switch + gen + reward + old_log_prob + ref + values + update_critic + update_actor
+  // Split placement (rollout_ranks > 0; asynchronous modes). The pool generates (gen_s, verl's
+  // timing_s/generate_async) and hands the batch over; the actor trains; the weights go from the
+  // actor's rank 0 to the pool (sync_s, timing_s/sync_rollout_weights).
+  bool split_pool = false;     // rollout_ranks > 0: the fields below are set
+  double sync_pack_s = 0, sync_wire_s = 0, sync_unpack_s = 0;
+  double sync_s = 0;           // one sync: pack + broadcasts + unpack
+  double sync_per_step_s = 0;  // its mean per step: sync_s, ÷ trigger_parameter_sync_step in fully_async
+  double handoff_s = 0;        // the batch's broadcasts from the pool to every rank
+  double rollout_pipeline_s = 0;  // gen (the pool)
+  double train_pipeline_s = 0;    // reward + old_log_prob + ref + values + update_critic + update_actor (the actor)
+  double gen_wait_s = 0;       // what the actor's `gen` range measures: its wait for the batch
+  // colocated: switch + gen + reward + old_log_prob + ref + values + update_critic + update_actor;
+  // split sync: sync + gen + hand-over + train (each waits for the other);
+  // one_step_off: max(gen, train) + hand-over + sync (the pool generates batch k+1 while the actor
+  //   trains batch k; the hand-over and the sync are exposed: both sides take part);
+  // fully_async: with staleness room for a batch (staleness_threshold · trigger ≥ 1) as
+  //   one_step_off with the sync once per trigger_parameter_sync_step steps; without, a window of
+  //   k = trigger steps overlaps inside only: (gen + (k−1)·max(gen, train) + train)/k + hand-over + sync/k.
+  double step_s = 0;
   MemoryEstimate memory;
 };
 
