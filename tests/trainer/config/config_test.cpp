@@ -400,7 +400,7 @@ TEST(ConfigToYaml, WritesNestedMapsWithEveryKey) {
   std::vector<std::string> top;
   for (const auto& entry : root) top.push_back(entry.first.Scalar());
   EXPECT_EQ(top, (std::vector<std::string>{"data", "actor_rollout_ref", "critic", "reward_model",
-                                           "algorithm", "trainer", "hybridscope"}));
+                                           "algorithm", "trainer", "async_training", "hybridscope"}));
   std::set<std::string> paths;
   for (const auto& [path, node] : leaves_of(to_yaml(c))) EXPECT_TRUE(paths.insert(path).second) << path;
   EXPECT_GT(paths.size(), 120u);

@@ -53,7 +53,7 @@ struct GenerationRequest {
   /// set: the fully_async rollouter joins a weight sync there (async_training.partial_rollout), so
   /// the model's parameters may change in place — the sequences in flight go on with the new
   /// weights over the K/V the old ones wrote.
-  std::function<void()> between_steps;
+  std::function<void()> between_steps = nullptr;
 };
 
 struct GenerationResult {
