@@ -514,7 +514,8 @@ TEST(ConfigTypes, EnumKeysAndRanksParseToTypedValuesAndBack) {
            "hybridscope.placement.ref=[3, 2]", "hybridscope.recorder.on_write_error=stop"});
   EXPECT_EQ(c.actor_rollout_ref.actor.strategy, ActorStrategy::kMegatron);
   EXPECT_EQ(c.hybridscope.recorder.on_write_error, OnWriteError::kStop);
-  EXPECT_EQ(Config{}.hybridscope.recorder.on_write_error, OnWriteError::kContinue);
+  const Config defaults;
+  EXPECT_EQ(defaults.hybridscope.recorder.on_write_error, OnWriteError::kContinue);
   EXPECT_EQ(c.hybridscope.reshard.mode, ReshardMode::kNaive);
   EXPECT_EQ(c.hybridscope.precision, Precision::kBf16);
   EXPECT_EQ(c.hybridscope.attention, AttentionKernel::kEager);
