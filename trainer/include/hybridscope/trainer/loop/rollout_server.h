@@ -84,6 +84,7 @@ WeightSync sync_rollout_weights(const Topology& topology, Transformer& model, st
 /// then one batch per training step until `total_steps` (in `cfg.hybridscope.async_mode`'s order),
 /// drawing the prompts from `loader` as the actor draws them. A stop request (`stop_signal`
 /// non-zero on any rank) ends the run as killed and throws. Returns the batches handed over.
+/// fully_async: serve_fully_async instead (fully_async.h), returning the prompt groups put.
 int serve_rollout(const Config& cfg, Topology& topology, RunRecording& recording, Transformer& model,
                   const RLDataset& train_data, DataLoader& loader, const Tokenizer& tokenizer,
                   std::int64_t total_steps, const std::atomic<int>& stop_signal);
