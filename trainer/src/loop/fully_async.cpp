@@ -165,12 +165,23 @@ int serve_fully_async(const Config& cfg, Topology& topology, RunRecording& recor
   };
 
   follow_the_actor(1);
+  // The actor taking groups or asking for a sync is its sign of life: a rollouter held back for
+  // longer than the collective timeout without either gives up, as a collective would.
+  const auto patience = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.hybridscope.dist.timeout_s * 1000));
+  std::int64_t seen_taken = 0, seen_syncs = 0;
+  auto last_sign = std::chrono::steady_clock::now();
   const std::int64_t per_wave = std::max(1, rollout_cfg.max_num_seqs / n);
   std::int64_t next = replica;  // this replica's next group: k = replica, replica + P, ...
   int put = 0;
   while (true) {
     join_requested_syncs();
-    follow_the_actor(queue.taken() / plan.required_samples + 1);
+    const std::int64_t taken = queue.taken();
+    if (taken != seen_taken || joined != seen_syncs) {
+      seen_taken = taken;
+      seen_syncs = joined;
+      last_sign = std::chrono::steady_clock::now();
+    }
+    follow_the_actor(taken / plan.required_samples + 1);
     std::vector<std::int64_t> wave;
     while (static_cast<std::int64_t>(wave.size()) < per_wave && next < plan.total_samples &&
            next < plan.claim_end(joined)) {
@@ -180,6 +191,12 @@ int serve_fully_async(const Config& cfg, Topology& topology, RunRecording& recor
     if (wave.empty()) {
       if (next >= plan.total_samples && joined == plan.syncs) break;
       stop_if_signalled();
+      if (std::chrono::steady_clock::now() - last_sign > patience)
+        throw std::runtime_error(fmt::format(
+            "fully_async: the actor took no prompt group and asked for no weight sync for {} s "
+            "(hybridscope.dist.timeout_s) while this rollout rank waited ({} groups taken, {} of {} syncs joined): it "
+            "stopped or failed — its log says why",
+            cfg.hybridscope.dist.timeout_s, seen_taken, joined, plan.syncs));
       std::this_thread::sleep_for(kPoll);  // held back by the staleness bound, or waiting for the last syncs
       continue;
     }
