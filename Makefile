@@ -25,7 +25,7 @@ DEMO_SIM_OVERRIDES := data.train_batch_size=16 actor_rollout_ref.rollout.n=4 \
 LEARN_DB ?= out/demo.sqlite
 STANDALONE_DIR ?= build/standalone
 
-.PHONY: help deps configure build build-demo test test-standalone demo demo-learn demo-ppo demo-one-step-off bench comm-bench clean
+.PHONY: help deps configure build build-demo test test-standalone demo demo-learn demo-ppo demo-one-step-off demo-fully-async bench comm-bench clean
 
 help:
 	@echo "make demo      install deps, build, run the demo matrix (1/2/4 ranks x naive/hybrid, about 6-10 min on 2 cores) -> $(DEMO_DB)"
@@ -34,6 +34,7 @@ help:
 	@echo "make test-standalone  probes + reports alone, no LibTorch (-DHS_BUILD_TRAINER=OFF) -> $(STANDALONE_DIR)"
 	@echo "make demo-ppo  the same task with PPO (GAE + critic) -> out/demo-ppo.sqlite"
 	@echo "make demo-one-step-off  the GRPO demo one step off policy: rank 1 generates while rank 0 trains -> out/demo-one-step-off.sqlite"
+	@echo "make demo-fully-async  the GRPO demo fully asynchronous: rank 1 streams prompt groups into a queue, rank 0 trains -> out/demo-fully-async.sqlite"
 	@echo "make bench     micro-benchmarks (GEMM, rollout, training step) -> out/micro-bench.json"
 	@echo "make comm-bench  Gloo collectives on 2 and 4 real ranks (algbw, busbw) -> out/comm-bench.json"
 	@echo "make build     configure and build only ($(BUILD_DIR))"
@@ -97,6 +98,18 @@ demo-one-step-off: build-demo
 	    trainer.resume_mode=disable trainer.experiment_name=demo_grpo_one_step_off trainer.n_gpus_per_node=2 \
 	    hybridscope.num_threads=1 'hybridscope.placement.rollout=[1]' hybridscope.async_mode=one_step_off \
 	    actor_rollout_ref.hybrid_engine=false algorithm.rollout_correction.rollout_is=token
+
+# verl's fully-async rollouter and trainer on two CPU ranks: rank 1 streams prompt groups into a
+# bounded queue, rank 0 trains on 64 of them (require_batches 8 x ppo_mini_batch_size 8) whenever
+# they are in, syncing its weights every 2 updates; staleness_threshold 0.5 lets samples be up to 2
+# updates old, partial rollouts go on with the new weights after a sync; TIS corrects the gap.
+demo-fully-async: build-demo
+	$(HYBRIDSCOPE) launch -n 2 -- train --config configs/demo_grpo.yaml --db out/demo-fully-async.sqlite \
+	    trainer.resume_mode=disable trainer.experiment_name=demo_grpo_fully_async trainer.n_gpus_per_node=2 \
+	    hybridscope.num_threads=1 'hybridscope.placement.rollout=[1]' hybridscope.async_mode=fully_async \
+	    actor_rollout_ref.hybrid_engine=false algorithm.rollout_correction.rollout_is=token \
+	    async_training.require_batches=8 async_training.trigger_parameter_sync_step=2 \
+	    async_training.staleness_threshold=0.5 async_training.partial_rollout=true
 
 bench: build
 	@mkdir -p out

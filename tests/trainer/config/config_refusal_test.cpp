@@ -216,9 +216,26 @@ const std::vector<Refusal> kRefusals = {
                                    "hybridscope.placement.actor=[1, 2]", "hybridscope.placement.ref=[0, 3]"},
      "hybridscope.placement.actor = [1, 2] must include rank 0"},
     // a split rollout pool and hybridscope.async_mode (rollout_server.h)
-    {"FullyAsyncNotBuilt", {"hybridscope.async_mode=fully_async"},
-     "hybridscope.async_mode = fully_async (verl's fully-async rollouter and trainer) is not built yet: use "
-     "one_step_off with hybridscope.placement.rollout, or sync"},
+    {"FullyAsyncNeedsARolloutPool", {"hybridscope.async_mode=fully_async"},
+     "hybridscope.async_mode = fully_async needs a split rollout pool that generates while the actor trains: set "
+     "hybridscope.placement.rollout to the generating ranks"},
+    {"FullyAsyncStepTakesRequireBatchesMiniBatches",
+     {"trainer.n_gpus_per_node=2", "hybridscope.placement.rollout=[1]", "hybridscope.async_mode=fully_async"},
+     "hybridscope.async_mode = fully_async trains on async_training.require_batches x "
+     "actor_rollout_ref.actor.ppo_mini_batch_size = 1 x 2 = 2 prompts per step, but data.train_batch_size = 4: set "
+     "async_training.require_batches=2"},
+    {"FullyAsyncStalenessNonNegative",
+     {"trainer.n_gpus_per_node=2", "hybridscope.placement.rollout=[1]", "hybridscope.async_mode=fully_async",
+      "async_training.require_batches=2", "async_training.staleness_threshold=-0.5"},
+     "async_training.staleness_threshold = -0.5: must be >= 0"},
+    {"FullyAsyncTriggerPositive",
+     {"trainer.n_gpus_per_node=2", "hybridscope.placement.rollout=[1]", "hybridscope.async_mode=fully_async",
+      "async_training.require_batches=2", "async_training.trigger_parameter_sync_step=0"},
+     "async_training.trigger_parameter_sync_step = 0: must be >= 1"},
+    {"FullyAsyncRequireBatchesPositive",
+     {"trainer.n_gpus_per_node=2", "hybridscope.placement.rollout=[1]", "hybridscope.async_mode=fully_async",
+      "async_training.require_batches=0"},
+     "async_training.require_batches = 0: must be >= 1"},
     {"OneStepOffNeedsARolloutPool", {"hybridscope.async_mode=one_step_off"},
      "hybridscope.async_mode = one_step_off needs a split rollout pool that generates while the actor trains: set "
      "hybridscope.placement.rollout to the generating ranks"},

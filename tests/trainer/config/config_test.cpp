@@ -400,7 +400,7 @@ TEST(ConfigToYaml, WritesNestedMapsWithEveryKey) {
   std::vector<std::string> top;
   for (const auto& entry : root) top.push_back(entry.first.Scalar());
   EXPECT_EQ(top, (std::vector<std::string>{"data", "actor_rollout_ref", "critic", "reward_model",
-                                           "algorithm", "trainer", "hybridscope"}));
+                                           "algorithm", "trainer", "async_training", "hybridscope"}));
   std::set<std::string> paths;
   for (const auto& [path, node] : leaves_of(to_yaml(c))) EXPECT_TRUE(paths.insert(path).second) << path;
   EXPECT_GT(paths.size(), 120u);
@@ -514,7 +514,8 @@ TEST(ConfigTypes, EnumKeysAndRanksParseToTypedValuesAndBack) {
            "hybridscope.placement.ref=[3, 2]", "hybridscope.recorder.on_write_error=stop"});
   EXPECT_EQ(c.actor_rollout_ref.actor.strategy, ActorStrategy::kMegatron);
   EXPECT_EQ(c.hybridscope.recorder.on_write_error, OnWriteError::kStop);
-  EXPECT_EQ(Config{}.hybridscope.recorder.on_write_error, OnWriteError::kContinue);
+  const Config defaults;
+  EXPECT_EQ(defaults.hybridscope.recorder.on_write_error, OnWriteError::kContinue);
   EXPECT_EQ(c.hybridscope.reshard.mode, ReshardMode::kNaive);
   EXPECT_EQ(c.hybridscope.precision, Precision::kBf16);
   EXPECT_EQ(c.hybridscope.attention, AttentionKernel::kEager);

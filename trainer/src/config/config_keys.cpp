@@ -178,6 +178,11 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(trainer.balance_batch, "Reorder each batch so data-parallel ranks get equal token counts."),
       HS_CONFIG_KEY(trainer.logger, "Metric sinks: [console] (every metric also goes to the run database; verl's other loggers are refused)."),
 
+      HS_CONFIG_KEY(async_training.staleness_threshold, "hybridscope.async_mode=fully_async: the share of stale samples allowed (verl's meaning). Per weight version the rollouter starts at most floor((1 + staleness_threshold) x trigger_parameter_sync_step x train_batch_size) prompt groups, counting those still queued or in flight; that is also the queue's bound. 0 = on policy within a sync window."),
+      HS_CONFIG_KEY(async_training.trigger_parameter_sync_step, "hybridscope.async_mode=fully_async: training steps between two weight syncs to the rollout ranks (sync_rollout_weights)."),
+      HS_CONFIG_KEY(async_training.require_batches, "hybridscope.async_mode=fully_async: PPO mini-batches per training step; require_batches x actor.ppo_mini_batch_size must equal data.train_batch_size."),
+      HS_CONFIG_KEY(async_training.partial_rollout, "hybridscope.async_mode=fully_async: a weight sync that arrives mid-generation is joined between two tokens and the in-flight sequences go on with the new weights (true); false: the sync waits until they are finished."),
+
       HS_CONFIG_KEY(hybridscope.model.vocab_size, "Vocabulary size; 0 = the tokenizer's."),
       HS_CONFIG_KEY(hybridscope.model.hidden_size, "Model width."),
       HS_CONFIG_KEY(hybridscope.model.intermediate_size, "SwiGLU MLP width."),
@@ -212,7 +217,7 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(hybridscope.placement.ref, "World ranks of the reference policy when split from the actor, e.g. [2, 3]; [] = colocated with the actor."),
       HS_CONFIG_KEY(hybridscope.placement.rollout, "World ranks that only generate (verl's rollout pool with hybrid_engine=false), e.g. [2, 3]; the actor's weights reach them after each update (timing_s/sync_rollout_weights); [] = the actor generates."),
       HS_CONFIG_KEY(hybridscope.reshard.mode, "Train->rollout resharding: hybrid (HybridFlow), vanilla (gather the TP x PP group) or naive (gather everything, DS-Chat)."),
-      HS_CONFIG_KEY(hybridscope.async_mode, "sync: each step trains on what it generated; one_step_off (needs hybridscope.placement.rollout): the rollout ranks generate batch k+1 while the actor trains on batch k, with weights one update old (verl's one-step-off-policy trainer); fully_async is not built (refused)."),
+      HS_CONFIG_KEY(hybridscope.async_mode, "sync: each step trains on what it generated; one_step_off (needs hybridscope.placement.rollout): the rollout ranks generate batch k+1 while the actor trains on batch k, with weights one update old (verl's one-step-off-policy trainer); fully_async (needs hybridscope.placement.rollout, async_training.*): the rollout ranks stream prompt groups into a bounded queue and the actor trains whenever a batch is in it, syncing the weights every async_training.trigger_parameter_sync_step steps (verl's fully-async rollouter/trainer)."),
       HS_CONFIG_KEY(hybridscope.peak_flops, "FLOP/s denominator of perf/mfu; -1 = a measured float32 GEMM on cpu (the faster of BLAS and oneDNN), "
                                             "the device's bf16 peak by name (else a measured bf16 GEMM) on cuda."),
       HS_CONFIG_KEY(hybridscope.precision, "fp32, or bf16: bf16 compute over fp32 master weights and optimizer state; bf16 rollout weights and KV cache."),

@@ -306,13 +306,32 @@ void check_honoured(const Config& c, Problems& p) {
 void check_async(const Config& c, Problems& p) {
   const auto& arr = c.actor_rollout_ref;
   const auto& pool = c.hybridscope.placement.rollout;
-  if (c.hybridscope.async_mode == AsyncMode::kFullyAsync)
-    p.add("hybridscope.async_mode = fully_async (verl's fully-async rollouter and trainer) is not built yet: use "
-          "one_step_off with hybridscope.placement.rollout, or sync");
-  if (c.hybridscope.async_mode == AsyncMode::kOneStepOff && pool.empty())
-    p.add("hybridscope.async_mode = one_step_off needs a split rollout pool that generates while the actor trains: "
+  if (c.hybridscope.async_mode != AsyncMode::kSync && pool.empty())
+    p.add("hybridscope.async_mode = {} needs a split rollout pool that generates while the actor trains: "
           "set hybridscope.placement.rollout to the generating ranks (e.g. [1] of 2 ranks, or [2,3] of 4), or set "
-          "hybridscope.async_mode=sync");
+          "hybridscope.async_mode=sync", to_string(c.hybridscope.async_mode));
+  if (c.hybridscope.async_mode == AsyncMode::kFullyAsync) {
+    // verl's FullyAsyncRollouter asserts (fully_async_rollouter.py) and its trainer's batch:
+    // require_batches x ppo_mini_batch_size prompts per step (here data.train_batch_size as well).
+    const auto& at = c.async_training;
+    if (at.staleness_threshold < 0)
+      p.add("async_training.staleness_threshold = {}: must be >= 0 (0 = on policy within a sync window)",
+            at.staleness_threshold);
+    if (at.trigger_parameter_sync_step < 1)
+      p.add("async_training.trigger_parameter_sync_step = {}: must be >= 1 (training steps between two weight syncs)",
+            at.trigger_parameter_sync_step);
+    if (at.require_batches < 1) p.add("async_training.require_batches = {}: must be >= 1", at.require_batches);
+    const int mini = arr.actor.ppo_mini_batch_size;
+    if (at.require_batches >= 1 && mini >= 1 && c.data.train_batch_size >= 1 &&
+        static_cast<long long>(at.require_batches) * mini != c.data.train_batch_size)
+      p.add("hybridscope.async_mode = fully_async trains on async_training.require_batches x "
+            "actor_rollout_ref.actor.ppo_mini_batch_size = {} x {} = {} prompts per step, but data.train_batch_size = {}: "
+            "set async_training.require_batches={}",
+            at.require_batches, mini, static_cast<long long>(at.require_batches) * mini, c.data.train_batch_size,
+            c.data.train_batch_size % mini == 0 ? fmt::format("{}", c.data.train_batch_size / mini)
+                                                : fmt::format("data.train_batch_size / ppo_mini_batch_size (make "
+                                                              "data.train_batch_size a multiple of {})", mini));
+  }
   if (arr.rollout.update_weights_bucket_megabytes < 1)
     p.add("actor_rollout_ref.rollout.update_weights_bucket_megabytes = {}: must be >= 1",
           arr.rollout.update_weights_bucket_megabytes);

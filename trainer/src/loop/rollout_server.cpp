@@ -12,6 +12,7 @@
 #include "hybridscope/probes/clock.h"
 #include "hybridscope/trainer/data/tokenizer.h"
 #include "hybridscope/trainer/dist/topology.h"
+#include "hybridscope/trainer/loop/fully_async.h"
 #include "hybridscope/trainer/loop/reference_server.h"
 #include "hybridscope/trainer/loop/run_recording.h"
 #include "hybridscope/trainer/rollout/rollout.h"
@@ -74,9 +75,22 @@ std::vector<Share> hand_over(const Topology& topology, const Share* mine, std::s
 
 }  // namespace
 
-bool syncs_weights_at(AsyncMode mode, std::int64_t step, std::int64_t total_steps) {
+bool syncs_weights_at(AsyncMode mode, std::int64_t step, std::int64_t total_steps, int trigger_parameter_sync_step) {
   if (mode == AsyncMode::kOneStepOff) return step >= 2 && step < total_steps;
+  if (mode == AsyncMode::kFullyAsync) return step >= 2 && (step - 1) % trigger_parameter_sync_step == 0;
   return step >= 2;
+}
+
+std::unique_ptr<RolloutEngine> make_pool_engine(const Config& cfg, Transformer& model, const Tokenizer& tokenizer) {
+  const auto& rollout_cfg = cfg.actor_rollout_ref.rollout;
+  auto engine = std::make_unique<RolloutEngine>(
+      model, tokenizer.eos_token_id(), tokenizer.pad_token_id(), cfg.hybridscope.kv_block_size,
+      cfg.hybridscope.kv_num_blocks, rollout_cfg.max_num_seqs, cfg.data.max_prompt_length + cfg.data.max_response_length,
+      rollout_cfg.gpu_memory_utilization);
+  engine->limit_sampling_to(tokenizer.vocab_size());
+  engine->set_stop_token_ids(tokenizer.stop_token_ids());
+  engine->allocate_cache();  // the pool only generates: its KV blocks stay allocated
+  return engine;
 }
 
 RolloutHandoff receive_rollouts(const Topology& topology, std::size_t prompts, int n, int max_response_length) {
@@ -167,16 +181,13 @@ int serve_rollout(const Config& cfg, Topology& topology, RunRecording& recording
   const auto& rollout_cfg = cfg.actor_rollout_ref.rollout;
   const AsyncMode mode = cfg.hybridscope.async_mode;
   const std::int64_t bucket_bytes = static_cast<std::int64_t>(rollout_cfg.update_weights_bucket_megabytes) << 20;
+  if (mode == AsyncMode::kFullyAsync)
+    return serve_fully_async(cfg, topology, recording, model, train_data, loader, tokenizer, total_steps, stop_signal);
   recording.begin_step(0);
   // The base policy: prepare()'s broadcast of the actor's rank 0 weights, after the same warm-up.
   std::int64_t step = take_the_actors_base(cfg, recording, world, model, train_data, tokenizer);
-
-  RolloutEngine engine(model, tokenizer.eos_token_id(), tokenizer.pad_token_id(), cfg.hybridscope.kv_block_size,
-                       cfg.hybridscope.kv_num_blocks, rollout_cfg.max_num_seqs,
-                       cfg.data.max_prompt_length + cfg.data.max_response_length, rollout_cfg.gpu_memory_utilization);
-  engine.limit_sampling_to(tokenizer.vocab_size());
-  engine.set_stop_token_ids(tokenizer.stop_token_ids());
-  engine.allocate_cache();  // the pool only generates: its KV blocks stay allocated
+  const std::unique_ptr<RolloutEngine> pool_engine = make_pool_engine(cfg, model, tokenizer);
+  RolloutEngine& engine = *pool_engine;
   const auto& pool = topology.rollout_ranks;
   const int replica = static_cast<int>(std::find(pool.begin(), pool.end(), topology.rank()) - pool.begin());
   std::int64_t version = 0;  // the actor updates the weights held here have seen

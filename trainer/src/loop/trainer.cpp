@@ -36,6 +36,7 @@
 #include "hybridscope/probes/palm_flops.h"
 #include "hybridscope/trainer/data/batch.h"
 #include "hybridscope/trainer/loop/checkpoint.h"
+#include "hybridscope/trainer/loop/fully_async.h"
 #include "hybridscope/trainer/rl/core_algos.h"
 #include "hybridscope/trainer/memory/cpu_memory_tracker.h"
 #include "hybridscope/trainer/data/dataset.h"
@@ -427,39 +428,40 @@ Metrics PPOTrainer::State::step() {
   return reduce_metrics(metrics, *topology.parallel.world, topology.mesh.tp * topology.mesh.pp);
 }
 
+void PPOTrainer::State::sync_rollout_pool(Metrics& metrics) {
+  // The weights after the last update go to the rollout ranks: the whole actor pool waits for its
+  // rank 0's broadcasts (as verl's driver waits for every worker's sync_rollout_weights).
+  HS_PROBE_RANGE(recording->timings(), "sync_rollout_weights", kSwitch);
+  HS_PHASE_MARK("sync_rollout_weights");
+  std::int64_t version = param_version;
+  const std::int64_t bucket_bytes =
+      static_cast<std::int64_t>(cfg.actor_rollout_ref.rollout.update_weights_bucket_megabytes) << 20;
+  const WeightSync moved = sync_rollout_weights(topology, actor->model, version, bucket_bytes, global_step,
+                                                recording->probes().recorder());
+  topology.parallel.world->barrier();
+  metrics.emplace_back("async/sync_bytes", static_cast<double>(moved.bytes));
+  metrics.emplace_back("async/sync_buckets", static_cast<double>(moved.buckets));
+}
+
 Rollouts PPOTrainer::State::receive_split_rollout(std::vector<const Example*>& examples,
                                                  const std::function<std::vector<const Example*>()>& draw,
                                                  Metrics& metrics) {
   const std::int64_t step = global_step;
-  probes::StepTimings& timings = recording->timings();
   const AsyncMode mode = cfg.hybridscope.async_mode;
+  if (mode == AsyncMode::kFullyAsync) return take_queued_rollout(examples, metrics);
   const bool syncs = syncs_weights_at(mode, step, total_steps);
-  // The weights after the last update go to the rollout ranks: the whole actor pool waits for its
-  // rank 0's broadcasts (as verl's driver waits for every worker's sync_rollout_weights).
-  auto sync = [&] {
-    HS_PROBE_RANGE(timings, "sync_rollout_weights", kSwitch);
-    HS_PHASE_MARK("sync_rollout_weights");
-    std::int64_t version = param_version;
-    const std::int64_t bucket_bytes =
-        static_cast<std::int64_t>(cfg.actor_rollout_ref.rollout.update_weights_bucket_megabytes) << 20;
-    const WeightSync moved = sync_rollout_weights(topology, actor->model, version, bucket_bytes, step,
-                                                  recording->probes().recorder());
-    topology.parallel.world->barrier();
-    metrics.emplace_back("async/sync_bytes", static_cast<double>(moved.bytes));
-    metrics.emplace_back("async/sync_buckets", static_cast<double>(moved.buckets));
-  };
   // sync: before the rollout ranks generate this step's batch; one_step_off: once this step's
   // batch (generated during the last step) is in, before they generate the next one.
-  if (mode == AsyncMode::kSync && syncs) sync();
+  if (mode == AsyncMode::kSync && syncs) sync_rollout_pool(metrics);
   RolloutHandoff handoff;
   {
     // verl's one-step-off trainer times the wait for the previous generation as "gen" too.
-    HS_PROBE_RANGE(timings, "gen", kPhase);
+    HS_PROBE_RANGE(recording->timings(), "gen", kPhase);
     HS_PHASE_MARK("gen");
     examples = draw();
     handoff = receive_rollouts(topology, examples.size(), cfg.actor_rollout_ref.rollout.n, cfg.data.max_response_length);
   }
-  if (mode == AsyncMode::kOneStepOff && syncs) sync();
+  if (mode == AsyncMode::kOneStepOff && syncs) sync_rollout_pool(metrics);
   // Staleness of the trained samples: updates between the weights that generated them and the
   // weights that train on them (each rollout rank's share has one version).
   double sum = 0, most = 0;
@@ -473,6 +475,49 @@ Rollouts PPOTrainer::State::receive_split_rollout(std::vector<const Example*>& e
   metrics.emplace_back("async/param_version", static_cast<double>(param_version));
   metrics.emplace_back("timing_s/generate_async", handoff.generate_seconds);
   return std::move(handoff.rollouts);
+}
+
+Rollouts PPOTrainer::State::take_queued_rollout(std::vector<const Example*>& examples, Metrics& metrics) {
+  const FullyAsyncPlan plan = fully_async_plan(cfg, total_steps);
+  if (!sample_queue && topology.rank() == 0)
+    sample_queue = std::make_unique<SampleQueue>(
+        topology.env, std::chrono::milliseconds(static_cast<std::int64_t>(cfg.hybridscope.dist.timeout_s * 1000)));
+  // Every trigger_parameter_sync_step updates: ask the rollouter for the sync, then broadcast.
+  if (syncs_weights_at(AsyncMode::kFullyAsync, global_step, total_steps, cfg.async_training.trigger_parameter_sync_step)) {
+    if (sample_queue) sample_queue->request_sync();
+    sync_rollout_pool(metrics);
+  }
+  FullyAsyncBatch taken;
+  {
+    // verl's fully-async trainer times the wait for its samples as "gen" (fully_async_trainer.py).
+    HS_PROBE_RANGE(recording->timings(), "gen", kPhase);
+    HS_PHASE_MARK("gen");
+    taken = take_fully_async_batch(topology, sample_queue.get(), plan, global_step, cfg.actor_rollout_ref.rollout.n,
+                                   cfg.data.max_response_length);
+  }
+  examples.clear();
+  for (const std::size_t index : taken.prompts) examples.push_back(&train_data[index]);
+  // Staleness per prompt group, from the weights it started with (a partial rollout's later tokens
+  // are fresher); verl's partial counts: groups whose generation spanned a sync, and the widest span.
+  double sum = 0, most = 0, partial = 0, span = 0;
+  for (std::size_t g = 0; g < taken.prompts.size(); ++g) {
+    const auto lag = static_cast<double>(param_version - taken.version_start[g]);
+    sum += lag;
+    most = std::max(most, lag);
+    const auto spanned = static_cast<double>(taken.version_end[g] - taken.version_start[g]);
+    if (spanned > 0) ++partial;
+    span = std::max(span, spanned);
+  }
+  const auto groups = static_cast<double>(taken.prompts.size());
+  metrics.emplace_back("async/staleness/mean", sum / groups);
+  metrics.emplace_back("async/staleness/max", most);
+  metrics.emplace_back("async/param_version", static_cast<double>(param_version));
+  metrics.emplace_back("timing_s/generate_async", taken.generate_seconds);
+  metrics.emplace_back("fully_async/monitor/queue/mq_queue_size", static_cast<double>(taken.queue_depth));
+  metrics.emplace_back("fully_async/partial/total_partial_num", partial);
+  metrics.emplace_back("fully_async/partial/partial_ratio", partial / groups);
+  metrics.emplace_back("fully_async/partial/max_partial_span", span);
+  return std::move(taken.rollouts);
 }
 
 void PPOTrainer::State::keep_varied_groups(std::vector<const Example*>& prompts, Rollouts& generated) {
@@ -654,7 +699,10 @@ FitSummary PPOTrainer::fit() {
       // A stop request on any rank stops every rank at the same step boundary: a signal, or a rank
       // whose recorder failed to write with hybridscope.recorder.on_write_error=stop.
       // A failed write throws RecorderError: the catch below marks the run failed with its message.
-      s.recording->stop_if_requested(*s.topology.global_world, g_stop_signal.load(), s.global_step);
+      // fully_async: the rollout ranks meet the actor at no step boundary; they stop on their own signal.
+      Communicator& agreeing = cfg.hybridscope.async_mode == AsyncMode::kFullyAsync ? *s.topology.parallel.world
+                                                                                    : *s.topology.global_world;
+      s.recording->stop_if_requested(agreeing, g_stop_signal.load(), s.global_step);
       const Metrics metrics = s.train_step();
       ++summary.steps_run;
       step_seconds_sum += find(metrics, "perf/time_per_step");

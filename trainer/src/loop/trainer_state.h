@@ -21,6 +21,7 @@
 #include "hybridscope/trainer/loop/checkpoint.h"
 #include "hybridscope/trainer/loop/rollout_phase.h"
 #include "hybridscope/trainer/loop/run_recording.h"
+#include "loop/sample_queue.h"
 #include "hybridscope/trainer/rl/metrics.h"
 #include "hybridscope/trainer/rl/ppo_workers.h"
 
@@ -46,6 +47,8 @@ struct PPOTrainer::State {
   /// The actor updates applied so far: the version of the weights the next step trains with (and
   /// sends to a split rollout pool, whose batches come back with the version they were generated with).
   std::int64_t param_version = 0;
+  /// fully_async, the actor's rank 0: its client of the queue the rollout ranks fill (sample_queue.h).
+  std::unique_ptr<SampleQueue> sample_queue;
   /// ref.fsdp_config.param_offload: the reference's weights wait in host memory between its phases.
   HostOffload ref_offload;
   std::unique_ptr<PPOCritic> critic;
@@ -66,6 +69,12 @@ struct PPOTrainer::State {
   /// received, with the weight sync where the mode puts it, and the staleness and sync metrics.
   Rollouts receive_split_rollout(std::vector<const Example*>& examples, const std::function<std::vector<const Example*>()>& draw,
                                  Metrics& metrics);
+  /// fully_async (fully_async.h): the sync every trigger_parameter_sync_step updates, then this
+  /// step's prompt groups from the queue (`examples` their prompts), with the staleness, queue and
+  /// partial-rollout metrics.
+  Rollouts take_queued_rollout(std::vector<const Example*>& examples, Metrics& metrics);
+  /// The actor's weights to the split rollout pool (sync_rollout_weights), async/sync_* metrics.
+  void sync_rollout_pool(Metrics& metrics);
   /// perf/*, memory peaks, the KV pool and the step counters of a step that trained on `batch`.
   void add_perf_metrics(const RolloutBatch& batch, Metrics& metrics);
   /// This actor rank's piece of a sharded checkpoint (aliasing its live tensors).

@@ -444,6 +444,7 @@ void RolloutEngine::run_wave(const GenerationRequest& request, std::size_t first
   // ---- decode: one token per unfinished sequence per step
   std::vector<std::int64_t> copy_from, copy_to;
   while (!active.empty()) {
+    if (request.between_steps) request.between_steps();
     const auto A = static_cast<std::int64_t>(active.size());
     ids.assign(static_cast<std::size_t>(A), 0);
     pos.assign(static_cast<std::size_t>(A), 0);

@@ -85,7 +85,8 @@ enum class ModelArchitecture { kLlama, kQwen2, kQwen3 };
 /// off policy"). sync: each step generates, then trains on what it generated. one_step_off (verl's
 /// one-step-off-policy trainer; needs hybridscope.placement.rollout): the rollout ranks generate
 /// batch k+1 while the actor ranks train on batch k, with weights one update old. fully_async
-/// (verl's fully-async rollouter/trainer) is named so that it is refused with that reason: not built.
+/// (verl's fully-async rollouter/trainer; needs the pool, async_training.*): the rollout ranks
+/// stream prompt groups into a bounded queue, the actor trains whenever a batch is in it.
 enum class AsyncMode { kSync, kOneStepOff, kFullyAsync };
 
 // verl spellings of the enums above ("gae", "grpo", "rloo", "reinforce_plus_plus",
@@ -350,6 +351,20 @@ struct AlgorithmConfig {
   FilterGroupsConfig filter_groups{};
 };
 
+/// async_training (verl's fully-async recipe, fully_async_ppo_trainer.yaml: the same names and
+/// defaults), read with hybridscope.async_mode=fully_async (fully_async.h).
+struct AsyncTrainingConfig {
+  /// Share of stale samples allowed: the rollouter starts at most (1 + staleness_threshold) x
+  /// trigger_parameter_sync_step x required samples per weight version (verl's max_required_samples,
+  /// also the queue's bound). 0: on policy within each sync window.
+  double staleness_threshold = 0.1;
+  int trigger_parameter_sync_step = 4;  // training steps between two weight syncs to the rollouter
+  int require_batches = 1;              // ppo mini-batches per training step (x ppo_mini_batch_size prompts)
+  /// A sync that arrives mid-generation: the in-flight sequences join it between two tokens and go
+  /// on with the new weights (true), or the sync waits until they are finished (false).
+  bool partial_rollout = true;
+};
+
 struct TrainerConfig {
   std::string project_name = "hybridscope";
   std::string experiment_name = "run";
@@ -464,7 +479,7 @@ struct HybridscopeSection {
   DistConfig dist{};
   ReshardConfig reshard{};
   PlacementConfig placement{};
-  AsyncMode async_mode = AsyncMode::kSync;  // sync | one_step_off (split rollout) | fully_async (refused: not built)
+  AsyncMode async_mode = AsyncMode::kSync;  // sync | one_step_off | fully_async (both: split rollout)
   double peak_flops = -1;  // FLOP/s denominator of perf/mfu; -1: measure this machine's GEMM peak
   /// Compute precision of every model (docs/config.md, "Precision"): fp32, or bf16 — bf16
   /// matmuls/attention (autocast) over fp32 master weights, gradients and optimizer state; the
@@ -484,6 +499,7 @@ struct Config {
   RewardModelConfig reward_model{};
   AlgorithmConfig algorithm{};
   TrainerConfig trainer{};
+  AsyncTrainingConfig async_training{};
   HybridscopeSection hybridscope{};
 
   /// PPO needs a critic exactly when advantages come from GAE.

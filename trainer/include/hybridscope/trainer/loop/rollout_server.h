@@ -21,12 +21,16 @@
 // generating weights' version, the generation's seconds), then the share's packed rows
 // (pack_rollouts), every rank receiving every share.
 //
+// fully_async (verl's fully-async rollouter/trainer): the pool streams prompt groups into a queue
+// instead, and the sync comes every async_training.trigger_parameter_sync_step steps (fully_async.h).
+//
 // Not here: what the actor does with the batch (trainer.cpp), validation (on the actor's ranks,
 // with the current weights).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "hybridscope/probes/recorder.h"
@@ -37,6 +41,7 @@
 
 namespace hs::trainer {
 
+class RolloutEngine;
 class RunRecording;
 class Tokenizer;
 struct Topology;
@@ -57,8 +62,13 @@ struct WeightSync {
 /// Whether step `step` (1-based) of `total_steps` syncs the weights. sync: every step but the
 /// first (every rank starts from the same weights); one_step_off: steps 2 .. total-1 (step k's
 /// weights feed batch k+1: the first step's would be the initial ones again, the last step's feed
-/// no batch).
-bool syncs_weights_at(AsyncMode mode, std::int64_t step, std::int64_t total_steps);
+/// no batch); fully_async: steps T+1, 2T+1, ... (T = `trigger_parameter_sync_step`: after every T
+/// updates, before the next step takes its batch; fully_async.h).
+bool syncs_weights_at(AsyncMode mode, std::int64_t step, std::int64_t total_steps, int trigger_parameter_sync_step = 1);
+
+/// A rollout rank's engine over `model`: the rollout config's pool, the tokenizer's stop ids, the
+/// KV blocks allocated for good (the pool only generates).
+std::unique_ptr<RolloutEngine> make_pool_engine(const Config& cfg, Transformer& model, const Tokenizer& tokenizer);
 
 /// Actor side: the batch of `prompts` prompts x `n` responses from the rollout ranks.
 RolloutHandoff receive_rollouts(const Topology& topology, std::size_t prompts, int n, int max_response_length);
@@ -74,6 +84,7 @@ WeightSync sync_rollout_weights(const Topology& topology, Transformer& model, st
 /// then one batch per training step until `total_steps` (in `cfg.hybridscope.async_mode`'s order),
 /// drawing the prompts from `loader` as the actor draws them. A stop request (`stop_signal`
 /// non-zero on any rank) ends the run as killed and throws. Returns the batches handed over.
+/// fully_async: serve_fully_async instead (fully_async.h), returning the prompt groups put.
 int serve_rollout(const Config& cfg, Topology& topology, RunRecording& recording, Transformer& model,
                   const RLDataset& train_data, DataLoader& loader, const Tokenizer& tokenizer,
                   std::int64_t total_steps, const std::atomic<int>& stop_signal);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,6 +49,11 @@ struct GenerationRequest {
   std::vector<std::vector<std::int32_t>> prompts;  // token ids (bos first), unpadded
   SamplingParams params;                            // params.n samples per prompt
   int max_response_length = 0;
+  /// Called before every decode forward (after the token of the step before was sampled), when
+  /// set: the fully_async rollouter joins a weight sync there (async_training.partial_rollout), so
+  /// the model's parameters may change in place — the sequences in flight go on with the new
+  /// weights over the K/V the old ones wrote.
+  std::function<void()> between_steps = nullptr;
 };
 
 struct GenerationResult {
