@@ -65,16 +65,13 @@ std::optional<MetricSummary> measured_metric(const RunAnalysis& a, const std::st
   return out;
 }
 
-// The run's queue-depth metrics: any step metric whose name holds "queue" (verl's fully-async
-// trainer logs fully_async/monitor/queue/mq_queue_size; hybridscope's fully_async records its own).
+// The run's queue-depth metric, verl's fully-async rollouter statistic, which hybridscope's
+// fully_async records under the same name (docs/metrics.md): none or that one.
 std::vector<std::string> queue_metrics(const RunData& d) {
-  std::vector<std::string> names;
+  constexpr const char* kQueueDepth = "fully_async/monitor/queue/mq_queue_size";
   for (const StepMetric& m : d.metrics)
-    if (m.name.find("queue") != std::string::npos &&
-        std::find(names.begin(), names.end(), m.name) == names.end())
-      names.push_back(m.name);
-  std::sort(names.begin(), names.end());
-  return names;
+    if (m.name == kQueueDepth) return {kQueueDepth};
+  return {};
 }
 
 // A hybridscope run's split pool, in its async mode: what the evidence adds (staleness, the

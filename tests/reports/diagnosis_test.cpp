@@ -870,6 +870,11 @@ std::vector<Finding> every_fixture_finding() {
   fixtures.push_back(with_roles(false, 0.2, 0.6));
   fixtures.push_back(with_split_pool(true, "sync"));
   fixtures.push_back(with_split_pool(false, "one_step_off"));
+  fixtures.push_back(with_split_pool(true, "fully_async",
+                                     {{"async_training.staleness_threshold", "0.5"},
+                                      {"async_training.trigger_parameter_sync_step", "2"},
+                                      {"async_training.partial_rollout", "false"}},
+                                     {{"fully_async/monitor/queue/mq_queue_size", 1.0}}));
   fixtures.push_back(with_syncs(2));
   for (const char* series : {"switch/train_to_rollout", "memory/allocated_gb", "timing_s/gen", "timing_s/values"}) {
     RunAnalysis t = clean_run();
@@ -1022,7 +1027,7 @@ TEST(DiagnosisKeys, EveryNamedKeyIsAKeyOfTheTrainersConfig) {
 
   const auto findings = every_fixture_finding();
   std::set<std::string> rules;
-  const std::regex dotted(R"(\b(?:data|actor_rollout_ref|critic|trainer|hybridscope|algorithm|reward_model)\.[a-z0-9_.]*[a-z0-9_])");
+  const std::regex dotted(R"(\b(?:data|actor_rollout_ref|critic|trainer|hybridscope|algorithm|reward_model|async_training)\.[a-z0-9_.]*[a-z0-9_])");
   for (const Finding& f : findings) {
     rules.insert(f.rule);
     for (const std::string& kv : f.config_keys) {
