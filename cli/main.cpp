@@ -27,7 +27,7 @@
 #include "hybridscope/reports/run_database.h"
 #include "hybridscope/trainer/config/config.h"
 #include "hybridscope/trainer/data/dataset.h"
-#include "hybridscope/trainer/hybrid/layout.h"
+#include "hybridscope/trainer/dist/layout.h"
 #include "hybridscope/trainer/dist/process_group.h"
 #include "import_command.h"
 #include "launch_command.h"

@@ -8,7 +8,6 @@
 #include "hybridscope/trainer/config/config.h"
 
 #include "config/config_keys.h"
-#include "hybridscope/trainer/data/tokenizer.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -473,9 +472,7 @@ void validate(const Config& c) {
     p.add("hybridscope.tokenizer = hf needs a directory holding tokenizer.json: set data.tokenizer (or "
           "actor_rollout_ref.model.path, where verl takes it from)");
   }
-  if (const int tokens = resolved_tokenizer(c) == TokenizerKind::kChar
-                             ? make_tokenizer(TokenizerKind::kChar)->vocab_size()
-                             : 0;
+  if (const int tokens = resolved_tokenizer(c) == TokenizerKind::kChar ? kCharTokenizerVocabSize : 0;
       shape.vocab_size > 0 && shape.vocab_size < tokens) {
     p.add("hybridscope.model.vocab_size = {} is smaller than the {} tokenizer's vocabulary ({}): raise it, or set 0 "
           "to take the tokenizer's", shape.vocab_size, to_string(resolved_tokenizer(c)), tokens);

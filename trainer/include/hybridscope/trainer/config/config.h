@@ -77,6 +77,9 @@ enum class RewardRule { kGsm8k };
 /// data.tokenizer is set or actor_rollout_ref.model.path holds a tokenizer.json (as verl reads the
 /// model's tokenizer), else char.
 enum class TokenizerKind { kAuto, kChar, kHf };
+/// The char tokenizer's vocabulary: <pad>, <bos>, <eos> and printable ASCII 32..126 (CharTokenizer,
+/// data/tokenizer.h, promises it; validate() checks hybridscope.model.vocab_size against it).
+inline constexpr int kCharTokenizerVocabSize = 98;
 /// hybridscope.model.architecture / a checkpoint's config.json model_type: the decoder family.
 /// llama: Llama 2/3 (no attention biases); qwen2: Qwen2/Qwen2.5 (q/k/v biases); qwen3: Qwen3
 /// (per-head RMSNorm of q and k before the rotary embedding, explicit head_dim, no biases).
