@@ -480,7 +480,7 @@ void PPOTrainer::State::keep_varied_groups(std::vector<const Example*>& prompts,
   const int n = cfg.actor_rollout_ref.rollout.n;
   std::vector<std::size_t> all(prompts.size());
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
-  const bool shaped = cfg.algorithm.filter_groups.metric == "seq_reward";
+  const bool shaped = cfg.algorithm.filter_groups.metric == FilterGroupsMetric::kSeqReward;
   const auto scores = rollout->score(rollout->make_batch(prompts, all, generated.responses, n), shaped)
                           .sum(-1)
                           .to(torch::kDouble)
