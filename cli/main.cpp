@@ -15,30 +15,29 @@
 #include <fmt/format.h>
 
 #include "bench_command.h"
+#include "check_command.h"
+#include "checkpoint_command.h"
+#include "config_command.h"
 #include "export_trace_command.h"
 #include "hybridscope/bench/matrix.h"
-#include "hybridscope/bench/slurm_job.h"
-#include "matrix_command.h"
-#include "hybridscope/probes/merge.h"
-#include "reshard_plan_command.h"
-#include "simulate_command.h"
 #include "hybridscope/bench/sim/hardware.h"
-#include "check_command.h"
-#include "import_command.h"
-#include "report_command.h"
-#include "switch_bench_command.h"
+#include "hybridscope/bench/slurm_job.h"
 #include "hybridscope/probes/recorder.h"
-#include "launch_command.h"
 #include "hybridscope/reports/chrome_trace.h"
 #include "hybridscope/reports/run_database.h"
 #include "hybridscope/trainer/config/config.h"
 #include "hybridscope/trainer/data/dataset.h"
+#include "hybridscope/trainer/dist/layout.h"
 #include "hybridscope/trainer/dist/process_group.h"
-#include "hybridscope/trainer/hybrid/layout.h"
-#include "hybridscope/trainer/data/tokenizer.h"
-#include "hybridscope/trainer/loop/checkpoint.h"
-#include "hybridscope/trainer/loop/checkpoint.h"
-#include "hybridscope/trainer/loop/trainer.h"
+#include "import_command.h"
+#include "launch_command.h"
+#include "matrix_command.h"
+#include "merge_command.h"
+#include "report_command.h"
+#include "reshard_plan_command.h"
+#include "simulate_command.h"
+#include "switch_bench_command.h"
+#include "train_command.h"
 
 namespace {
 
@@ -49,23 +48,6 @@ std::string join_command_line(int argc, char** argv) {
     out += argv[i];
   }
   return out;
-}
-
-void print_summary(const hs::trainer::FitSummary& s, const hs::trainer::Config& cfg) {
-  fmt::print("\n=== hybridscope train: run summary ===\n");
-  fmt::print("algorithm         {} ({} steps, {} prompts x {} samples per step)\n",
-             hs::trainer::to_string(cfg.algorithm.adv_estimator), s.steps_run, cfg.data.train_batch_size,
-             cfg.actor_rollout_ref.rollout.n);
-  if (s.warmup_seconds > 0) fmt::print("warm-up           {:.1f} s\n", s.warmup_seconds);
-  if (s.steps_run > 0) fmt::print("mean step time    {:.2f} s\n", s.mean_step_seconds);
-  if (s.val_before >= 0) fmt::print("held-out mean@1   before {:.1f}%\n", 100.0 * s.val_before);
-  // Without a validation before training the "after" line carries the label itself.
-  if (s.val_after >= 0)
-    fmt::print("{}after  {:.1f}%\n", s.val_before >= 0 ? "                  " : "held-out mean@1   ", 100.0 * s.val_after);
-  if (s.val_before >= 0 && s.val_after >= 0)
-    fmt::print("                  change {:+.1f} points\n", 100.0 * (s.val_after - s.val_before));
-  if (!s.checkpoint_dir.empty()) fmt::print("checkpoint        {}\n", s.checkpoint_dir);
-  fmt::print("run database      {}\n", s.db_path);
 }
 
 // A process started by `launch` or `bench` (HS_PARENT_PID set) gets SIGTERM when that parent
@@ -93,22 +75,11 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("hybridscope ") + HS_VERSION_STRING);
   app.require_subcommand(1);
 
-  // train
-  auto* train = app.add_subcommand("train", "Run PPO/GRPO training and record it into a run database");
-  std::string config_path;
-  std::string db_path;
-  std::vector<std::string> overrides;
-  bool no_progress = false;
-  train->add_option("--config,-c", config_path, "YAML config (verl key names; see docs/config.md)")
-      ->check(CLI::ExistingFile);
-  train->add_option("--db", db_path, "Run database to write (SQLite); overrides hybridscope.db");
-  train->add_flag("--no-progress", no_progress, "Do not draw the progress bar");
-  train->add_option("overrides", overrides, "key=value overrides, e.g. data.train_batch_size=32");
-
-  // config
-  auto* config_cmd = app.add_subcommand("config", "Print the resolved configuration (every key) as YAML");
-  config_cmd->add_option("--config,-c", config_path, "YAML config")->check(CLI::ExistingFile);
-  config_cmd->add_option("overrides", overrides, "key=value overrides");
+  // train, config
+  hs::cli::TrainArgs train_args;
+  auto* train = hs::cli::add_train_command(app, train_args);
+  hs::cli::ConfigArgs config_args;
+  auto* config_cmd = hs::cli::add_config_command(app, config_args);
 
   // export-trace
   hs::cli::ExportTraceArgs export_args;
@@ -118,21 +89,11 @@ int main(int argc, char** argv) {
   hs::cli::LaunchArgs launch_args;
   auto* launch = hs::cli::add_launch_command(app, launch_args);
 
-  // merge
-  std::string merge_db;
-  auto* merge = app.add_subcommand("merge", "Merge a multi-rank run's per-rank files (RUN.sqlite.rank<K>) into RUN.sqlite");
-  merge->add_option("db", merge_db, "The run database")->required()->check(CLI::ExistingFile);
-
-  // checkpoint merge
-  auto* checkpoint_cmd = app.add_subcommand("checkpoint", "Work with trainer checkpoints");
-  checkpoint_cmd->require_subcommand(1);
-  std::string merge_actor_dir, merge_out_dir;
-  auto* checkpoint_merge = checkpoint_cmd->add_subcommand(
-      "merge", "Assemble a sharded actor checkpoint (tp/pp/fsdp ranks' pieces) into one HuggingFace directory");
-  checkpoint_merge->add_option("actor_dir", merge_actor_dir, "The checkpoint's actor directory (.../global_step_<N>/actor)")
-      ->required()
-      ->check(CLI::ExistingDirectory);
-  checkpoint_merge->add_option("out_dir", merge_out_dir, "Where to write config.json and model.safetensors")->required();
+  // merge, checkpoint merge
+  hs::cli::MergeArgs merge_args;
+  auto* merge = hs::cli::add_merge_command(app, merge_args);
+  hs::cli::CheckpointMergeArgs checkpoint_args;
+  auto* checkpoint_merge = hs::cli::add_checkpoint_command(app, checkpoint_args);
 
   // reshard-plan
   hs::cli::ReshardPlanArgs reshard_args;
@@ -211,31 +172,14 @@ int main(int argc, char** argv) {
     if (diagnose_cmd->parsed()) return hs::cli::run_diagnose(diagnose_args);
     if (report_cmd->parsed()) return hs::cli::run_report(report_args);
     if (simulate_cmd->parsed()) return hs::cli::run_simulate(simulate_args);
-    if (checkpoint_merge->parsed()) {
-      const auto parameters = hs::trainer::merge_actor_shards(merge_actor_dir, merge_out_dir);
-      fmt::print("merged the shards of {} into {} ({} parameters): load it with actor_rollout_ref.model.path={} or "
-                 "transformers' from_pretrained\n", merge_actor_dir, merge_out_dir, parameters, merge_out_dir);
-      return 0;
+    if (checkpoint_merge->parsed()) return hs::cli::run_checkpoint_merge(checkpoint_args);
+    if (merge->parsed()) return hs::cli::run_merge(merge_args);
+    if (config_cmd->parsed()) return hs::cli::run_config(config_args);
+    if (train->parsed()) {
+      train_args.command_line = join_command_line(argc, argv);
+      return hs::cli::run_train(train_args);
     }
-    if (merge->parsed()) {
-      const auto report = hs::probes::merge_rank_files(merge_db);
-      for (const auto& line : report.messages) fmt::print("{}\n", line);
-      fmt::print("merged {} rank files ({} rows) into {}\n", report.files_merged, report.rows_copied, merge_db);
-      return 0;
-    }
-    if (!db_path.empty()) overrides.push_back("hybridscope.db=" + db_path);
-    const auto config = hs::trainer::load_config(config_path, overrides);
-    if (config_cmd->parsed()) {
-      fmt::print("{}", hs::trainer::to_yaml(config));
-      return 0;
-    }
-    hs::trainer::TrainerOptions options;
-    options.command_line = join_command_line(argc, argv);
-    options.show_progress = !no_progress;
-    hs::trainer::PPOTrainer trainer(config, options);
-    const auto summary = trainer.fit();
-    if (summary.rank == 0) print_summary(summary, config);  // one summary per run, not per rank
-    return 0;
+    return 2;  // unreachable: require_subcommand(1) leaves one of the above parsed
   } catch (const hs::trainer::ConfigError& e) {
     fmt::print(stderr, "config error: {}\n", e.what());
     return 2;

@@ -15,6 +15,7 @@
 #include "hybridscope/trainer/data/batch.h"
 #include "hybridscope/trainer/config/config.h"
 #include "hybridscope/trainer/rl/core_algos.h"
+#include "hybridscope/trainer/model/device.h"
 #include "hybridscope/trainer/rl/metrics.h"
 #include "hybridscope/trainer/memory/cpu_memory_tracker.h"
 #include "hybridscope/trainer/data/dataset.h"

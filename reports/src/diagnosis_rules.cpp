@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -24,6 +25,7 @@
 #include "diagnosis_rules_rl.h"
 #include "diagnosis_text.h"
 #include "hybridscope/reports/diagnosis.h"
+#include "hybridscope/trainer/config_values.h"
 
 namespace hs::reports {
 namespace {
@@ -61,6 +63,19 @@ constexpr const char* kGradientCheckpointing = "actor_rollout_ref.model.enable_g
 constexpr const char* kBalanceBatch = "trainer.balance_batch";
 constexpr const char* kPrecision = "hybridscope.precision";
 constexpr const char* kDevice = "trainer.device";
+
+using trainer::ActorStrategy;
+using trainer::DeviceKind;
+using trainer::Precision;
+using trainer::ReshardMode;
+
+// The value of an enum key the run recorded, read with the trainer's spellings (config_values.h);
+// nullopt when the key is absent or its text is no spelling of E (an imported run's own words).
+template <class E>
+std::optional<E> config_enum(const RunData& data, const char* key) {
+  const auto text = data.config_value(key);
+  return text ? trainer::recorded_config_value<E>(*text) : std::nullopt;
+}
 
 constexpr const char* kGen = "gen";
 constexpr const char* kTrainToRollout = "switch/train_to_rollout";
@@ -225,9 +240,8 @@ std::optional<Finding> switch_slow(const RunAnalysis& a, const DiagnosisThreshol
   for (std::size_t i = 0; i < parts.size(); ++i) f.evidence += (i == 0 ? "" : "; ") + parts[i];
 
   const auto& d = a.data;
-  const auto mode = d.config_value(kReshardMode);
   const std::string mode_advice =
-      mode && *mode == "hybrid"
+      config_enum<ReshardMode>(d, kReshardMode) == ReshardMode::kHybrid
           ? fmt::format("{} is already hybrid, so the bytes moved are the minimum for these layouts", key_now(d, kReshardMode))
           : fmt::format("set {} to hybrid: each rank then receives only its generation shard instead of gathering "
                         "whole tensors (HybridFlow §5, Table 2)",
@@ -268,7 +282,7 @@ std::string training_comm_advice(const RunAnalysis& a, Finding& f) {
   // The overlap credits asynchronous collectives (fsdp's per-layer gathers and reduce-scatters
   // with forward_prefetch), so an fsdp run without prefetch is told to turn it on; a run before
   // these keys existed (absent from its config) is not.
-  const bool fsdp = d.config_value(kActorStrategy) == "fsdp";
+  const bool fsdp = config_enum<ActorStrategy>(d, kActorStrategy) == ActorStrategy::kFsdp;
   const bool can_prefetch = fsdp && d.config_value(kForwardPrefetch) == "false" && d.config_value(kPerLayer).has_value();
   std::string out;
   if (can_prefetch)
@@ -312,8 +326,7 @@ std::string rollout_comm_advice(const RunAnalysis& a, Finding& f) {
 // The switch's weight exchange.
 std::string reshard_comm_advice(const RunAnalysis& a, Finding& f) {
   const auto& d = a.data;
-  const auto mode = d.config_value(kReshardMode);
-  if (mode && *mode == "hybrid") {
+  if (config_enum<ReshardMode>(d, kReshardMode) == ReshardMode::kHybrid) {
     name_keys(f, d, {kRolloutTp, kActorTp});
     return fmt::format("the switch's weight exchange; {} already moves the fewest bytes for these layouts, and "
                        "setting {} equal to {} leaves the tensor-parallel split unchanged, so only data-parallel "
@@ -490,7 +503,7 @@ std::optional<Finding> memory_over_params(const RunAnalysis& a, const DiagnosisT
   const auto is_true = [&](const char* key) { return d.config_value(key) == "true"; };
   std::vector<std::string> advice;
   std::vector<const char*> keys;
-  if (d.config_value(kActorStrategy) != "fsdp") {
+  if (config_enum<ActorStrategy>(d, kActorStrategy) != ActorStrategy::kFsdp) {
     advice.push_back(fmt::format("{} shards parameters, gradients and moments over the data-parallel ranks (fsdp)",
                                  key_now(d, kActorStrategy)));
     keys.push_back(kActorStrategy);
@@ -630,7 +643,8 @@ std::optional<Finding> low_mfu(const RunAnalysis& a, const DiagnosisThresholds& 
     name_keys(f, d, {kGradientCheckpointing});
   }
   // On CUDA the peak is the device's dense bf16 rate (docs/metrics.md): fp32 cannot reach it.
-  if (d.config_value(kDevice) == "cuda" && d.config_value(kPrecision) != "bf16") {
+  if (config_enum<DeviceKind>(d, kDevice) == DeviceKind::kCuda &&
+      config_enum<Precision>(d, kPrecision) != Precision::kBf16) {
     f.suggestion += fmt::format(" On CUDA the peak is the bf16 tensor-core rate: {} set to bf16 can reach it.",
                                 key_now(d, kPrecision));
     name_keys(f, d, {kPrecision});

@@ -305,8 +305,6 @@ const std::vector<Refusal> kRefusals = {
     {"RolloutEngineUnknown", {"actor_rollout_ref.rollout.name=hf"},
      "actor_rollout_ref.rollout.name = 'hf': hybridscope generates with its built-in paged-KV engine (vllm and sglang are "
      "accepted"},
-    {"RewardManagerOfVerl", {"reward_model.reward_manager=prime"},
-     "reward_model.reward_manager = 'prime': hybridscope has verl's naive manager (the score on the last response token) and dapo"},
     {"CustomRewardFunctionPath", {"reward_model.custom_reward_function.path=my_reward.py"},
      "reward_model.custom_reward_function.path = 'my_reward.py': hybridscope does not run Python reward functions"},
     {"CustomRewardFunctionName", {"reward_model.custom_reward_function.name=my_score"},

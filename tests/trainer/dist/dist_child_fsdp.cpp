@@ -22,6 +22,7 @@
 #include "hybridscope/probes/run_probes.h"
 #include "hybridscope/trainer/rl/core_algos.h"
 #include "hybridscope/trainer/dist/mesh_groups.h"
+#include "hybridscope/trainer/model/training_shard.h"
 #include "hybridscope/trainer/rl/ppo_workers.h"
 #include "hybridscope/trainer/dist/process_group.h"
 #include "hybridscope/trainer/dist/zero.h"

@@ -15,7 +15,7 @@
 #include "../../test_db.h"
 #include "dist/dist_test_util.h"
 #include "dist/fsdp_fixtures.h"
-#include "hybridscope/trainer/hybrid/layout.h"
+#include "hybridscope/trainer/dist/layout.h"
 #include "hybridscope/trainer/model/model.h"
 #include "hybridscope/trainer/rl/ppo_workers.h"
 #include "hybridscope/trainer/dist/zero.h"

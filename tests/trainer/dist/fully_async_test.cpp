@@ -18,7 +18,7 @@
 #include "../../tiny_grpo.h"
 #include "hybridscope/trainer/config/config.h"
 #include "hybridscope/trainer/data/tokenizer.h"
-#include "hybridscope/trainer/hybrid/layout.h"
+#include "hybridscope/trainer/dist/layout.h"
 #include "hybridscope/trainer/loop/fully_async.h"
 #include "hybridscope/trainer/model/model.h"
 

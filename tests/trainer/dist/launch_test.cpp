@@ -16,7 +16,7 @@
 #include "../../test_db.h"
 #include "dist/dist_test_util.h"
 #include "../../tiny_grpo.h"
-#include "hybridscope/trainer/hybrid/layout.h"
+#include "hybridscope/trainer/dist/layout.h"
 #include "hybridscope/trainer/data/tokenizer.h"
 #include "hybridscope/trainer/model/model.h"
 

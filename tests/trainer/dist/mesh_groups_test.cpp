@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hybridscope/trainer/dist/mesh_groups.h"
+#include "hybridscope/trainer/model/training_shard.h"
 #include "hybrid/reshard_fixtures.h"
 #include "hybridscope/trainer/dist/thread_world.h"
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "hybridscope/trainer/hybrid/layout.h"
+#include "hybridscope/trainer/dist/layout.h"
 
 namespace hs::trainer::test {
 

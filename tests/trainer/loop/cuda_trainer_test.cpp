@@ -17,6 +17,7 @@
 #include "../../test_db.h"
 #include "dist/dist_test_util.h"
 #include "hybridscope/trainer/config/config.h"
+#include "hybridscope/trainer/dist/rank_device.h"
 #include "hybridscope/trainer/model/device.h"
 #include "hybridscope/trainer/memory/memory_probe.h"
 #include "hybridscope/trainer/dist/process_group.h"

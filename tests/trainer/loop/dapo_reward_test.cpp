@@ -50,13 +50,29 @@ TEST(DapoReward, ConfigRefusesWhatItCannotHonour) {
                      "actor_rollout_ref.rollout.n=1"})
                 .find("a group of one never varies"),
             std::string::npos);
+  // The enum keys refuse an unknown value when the config is read, naming the spellings of the key
+  // table (and the nearest one).
+  EXPECT_NE(refusal({"reward_model.reward_manager=prime"})
+                .find("reward_model.reward_manager: expected one of naive, dapo, got 'prime'"),
+            std::string::npos);
   EXPECT_NE(refusal({"algorithm.filter_groups.enable=true", "algorithm.filter_groups.metric=seq_final_reward",
                      "actor_rollout_ref.rollout.n=4", "algorithm.adv_estimator=grpo"})
-                .find("algorithm.filter_groups.metric = seq_final_reward"),
+                .find("algorithm.filter_groups.metric: expected one of acc, score, seq_reward, got 'seq_final_reward'"),
             std::string::npos);
   EXPECT_NE(refusal({"algorithm.rollout_correction.rollout_is=tokens"})
-                .find("algorithm.rollout_correction.rollout_is = tokens: must be null, token or sequence"),
+                .find("algorithm.rollout_correction.rollout_is: expected one of null, token, sequence, geometric, got "
+                      "'tokens' — did you mean token?"),
             std::string::npos);
+  EXPECT_NE(refusal({"algorithm.rollout_correction.rollout_is=geometric"})
+                .find("algorithm.rollout_correction.rollout_is = geometric: must be null, token or sequence"),
+            std::string::npos);
+  // Parsed once into the enums: what the trainer branches on.
+  const Config dapo = parse_config("", {"reward_model.reward_manager=dapo", "algorithm.filter_groups.metric=seq_reward",
+                                        "algorithm.rollout_correction.rollout_is=sequence"});
+  EXPECT_EQ(dapo.reward_model.reward_manager, RewardManager::kDapo);
+  EXPECT_EQ(dapo.algorithm.filter_groups.metric, FilterGroupsMetric::kSeqReward);
+  EXPECT_EQ(dapo.algorithm.rollout_correction.rollout_is, RolloutCorrectionLevel::kSequence);
+  EXPECT_EQ(dapo.algorithm.rollout_correction.rollout_rs, RolloutCorrectionLevel::kNull);
   EXPECT_NE(refusal({"algorithm.rollout_correction.rollout_rs=geometric"})
                 .find("needs algorithm.rollout_correction.rollout_rs_threshold > 0"),
             std::string::npos);

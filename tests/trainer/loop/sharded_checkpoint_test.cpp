@@ -13,7 +13,8 @@
 
 #include "../../remove_tree.h"
 #include "hybridscope/trainer/dist/mesh_groups.h"
-#include "hybridscope/trainer/hybrid/layout.h"
+#include "hybridscope/trainer/model/training_shard.h"
+#include "hybridscope/trainer/dist/layout.h"
 #include "hybridscope/trainer/loop/checkpoint.h"
 #include "hybridscope/trainer/model/model.h"
 

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "../../test_db.h"
-#include "../../../trainer/src/model/torch_compat.h"
+#include "../../../trainer/src/torch_compat.h"
 #include "hybridscope/probes/recorder.h"
 #include "hybridscope/probes/run_probes.h"
 #include "hybridscope/trainer/memory/cpu_memory_tracker.h"

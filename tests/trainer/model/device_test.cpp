@@ -9,6 +9,7 @@
 
 #include "hybridscope/trainer/data/batch.h"
 #include "hybridscope/trainer/config/config.h"
+#include "hybridscope/trainer/dist/rank_device.h"
 #include "hybridscope/trainer/model/device.h"
 #include "hybridscope/trainer/model/model.h"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "hybridscope/trainer/data/batch.h"
-#include "hybridscope/trainer/dist/pipeline.h"
+#include "hybridscope/trainer/rl/pipeline.h"
 #include "hybridscope/trainer/memory/cpu_memory_tracker.h"
 #include "hybridscope/trainer/rl/core_algos.h"
 #include "hybridscope/trainer/rl/ppo_workers.h"

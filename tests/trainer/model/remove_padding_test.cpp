@@ -13,8 +13,9 @@
 #include <vector>
 
 #include "hybridscope/trainer/dist/mesh_groups.h"
+#include "hybridscope/trainer/model/training_shard.h"
 #include "hybridscope/trainer/dist/thread_world.h"
-#include "hybridscope/trainer/hybrid/layout.h"
+#include "hybridscope/trainer/dist/layout.h"
 #include "hybridscope/trainer/model/model.h"
 
 namespace hs::trainer {

@@ -9,8 +9,9 @@
 #include <stdexcept>
 
 #include "hybridscope/trainer/data/batch.h"
-#include "hybridscope/trainer/hybrid/layout.h"
+#include "hybridscope/trainer/dist/layout.h"
 #include "hybridscope/trainer/hybrid/reshard_executor.h"
+#include "hybridscope/trainer/model/device.h"
 #include "hybridscope/trainer/model/model.h"
 #include "hybridscope/trainer/rl/metrics.h"
 #include "hybridscope/trainer/rl/ppo_workers.h"

@@ -172,9 +172,9 @@ TEST(RolloutCorrection, MismatchMetricsMatchVerls) {
 TEST(RolloutCorrection, TokenIsWithTokenRejectionAndVeto) {
   const Inputs in = inputs();
   RolloutCorrectionConfig c;
-  c.rollout_is = "token";
+  c.rollout_is = RolloutCorrectionLevel::kToken;
   c.rollout_is_threshold = 2.0;
-  c.rollout_rs = "token";
+  c.rollout_rs = RolloutCorrectionLevel::kToken;
   c.rollout_rs_threshold = 1.5;
   c.rollout_token_veto_threshold = 0.5;  // row 1 has a token at exp(-0.8) < 0.5: vetoed
   const RolloutCorrection r = compute_rollout_correction(in.old_log_prob, in.rollout_log_prob, in.mask, c);
@@ -186,9 +186,9 @@ TEST(RolloutCorrection, TokenIsWithTokenRejectionAndVeto) {
 TEST(RolloutCorrection, SequenceIsNormalizedWithGeometricRejection) {
   const Inputs in = inputs();
   RolloutCorrectionConfig c;
-  c.rollout_is = "sequence";
+  c.rollout_is = RolloutCorrectionLevel::kSequence;
   c.rollout_is_batch_normalize = true;
-  c.rollout_rs = "geometric";
+  c.rollout_rs = RolloutCorrectionLevel::kGeometric;
   c.rollout_rs_threshold = 1.5;
   c.rollout_rs_threshold_lower = 0.9;
   const RolloutCorrection r = compute_rollout_correction(in.old_log_prob, in.rollout_log_prob, in.mask, c);
@@ -200,7 +200,7 @@ TEST(RolloutCorrection, SequenceIsNormalizedWithGeometricRejection) {
 TEST(RolloutCorrection, SequenceRejectionAloneLeavesNoWeights) {
   const Inputs in = inputs();
   RolloutCorrectionConfig c;
-  c.rollout_rs = "sequence";
+  c.rollout_rs = RolloutCorrectionLevel::kSequence;
   c.rollout_rs_threshold = 2.0;
   const RolloutCorrection r = compute_rollout_correction(in.old_log_prob, in.rollout_log_prob, in.mask, c);
   EXPECT_FALSE(r.is_weights.defined());

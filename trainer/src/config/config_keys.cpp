@@ -150,7 +150,7 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(algorithm.kl_ctrl.horizon, "Adaptive controller horizon in samples."),
       HS_CONFIG_KEY(algorithm.kl_ctrl.target_kl, "Adaptive controller target KL."),
       HS_CONFIG_KEY(algorithm.filter_groups.enable, "DAPO's dynamic sampling: drop groups whose responses all score alike and generate more until train_batch_size prompts are kept."),
-      HS_CONFIG_KEY(algorithm.filter_groups.metric, "What must vary within a kept group: acc, score or seq_reward (the rule score)."),
+      HS_CONFIG_KEY(algorithm.filter_groups.metric, "What must vary within a kept group: acc, score or seq_reward (the rule score; verl's seq_final_reward, after the in-reward KL, is not supported)."),
       HS_CONFIG_KEY(algorithm.filter_groups.max_num_gen_batches, "Generation rounds per step before the step fails; 0 = no limit."),
       HS_CONFIG_KEY(algorithm.rollout_correction.rollout_is, "Rollout correction IS weights pi_old/pi_rollout: null (off), token or sequence; multiplied into the policy loss after clipping."),
       HS_CONFIG_KEY(algorithm.rollout_correction.rollout_is_threshold, "Truncation of the rollout IS weights (TIS)."),
@@ -260,6 +260,9 @@ const char* to_string(TokenizerKind v) { return detail::canonical_name(v); }
 const char* to_string(ModelArchitecture v) { return detail::canonical_name(v); }
 const char* to_string(OnWriteError v) { return detail::canonical_name(v); }
 const char* to_string(AsyncMode v) { return detail::canonical_name(v); }
+const char* to_string(RewardManager v) { return detail::canonical_name(v); }
+const char* to_string(FilterGroupsMetric v) { return detail::canonical_name(v); }
+const char* to_string(RolloutCorrectionLevel v) { return detail::canonical_name(v); }
 
 template <class E>
 std::optional<E> from_string(std::string_view name) {
@@ -296,6 +299,9 @@ HS_CONFIG_ENUM(TokenizerKind)
 HS_CONFIG_ENUM(ModelArchitecture)
 HS_CONFIG_ENUM(OnWriteError)
 HS_CONFIG_ENUM(AsyncMode)
+HS_CONFIG_ENUM(RewardManager)
+HS_CONFIG_ENUM(FilterGroupsMetric)
+HS_CONFIG_ENUM(RolloutCorrectionLevel)
 #undef HS_CONFIG_ENUM
 
 }  // namespace hs::trainer

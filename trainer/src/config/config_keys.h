@@ -19,16 +19,9 @@ namespace hs::trainer::detail {
 
 // ---------------------------------------------------------------------------------------------
 // Enum spellings (verl's). The first spelling of a value is the canonical one that to_string and
-// to_yaml write; later ones are accepted aliases.
-
-template <class E>
-struct Spelling {
-  E value;
-  const char* name;
-};
-
-template <class E>
-struct EnumSpellings;
+// to_yaml write; later ones are accepted aliases. Spelling, EnumSpellings, canonical_name,
+// enum_from_name and the spellings of the enums a run database's readers branch on are in
+// config_values.h (shared with hs_reports); the rest are here.
 
 template <>
 struct EnumSpellings<AdvEstimator> {
@@ -78,12 +71,6 @@ struct EnumSpellings<Truncation> {
   static constexpr Spelling<Truncation> kAll[] = {
       {Truncation::kError, "error"}, {Truncation::kLeft, "left"}, {Truncation::kRight, "right"}};
 };
-
-template <>
-struct EnumSpellings<ActorStrategy> {
-  static constexpr Spelling<ActorStrategy> kAll[] = {{ActorStrategy::kFsdp, "fsdp"},
-                                                     {ActorStrategy::kMegatron, "megatron"}};
-};
 template <>
 struct EnumSpellings<WarmupStyle> {
   static constexpr Spelling<WarmupStyle> kAll[] = {{WarmupStyle::kConstant, "constant"},
@@ -94,23 +81,10 @@ struct EnumSpellings<ResumeMode> {
   static constexpr Spelling<ResumeMode> kAll[] = {{ResumeMode::kAuto, "auto"}, {ResumeMode::kDisable, "disable"}};
 };
 template <>
-struct EnumSpellings<DeviceKind> {
-  static constexpr Spelling<DeviceKind> kAll[] = {{DeviceKind::kCpu, "cpu"}, {DeviceKind::kCuda, "cuda"}};
-};
-template <>
 struct EnumSpellings<DistBackendChoice> {
   static constexpr Spelling<DistBackendChoice> kAll[] = {{DistBackendChoice::kAuto, "auto"},
                                                          {DistBackendChoice::kGloo, "gloo"},
                                                          {DistBackendChoice::kNccl, "nccl"}};
-};
-template <>
-struct EnumSpellings<ReshardMode> {
-  static constexpr Spelling<ReshardMode> kAll[] = {
-      {ReshardMode::kHybrid, "hybrid"}, {ReshardMode::kVanilla, "vanilla"}, {ReshardMode::kNaive, "naive"}};
-};
-template <>
-struct EnumSpellings<Precision> {
-  static constexpr Spelling<Precision> kAll[] = {{Precision::kFp32, "fp32"}, {Precision::kBf16, "bf16"}};
 };
 template <>
 struct EnumSpellings<AttentionKernel> {
@@ -124,6 +98,24 @@ struct EnumSpellings<CpuMatmul> {
 template <>
 struct EnumSpellings<RewardRule> {
   static constexpr Spelling<RewardRule> kAll[] = {{RewardRule::kGsm8k, "gsm8k"}};
+};
+
+template <>
+struct EnumSpellings<RewardManager> {
+  static constexpr Spelling<RewardManager> kAll[] = {{RewardManager::kNaive, "naive"}, {RewardManager::kDapo, "dapo"}};
+};
+template <>
+struct EnumSpellings<FilterGroupsMetric> {
+  static constexpr Spelling<FilterGroupsMetric> kAll[] = {{FilterGroupsMetric::kAcc, "acc"},
+                                                          {FilterGroupsMetric::kScore, "score"},
+                                                          {FilterGroupsMetric::kSeqReward, "seq_reward"}};
+};
+template <>
+struct EnumSpellings<RolloutCorrectionLevel> {
+  static constexpr Spelling<RolloutCorrectionLevel> kAll[] = {{RolloutCorrectionLevel::kNull, "null"},
+                                                              {RolloutCorrectionLevel::kToken, "token"},
+                                                              {RolloutCorrectionLevel::kSequence, "sequence"},
+                                                              {RolloutCorrectionLevel::kGeometric, "geometric"}};
 };
 
 template <>
@@ -151,21 +143,7 @@ struct EnumSpellings<OnWriteError> {
                                                     {OnWriteError::kStop, "stop"}};
 };
 
-template <class E>
-const char* canonical_name(E value) {
-  for (const auto& s : EnumSpellings<E>::kAll) {
-    if (s.value == value) return s.name;
-  }
-  return "<invalid>";  // only reachable through a cast of an out-of-range integer
-}
 
-template <class E>
-std::optional<E> enum_from_name(std::string_view name) {
-  for (const auto& s : EnumSpellings<E>::kAll) {
-    if (name == s.name) return s.value;
-  }
-  return std::nullopt;
-}
 
 // ---------------------------------------------------------------------------------------------
 // The key table.
@@ -187,7 +165,8 @@ using AnyField = std::variant<Field<bool>, Field<int>, Field<std::uint64_t>, Fie
                               Field<WarmupStyle>, Field<ResumeMode>, Field<DeviceKind>,
                               Field<DistBackendChoice>, Field<ReshardMode>, Field<Precision>,
                               Field<AttentionKernel>, Field<CpuMatmul>, Field<RewardRule>, Field<TokenizerKind>,
-                              Field<ModelArchitecture>, Field<OnWriteError>, Field<AsyncMode>>;
+                              Field<ModelArchitecture>, Field<OnWriteError>, Field<AsyncMode>,
+                              Field<RewardManager>, Field<FilterGroupsMetric>, Field<RolloutCorrectionLevel>>;
 
 struct Key {
   std::string path;  // verl's dotted path, identical to the member path in Config

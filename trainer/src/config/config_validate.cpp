@@ -8,7 +8,6 @@
 #include "hybridscope/trainer/config/config.h"
 
 #include "config/config_keys.h"
-#include "hybridscope/trainer/data/tokenizer.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -254,13 +253,9 @@ void check_honoured(const Config& c, Problems& p) {
           "sglang are accepted for verl's scripts and stand for it): set actor_rollout_ref.rollout.name=hybridscope or "
           "remove the key", arr.rollout.name);
   const auto& reward = c.reward_model;
-  if (reward.reward_manager != "naive" && reward.reward_manager != "dapo")
-    p.add("reward_model.reward_manager = '{}': hybridscope has verl's naive manager (the score on the last response "
-          "token) and dapo (the same plus the overlong buffer): set naive or dapo",
-          reward.reward_manager);
   const auto& overlong = reward.overlong_buffer;
   if (overlong.enable) {
-    if (reward.reward_manager != "dapo")
+    if (reward.reward_manager != RewardManager::kDapo)
       p.add("reward_model.overlong_buffer.enable = true needs reward_model.reward_manager=dapo (verl's DAPO manager "
             "applies the buffer)");
     if (overlong.len < 1 || overlong.len > c.data.max_response_length)
@@ -492,9 +487,7 @@ void validate(const Config& c) {
     p.add("hybridscope.tokenizer = hf needs a directory holding tokenizer.json: set data.tokenizer (or "
           "actor_rollout_ref.model.path, where verl takes it from)");
   }
-  if (const int tokens = resolved_tokenizer(c) == TokenizerKind::kChar
-                             ? make_tokenizer(TokenizerKind::kChar)->vocab_size()
-                             : 0;
+  if (const int tokens = resolved_tokenizer(c) == TokenizerKind::kChar ? kCharTokenizerVocabSize : 0;
       shape.vocab_size > 0 && shape.vocab_size < tokens) {
     p.add("hybridscope.model.vocab_size = {} is smaller than the {} tokenizer's vocabulary ({}): raise it, or set 0 "
           "to take the tokenizer's", shape.vocab_size, to_string(resolved_tokenizer(c)), tokens);
@@ -634,9 +627,6 @@ void validate(const Config& c) {
 
   const auto& fg = c.algorithm.filter_groups;
   if (fg.enable) {
-    if (fg.metric != "acc" && fg.metric != "score" && fg.metric != "seq_reward")
-      p.add("algorithm.filter_groups.metric = {}: must be acc, score or seq_reward (the rule score; verl's "
-            "seq_final_reward, after the in-reward KL, is not supported)", fg.metric);
     if (c.actor_rollout_ref.rollout.n < 2)
       p.add("algorithm.filter_groups.enable = true with actor_rollout_ref.rollout.n = {}: a group of one never varies; "
             "use n >= 2", c.actor_rollout_ref.rollout.n);
@@ -652,15 +642,14 @@ void validate(const Config& c) {
   }
 
   const auto& rc = c.algorithm.rollout_correction;
-  if (rc.rollout_is != "null" && rc.rollout_is != "token" && rc.rollout_is != "sequence")
-    p.add("algorithm.rollout_correction.rollout_is = {}: must be null, token or sequence", rc.rollout_is);
+  if (rc.rollout_is == RolloutCorrectionLevel::kGeometric)
+    p.add("algorithm.rollout_correction.rollout_is = geometric: must be null, token or sequence (geometric is a "
+          "rejection level: algorithm.rollout_correction.rollout_rs)");
   if (!(rc.rollout_is_threshold > 0.0))
     p.add("algorithm.rollout_correction.rollout_is_threshold = {}: must be > 0", rc.rollout_is_threshold);
-  if (rc.rollout_rs != "null" && rc.rollout_rs != "token" && rc.rollout_rs != "sequence" && rc.rollout_rs != "geometric")
-    p.add("algorithm.rollout_correction.rollout_rs = {}: must be null, token, sequence or geometric", rc.rollout_rs);
-  if (rc.rollout_rs != "null" && !(rc.rollout_rs_threshold > 0.0))
+  if (rc.rollout_rs != RolloutCorrectionLevel::kNull && !(rc.rollout_rs_threshold > 0.0))
     p.add("algorithm.rollout_correction.rollout_rs = {} needs algorithm.rollout_correction.rollout_rs_threshold > 0 "
-          "(the upper bound of the kept ratios, e.g. 2.0; for geometric about 1.001)", rc.rollout_rs);
+          "(the upper bound of the kept ratios, e.g. 2.0; for geometric about 1.001)", to_string(rc.rollout_rs));
   if (rc.rollout_rs_threshold < 0.0 || rc.rollout_rs_threshold_lower < 0.0 || rc.rollout_token_veto_threshold < 0.0)
     p.add("algorithm.rollout_correction thresholds must be >= 0 (0 = null): rollout_rs_threshold {}, "
           "rollout_rs_threshold_lower {}, rollout_token_veto_threshold {}",

@@ -15,7 +15,7 @@ constexpr int kFirstPrintable = 32;   // ' '
 constexpr int kLastPrintable = 126;   // '~'
 constexpr int kFirstCharId = 3;       // id of ' '
 constexpr int kVocabSize = kFirstCharId + (kLastPrintable - kFirstPrintable + 1);  // 98
-static_assert(kVocabSize == 98, "CharTokenizer::vocab_size() promises 98 ids");
+static_assert(kVocabSize == kCharTokenizerVocabSize, "CharTokenizer::vocab_size() promises kCharTokenizerVocabSize ids");
 
 /// A character as a reader can recognise it in an error message: 'a', '\n', or 0xC3.
 std::string describe_char(unsigned char c) {

@@ -542,7 +542,7 @@ struct C10dGroupFactory::Impl {
     std::optional<at::Device> staging;
     if (options.backend == DistBackend::kNccl) {
       backend = detail::make_nccl_backend(prefixed, group_rank, group_size, options.timeout);
-      // The process's current CUDA device (trainer_device set it, device.h): NCCL's device.
+      // The process's current CUDA device (trainer_device set it, rank_device.h): NCCL's device.
       staging = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getDevice();
     } else {
       auto opts = c10d::ProcessGroupGloo::Options::create(options.timeout);

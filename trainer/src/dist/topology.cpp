@@ -10,7 +10,7 @@
 
 #include "hybridscope/probes/clock.h"
 #include "hybridscope/probes/run_probes.h"
-#include "hybridscope/trainer/model/device.h"
+#include "hybridscope/trainer/dist/rank_device.h"
 #include "hybridscope/trainer/dist/mesh_groups.h"
 #include "hybridscope/trainer/dist/probed_communicator.h"
 

@@ -7,6 +7,7 @@
 #include "hybridscope/probes/run_probes.h"
 #include "hybridscope/trainer/dist/topology.h"
 #include "hybridscope/trainer/dist/mesh_groups.h"
+#include "hybridscope/trainer/model/training_shard.h"
 #include "hybridscope/trainer/hybrid/reshard_planner.h"
 #include "hybridscope/trainer/hybrid/reshard_executor.h"
 #include "hybridscope/trainer/data/tokenizer.h"

@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include "hybridscope/trainer/dist/mesh_groups.h"
+#include "hybridscope/trainer/model/training_shard.h"
 #include "hybridscope/trainer/model/device.h"
 #include "hybridscope/trainer/model/hf_config.h"
 

@@ -51,8 +51,9 @@
 #include "hybridscope/trainer/loop/run_recording.h"
 #include "hybridscope/trainer/memory/memory_probe.h"
 #include "hybridscope/trainer/dist/mesh_groups.h"
+#include "hybridscope/trainer/model/training_shard.h"
 #include "hybridscope/trainer/rl/metrics.h"
-#include "hybridscope/trainer/dist/pipeline.h"
+#include "hybridscope/trainer/rl/pipeline.h"
 #include "hybridscope/trainer/rl/ppo_workers.h"
 #include "hybridscope/trainer/rl/advantage.h"
 #include "hybridscope/trainer/rl/rollout_correction.h"
@@ -524,7 +525,7 @@ void PPOTrainer::State::keep_varied_groups(std::vector<const Example*>& prompts,
   const int n = cfg.actor_rollout_ref.rollout.n;
   std::vector<std::size_t> all(prompts.size());
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
-  const bool shaped = cfg.algorithm.filter_groups.metric == "seq_reward";
+  const bool shaped = cfg.algorithm.filter_groups.metric == FilterGroupsMetric::kSeqReward;
   const auto scores = rollout->score(rollout->make_batch(prompts, all, generated.responses, n), shaped)
                           .sum(-1)
                           .to(torch::kDouble)

@@ -22,6 +22,7 @@
 #include "hybridscope/trainer/dist/topology.h"
 #include "hybridscope/trainer/hybrid/hybrid_actor.h"
 #include "hybridscope/trainer/dist/mesh_groups.h"
+#include "hybridscope/trainer/model/training_shard.h"
 #include "hybridscope/trainer/dist/zero.h"
 #include "hybridscope/trainer/hybrid/offload.h"
 #include "hybridscope/trainer/loop/rollout_phase.h"

@@ -9,7 +9,7 @@
 
 #include "hybridscope/probes/clock.h"
 #include "hybridscope/trainer/memory/cpu_memory_tracker.h"
-#include "model/torch_compat.h"
+#include "torch_compat.h"
 
 namespace hs::trainer {
 

@@ -6,18 +6,18 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <chrono>
 #include <cstddef>
+#include <functional>
 #include <initializer_list>
 #include <vector>
 
-#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <fmt/format.h>
 #include <torch/cuda.h>
 #include <torch/nn/module.h>
 
 #include "hybridscope/trainer/config/config.h"
-#include "hybridscope/trainer/rl/metrics.h"
-#include "model/torch_compat.h"
+#include "model/model_layers.h"
 
 namespace hs::trainer {
 
@@ -69,34 +69,10 @@ std::optional<DeviceSpec> device_spec_for_name(std::string_view device_name) {
   return std::nullopt;
 }
 
-c10::Device trainer_device(DeviceKind device, int local_rank, bool expandable_segments) {
-  if (device == DeviceKind::kCpu) return c10::Device(c10::kCPU);
-  if (expandable_segments) compat::set_allocator_settings("expandable_segments:True");
-  if (!torch::cuda::is_available())
-    throw ConfigError(
-        "trainer.device = cuda, but this process sees no CUDA device (a CPU-only LibTorch, no NVIDIA driver, or "
-        "CUDA_VISIBLE_DEVICES hides them all): set trainer.device=cpu, or run on a GPU machine (docs/building.md, "
-        "\"On a GPU machine\")");
-  const auto count = static_cast<int>(torch::cuda::device_count());
-  const c10::Device cuda(c10::kCUDA, static_cast<c10::DeviceIndex>(local_rank % count));
-  // The current device of this process: NCCL's communicators and the caching allocator's
-  // statistics are per device, and every rank of a node must take its own. Its context and the
-  // allocator exist from here on, before the first tensor (the memory probe and the KV pool's
-  // sizing ask the driver and the allocator first).
-#if HS_TORCH_HAS_CUDA_ALLOCATOR
-  compat::cuda_set_device(cuda.index());
-#else
-  c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->setDevice(cuda);
-#endif
-  return cuda;
-}
-
 c10::Device module_device(const torch::nn::Module& module) {
   const auto params = module.parameters();
   return params.empty() ? c10::Device(c10::kCPU) : params.front().device();
 }
-
-int memory_device_index(const c10::Device& device) { return device.is_cuda() ? device.index() : -1; }
 
 namespace {
 // The driver API, opened at run time as the CUPTI collector does: no CUDA headers or runtime at
@@ -156,6 +132,37 @@ std::optional<DeviceMemory> cuda_device_memory(int index) {
   if (!context_device || context_device(&current) != 0 || current != *handle) return std::nullopt;
   if (free_of(&free, &total_in_context) != 0) return std::nullopt;
   return DeviceMemory{static_cast<std::int64_t>(free), static_cast<std::int64_t>(total)};
+}
+
+double measure_gemm_flops(c10::Device device, c10::ScalarType dtype) {
+  torch::NoGradGuard no_grad;
+  const bool cuda = device.is_cuda();
+  const std::int64_t n = cuda ? 8192 : 1024;
+  const auto options = torch::TensorOptions().dtype(dtype).device(device);
+  const auto a = torch::randn({n, n}, options);
+  const auto b = torch::randn({n, n}, options);
+  // On the CPU in float32 the model multiplies through oneDNN or BLAS (hybridscope.cpu_matmul,
+  // cpu_matmul.cpp), at rates up to 2x apart on one machine: the peak is the faster library's.
+  std::vector<std::function<torch::Tensor()>> products{[&] { return torch::mm(a, b); }};
+  if (!cuda && dtype == c10::kFloat) {
+    const auto bt = b.t().contiguous();
+    products.emplace_back([&, bt] { return detail::linear(a, bt, {}, CpuMatmul::kOneDnn); });
+  }
+  double best = 0.0;
+  for (const auto& product : products) {
+    auto c = product();  // warm-up
+    if (cuda) torch::cuda::synchronize(device.index());
+    for (int rep = 0; rep < 5; ++rep) {
+      const auto start = std::chrono::steady_clock::now();
+      constexpr int iters = 4;
+      for (int i = 0; i < iters; ++i) c = product();
+      if (cuda) torch::cuda::synchronize(device.index());  // kernels are asynchronous
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double size = static_cast<double>(n);
+      best = std::max(best, iters * 2.0 * size * size * size / seconds);
+    }
+  }
+  return best;
 }
 
 double device_peak_flops(const c10::Device& device) {

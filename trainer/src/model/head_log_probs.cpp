@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "model/model_layers.h"
-#include "model/torch_compat.h"
+#include "torch_compat.h"
 
 namespace hs::trainer {
 

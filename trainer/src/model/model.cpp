@@ -23,9 +23,9 @@
 #include <string>
 
 #include "hybridscope/trainer/model/model.h"
-#include "hybridscope/trainer/rollout/rollout.h"
+#include "hybridscope/trainer/model/paged_kv_cache.h"
 #include "model/model_layers.h"
-#include "model/torch_compat.h"
+#include "torch_compat.h"
 
 namespace hs::trainer {
 namespace detail {

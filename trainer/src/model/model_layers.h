@@ -24,7 +24,7 @@
 #include <torch/types.h>
 
 #include "hybridscope/trainer/config/config.h"
-#include "hybridscope/trainer/model/layer_hooks.h"
+#include "hybridscope/trainer/dist/layer_hooks.h"
 #include "hybridscope/trainer/model/model.h"
 #include "hybridscope/trainer/dist/parallel.h"
 

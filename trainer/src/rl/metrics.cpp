@@ -93,37 +93,6 @@ double estimate_flops(const ModelShape& s, const std::vector<std::int64_t>& sequ
   return probes::training_flops(shape, sequence_lengths);
 }
 
-double measure_gemm_flops(c10::Device device, c10::ScalarType dtype) {
-  torch::NoGradGuard no_grad;
-  const bool cuda = device.is_cuda();
-  const std::int64_t n = cuda ? 8192 : 1024;
-  const auto options = torch::TensorOptions().dtype(dtype).device(device);
-  const auto a = torch::randn({n, n}, options);
-  const auto b = torch::randn({n, n}, options);
-  // On the CPU in float32 the model multiplies through oneDNN or BLAS (hybridscope.cpu_matmul,
-  // cpu_matmul.cpp), at rates up to 2x apart on one machine: the peak is the faster library's.
-  std::vector<std::function<torch::Tensor()>> products{[&] { return torch::mm(a, b); }};
-  if (!cuda && dtype == c10::kFloat) {
-    const auto bt = b.t().contiguous();
-    products.emplace_back([&, bt] { return detail::linear(a, bt, {}, CpuMatmul::kOneDnn); });
-  }
-  double best = 0.0;
-  for (const auto& product : products) {
-    auto c = product();  // warm-up
-    if (cuda) torch::cuda::synchronize(device.index());
-    for (int rep = 0; rep < 5; ++rep) {
-      const auto start = std::chrono::steady_clock::now();
-      constexpr int iters = 4;
-      for (int i = 0; i < iters; ++i) c = product();
-      if (cuda) torch::cuda::synchronize(device.index());  // kernels are asynchronous
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const double size = static_cast<double>(n);
-      best = std::max(best, iters * 2.0 * size * size * size / seconds);
-    }
-  }
-  return best;
-}
-
 double cpu_memory_used_gb() {
   std::ifstream statm("/proc/self/statm");
   long pages_total = 0, pages_resident = 0;

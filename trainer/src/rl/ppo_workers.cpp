@@ -10,7 +10,7 @@
 #include "hybridscope/probes/range.h"
 #include "hybridscope/trainer/rl/core_algos.h"
 #include "hybridscope/trainer/model/device.h"
-#include "hybridscope/trainer/dist/pipeline.h"
+#include "hybridscope/trainer/rl/pipeline.h"
 #include "hybridscope/trainer/dist/zero.h"
 #include "model/model_layers.h"
 

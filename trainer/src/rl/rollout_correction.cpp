@@ -77,10 +77,12 @@ void weight_metrics(const std::string& prefix, const torch::Tensor& weights, con
 // The ratio of `level` (token: per token; sequence: exp(Σ r) per row; geometric: exp(mean r) per
 // row), safety-bounded, on every token; and the log ratio the metrics read (before the bound).
 std::pair<torch::Tensor, torch::Tensor> level_ratio(const torch::Tensor& log_ratio, const torch::Tensor& mask,
-                                                    const std::string& level) {
-  if (level == "token") return {torch::exp(torch::clamp(log_ratio, -kSafetyBound, kSafetyBound)), log_ratio};
-  const auto per_row =
-      (level == "sequence" ? masked_sum(log_ratio, mask, -1) : masked_mean(log_ratio, mask, -1)).unsqueeze(-1);
+                                                    RolloutCorrectionLevel level) {
+  if (level == RolloutCorrectionLevel::kToken)
+    return {torch::exp(torch::clamp(log_ratio, -kSafetyBound, kSafetyBound)), log_ratio};
+  const auto per_row = (level == RolloutCorrectionLevel::kSequence ? masked_sum(log_ratio, mask, -1)
+                                                                     : masked_mean(log_ratio, mask, -1))
+                           .unsqueeze(-1);
   return {torch::exp(torch::clamp(per_row, -kSafetyBound, kSafetyBound)).expand_as(log_ratio), per_row};
 }
 
@@ -137,16 +139,16 @@ RolloutCorrection compute_rollout_correction(const torch::Tensor& old_log_prob, 
   Metrics metrics;
   const auto log_ratio = old_log_prob - rollout_log_prob;
 
-  if (config.rollout_is != "null") {
+  if (config.rollout_is != RolloutCorrectionLevel::kNull) {
     const double upper = config.rollout_is_threshold, lower = 1.0 / upper;
     auto [weights, for_metrics] = level_ratio(log_ratio, response_mask, config.rollout_is);
     weights = weights * response_mask;  // zero on padding
-    weight_metrics("rollout_is", weights, for_metrics, response_mask, config.rollout_is == "sequence", upper, lower,
-                   metrics);
+    weight_metrics("rollout_is", weights, for_metrics, response_mask,
+                   config.rollout_is == RolloutCorrectionLevel::kSequence, upper, lower, metrics);
     weights = weights.clamp_max(upper);  // TIS
     if (config.rollout_is_batch_normalize) {
       torch::Tensor mean;
-      if (config.rollout_is == "token") {
+      if (config.rollout_is == RolloutCorrectionLevel::kToken) {
         mean = masked_mean(weights, response_mask);
       } else {
         const auto seq_weights = masked_mean(weights, response_mask, -1);
@@ -164,16 +166,16 @@ RolloutCorrection compute_rollout_correction(const torch::Tensor& old_log_prob, 
   }
 
   out.response_mask = response_mask.clone();
-  if (config.rollout_rs != "null") {
+  if (config.rollout_rs != RolloutCorrectionLevel::kNull) {
     const double upper = config.rollout_rs_threshold;
     const double lower = config.rollout_rs_threshold_lower > 0 ? config.rollout_rs_threshold_lower : 1.0 / upper;
     const auto [weights, for_metrics] = level_ratio(log_ratio, response_mask, config.rollout_rs);
     const auto keep = ((weights >= lower) & (weights <= upper)).to(weights.dtype());
-    weight_metrics("rollout_rs", weights, for_metrics, response_mask, config.rollout_rs != "token", upper, lower,
-                   metrics);
+    weight_metrics("rollout_rs", weights, for_metrics, response_mask,
+                   config.rollout_rs != RolloutCorrectionLevel::kToken, upper, lower, metrics);
     metrics.emplace_back("rollout_rs_masked_fraction", item(masked_mean(1 - keep, response_mask)));
     metrics.emplace_back("rollout_rs_seq_masked_fraction",
-                         config.rollout_rs == "token"
+                         config.rollout_rs == RolloutCorrectionLevel::kToken
                              ? item((masked_sum(1 - keep, response_mask, -1) > 0).to(torch::kFloat).mean())
                              : item((1 - keep.select(1, 0)).mean()));
     out.response_mask = response_mask * keep;

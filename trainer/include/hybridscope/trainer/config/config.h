@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "hybridscope/trainer/config_values.h"  // the enums a run database's readers branch on
+
 namespace hs::trainer {
 
 /// A configuration problem: the message names the key(s) and says what to do.
@@ -33,31 +35,17 @@ enum class LossAggMode { kTokenMean, kSeqMeanTokenSum, kSeqMeanTokenMean, kSeqMe
 enum class KlPenalty { kKl, kAbs, kMse, kLowVarKl };
 enum class KlCtrlType { kFixed, kAdaptive };
 enum class Truncation { kError, kLeft, kRight };
-/// actor.strategy: the training layout along dp — fsdp shards parameters, gradients and optimizer
-/// state over dp (ZeRO-3, zero.h), megatron replicates them (layout.h, DpSharding).
-enum class ActorStrategy { kFsdp, kMegatron };
 /// optim.warmup_style: the learning rate after the linear warm-up.
 enum class WarmupStyle { kConstant, kCosine };
 /// trainer.resume_mode: auto resumes from the latest checkpoint in default_local_dir.
 enum class ResumeMode { kAuto, kDisable };
-/// trainer.device: where the models live.
-enum class DeviceKind { kCpu, kCuda };
 /// hybridscope.dist.backend: auto = nccl on cuda, gloo on cpu (process_group.h's DistBackend is the
 /// resolved one).
 enum class DistBackendChoice { kAuto, kGloo, kNccl };
-/// hybridscope.reshard.mode: how the generation layout's ranks are grouped (and how the planner
-/// gathers; layout.h, reshard.h).
-enum class ReshardMode {
-  kHybrid,   // HybridFlow: generation TP groups at stride t/t_g, micro-DP groups consecutive
-  kVanilla,  // HybridFlow-V: gather the whole TP×PP group, then slice
-  kNaive,    // DS-Chat: gather the full model on every rank, then slice
-};
 /// hybridscope.recorder.on_write_error: what a run does once its recorder failed to write records
 /// (a full disk, an I/O error): continue — train on, count the lost records and warn at the end — or
 /// stop at the next step boundary with the database, the OS error and a non-zero exit.
 enum class OnWriteError { kContinue, kStop };
-/// hybridscope.precision: fp32, or bf16 compute over fp32 master weights (docs/config.md).
-enum class Precision { kFp32, kBf16 };
 /// hybridscope.attention: which kernel computes attention (model.h).
 enum class AttentionKernel {
   kAuto,   // scaled_dot_product_attention on CUDA tensors, eager on CPU ones
@@ -72,11 +60,25 @@ enum class CpuMatmul {
 };
 /// reward_model.rule: the built-in rule reward (reward.h).
 enum class RewardRule { kGsm8k };
+/// reward_model.reward_manager: how scores become token rewards (verl's reward managers). naive: the
+/// score on the last response token; dapo: the same plus the overlong buffer (reward_model.overlong_buffer).
+enum class RewardManager { kNaive, kDapo };
+/// algorithm.filter_groups.metric: what must vary within a kept group (DAPO's dynamic sampling).
+/// acc, score: the rule score; seq_reward: the sequence's reward after the overlong shaping.
+enum class FilterGroupsMetric { kAcc, kScore, kSeqReward };
+/// algorithm.rollout_correction.rollout_is / rollout_rs: the level of the ratio pi_old / pi_rollout
+/// (rollout_correction.h). null: off; token: per token; sequence: exp(sum of the log ratios) per
+/// sequence; geometric: exp(mean log ratio) per sequence (rollout_rs only; validate() refuses it for
+/// rollout_is, as verl does).
+enum class RolloutCorrectionLevel { kNull, kToken, kSequence, kGeometric };
 /// hybridscope.tokenizer: char = the built-in character tokenizer; hf = a HuggingFace tokenizer
 /// directory's tokenizer.json (byte-level BPE) with its chat template (text_setup.h); auto = hf when
 /// data.tokenizer is set or actor_rollout_ref.model.path holds a tokenizer.json (as verl reads the
 /// model's tokenizer), else char.
 enum class TokenizerKind { kAuto, kChar, kHf };
+/// The char tokenizer's vocabulary: <pad>, <bos>, <eos> and printable ASCII 32..126 (CharTokenizer,
+/// data/tokenizer.h, promises it; validate() checks hybridscope.model.vocab_size against it).
+inline constexpr int kCharTokenizerVocabSize = 98;
 /// hybridscope.model.architecture / a checkpoint's config.json model_type: the decoder family.
 /// llama: Llama 2/3 (no attention biases); qwen2: Qwen2/Qwen2.5 (q/k/v biases); qwen3: Qwen3
 /// (per-head RMSNorm of q and k before the rotary embedding, explicit head_dim, no biases).
@@ -93,8 +95,10 @@ enum class AsyncMode { kSync, kOneStepOff, kFullyAsync };
 // "reinforce_plus_plus_baseline", "remax"; "token-mean", ...; "kl"/"k1", "abs", "mse"/"k2",
 // "low_var_kl"/"k3"; "fixed", "adaptive"; "error", "left", "right"; "fsdp", "megatron";
 // "constant", "cosine"; "auto", "disable"; "cpu", "cuda"; "auto", "gloo", "nccl"; "hybrid",
-// "vanilla", "naive"; "fp32", "bf16"; "auto", "sdpa", "eager"; "onednn", "blas"; "gsm8k"; "char"; "continue", "stop"). One table
-// (config_keys.h) serves the loader, to_string and from_string.
+// "vanilla", "naive"; "fp32", "bf16"; "auto", "sdpa", "eager"; "onednn", "blas"; "gsm8k"; "naive", "dapo"; "acc",
+// "score", "seq_reward"; "null", "token", "sequence", "geometric"; "char"; "continue", "stop"). One table
+// (config_keys.h, and config_values.h for the enums the reports read too) serves the loader,
+// to_string and from_string.
 const char* to_string(AdvEstimator v);
 const char* to_string(LossAggMode v);
 const char* to_string(PolicyLossMode v);
@@ -111,6 +115,9 @@ const char* to_string(Precision v);
 const char* to_string(AttentionKernel v);
 const char* to_string(CpuMatmul v);
 const char* to_string(RewardRule v);
+const char* to_string(RewardManager v);
+const char* to_string(FilterGroupsMetric v);
+const char* to_string(RolloutCorrectionLevel v);
 const char* to_string(TokenizerKind v);
 const char* to_string(ModelArchitecture v);
 const char* to_string(OnWriteError v);
@@ -305,7 +312,7 @@ struct OverlongBufferConfig {
 struct RewardModelConfig {
   bool enable = false;  // true: a scalar-head model scores responses instead of the rule
   ModelConfig model{};
-  std::string reward_manager = "naive";  // naive: the score on the last response token; dapo: plus the overlong buffer
+  RewardManager reward_manager = RewardManager::kNaive;  // naive: the score on the last response token; dapo: plus the overlong buffer
   OverlongBufferConfig overlong_buffer{};
   RewardRule rule = RewardRule::kGsm8k;  // gsm8k: exact match of the answer after ####
   CustomRewardFunction custom_reward_function{};
@@ -319,23 +326,26 @@ struct KlCtrlConfig {
 };
 
 /// algorithm.rollout_correction (verl's RolloutCorrectionConfig; rollout_correction.h). verl's
-/// nulls are spelled "null" for the levels and 0 for the thresholds.
+/// nulls are RolloutCorrectionLevel::kNull ("null") for the levels and 0 for the thresholds.
 struct RolloutCorrectionConfig {
-  std::string rollout_is = "null";          // IS weights: null (off), token, sequence
+  RolloutCorrectionLevel rollout_is = RolloutCorrectionLevel::kNull;  // IS weights: null (off), token, sequence
   double rollout_is_threshold = 2.0;        // truncation of the IS weights
   bool rollout_is_batch_normalize = false;  // scale the IS weights to mean 1 over the batch
-  std::string rollout_rs = "null";          // rejection: null (off), token, sequence, geometric
+  RolloutCorrectionLevel rollout_rs = RolloutCorrectionLevel::kNull;  // rejection: null (off), token, sequence, geometric
   double rollout_rs_threshold = 0;          // upper bound of the kept ratios (required with rollout_rs)
   double rollout_rs_threshold_lower = 0;    // lower bound; 0: 1 / upper
   double rollout_token_veto_threshold = 0;  // reject a sequence with a token ratio below it; 0: no veto
-  bool enabled() const { return rollout_is != "null" || rollout_rs != "null" || rollout_token_veto_threshold > 0; }
+  bool enabled() const {
+    return rollout_is != RolloutCorrectionLevel::kNull || rollout_rs != RolloutCorrectionLevel::kNull ||
+           rollout_token_veto_threshold > 0;
+  }
 };
 
 /// algorithm.filter_groups (DAPO's dynamic sampling): groups whose responses all score alike
 /// teach nothing; they are dropped and more prompts generated until train_batch_size are kept.
 struct FilterGroupsConfig {
   bool enable = false;
-  std::string metric = "acc";   // acc, score, seq_reward: the sequence's rule score (the same here)
+  FilterGroupsMetric metric = FilterGroupsMetric::kAcc;  // acc, score, seq_reward: the sequence's rule score (the same here)
   int max_num_gen_batches = 0;  // generation rounds per step before giving up; 0 = no limit
 };
 

@@ -45,7 +45,7 @@ class CharTokenizer final : public Tokenizer {
  public:
   std::vector<std::int32_t> encode(std::string_view text) const override;
   std::string decode(const std::vector<std::int32_t>& ids, bool skip_special_tokens = true) const override;
-  int vocab_size() const override { return 98; }
+  int vocab_size() const override { return kCharTokenizerVocabSize; }
   int pad_token_id() const override { return 0; }
   int bos_token_id() const override { return 1; }
   int eos_token_id() const override { return 2; }

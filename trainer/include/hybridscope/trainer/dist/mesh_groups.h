@@ -1,4 +1,5 @@
-// mesh_groups.h — the process groups of a layout (layout.h) and the training shard of a model.
+// mesh_groups.h — the process groups of a layout (layout.h). A rank's shard of the model in the
+// same layout: training_shard.h.
 //
 // Training mesh (pp, tp, dp) in Megatron rank order (megatron_coord): a tp group is the tp
 // consecutive ranks of one (pp, dp) coordinate, a dp group the ranks of one (pp, tp) coordinate,
@@ -10,8 +11,7 @@
 // with the same arguments, and every rank creates every group in the same order.
 #pragma once
 
-#include "hybridscope/trainer/hybrid/layout.h"
-#include "hybridscope/trainer/model/model.h"
+#include "hybridscope/trainer/dist/layout.h"
 #include "hybridscope/trainer/dist/parallel.h"
 
 namespace hs::trainer {
@@ -23,14 +23,5 @@ ParallelContext make_training_context(GroupFactory& groups, const MeshShape& mes
 /// Rank `rank`'s groups in `generation` (a generation_layout): tp = its replica's t_g ranks in
 /// generation tp order, dp = the replicas, pp = one rank.
 ParallelContext make_generation_context(GroupFactory& groups, const LayoutSet& generation, int rank);
-
-/// The part of `whole` (a tensor of the parameter's global shape) that `box` covers: a view.
-at::Tensor box_view(const at::Tensor& whole, const Box& box);
-
-/// Copies world rank `rank`'s box (layout.box) of every parameter of `full` (an unsharded model,
-/// the same names) into `shard`, a model built with that rank's context. Parameters `shard` does not
-/// hold (another pipeline stage) are skipped; a parameter of the layout missing from `full`, or a
-/// shard whose shape is not its box, throws LayoutError naming it.
-void copy_training_shard(const TransformerImpl& full, TransformerImpl& shard, const LayoutSet& layout, int rank);
 
 }  // namespace hs::trainer

@@ -15,7 +15,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "hybridscope/trainer/hybrid/layout.h"
+#include "hybridscope/trainer/dist/layout.h"
 
 namespace hs::trainer {
 

@@ -16,7 +16,7 @@
 #include <torch/torch.h>
 
 #include "hybridscope/trainer/config/config.h"
-#include "hybridscope/trainer/hybrid/layout.h"
+#include "hybridscope/trainer/dist/layout.h"
 #include "hybridscope/trainer/dist/parallel.h"
 #include "hybridscope/trainer/dist/process_group.h"
 

@@ -58,7 +58,7 @@
 
 #include "hybridscope/trainer/dist/parallel.h"
 #include "hybridscope/trainer/dist/pending_collective.h"
-#include "hybridscope/trainer/model/layer_hooks.h"
+#include "hybridscope/trainer/dist/layer_hooks.h"
 
 namespace hs::trainer {
 

@@ -19,7 +19,7 @@
 
 #include "hybridscope/trainer/config/config.h"
 #include "hybridscope/trainer/hybrid/hybrid_switch.h"
-#include "hybridscope/trainer/hybrid/layout.h"
+#include "hybridscope/trainer/dist/layout.h"
 #include "hybridscope/trainer/model/model.h"
 #include "hybridscope/trainer/rl/ppo_workers.h"
 #include "hybridscope/trainer/rollout/rollout.h"

@@ -41,7 +41,7 @@ class HybridSwitch {
   /// `actor` is the module `rollout` generates with. Each switch is recorded through `probes`
   /// (which must outlive this object); off: timed, not recorded.
   /// `memory_device`: the memory probe's device of the actor (-1 the CPU tracking allocator, >= 0
-  /// that CUDA device's caching allocator; device.h memory_device_index): memory_before/after and
+  /// that CUDA device's caching allocator; rank_device.h memory_device_index): memory_before/after and
   /// the peak of every switch record are read there.
   HybridSwitch(Transformer actor, RolloutEngine& rollout, bool free_cache_engine, const probes::RunProbes& probes,
                int memory_device = -1);

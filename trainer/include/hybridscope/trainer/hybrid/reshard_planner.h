@@ -27,7 +27,7 @@
 #include <utility>
 #include <vector>
 
-#include "hybridscope/trainer/hybrid/layout.h"
+#include "hybridscope/trainer/dist/layout.h"
 
 namespace hs::trainer {
 

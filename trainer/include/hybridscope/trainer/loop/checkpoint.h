@@ -21,7 +21,7 @@
 #include <torch/optim/adamw.h>
 
 #include "hybridscope/trainer/data/dataset.h"
-#include "hybridscope/trainer/hybrid/layout.h"
+#include "hybridscope/trainer/dist/layout.h"
 #include "hybridscope/trainer/model/model.h"
 
 namespace hs::trainer {

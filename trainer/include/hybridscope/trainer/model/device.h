@@ -1,4 +1,5 @@
-// device.h — where the trainer's models live (trainer.device) and what that device can do.
+// device.h — where the trainer's models live and what that device can do. Which device a rank
+// takes (trainer.device, its local rank): rank_device.h.
 //
 // verl's split, kept here: the batch (prompts, responses, rewards, advantages, core_algos) stays
 // on the CPU; the models (actor, reference, critic, reward model, rollout model) live on the
@@ -18,6 +19,7 @@
 #include <string_view>
 
 #include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
 
 #include "hybridscope/trainer/config/config.h"
 
@@ -40,20 +42,9 @@ struct DeviceSpec {
 /// own, so "GH200" is not an H200.
 std::optional<DeviceSpec> device_spec_for_name(std::string_view device_name);
 
-/// The device trainer.device names for the rank with `local_rank`: the CPU, or CUDA device
-/// local_rank % (visible devices), made this process's current device (NCCL groups and the
-/// caching allocator's statistics use it). Throws ConfigError naming trainer.device when CUDA is
-/// asked for and this process has no CUDA device.
-/// expandable_segments (hybridscope.expandable_segments): set on the CUDA caching allocator before
-/// the device is taken.
-c10::Device trainer_device(DeviceKind device, int local_rank, bool expandable_segments = false);
-
 /// Where `module` computes: its first parameter's device (the CPU for a module without
 /// parameters).
 c10::Device module_device(const torch::nn::Module& module);
-
-/// The memory probe's device number (memory_probe.h): -1 for the CPU, the index on CUDA.
-int memory_device_index(const c10::Device& device);
 
 /// CUDA device `index`'s name from the driver (cuDeviceGetName); empty when there is no driver
 /// or no such device.
@@ -69,8 +60,14 @@ struct DeviceMemory {
 /// or the calling thread's current context is not on that device (the free figure is per context).
 std::optional<DeviceMemory> cuda_device_memory(int index);
 
+/// Dense GEMM rate (FLOP/s) of `dtype` on `device`: the best of a few n^3 products, n = 1024 on
+/// the CPU (with the current thread settings; float32 is the MFU denominator there, by the faster
+/// of LibTorch's BLAS and oneDNN, the two libraries of hybridscope.cpu_matmul) and 8192 on CUDA
+/// (synchronised around each timed batch; bf16 there, for devices the peak table does not know).
+double measure_gemm_flops(c10::Device device = c10::kCPU, c10::ScalarType dtype = c10::kFloat);
+
 /// Peak FLOP/s for perf/mfu on `device`: on CUDA the table's bf16 peak for its name, else a
-/// measured bf16 GEMM; on the CPU a measured float32 GEMM (metrics.h, measure_gemm_flops).
+/// measured bf16 GEMM; on the CPU a measured float32 GEMM (measure_gemm_flops).
 double device_peak_flops(const c10::Device& device);
 
 }  // namespace hs::trainer

@@ -27,7 +27,7 @@ enum class HeadKind { kLm, kValue };
 /// tokens so that no (B, T, V) tensor exists. Value heads and earlier pipeline stages ignore it.
 enum class LmOutput { kLogits, kHidden };
 
-class PagedKvCache;  // rollout.h
+class PagedKvCache;  // paged_kv_cache.h
 
 /// How a model computes (hybridscope.precision, hybridscope.attention; docs/config.md).
 struct ComputeOptions {

@@ -11,7 +11,7 @@
 #include "hybridscope/trainer/data/batch.h"
 #include "hybridscope/trainer/config/config.h"
 #include "hybridscope/trainer/dist/parallel.h"
-#include "hybridscope/trainer/hybrid/layout.h"
+#include "hybridscope/trainer/dist/layout.h"
 
 namespace hs::trainer {
 
@@ -31,13 +31,6 @@ Metrics compute_timing_metrics(const RolloutBatch& batch,
 /// 6·N_dense·Σs + 6·Σs²·head_dim·heads·layers, N_dense = layers·(3·h·ffn + h·(q+k+v+o)) + 2·V·h
 /// (hs::probes::training_flops, shared with the simulator; source and history in model_flops.h).
 double estimate_flops(const ModelShape& shape, const std::vector<std::int64_t>& sequence_lengths);
-
-/// Dense GEMM rate (FLOP/s) of `dtype` on `device`: the best of a few n^3 products, n = 1024 on
-/// the CPU (with the current thread settings; float32 is the MFU denominator there, by the faster
-/// of LibTorch's BLAS and oneDNN, the two libraries of hybridscope.cpu_matmul) and 8192 on CUDA
-/// (synchronised around each timed batch; bf16 there, for devices the peak table of device.h does
-/// not know).
-double measure_gemm_flops(c10::Device device = c10::kCPU, c10::ScalarType dtype = c10::kFloat);
 
 /// Resident memory of this process in GiB (/proc/self/statm).
 double cpu_memory_used_gb();

@@ -1,6 +1,6 @@
 // pipeline.cpp — the 1F1B schedule and the stage-to-stage forward of a staged Transformer (see
 // pipeline.h).
-#include "hybridscope/trainer/dist/pipeline.h"
+#include "hybridscope/trainer/rl/pipeline.h"
 
 #include <algorithm>
 #include <condition_variable>

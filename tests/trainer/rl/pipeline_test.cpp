@@ -14,9 +14,10 @@
 #include <vector>
 
 #include "../../remove_tree.h"
-#include "hybridscope/trainer/hybrid/layout.h"
+#include "hybridscope/trainer/dist/layout.h"
 #include "hybridscope/trainer/dist/mesh_groups.h"
-#include "hybridscope/trainer/dist/pipeline.h"
+#include "hybridscope/trainer/model/training_shard.h"
+#include "hybridscope/trainer/rl/pipeline.h"
 #include "hybridscope/trainer/rl/ppo_workers.h"
 #include "hybridscope/trainer/rollout/rollout.h"
 #include "dist/sharded_training_fixtures.h"

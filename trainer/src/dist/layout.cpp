@@ -1,5 +1,5 @@
 // layout.cpp — meshes, boxes and the training / generation layout builders (see layout.h).
-#include "hybridscope/trainer/hybrid/layout.h"
+#include "hybridscope/trainer/dist/layout.h"
 
 #include <algorithm>
 
