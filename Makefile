@@ -28,7 +28,7 @@ STANDALONE_DIR ?= build/standalone
 .PHONY: help deps configure build build-demo test test-standalone demo demo-learn demo-ppo demo-one-step-off demo-fully-async bench comm-bench clean
 
 help:
-	@echo "make demo      install deps, build, run the demo matrix (1/2/4 ranks x naive/hybrid, about 6-10 min on 2 cores) -> $(DEMO_DB)"
+	@echo "make demo      install deps, build, run the demo matrix (1/2/4 ranks x naive/hybrid: about 4 min on 2 cores once built, 15 min from nothing) -> $(DEMO_DB)"
 	@echo "make demo-learn  the GRPO learning demo: 200 steps, held-out accuracy before/after (about 10 min) -> $(LEARN_DB)"
 	@echo "make test      install deps, build, run every test (ctest)"
 	@echo "make test-standalone  probes + reports alone, no LibTorch (-DHS_BUILD_TRAINER=OFF) -> $(STANDALONE_DIR)"
