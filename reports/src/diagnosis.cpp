@@ -46,6 +46,12 @@ void name_keys(Finding& finding, const RunData& data, std::initializer_list<cons
   for (const char* key : keys) finding.config_keys.push_back(key_with_value(data, key));
 }
 
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  for (std::size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
+  return out;
+}
+
 Severity severity_for(double impact, const DiagnosisThresholds& thresholds) {
   return impact > thresholds.critical_share ? Severity::kCritical : Severity::kWarning;
 }

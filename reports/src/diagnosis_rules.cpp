@@ -25,6 +25,7 @@
 #include "diagnosis_rules_rl.h"
 #include "diagnosis_text.h"
 #include "hybridscope/reports/diagnosis.h"
+#include "hybridscope/reports/role_idle.h"
 #include "hybridscope/trainer/config_values.h"
 
 namespace hs::reports {
@@ -36,6 +37,7 @@ using detail::format_seconds;
 using detail::format_steps;
 using detail::key_now;
 using detail::name_keys;
+using detail::ranks_text;
 using detail::severity_for;
 
 // The config keys the rules name (all in trainer/src/config/config_keys.cpp).
@@ -175,10 +177,14 @@ std::optional<Finding> decode_memory_bound(const RunAnalysis& a, const Diagnosis
   if (from_config && *from_config == *batch)
     f.evidence += fmt::format(" = {} {} × {} {}", kTrainBatchSize, *d.config_value(kTrainBatchSize), kRolloutN,
                               *d.config_value(kRolloutN));
+  // The ranks that generate: a split rollout pool's (hybridscope.placement.rollout), else every rank.
+  const std::vector<int> pool = split_rollout_ranks(d);
+  const double generating = pool.empty() ? static_cast<double>(d.run.world_size) : static_cast<double>(pool.size());
   const auto tp = d.config_number(kRolloutTp);
-  if (tp && *tp >= 1.0 && d.run.world_size >= *tp) {
-    const double replicas = std::floor(d.run.world_size / *tp);
-    f.evidence += fmt::format(", over {:.0f} rollout replica(s) of tp {:.0f}: {:.1f} per decode batch", replicas, *tp,
+  if (tp && *tp >= 1.0 && generating >= *tp) {
+    const double replicas = std::floor(generating / *tp);
+    f.evidence += fmt::format(", over {:.0f} rollout replica(s) of tp {:.0f}{}: {:.1f} per decode batch", replicas,
+                              *tp, pool.empty() ? "" : fmt::format(" on the rollout pool {}", ranks_text(pool)),
                               *batch / replicas);
   }
   f.evidence += fmt::format("; gen: {} ({})", of_the_step(a, phase_mean_s(a.phases, kGen)), format_percent(share));

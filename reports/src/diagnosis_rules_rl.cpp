@@ -20,6 +20,8 @@ constexpr const char* kRolloutN = "actor_rollout_ref.rollout.n";
 constexpr const char* kRolloutTp = "actor_rollout_ref.rollout.tensor_model_parallel_size";
 constexpr const char* kGpuMemoryUtilization = "actor_rollout_ref.rollout.gpu_memory_utilization";
 constexpr const char* kMaxResponseLength = "data.max_response_length";
+constexpr const char* kMaxNumSeqs = "actor_rollout_ref.rollout.max_num_seqs";
+constexpr const char* kTrainBatchSize = "data.train_batch_size";
 constexpr const char* kMiniBatch = "actor_rollout_ref.actor.ppo_mini_batch_size";
 constexpr const char* kMicroBatch = "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu";
 constexpr const char* kDynamicBsz = "actor_rollout_ref.actor.use_dynamic_bsz";
@@ -32,12 +34,6 @@ constexpr const char* kAsyncMode = "hybridscope.async_mode";
 constexpr const char* kStaleness = "async_training.staleness_threshold";
 constexpr const char* kTriggerSync = "async_training.trigger_parameter_sync_step";
 constexpr const char* kPartialRollout = "async_training.partial_rollout";
-
-std::string ranks_text(const std::vector<int>& ranks) {
-  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
-  for (std::size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
-  return out;
-}
 
 const RoleIdle* role_of(const RoleIdleAnalysis& roles, const std::string& name) {
   for (const RoleIdle& r : roles.roles)
@@ -168,13 +164,30 @@ std::optional<Finding> role_bound(const RunAnalysis& a, const DiagnosisThreshold
       waiting->role, waiting->idlest_rank, format_percent(waiting->idlest_ratio));
   const auto& d = a.data;
   if (rollout_bound) {
-    f.suggestion = fmt::format(
-        "Generation sets the pace: a smaller {} gives more replicas decoding at once when the weights fit; a "
-        "larger {} leaves the KV pool room for more sequences at once; {} caps the longest responses; a smaller "
+    // Only what can move: a rollout tp of 1 cannot shrink, and max_num_seqs is named when it, not the
+    // batch, caps the sequences decoded at once.
+    const auto tp = d.config_number(kRolloutTp);
+    const auto max_seqs = d.config_number(kMaxNumSeqs);
+    const auto prompts = d.config_number(kTrainBatchSize), n = d.config_number(kRolloutN);
+    const bool seqs_cap = max_seqs && prompts && n && *max_seqs < *prompts * *n;
+    std::vector<const char*> keys;
+    f.suggestion = "Generation sets the pace:";
+    if (tp && *tp > 1) {
+      f.suggestion += fmt::format(" a smaller {} gives more replicas decoding at once when the weights fit;",
+                                  key_now(d, kRolloutTp));
+      keys.push_back(kRolloutTp);
+    }
+    if (seqs_cap) {
+      f.suggestion += fmt::format(" a larger {} decodes more of the step's {:.0f} sequences at once (fewer waves);",
+                                  key_now(d, kMaxNumSeqs), *prompts * *n);
+      keys.push_back(kMaxNumSeqs);
+    }
+    f.suggestion += fmt::format(
+        " a larger {} leaves the KV pool room for more sequences at once; {} caps the longest responses; a smaller "
         "{} generates fewer samples per prompt (a noisier group baseline).",
-        key_now(d, kRolloutTp), key_now(d, kGpuMemoryUtilization), key_now(d, kMaxResponseLength),
-        key_now(d, kRolloutN));
-    name_keys(f, d, {kRolloutTp, kGpuMemoryUtilization, kMaxResponseLength, kRolloutN});
+        key_now(d, kGpuMemoryUtilization), key_now(d, kMaxResponseLength), key_now(d, kRolloutN));
+    for (const char* k : {kGpuMemoryUtilization, kMaxResponseLength, kRolloutN}) keys.push_back(k);
+    for (const char* k : keys) name_keys(f, d, {k});
   } else {
     f.suggestion = fmt::format(
         "Training sets the pace: {} with {} packs micro-batches by tokens so the device stays busy; a larger {} "

@@ -22,6 +22,9 @@ std::string key_now(const RunData& data, const std::string& key);
 /// Appends key_with_value() of each key to finding.config_keys.
 void name_keys(Finding& finding, const RunData& data, std::initializer_list<const char*> keys);
 
+/// "rank 2" or "ranks 0, 1" (a role's or a pool's ranks, in the order given).
+std::string ranks_text(const std::vector<int>& ranks);
+
 /// kCritical when `impact` (share of the step at stake) exceeds thresholds.critical_share, else kWarning.
 Severity severity_for(double impact, const DiagnosisThresholds& thresholds);
 

@@ -938,6 +938,52 @@ TEST(DiagnosisRules, RoleBoundGivesTheVerdictWithTheWaitingRolesIdleRatio) {
   EXPECT_FALSE(check("role-bound", none));
 }
 
+// Sets `key` to `value` in the run's config, adding it when absent (kept sorted, as recorded).
+void set_config(RunAnalysis& a, const std::string& key, const std::string& value) {
+  for (auto& [k, v] : a.data.config)
+    if (k == key) {
+      v = value;
+      return;
+    }
+  a.data.config.emplace_back(key, value);
+  std::sort(a.data.config.begin(), a.data.config.end());
+}
+
+TEST(DiagnosisRules, ASplitPoolsGenerationIsCountedOnThePoolsRanks) {
+  // 8 prompts × 4 on a world of 4 whose rollout pool is rank 3 alone at tp 1: one replica decodes
+  // all 32 sequences, not four replicas 8 each.
+  RunAnalysis a = small_decode("8", 3.5);
+  set_config(a, "hybridscope.placement.rollout", "[3]");
+  set_config(a, "actor_rollout_ref.rollout.tensor_model_parallel_size", "1");
+  const auto f = check("decode-memory-bound", a);
+  ASSERT_TRUE(f);
+  EXPECT_CONTAINS(f->evidence, "over 1 rollout replica(s) of tp 1 on the rollout pool rank 3: 32.0 per decode batch");
+}
+
+TEST(DiagnosisRules, RollOutBoundAdvisesOnlyWhatCanMove) {
+  // Rollout-bound on a split pool at rollout tp 1 with max_num_seqs 2 under the step's 32
+  // sequences: no "smaller tp" (1 cannot shrink); max_num_seqs is named, with the sequences.
+  RunAnalysis a = with_split_pool(true, "sync");
+  set_config(a, "actor_rollout_ref.rollout.tensor_model_parallel_size", "1");
+  set_config(a, "actor_rollout_ref.rollout.max_num_seqs", "2");
+  set_config(a, "data.train_batch_size", "8");
+  auto f = check("role-bound", a);
+  ASSERT_TRUE(f);
+  EXPECT_CONTAINS(f->title, "rollout-bound");
+  EXPECT_EQ(f->suggestion.find("a smaller actor_rollout_ref.rollout.tensor_model_parallel_size"), std::string::npos);
+  EXPECT_FALSE(names_key(*f, "actor_rollout_ref.rollout.tensor_model_parallel_size=1"));
+  EXPECT_CONTAINS(f->suggestion,
+                  "a larger actor_rollout_ref.rollout.max_num_seqs (now 2) decodes more of the step's 32 sequences");
+  EXPECT_TRUE(names_key(*f, "actor_rollout_ref.rollout.max_num_seqs=2"));
+  // At tp 2 and max_num_seqs above the step's sequences: the tp is named, max_num_seqs is not.
+  set_config(a, "actor_rollout_ref.rollout.tensor_model_parallel_size", "2");
+  set_config(a, "actor_rollout_ref.rollout.max_num_seqs", "256");
+  f = check("role-bound", a);
+  ASSERT_TRUE(f);
+  EXPECT_CONTAINS(f->suggestion, "a smaller actor_rollout_ref.rollout.tensor_model_parallel_size (now 2)");
+  EXPECT_FALSE(names_key(*f, "actor_rollout_ref.rollout.max_num_seqs=256"));
+}
+
 TEST(DiagnosisRules, RoleBoundOnASplitPoolNamesTheAsyncModesKeys) {
   // one_step_off, train-bound: samples 1–4 updates stale (mean 2.5), a sync of 0.5–3.5 s (mean
   // 2 s of the 10 s step): the evidence quotes both; the pool's share and rollout.n are named.

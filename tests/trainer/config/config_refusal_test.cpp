@@ -215,6 +215,12 @@ const std::vector<Refusal> kRefusals = {
     {"PlacementActorHasRankZero", {"trainer.n_gpus_per_node=4", "actor_rollout_ref.actor.use_kl_loss=true",
                                    "hybridscope.placement.actor=[1, 2]", "hybridscope.placement.ref=[0, 3]"},
      "hybridscope.placement.actor = [1, 2] must include rank 0"},
+    {"SamplesPerPromptAboveMaxNumSeqs", {"actor_rollout_ref.rollout.n=4", "actor_rollout_ref.rollout.max_num_seqs=2"},
+     "actor_rollout_ref.rollout.n = 4 exceeds actor_rollout_ref.rollout.max_num_seqs = 2: a prompt's samples are "
+     "decoded together (they share its prompt's KV blocks); raise max_num_seqs to at least 4 or lower n"},
+    {"ValidationScoresOneResponsePerPrompt", {"actor_rollout_ref.rollout.val_kwargs.n=3"},
+     "actor_rollout_ref.rollout.val_kwargs.n = 3: validation scores one response per prompt (val/mean@1); mean@n "
+     "over several is not built: set it to 1"},
     // a split rollout pool and hybridscope.async_mode (rollout_server.h)
     {"FullyAsyncNeedsARolloutPool", {"hybridscope.async_mode=fully_async"},
      "hybridscope.async_mode = fully_async needs a split rollout pool that generates while the actor trains: set "

@@ -296,9 +296,9 @@ TEST(ConfigOverrides, PlusPrefixMeansTheSameForKnownKeys) {
 }
 
 TEST(ConfigOverrides, AFlowMapSetsKeysOfASection) {
-  const Config c = parse_config("", {"actor_rollout_ref.rollout.val_kwargs={temperature: 0.5, n: 2}"});
+  const Config c = parse_config("", {"actor_rollout_ref.rollout.val_kwargs={temperature: 0.5, top_k: 5}"});
   EXPECT_DOUBLE_EQ(c.actor_rollout_ref.rollout.val_kwargs.temperature, 0.5);
-  EXPECT_EQ(c.actor_rollout_ref.rollout.val_kwargs.n, 2);
+  EXPECT_EQ(c.actor_rollout_ref.rollout.val_kwargs.top_k, 5);
   EXPECT_DOUBLE_EQ(c.actor_rollout_ref.rollout.val_kwargs.top_p, 1.0);
 }
 

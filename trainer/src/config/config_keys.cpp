@@ -105,7 +105,7 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(actor_rollout_ref.rollout.val_kwargs.temperature, "Validation sampling temperature."),
       HS_CONFIG_KEY(actor_rollout_ref.rollout.val_kwargs.top_k, "Validation top-k; -1 = off."),
       HS_CONFIG_KEY(actor_rollout_ref.rollout.val_kwargs.top_p, "Validation nucleus mass."),
-      HS_CONFIG_KEY(actor_rollout_ref.rollout.val_kwargs.n, "Validation responses per prompt."),
+      HS_CONFIG_KEY(actor_rollout_ref.rollout.val_kwargs.n, "Validation responses per prompt: 1 (val/mean@1; more is refused, mean@n is not built)."),
       HS_CONFIG_KEY(actor_rollout_ref.rollout.val_kwargs.do_sample, "Validation samples; false = greedy."),
 
       HS_CONFIG_KEY(critic.model.path, "Critic weights; empty = the actor's weights with a fresh value head."),

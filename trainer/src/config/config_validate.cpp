@@ -588,6 +588,17 @@ void validate(const Config& c) {
              rollout.val_kwargs.top_k, rollout.val_kwargs.n);
   p.at_least("actor_rollout_ref.rollout.tensor_model_parallel_size", rollout.tensor_model_parallel_size, 1);
   p.at_least("actor_rollout_ref.rollout.max_num_seqs", rollout.max_num_seqs, 1);
+  // The engine decodes a prompt's n samples together (they fork the prompt's KV blocks): found at the
+  // first generation, this failed on the rollout ranks alone, after the others had started.
+  if (rollout.max_num_seqs >= 1 && rollout.n > rollout.max_num_seqs)
+    p.add("actor_rollout_ref.rollout.n = {} exceeds actor_rollout_ref.rollout.max_num_seqs = {}: a prompt's samples are "
+          "decoded together (they share its prompt's KV blocks); raise max_num_seqs to at least {} or lower n",
+          rollout.n, rollout.max_num_seqs, rollout.n);
+  // Validation scores one response per prompt (val/mean@1): a larger n would be ignored.
+  if (rollout.val_kwargs.n != 1)
+    p.add("actor_rollout_ref.rollout.val_kwargs.n = {}: validation scores one response per prompt (val/mean@1); "
+          "mean@n over several is not built: set it to 1",
+          rollout.val_kwargs.n);
   if (!(rollout.gpu_memory_utilization > 0.0 && rollout.gpu_memory_utilization <= 1.0)) {
     p.add("actor_rollout_ref.rollout.gpu_memory_utilization = {}: must be in (0, 1]",
           rollout.gpu_memory_utilization);
