@@ -25,7 +25,7 @@ DEMO_SIM_OVERRIDES := data.train_batch_size=16 actor_rollout_ref.rollout.n=4 \
 LEARN_DB ?= out/demo.sqlite
 STANDALONE_DIR ?= build/standalone
 
-.PHONY: help deps configure build build-demo test test-standalone demo demo-learn demo-ppo demo-one-step-off demo-fully-async bench comm-bench clean
+.PHONY: help deps deps-demo configure build build-demo test test-standalone demo demo-learn demo-ppo demo-one-step-off demo-fully-async bench comm-bench clean
 
 help:
 	@echo "make demo      install deps, build, run the demo matrix (1/2/4 ranks x naive/hybrid: about 4 min on 2 cores once built, 15 min from nothing) -> $(DEMO_DB)"
@@ -53,8 +53,12 @@ build: configure
 
 # What `make demo` runs and nothing more (the CLI and the viewer it points to): the test suites,
 # benchmarks and fuzzers are `make build`/`make test`'s.
+# What the demo runs needs no test peer (transformers, tokenizers...): `make test` installs them.
+deps-demo:
+	@HS_SKIP_TEST_PEERS=1 scripts/install-deps.sh
+
 # One build of them all, so the viewer's sources fill the cores while the CLI links.
-build-demo: configure
+build-demo: deps-demo $(BUILD_DIR)/build.ninja
 	@targets="hybridscope hs_comm_bench"; \
 	if ninja -C $(BUILD_DIR) -t targets all | grep -q '^hybridscope-viewer:'; then targets="$$targets hybridscope-viewer"; \
 	else echo "(no viewer: it needs Qt 6, docs/viewer.md)"; fi; \

@@ -10,6 +10,7 @@
 #   HS_DEPS_DIR      where the LibTorch virtual environment lives (default ~/.local/share/hybridscope)
 #   HS_TORCH_VERSION the PyTorch wheel to install (default 2.11.0, the GPU machines' release)
 #   HS_SKIP_APT=1    do not touch Debian packages (e.g. no root)
+#   HS_SKIP_TEST_PEERS=1  do not install the test-only PyPI peers (what `make demo` sets: it runs no test)
 set -euo pipefail
 
 deps_dir="${HS_DEPS_DIR:-$HOME/.local/share/hybridscope}"
@@ -98,4 +99,8 @@ install_test_peers() {
 
 install_debian
 install_torch
-install_test_peers
+if [ "${HS_SKIP_TEST_PEERS:-0}" = 1 ]; then
+  log "HS_SKIP_TEST_PEERS=1: not installing the test peers (${test_peers[*]}): only the tests use them (make test installs them)"
+else
+  install_test_peers
+fi
