@@ -10,6 +10,7 @@
 
 #include "hybridscope/viewer/timeline_stats_model.h"
 #include "hybridscope/viewer/timeline_view.h"
+#include "unit_format.h"
 
 namespace hs::viewer {
 

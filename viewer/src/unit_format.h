@@ -28,6 +28,15 @@ inline QString format_decimal_bytes(double bytes) {
   return QStringLiteral("%1 kB").arg(bytes / 1e3, 0, 'f', 1);
 }
 
+/// Nanoseconds for people, the unit following the size: "850 ns", "4.56 µs", "12.30 ms", "1.234 s"
+/// (the timeline's spans and tool tips).
+inline QString format_duration(double ns) {
+  if (ns < 1e3) return QStringLiteral("%1 ns").arg(ns, 0, 'f', 0);
+  if (ns < 1e6) return QStringLiteral("%1 µs").arg(ns / 1e3, 0, 'f', 2);
+  if (ns < 1e9) return QStringLiteral("%1 ms").arg(ns / 1e6, 0, 'f', 2);
+  return QStringLiteral("%1 s").arg(ns / 1e9, 0, 'f', 3);
+}
+
 /// Seconds as milliseconds with three significant figures at least: "372 ms", "12.0 ms", "0.0250 ms".
 inline QString format_ms(double seconds) {
   const double ms = seconds * 1e3;

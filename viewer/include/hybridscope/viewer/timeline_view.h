@@ -199,9 +199,4 @@ class TimelineView : public QAbstractScrollArea {
   std::vector<double> frame_times_;
 };
 
-/// "12.3 ms", "4.56 µs", "1.234 s": a duration for people.
-QString format_duration(double ns);
-/// "8.0 MiB": bytes for people.
-QString format_bytes(double bytes);
-
 }  // namespace hs::viewer
