@@ -16,6 +16,7 @@
 #include "../../process.h"
 #include "../../test_db.h"
 #include "../../tiny_grpo.h"
+#include "split_pool_run.h"
 #include "hybridscope/trainer/config/config.h"
 #include "hybridscope/trainer/data/tokenizer.h"
 #include "hybridscope/trainer/dist/layout.h"
@@ -24,54 +25,14 @@
 
 namespace {
 
-using hs::test::kBinary;
-using hs::test::read_all;
+using hs::test::step_metrics_of;
+using hs::test::tiny_parameter_bytes;
 
-// tiny_grpo (4 prompts x 2 samples per step unless `extra` says otherwise) on `ranks` ranks, rank 0
-// the actor and the others the rollout pool, fully_async; returns the run database after asserting
-// that the run completed.
-std::string run_fully_async(const std::string& tag, int ranks, int steps, const std::vector<std::string>& extra) {
-  const std::string dir = hs::test::fresh_dir("fully_async_test", tag);
-  std::vector<std::string> argv = {kBinary, "launch", "-n", std::to_string(ranks), "--log-dir", dir + "/logs", "--"};
-  for (auto& a : hs::test::tiny_grpo_on(dir, steps, ranks)) argv.push_back(a);
-  std::string pool;
-  for (int r = 1; r < ranks; ++r) pool += (pool.empty() ? "" : ",") + std::to_string(r);
-  argv.insert(argv.end(), {"data.train_batch_size=4", "actor_rollout_ref.actor.ppo_mini_batch_size=4",
-                           "hybridscope.placement.rollout=[" + pool + "]", "hybridscope.async_mode=fully_async",
-                           "actor_rollout_ref.hybrid_engine=false", "async_training.require_batches=1"});
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  const pid_t launcher = hs::test::spawn(argv, {}, dir + "/out.txt", dir + "/err.txt");
-  const int status = hs::test::wait_for(launcher, std::chrono::seconds(300));
-  EXPECT_TRUE(hs::test::exited_ok(status)) << read_all(dir + "/err.txt") << read_all(dir + "/out.txt");
-  const std::string db = dir + "/run.sqlite";
-  EXPECT_EQ(hs::test::query_row(db, "SELECT status FROM runs"), "completed");
-  return db;
-}
-
-// Step `step`'s metrics (rank 0's) by name.
-std::map<std::string, double> metrics_of(const std::string& db, int step) {
-  std::map<std::string, double> out;
-  for (const auto& row : hs::test::query_rows(
-           db, fmt::format("SELECT s.value, m.value FROM step_metrics m JOIN strings s ON s.id = m.name_id "
-                           "WHERE m.step = {}", step))) {
-    const auto bar = row.find('|');
-    out[row.substr(0, bar)] = std::strtod(row.c_str() + bar + 1, nullptr);
-  }
-  return out;
-}
-
-// Float32 bytes of every parameter of tiny_grpo's model.
-std::int64_t tiny_parameter_bytes() {
-  hs::trainer::ModelShape shape;
-  shape.vocab_size = hs::trainer::make_tokenizer(hs::trainer::TokenizerKind::kChar)->vocab_size();
-  shape.hidden_size = 32;
-  shape.intermediate_size = 64;
-  shape.num_hidden_layers = 1;
-  shape.num_attention_heads = 2;
-  shape.num_key_value_heads = 1;
-  std::int64_t bytes = 0;
-  for (const auto& p : hs::trainer::llama_parameters(shape)) bytes += p.bytes();
-  return bytes;
+// tiny_grpo fully_async on `ranks` ranks, rank 0 the actor (split_pool_run.h), a step taking one
+// mini-batch of groups unless `extra` says otherwise.
+std::string run_fully_async(const std::string& tag, int ranks, int steps, std::vector<std::string> extra) {
+  extra.insert(extra.begin(), {"actor_rollout_ref.hybrid_engine=false", "async_training.require_batches=1"});
+  return hs::test::run_split_pool("fully_async_test", tag, ranks, "fully_async", steps, extra);
 }
 
 TEST(FullyAsync, ThePlanIsVerlsArithmetic) {
@@ -113,13 +74,13 @@ TEST(FullyAsync, TheStalenessNeverExceedsTheBoundNorTheQueueItsSize) {
                                           "async_training.trigger_parameter_sync_step=1",
                                           "async_training.partial_rollout=false", "actor_rollout_ref.actor.ppo_epochs=8"});
   if (HasFailure()) return;
-  const auto step2 = metrics_of(db, 2);
+  const auto step2 = step_metrics_of(db, 2);
   EXPECT_EQ(step2.at("async/staleness/mean"), 0.5);
   EXPECT_EQ(step2.at("async/staleness/max"), 1);
-  EXPECT_EQ(metrics_of(db, 1).at("async/staleness/max"), 0);
+  EXPECT_EQ(step_metrics_of(db, 1).at("async/staleness/max"), 0);
   double deepest = 0;
   for (int step = 1; step <= steps; ++step) {
-    const auto m = metrics_of(db, step);
+    const auto m = step_metrics_of(db, step);
     EXPECT_LE(m.at("async/staleness/max"), 1) << "step " << step;
     EXPECT_LE(m.at("fully_async/monitor/queue/mq_queue_size"), 6) << "step " << step;
     EXPECT_EQ(m.at("async/param_version"), step - 1);
@@ -154,7 +115,7 @@ TEST(FullyAsync, SyncsEveryTriggerStepsWithEveryParameterByte) {
             (std::vector<std::string>{"3|8", fmt::format("3|{}", bytes), "5|8", fmt::format("5|{}", bytes)}));
   // M = int(4 x 1.5 x 2) = 12, bound floor(11 / 4) = 2 updates.
   for (int step = 1; step <= steps; ++step) {
-    const auto m = metrics_of(db, step);
+    const auto m = step_metrics_of(db, step);
     if (step == 3 || step == 5) {
       EXPECT_EQ(m.at("async/sync_bytes"), static_cast<double>(bytes)) << "step " << step;
       EXPECT_TRUE(m.count("timing_s/sync_rollout_weights")) << "step " << step;
@@ -194,7 +155,7 @@ TEST(FullyAsync, APartialRolloutJoinsTheSyncMidGenerationOrTheSyncWaits) {
   if (HasFailure()) return;
   double spanned = 0, widest = 0;
   for (int step = 1; step <= steps; ++step) {
-    const auto m_on = metrics_of(on, step), m_off = metrics_of(off, step);
+    const auto m_on = step_metrics_of(on, step), m_off = step_metrics_of(off, step);
     spanned += m_on.at("fully_async/partial/total_partial_num");
     widest = std::max(widest, m_on.at("fully_async/partial/max_partial_span"));
     EXPECT_EQ(m_off.at("fully_async/partial/total_partial_num"), 0) << "step " << step;
@@ -223,7 +184,7 @@ TEST(FullyAsync, LearnsWhatTheRewardAsks) {
   if (HasFailure()) return;
   auto mean_of = [&](const char* name, int first, int last) {
     double sum = 0;
-    for (int step = first; step <= last; ++step) sum += metrics_of(db, step).at(name);
+    for (int step = first; step <= last; ++step) sum += step_metrics_of(db, step).at(name);
     return sum / (last - first + 1);
   };
   const double len_before = mean_of("response_length/mean", 1, 3), len_after = mean_of("response_length/mean", 14, 16);

@@ -16,6 +16,7 @@
 #include "../../process.h"
 #include "../../test_db.h"
 #include "../../tiny_grpo.h"
+#include "split_pool_run.h"
 #include "hybridscope/trainer/data/tokenizer.h"
 #include "hybridscope/trainer/dist/layout.h"
 #include "hybridscope/trainer/model/model.h"
@@ -24,59 +25,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
-using hs::test::kBinary;
-using hs::test::read_all;
+using hs::test::step_metrics_of;
+using hs::test::tiny_parameter_bytes;
 
-// tiny_grpo (4 prompts x 2 samples here, 1 update per step) on `ranks` ranks, rank 0 the actor and
-// the others the rollout pool, in `mode`; returns the run database after asserting it completed.
+// tiny_grpo on `ranks` ranks in `mode`, rank 0 the actor (split_pool_run.h).
 std::string run_split(const std::string& tag, int ranks, const std::string& mode, int steps,
                       const std::vector<std::string>& extra = {}) {
-  const std::string dir = hs::test::fresh_dir("one_step_off_test", tag);
-  std::vector<std::string> argv = {kBinary, "launch", "-n", std::to_string(ranks), "--log-dir", dir + "/logs", "--"};
-  for (auto& a : hs::test::tiny_grpo_on(dir, steps, ranks)) argv.push_back(a);
-  std::string pool;
-  for (int r = 1; r < ranks; ++r) pool += (pool.empty() ? "" : ",") + std::to_string(r);
-  argv.insert(argv.end(), {"data.train_batch_size=4", "actor_rollout_ref.actor.ppo_mini_batch_size=4",
-                           "hybridscope.placement.rollout=[" + pool + "]", "hybridscope.async_mode=" + mode});
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  const pid_t launcher = hs::test::spawn(argv, {}, dir + "/out.txt", dir + "/err.txt");
-  const int status = hs::test::wait_for(launcher, std::chrono::seconds(300));
-  EXPECT_TRUE(hs::test::exited_ok(status)) << read_all(dir + "/err.txt") << read_all(dir + "/out.txt");
-  const std::string db = dir + "/run.sqlite";
-  EXPECT_EQ(hs::test::query_row(db, "SELECT status FROM runs"), "completed");
-  return db;
-}
-
-// Step `step`'s metrics (rank 0's reduced ones) by name.
-std::map<std::string, double> metrics_of(const std::string& db, int step) {
-  std::map<std::string, double> out;
-  for (const auto& row : hs::test::query_rows(
-           db, fmt::format("SELECT s.value, m.value FROM step_metrics m JOIN strings s ON s.id = m.name_id "
-                           "WHERE m.step = {}", step))) {
-    const auto bar = row.find('|');
-    out[row.substr(0, bar)] = std::strtod(row.c_str() + bar + 1, nullptr);
-  }
-  return out;
+  return hs::test::run_split_pool("one_step_off_test", tag, ranks, mode, steps, extra);
 }
 
 // What depends on the clock or the machine, not on the samples and the weights.
 bool timed(const std::string& name) {
   return name.rfind("timing_s/", 0) == 0 || name.rfind("timing_per_token_ms/", 0) == 0 ||
          (name.rfind("perf/", 0) == 0 && name != "perf/total_num_tokens");
-}
-
-// Float32 bytes of every parameter of tiny_grpo's model.
-std::int64_t tiny_parameter_bytes() {
-  hs::trainer::ModelShape shape;
-  shape.vocab_size = hs::trainer::make_tokenizer(hs::trainer::TokenizerKind::kChar)->vocab_size();
-  shape.hidden_size = 32;
-  shape.intermediate_size = 64;
-  shape.num_hidden_layers = 1;
-  shape.num_attention_heads = 2;
-  shape.num_key_value_heads = 1;
-  std::int64_t bytes = 0;
-  for (const auto& p : hs::trainer::llama_parameters(shape)) bytes += p.bytes();
-  return bytes;
 }
 
 TEST(OneStepOff, AgreesWithTheSynchronousSplitRunOnTheFirstStepAndLagsFromTheSecond) {
@@ -90,7 +51,7 @@ TEST(OneStepOff, AgreesWithTheSynchronousSplitRunOnTheFirstStepAndLagsFromTheSec
 
   // Step 1: the same prompts, the same initial weights, the same seeds — every metric the samples
   // and the weights decide is equal, bit for bit.
-  const auto sync1 = metrics_of(sync_db, 1), off1 = metrics_of(off_db, 1);
+  const auto sync1 = step_metrics_of(sync_db, 1), off1 = step_metrics_of(off_db, 1);
   int compared = 0;
   for (const auto& [name, value] : sync1) {
     if (timed(name)) continue;
@@ -107,7 +68,7 @@ TEST(OneStepOff, AgreesWithTheSynchronousSplitRunOnTheFirstStepAndLagsFromTheSec
   // From step 2 on: the synchronous run trains on samples of its current weights, the one-step-off
   // run on samples generated before the last update.
   for (int step = 2; step <= 3; ++step) {
-    const auto sync = metrics_of(sync_db, step), off = metrics_of(off_db, step);
+    const auto sync = step_metrics_of(sync_db, step), off = step_metrics_of(off_db, step);
     EXPECT_EQ(sync.at("async/staleness/mean"), 0) << "step " << step;
     EXPECT_EQ(off.at("async/staleness/mean"), 1) << "step " << step;
     EXPECT_EQ(off.at("async/staleness/max"), 1) << "step " << step;
@@ -162,7 +123,7 @@ TEST(OneStepOff, TheSyncMovesEveryParameterByteOncePerRolloutRank) {
                                      "WHERE g.value = 'sync_rollout' AND c.rank = 0 ORDER BY c.step, c.bytes"),
             (std::vector<std::string>{"2|8", fmt::format("2|{}", bytes), "3|8", fmt::format("3|{}", bytes)}));
   for (int step = 1; step <= 4; ++step) {
-    const auto m = metrics_of(db, step);
+    const auto m = step_metrics_of(db, step);
     if (step == 2 || step == 3) {
       EXPECT_EQ(m.at("async/sync_bytes"), static_cast<double>(bytes)) << "step " << step;
       EXPECT_EQ(m.at("async/sync_buckets"), 1) << "step " << step;
