@@ -1,6 +1,5 @@
 // main.cpp — the `hybridscope` command. main() wires subcommands to the libraries and turns
 // their typed errors into a message and a non-zero exit; it computes nothing itself.
-#include <malloc.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -29,6 +28,7 @@
 #include "hybridscope/trainer/data/dataset.h"
 #include "hybridscope/trainer/dist/layout.h"
 #include "hybridscope/trainer/dist/process_group.h"
+#include "hybridscope/trainer/memory/cpu_heap.h"
 #include "import_command.h"
 #include "launch_command.h"
 #include "matrix_command.h"
@@ -67,10 +67,7 @@ void die_with_parent() {
 
 int main(int argc, char** argv) {
   die_with_parent();
-  // LibTorch's large temporaries (attention scores, logits) would otherwise be mmap'ed and unmapped
-  // on every op; keeping them in the heap cut a 1-thread decode step by ~20% on the demo model.
-  mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
-  mallopt(M_TRIM_THRESHOLD, 256 * 1024 * 1024);
+  hs::trainer::configure_cpu_heap();  // glibc's thresholds for LibTorch's CPU tensors (cpu_heap.h)
   CLI::App app{"hybridscope: a PPO/GRPO trainer instrumented for profiling RL post-training of LLMs"};
   app.set_version_flag("--version", std::string("hybridscope ") + HS_VERSION_STRING);
   app.require_subcommand(1);

@@ -38,6 +38,7 @@
 #include "hybridscope/trainer/loop/checkpoint.h"
 #include "hybridscope/trainer/loop/fully_async.h"
 #include "hybridscope/trainer/rl/core_algos.h"
+#include "hybridscope/trainer/memory/cpu_heap.h"
 #include "hybridscope/trainer/memory/cpu_memory_tracker.h"
 #include "hybridscope/trainer/data/dataset.h"
 #include "hybridscope/trainer/model/device.h"
@@ -590,6 +591,7 @@ void PPOTrainer::State::add_perf_metrics(const RolloutBatch& batch, Metrics& met
   } else if (cpu_memory_tracker_installed()) {
     const CpuMemoryStats cpu = cpu_memory_stats();
     metrics.emplace_back("perf/max_memory_allocated_gb", static_cast<double>(cpu.peak_bytes) / kGiB);
+    cpu_step_peak_bytes = cpu.peak_bytes;
     reset_cpu_memory_peak();
   }
   const auto pool = actor->rollout->allocator().stats();
@@ -609,6 +611,13 @@ Metrics PPOTrainer::State::train_step() {
     // The run is marked failed by the caller with this message; its records so far are kept.
     throw TrainingOutOfMemory(detail::out_of_memory_message(cfg, detail::PhaseMark::failed(), global_step,
                                                             topology.memory_device, e.what_without_backtrace()));
+  }
+  // The heap's growth over the next steps, faulted in now rather than inside their phases (a
+  // CPU rank, after the first step this process ran: cpu_heap.h).
+  if (!heap_prefaulted && !topology.device.is_cuda() && cpu_step_peak_bytes > 0) {
+    HS_PROBE_RANGE(recording->timings(), "heap_prefault", kSetup);
+    prefault_cpu_heap(cpu_step_peak_bytes);
+    heap_prefaulted = true;
   }
   recording->recorder().record_metrics(global_step, metrics);
   recording->flush();

@@ -1,0 +1,36 @@
+// cpu_heap.h — the process heap's policy for CPU ranks (glibc malloc), and its prefault.
+//
+// LibTorch's CPU tensors come from malloc. A rank's heap grows over its first steps: the step's
+// allocations land in different places each step (the optimizer's state appears in the first
+// update, sequence lengths differ), and every page the heap grows by is first touched in the middle
+// of a phase. On the demo's 1-rank cell that put 18–26 ms of page faults into the switch's
+// kv_allocate for three steps, then 2.5 ms from the fourth on (docs/simulator.md, issue 37):
+// measured steps that depended on the heap's history, not on the work. After the first step a rank
+// therefore faults in, at once, as many bytes as that step's peak, and gives them back to malloc,
+// which keeps them (trimming off): the growth the next steps would have faulted in reuses resident
+// pages. The cost is one memset of the step's peak, recorded as the setup range `heap_prefault`
+// between steps 1 and 2, and a resident set that stays at its high-water mark (as the CUDA caching
+// allocator's reserved memory does).
+#pragma once
+
+#include <cstdint>
+
+namespace hs::trainer {
+
+/// The CPU heap's policy for the whole process: allocations below 32 MiB come from the heap rather
+/// than from a fresh mmap each (LibTorch's temporaries would otherwise be mapped and unmapped on
+/// every op; a 1-thread decode step on the demo model ~20 % faster), and the heap is never trimmed
+/// (freed pages stay resident for the next step). Call once, before the first allocation that
+/// matters (the CLI's main does).
+void configure_cpu_heap();
+
+/// The largest block configure_cpu_heap() keeps in the heap (larger ones are mmap'ed).
+inline constexpr std::int64_t kCpuHeapMmapThreshold = 32LL * 1024 * 1024;
+
+/// Allocates `bytes` in heap blocks below the mmap threshold, writes every page, frees them: the
+/// heap's free space then covers `bytes` in resident pages. Turns trimming off (configure_cpu_heap's
+/// policy) so that they stay. Returns the bytes touched (0 for bytes <= 0); throws std::bad_alloc
+/// when the heap cannot grow that far.
+std::int64_t prefault_cpu_heap(std::int64_t bytes);
+
+}  // namespace hs::trainer
