@@ -118,6 +118,17 @@ StepInputs step_inputs_from_config(const ConfigLookup& config, int ranks, const 
   in.rollout_tp = static_cast<int>(number(config, "actor_rollout_ref.rollout.tensor_model_parallel_size"));
   if (config("actor_rollout_ref.rollout.max_num_seqs"))
     in.max_num_seqs = static_cast<int>(number(config, "actor_rollout_ref.rollout.max_num_seqs"));
+  // The KV pool the switch allocates: hybridscope.kv_num_blocks blocks, or (-1) the worst case of
+  // max_num_seqs sequences at full length (rollout.cpp's worst_case_blocks; on CUDA also capped by
+  // gpu_memory_utilization, which a config alone cannot say: the worst case is the model's).
+  if (config("hybridscope.kv_block_size") && in.max_num_seqs > 0) {
+    const double block = number(config, "hybridscope.kv_block_size");
+    const double blocks_set = config("hybridscope.kv_num_blocks") ? number(config, "hybridscope.kv_num_blocks") : -1;
+    const double length = (config("data.max_prompt_length") ? number(config, "data.max_prompt_length") : 0) +
+                          (config("data.max_response_length") ? number(config, "data.max_response_length") : 0);
+    const double blocks = blocks_set > 0 ? blocks_set : std::ceil(length / block) * in.max_num_seqs;
+    if (block > 0 && (blocks_set > 0 || length > 0)) in.kv_pool_tokens = blocks * block;
+  }
 
   in.ppo_mini_batch_size = static_cast<int>(number(config, "actor_rollout_ref.actor.ppo_mini_batch_size"));
   in.ppo_micro_batch_size_per_gpu =
@@ -194,6 +205,18 @@ std::vector<MeasuredCell> read_measured_cells(const reports::RunDatabase& db, st
       }
       for (const auto& [phase, sum] : sums)
         if (!steps.empty()) per_phase[phase].push_back(sum.first / static_cast<double>(steps.size()));
+    }
+    // The switch's KV-pool allocation (its kv_allocate component, train->rollout): the mean over
+    // the run's measured steps and its ranks, which each allocate their own share.
+    for (const auto* r : runs) {
+      double sum = 0;
+      int n = 0;
+      for (const auto& s : db.switches(r->run_id)) {
+        if (s.step <= warmup || s.direction != "train_to_rollout") continue;
+        for (const auto& [name, ns] : s.components)
+          if (name == "kv_allocate") sum += static_cast<double>(ns) * 1e-9, ++n;
+      }
+      if (n > 0) per_phase["switch/kv_allocate"].push_back(sum / n);
     }
     for (auto& [phase, values] : per_phase) cell.phase_s[phase] = median(std::move(values));
 

@@ -80,7 +80,7 @@ std::vector<std::string> efficiencies_out_of_range(const Efficiencies& e) {
   std::vector<std::string> out;
   for (auto [name, v] : {std::pair{"prefill compute", e.prefill_compute}, std::pair{"decode bandwidth", e.decode_bandwidth},
                          std::pair{"forward compute", e.forward_compute}, std::pair{"train compute", e.train_compute},
-                         std::pair{"switch copy", e.switch_copy}})
+                         std::pair{"switch copy", e.switch_copy}, std::pair{"KV fill", e.kv_fill}})
     if (!(v > 0.0 && v <= 1.0)) out.push_back(fmt::format("{} {:.4g}", name, v));
   return out;
 }
@@ -113,24 +113,41 @@ EfficiencyFit fit_unchecked(const std::vector<MeasuredCell>& cells, const CommCa
   EfficiencyFit out;
   out.efficiency = start;
   out.cells = static_cast<int>(cells.size());
-  const Efficiencies unit{1.0, 1.0, 1.0, 1.0, 1.0};
+  Efficiencies unit{1.0, 1.0, 1.0, 1.0, 1.0};
+  unit.kv_fill = 1.0;
 
-  // The switch's copies, then old_log_prob and update_actor: closed form per cell, geometric mean.
-  // The copies come first: the update's gradient packing runs at their rate.
+  // The KV pool's zero-fill (the switch's kv_allocate component, measured on its own), then the
+  // switch's copies, then old_log_prob and update_actor: closed form per cell, geometric mean. The
+  // copies come first: the update's gradient packing runs at their rate.
+  double log_kv = 0.0;
+  int n_kv = 0;
+  for (const auto& cell : cells) {
+    const double* t = measured(cell, "switch/kv_allocate");
+    if (!t || cell.inputs.rollout_ranks > 0) continue;
+    const PhaseTimes t1 = simulate_with(cell, unit, comm);
+    if (t1.kv_allocate_s > 0) {
+      log_kv += std::log(t1.kv_allocate_s / *t);
+      ++n_kv;
+    }
+  }
+  if (n_kv > 0) out.efficiency.kv_fill = std::exp(log_kv / n_kv);
+  else out.notes.push_back("no cell measured the switch's kv_allocate: the KV fill efficiency kept at its start value");
+  unit.kv_fill = out.efficiency.kv_fill;
+
   double log_forward = 0.0, log_train = 0.0, log_copy = 0.0;
   int n_forward = 0, n_train = 0, n_copy = 0, n_sync_copy = 0;
   for (const auto& cell : cells) {
     const PhaseTimes t1 = simulate_with(cell, unit, comm);
     if (const double* t = measured(cell, "switch/train_to_rollout"); t && t1.weight_switch.copy_s > 0) {
-      const double copies = *t - t1.weight_switch.wire_s;
+      const double copies = *t - t1.weight_switch.wire_s - t1.kv_allocate_s;
       if (copies > 0) {
         log_copy += std::log(t1.weight_switch.copy_s / copies);
         ++n_copy;
       } else {
         out.notes.push_back(fmt::format(
-            "cell {} ({}): the modelled switch transfers ({:.4f} s) exceed the measured switch ({:.4f} s); not "
-            "used for the switch copy efficiency",
-            cell.cell_index, cell.name, t1.weight_switch.wire_s, *t));
+            "cell {} ({}): the modelled switch transfers and KV allocation ({:.4f} s) exceed the measured switch "
+            "({:.4f} s); not used for the switch copy efficiency",
+            cell.cell_index, cell.name, t1.weight_switch.wire_s + t1.kv_allocate_s, *t));
       }
     }
   }
@@ -393,8 +410,8 @@ std::string fitted_efficiencies(const EfficiencyFit& fit) {
   const Efficiencies& e = fit.efficiency;
   std::string out = fmt::format(
       "fitted efficiencies ({} cells): prefill compute {:.4g}, decode bandwidth {:.4g}, forward compute {:.4g}, "
-      "train compute {:.4g}, switch copy {:.4g}; generation overhead {:.3g} ms per forward call\n",
-      fit.cells, e.prefill_compute, e.decode_bandwidth, e.forward_compute, e.train_compute, e.switch_copy,
+      "train compute {:.4g}, switch copy {:.4g}, KV fill {:.4g}; generation overhead {:.3g} ms per forward call\n",
+      fit.cells, e.prefill_compute, e.decode_bandwidth, e.forward_compute, e.train_compute, e.switch_copy, e.kv_fill,
       e.gen_call_overhead_s * 1e3);
   if (!fit.out_of_range.empty())
     out += fmt::format("  FLAG: outside (0, 1]: {} (see the note below)\n", fmt::join(fit.out_of_range, ", "));

@@ -405,7 +405,11 @@ PhaseTimes simulate_step(const StepInputs& in, const CommCalibration& comm) {
   if (in.rollout_ranks == 0) {
     // The weight switch: the planner's bytes, the executor's schedule.
     t.weight_switch = cost_switch(switch_traffic(in), comm, node_ranks, share, bandwidth * eff.switch_copy);
-    t.switch_s = t.weight_switch.train_to_rollout_s;
+    // Then the KV pool: the rank's heads' share of every slot, zero-filled (hybrid_switch.cpp's
+    // kv_allocate; PagedKvCache's zeros).
+    const double pool_bytes = in.kv_pool_tokens * kv_bytes_per_token(m, in.kv_bytes_per_element) / in.rollout_tp;
+    t.kv_allocate_s = share * pool_bytes / (bandwidth * eff.kv_fill);
+    t.switch_s = t.weight_switch.train_to_rollout_s + t.kv_allocate_s;
     t.step_s = t.switch_s + t.gen_s + t.train_pipeline_s;
   } else {
     t.split_pool = true;

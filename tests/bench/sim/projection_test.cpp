@@ -107,6 +107,28 @@ TEST(SwitchModel, StepUsesThePlannersBytes) {
   EXPECT_EQ(megatron.switch_s, 0.0);
 }
 
+// The KV pool the switch allocates: model {1000, 64, 256, 2 layers, 4 heads, 2 kv heads, head dim
+// 16}, 2 bytes an element: 2·2·2·16·2 = 256 B a token; 4096 tokens at rollout tp 2: 524288 B a rank,
+// zero-filled at 1e11 B/s × 0.25 = 20.97152 µs; two processes on one device (devices_per_node 1)
+// double it. A split pool allocates no pool in a switch (it has none).
+TEST(SwitchModel, KvPoolAllocationByHand) {
+  sim::StepInputs in = small_step();
+  in.rollout_tp = 2;
+  in.kv_bytes_per_element = 2;
+  in.efficiency.kv_fill = 0.25;
+  const sim::PhaseTimes none = sim::simulate_step(in, cluster(1e-5, 1e10));
+  EXPECT_EQ(none.kv_allocate_s, 0.0) << "no pool tokens: not costed";
+  in.kv_pool_tokens = 4096;
+  const sim::PhaseTimes t = sim::simulate_step(in, cluster(1e-5, 1e10));
+  EXPECT_NEAR(t.kv_allocate_s, 524288.0 / 2.5e10, 1e-15);
+  EXPECT_DOUBLE_EQ(t.switch_s, t.weight_switch.train_to_rollout_s + t.kv_allocate_s);
+  EXPECT_DOUBLE_EQ(t.step_s, t.switch_s + t.gen_s + t.old_log_prob_s + t.ref_s + t.update_actor_s);
+  in.devices_per_node = 1;
+  in.processes_per_node = 2;
+  const sim::PhaseTimes shared = sim::simulate_step(in, cluster(1e-5, 1e10, 1));
+  EXPECT_NEAR(shared.kv_allocate_s, 2.0 * 524288.0 / 2.5e10, 1e-15);
+}
+
 // Memory of the small case (megatron dp 2, tp 1, pp 1; checkpointing; ref replicated by
 // megatron): master = grads = 250880 · 4 = 1003520; optimizer 250880 · 8 / 2 = 1003520; reference
 // 250880 · 2 = 501760; activations: one micro-batch of 8 / 2 / 2 / 2 = 1 sequence = 14 tokens,

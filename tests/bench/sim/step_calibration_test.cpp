@@ -29,8 +29,8 @@ sim::CommCalibration small_cluster() {
   return sim::CommCalibration(hw);
 }
 
-// prefill, decode bandwidth, forward, train, switch; 20 µs per generation forward call
-const sim::Efficiencies kTruth{0.42, 0.63, 0.55, 0.31, 0.37, 20e-6};
+// prefill, decode bandwidth, forward, train, switch; 20 µs per generation forward call; KV fill
+const sim::Efficiencies kTruth{0.42, 0.63, 0.55, 0.31, 0.37, 20e-6, 0.29};
 
 // Cells over ranks 1, 2, 4 and two (prompt, response) shapes, measured = the model at kTruth
 // times a per-cell factor (1 for noise-free).
@@ -53,6 +53,7 @@ std::vector<sim::MeasuredCell> synthetic_cells(const sim::CommCalibration& comm,
       in.train = {1, 1, ranks};
       in.rollout_tp = 1;
       in.grad_sync = sim::GradSync::kFsdp;
+      in.kv_pool_tokens = 4096;
       in.efficiency = kTruth;
       const sim::PhaseTimes t = sim::simulate_step(in, comm);
       // Alternating signs, varying size: a deterministic ±noise pattern.
@@ -60,6 +61,7 @@ std::vector<sim::MeasuredCell> synthetic_cells(const sim::CommCalibration& comm,
       c.phase_s = {{"gen", t.gen_s * f}, {"old_log_prob", t.old_log_prob_s / f}, {"ref", t.ref_s / f},
                    {"update_actor", t.update_actor_s * f}, {"step", t.step_s * f}};
       if (t.switch_s > 0) c.phase_s["switch/train_to_rollout"] = t.switch_s * f;
+      c.phase_s["switch/kv_allocate"] = t.kv_allocate_s * f;
       c.inputs.efficiency = {};  // the fit must not see the truth
       cells.push_back(c);
     }
@@ -77,6 +79,7 @@ TEST(StepCalibration, RecoversKnownEfficienciesFromNoiseFreeCells) {
   EXPECT_NEAR(fit.efficiency.forward_compute / kTruth.forward_compute, 1.0, 1e-12);
   EXPECT_NEAR(fit.efficiency.train_compute / kTruth.train_compute, 1.0, 1e-12);
   EXPECT_NEAR(fit.efficiency.switch_copy / kTruth.switch_copy, 1.0, 1e-12);
+  EXPECT_NEAR(fit.efficiency.kv_fill / kTruth.kv_fill, 1.0, 1e-12);
   EXPECT_NEAR(fit.efficiency.gen_call_overhead_s / kTruth.gen_call_overhead_s, 1.0, 1e-5);
   EXPECT_TRUE(fit.notes.empty()) << fit.notes.front();
 }
@@ -187,6 +190,24 @@ TEST(MeasuredCells, StepInputsFromTheDemoMatrixConfig) {
   EXPECT_EQ(in.fsdp_gathers, sim::FsdpGathers::kPerOptimizerStep);
   EXPECT_FALSE(in.reference_sharded);
   EXPECT_EQ(in.log_prob_micro_batches, 1);
+
+  EXPECT_EQ(in.kv_pool_tokens, 0.0) << "no KV pool keys: not costed";
+
+  // The KV pool: kv_num_blocks -1 is rollout.cpp's worst case, ceil((16 + 9) / 8) = 4 blocks a
+  // sequence × 256 sequences × 8 tokens = 8192 slots (the demo's 1024 blocks); a set count wins.
+  std::map<std::string, std::string> pool_keys = keys;
+  pool_keys.insert({{"hybridscope.kv_block_size", "8"},
+                    {"hybridscope.kv_num_blocks", "-1"},
+                    {"actor_rollout_ref.rollout.max_num_seqs", "256"},
+                    {"data.max_prompt_length", "16"},
+                    {"data.max_response_length", "9"}});
+  auto pool_lookup = [&](const std::string& k) -> std::optional<std::string> {
+    const auto it = pool_keys.find(k);
+    return it == pool_keys.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+  EXPECT_DOUBLE_EQ(sim::step_inputs_from_config(pool_lookup, 4, {12.5, 8.4, 50733056.0}).kv_pool_tokens, 8192.0);
+  pool_keys["hybridscope.kv_num_blocks"] = "100";
+  EXPECT_DOUBLE_EQ(sim::step_inputs_from_config(pool_lookup, 4, {12.5, 8.4, 50733056.0}).kv_pool_tokens, 800.0);
 
   auto missing = [&](const std::string& k) { return k == "data.train_batch_size" ? std::nullopt : lookup(k); };
   try {

@@ -108,6 +108,9 @@ struct Efficiencies {
   // (docs/benchmarks.md: a launch-bound decode step barely moves with the bytes read). Not an
   // efficiency: a time, fitted with the generation efficiencies (0: none).
   double gen_call_overhead_s = 0.0;
+  // The KV pool's zero-fill when the train->rollout switch allocates it (kv_allocate: the pool's
+  // bytes written once at the memory bandwidth × this).
+  double kv_fill = 0.5;
 };
 
 struct StepInputs {
@@ -127,6 +130,9 @@ struct StepInputs {
   TrainLayout train;
   int rollout_tp = 1;                      // generation's tensor parallel size (pp_g = 1)
   int max_num_seqs = 0;                    // actor_rollout_ref.rollout.max_num_seqs: decoded at once (0: all)
+  // Token slots of a replica's KV pool, which a colocated switch allocates (kv_allocate) and
+  // zero-fills, each of its rollout_tp ranks its heads' share (0: not costed).
+  double kv_pool_tokens = 0;
   GradSync grad_sync = GradSync::kFsdp;
   // verl's batch keys; resolve_batches() derives the three counts below from them and the layout
   // (0: keep the counts as set).
@@ -221,7 +227,8 @@ struct PhaseTimes {
   double reward_s = 0;        // a reward model's forward pass (0: rule-based)
   double values_s = 0, update_critic_s = 0;  // PPO's critic
   SwitchTimes weight_switch;  // train->rollout (switch_model.h)
-  double switch_s = 0;        // weight_switch.train_to_rollout_s
+  double kv_allocate_s = 0;   // the KV pool's allocation in that switch (colocated only)
+  double switch_s = 0;        // weight_switch.train_to_rollout_s + kv_allocate_s
   // Split placement (rollout_ranks > 0; asynchronous modes). The pool generates (gen_s, verl's
   // timing_s/generate_async) and hands the batch over; the actor trains; the weights go from the
   // actor's rank 0 to the pool (sync_s, timing_s/sync_rollout_weights).
