@@ -82,6 +82,7 @@ void PPOTrainer::State::save(std::int64_t step) {
   topology.parallel.world->barrier();
   parts.actor = nullptr;
   if (lead) commit_checkpoint(checkpoint_root, state, parts);
+  pool_weights = Transformer{nullptr};
 }
 
 ActorShard PPOTrainer::State::actor_shard() {
@@ -132,6 +133,13 @@ void PPOTrainer::State::prepare(FitSummary& summary) {
           saved->rollout_placement.empty() ? "the actor generating (colocated, or saved before split runs could resume)"
                                            : saved->rollout_placement,
           now.empty() ? "the actor generating (colocated)" : now, *resume_dir);
+    const auto generating = std::filesystem::path(*resume_dir) / "rollout" / "model.safetensors";
+    if (refusal.empty() && cfg.hybridscope.async_mode == AsyncMode::kOneStepOff && topology.split_rollout() &&
+        (saved->rollout_version < 0 || !std::filesystem::exists(generating)))
+      refusal = fmt::format("checkpoint {} has no rollout weights ({}, trainer_state.json's rollout_version): a "
+                            "one_step_off run cannot generate the batch that was generated ahead of it again; start a "
+                            "new run from its weights: trainer.resume_mode=disable actor_rollout_ref.model.path={}/actor",
+                            *resume_dir, generating.string(), *resume_dir);
   }
   if (topology.split_rollout()) {
     PoolStart start;
