@@ -1,5 +1,5 @@
-// split_pool_run.h — what the split-rollout-pool suites (one_step_off_test.cpp, fully_async_test.cpp)
-// share: tiny_grpo launched with rank 0 the actor and the other ranks the rollout pool, a step's
+// split_pool_run.h — what the split-rollout-pool suites (one_step_off_test.cpp, fully_async_test.cpp,
+// split_resume_test.cpp) share: tiny_grpo launched with rank 0 the actor and the other ranks the rollout pool, a step's
 // metrics read back, and the bytes of tiny_grpo's parameters (what every weight sync moves).
 #pragma once
 
@@ -21,25 +21,45 @@
 
 namespace hs::test {
 
-// tiny_grpo (4 prompts x 2 samples unless `extra` says otherwise) on `ranks` ranks of `suite`'s
-// scratch directory `tag`, rank 0 the actor and the others the rollout pool, in async `mode`, then
-// `extra`; returns the run database after asserting that the run completed.
-inline std::string run_split_pool(const std::string& suite, const std::string& tag, int ranks, const std::string& mode,
-                                  int steps, const std::vector<std::string>& extra) {
-  const std::string dir = fresh_dir(suite, tag);
+// One launch of tiny_grpo in the directory `dir` (kept: its checkpoints under DIR/ckpt carry over to
+// the next launch there), its run database DIR/`db_name`; what came back.
+struct SplitPoolLaunch {
+  std::string db;      // the run database
+  int status = 0;      // the launcher's wait status
+  std::string output;  // its stderr, then its stdout
+};
+
+// tiny_grpo (4 prompts x 2 samples unless `extra` says otherwise) on `ranks` ranks, rank 0 the actor
+// and the others the rollout pool, in async `mode`, then `extra`.
+inline SplitPoolLaunch launch_split_pool(const std::string& dir, const std::string& db_name, int ranks,
+                                         const std::string& mode, int steps, const std::vector<std::string>& extra) {
   std::vector<std::string> argv = {kBinary, "launch", "-n", std::to_string(ranks), "--log-dir", dir + "/logs", "--"};
-  for (auto& a : tiny_grpo_on(dir, steps, ranks)) argv.push_back(a);
+  SplitPoolLaunch out;
+  out.db = dir + "/" + db_name;
+  auto run = tiny_grpo_on(dir, steps, ranks);
+  for (std::size_t i = 0; i + 1 < run.size(); ++i)
+    if (run[i] == "--db") run[i + 1] = out.db;
+  argv.insert(argv.end(), run.begin(), run.end());
   std::string pool;
   for (int r = 1; r < ranks; ++r) pool += (pool.empty() ? "" : ",") + std::to_string(r);
   argv.insert(argv.end(), {"data.train_batch_size=4", "actor_rollout_ref.actor.ppo_mini_batch_size=4",
                            "hybridscope.placement.rollout=[" + pool + "]", "hybridscope.async_mode=" + mode});
   argv.insert(argv.end(), extra.begin(), extra.end());
-  const pid_t launcher = spawn(argv, {}, dir + "/out.txt", dir + "/err.txt");
-  const int status = wait_for(launcher, std::chrono::seconds(300));
-  EXPECT_TRUE(exited_ok(status)) << read_all(dir + "/err.txt") << read_all(dir + "/out.txt");
-  const std::string db = dir + "/run.sqlite";
-  EXPECT_EQ(query_row(db, "SELECT status FROM runs"), "completed");
-  return db;
+  const std::string stem = dir + "/" + db_name;
+  const pid_t launcher = spawn(argv, {}, stem + ".out.txt", stem + ".err.txt");
+  out.status = wait_for(launcher, std::chrono::seconds(300));
+  out.output = read_all(stem + ".err.txt") + read_all(stem + ".out.txt");
+  return out;
+}
+
+// launch_split_pool in `suite`'s fresh scratch directory `tag`; returns the run database after
+// asserting that the run completed.
+inline std::string run_split_pool(const std::string& suite, const std::string& tag, int ranks, const std::string& mode,
+                                  int steps, const std::vector<std::string>& extra) {
+  const SplitPoolLaunch run = launch_split_pool(fresh_dir(suite, tag), "run.sqlite", ranks, mode, steps, extra);
+  EXPECT_TRUE(exited_ok(run.status)) << run.output;
+  EXPECT_EQ(query_row(run.db, "SELECT status FROM runs"), "completed");
+  return run.db;
 }
 
 // Step `step`'s metrics (rank 0's reduced ones) by name.

@@ -170,7 +170,7 @@ const std::vector<Key>& keys() {
                     "cpu or cuda: where the models live (the batch stays on the CPU; see Running on CUDA)."),
       HS_CONFIG_KEY(trainer.save_freq, "Checkpoint every this many steps; -1 = never."),
       HS_CONFIG_KEY(trainer.test_freq, "Validate every this many steps; -1 = only before/after training."),
-      HS_CONFIG_KEY(trainer.resume_mode, "auto: resume from the latest checkpoint in default_local_dir; disable: start fresh."),
+      HS_CONFIG_KEY(trainer.resume_mode, "auto: resume from the latest checkpoint in default_local_dir (a split rollout pool too, with the placement and async_mode it was saved with; not a split reference: docs/architecture.md); disable: start fresh."),
       HS_CONFIG_KEY(trainer.val_before_train, "Validate once before the first step."),
       HS_CONFIG_KEY(trainer.log_val_generations, "Validation samples printed per validation: the decoded prompt and response, the ground truth and the score; 0 = none."),
       HS_CONFIG_KEY(trainer.critic_warmup, "Steps during which only the critic is updated."),

@@ -92,11 +92,18 @@ std::string commit_checkpoint(const std::string& root, const TrainerState& state
   const fs::path tmp_dir = checkpoint_staging_dir(root, state.global_step);
   if (parts.actor) save_role(tmp_dir / "actor", *parts.actor, *parts.actor_optim);
   if (parts.critic) save_role(tmp_dir / "critic", *parts.critic, *parts.critic_optim);
+  if (parts.rollout) {
+    fs::create_directories(tmp_dir / "rollout");
+    save_pretrained(*parts.rollout, (tmp_dir / "rollout").string());
+  }
   const nlohmann::json meta = {
       {"global_step", state.global_step},
       {"data", {{"epoch", state.data.epoch}, {"batch_in_epoch", state.data.batch_in_epoch}}},
       {"kl_coef", state.kl_coef},
       {"seed", state.seed},
+      {"param_version", state.param_version},
+      {"rollout_placement", state.rollout_placement},
+      {"rollout_version", state.rollout_version},
   };
   write_text_atomically(tmp_dir / "trainer_state.json", meta.dump(2));
   remove_tree(final_dir);
@@ -171,6 +178,9 @@ TrainerState load_trainer_state(const std::string& dir) {
   state.data.batch_in_epoch = meta.at("data").at("batch_in_epoch").get<std::int64_t>();
   state.kl_coef = meta.at("kl_coef").get<double>();
   state.seed = meta.at("seed").get<std::uint64_t>();
+  state.param_version = meta.value("param_version", std::int64_t{0});
+  state.rollout_placement = meta.value("rollout_placement", std::string{});
+  state.rollout_version = meta.value("rollout_version", std::int64_t{-1});
   return state;
 }
 

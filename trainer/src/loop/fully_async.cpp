@@ -116,8 +116,17 @@ int serve_fully_async(const Config& cfg, Topology& topology, RunRecording& recor
   const FullyAsyncPlan plan = fully_async_plan(cfg, total_steps);
   const std::int64_t bucket_bytes = static_cast<std::int64_t>(rollout_cfg.update_weights_bucket_megabytes) << 20;
   recording.begin_step(0);
-  if (take_the_actors_base(cfg, recording, *topology.global_world, model, train_data, tokenizer) != 0)
-    throw std::logic_error("fully_async: resuming is refused by validate(); the rollouter starts at step 0");
+  // A resumed run (share_pool_start): the checkpoint's weights and step, no warm-up. The queue and
+  // the groups in flight when the run stopped are not in the checkpoint: the stream starts again
+  // at the checkpoint's first untaken group, generated with the resumed weights.
+  const PoolStart start = share_pool_start(topology, {});
+  const bool resumed = start.kind == PoolStart::Kind::kResumed;
+  const std::int64_t resumed_step =
+      take_the_actors_base(cfg, recording, *topology.global_world, model, train_data, tokenizer, !resumed);
+  if (resumed_step != start.step)
+    throw std::logic_error(fmt::format("fully_async: the actor announced step {} and started from step {}", start.step,
+                                       resumed_step));
+  if (resumed) loader.set_state(start.data);
   SampleQueue queue(topology.env, std::chrono::milliseconds(static_cast<std::int64_t>(cfg.hybridscope.dist.timeout_s * 1000)));
   const std::unique_ptr<RolloutEngine> engine = make_pool_engine(cfg, model, tokenizer);
 
@@ -127,8 +136,16 @@ int serve_fully_async(const Config& cfg, Topology& topology, RunRecording& recor
   const auto batch_size = static_cast<std::int64_t>(cfg.data.train_batch_size);
   const int n = rollout_cfg.n;
 
-  std::int64_t version = 0;  // the actor updates the weights held here have seen
-  std::int64_t joined = 0;   // weight syncs joined
+  std::int64_t version = start.param_version;  // the actor updates the weights held here have seen
+  // Weight syncs joined, counted from the run's start: a resumed run has had those of the steps up
+  // to its checkpoint's (syncs_weights_at), and the queue's counter (a new store) counts the rest.
+  const std::int64_t syncs_before = resumed_step >= 1 ? (resumed_step - 1) / plan.trigger : 0;
+  std::int64_t joined = syncs_before;
+  // The groups the actor took before the run started: the resumed weights count as a sync there,
+  // so the staleness bound allows M groups from it (as verl's rollouter, whose staleness count
+  // restarts at zero with the restored parameter version).
+  const std::int64_t taken_before = resumed_step * plan.required_samples;
+  auto claim_end = [&] { return std::max(plan.claim_end(joined), taken_before + plan.max_queue_size); };
   // The rollouter's records carry the actor's step at the time: the one whose groups the actor
   // takes or trains (taken / R + 1), so that both roles' ranges line up step by step.
   std::int64_t step = 0;
@@ -138,7 +155,7 @@ int serve_fully_async(const Config& cfg, Topology& topology, RunRecording& recor
   };
   // Sync j happens at the start of the actor's step jT + 1 (syncs_weights_at).
   auto join_requested_syncs = [&] {
-    while (joined < plan.syncs && queue.sync_requests() > joined) {
+    while (joined < plan.syncs && syncs_before + queue.sync_requests() > joined) {
       ++joined;
       follow_the_actor(joined * plan.trigger + 1);
       HS_PROBE_RANGE(timings, "sync_rollout_weights", kSwitch);
@@ -154,7 +171,7 @@ int serve_fully_async(const Config& cfg, Topology& topology, RunRecording& recor
   };
 
   // The loader's batches in order: group k is prompt k mod B of batch k div B.
-  std::int64_t loaded = -1;
+  std::int64_t loaded = resumed_step - 1;  // the loader's batch of group k: k div B (resumed: from the checkpoint's)
   std::vector<std::size_t> batch;
   auto prompt_of = [&](std::int64_t k) {
     while (loaded < k / batch_size) {
@@ -164,18 +181,18 @@ int serve_fully_async(const Config& cfg, Topology& topology, RunRecording& recor
     return batch.at(static_cast<std::size_t>(k % batch_size));
   };
 
-  follow_the_actor(1);
+  follow_the_actor(resumed_step + 1);
   // The actor taking groups or asking for a sync is its sign of life: a rollouter held back for
   // longer than the collective timeout without either gives up, as a collective would.
   const auto patience = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.hybridscope.dist.timeout_s * 1000));
-  std::int64_t seen_taken = 0, seen_syncs = 0;
+  std::int64_t seen_taken = taken_before, seen_syncs = joined;
   auto last_sign = std::chrono::steady_clock::now();
   const std::int64_t per_wave = std::max(1, rollout_cfg.max_num_seqs / n);
-  std::int64_t next = replica;  // this replica's next group: k = replica, replica + P, ...
+  std::int64_t next = taken_before + replica;  // this replica's next group: k = replica, replica + P, ...
   int put = 0;
   while (true) {
     join_requested_syncs();
-    const std::int64_t taken = queue.taken();
+    const std::int64_t taken = taken_before + queue.taken();
     if (taken != seen_taken || joined != seen_syncs) {
       seen_taken = taken;
       seen_syncs = joined;
@@ -184,7 +201,7 @@ int serve_fully_async(const Config& cfg, Topology& topology, RunRecording& recor
     follow_the_actor(taken / plan.required_samples + 1);
     std::vector<std::int64_t> wave;
     while (static_cast<std::int64_t>(wave.size()) < per_wave && next < plan.total_samples &&
-           next < plan.claim_end(joined)) {
+           next < claim_end()) {
       wave.push_back(next);
       next += replicas;
     }

@@ -50,8 +50,8 @@ torch::Tensor remote_ref_log_probs(const Topology& topology, const RolloutBatch&
 }
 
 std::int64_t take_the_actors_base(const Config& cfg, RunRecording& recording, Communicator& world, Transformer& model,
-                                  const RLDataset& train_data, const Tokenizer& tokenizer) {
-  if (cfg.actor_rollout_ref.model.path.empty() && cfg.hybridscope.warmup.steps > 0) {
+                                  const RLDataset& train_data, const Tokenizer& tokenizer, bool warm_up) {
+  if (warm_up && cfg.actor_rollout_ref.model.path.empty() && cfg.hybridscope.warmup.steps > 0) {
     HS_PROBE_RANGE(recording.timings(), "warmup", kSetup);
     // The warm-up files through the same chat template as the actor's (text_setup.h).
     const TextSetup text = cfg.hybridscope.warmup.files.empty() ? TextSetup{} : make_text_setup(cfg);

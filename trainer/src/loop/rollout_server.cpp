@@ -75,6 +75,25 @@ std::vector<Share> hand_over(const Topology& topology, const Share* mine, std::s
 
 }  // namespace
 
+PoolStart share_pool_start(const Topology& topology, const PoolStart& start) {
+  auto wire = torch::tensor({static_cast<std::int64_t>(start.kind), start.step, start.data.epoch,
+                             start.data.batch_in_epoch, start.param_version, start.rollout_version},
+                            torch::kInt64);
+  topology.global_world->broadcast(wire, 0);
+  const auto w = wire.accessor<std::int64_t, 1>();
+  PoolStart out;
+  out.kind = static_cast<PoolStart::Kind>(w[0]);
+  out.step = w[1];
+  out.data.epoch = w[2];
+  out.data.batch_in_epoch = w[3];
+  out.param_version = w[4];
+  out.rollout_version = w[5];
+  if (out.kind == PoolStart::Kind::kRefused && topology.serves_rollout())
+    throw std::runtime_error("the actor's ranks refused to start this run (rank 0's log says why); this rollout "
+                             "rank stops with them");
+  return out;
+}
+
 bool syncs_weights_at(AsyncMode mode, std::int64_t step, std::int64_t total_steps, int trigger_parameter_sync_step) {
   if (mode == AsyncMode::kOneStepOff) return step >= 2 && step < total_steps;
   if (mode == AsyncMode::kFullyAsync) return step >= 2 && (step - 1) % trigger_parameter_sync_step == 0;
@@ -184,13 +203,17 @@ int serve_rollout(const Config& cfg, Topology& topology, RunRecording& recording
   if (mode == AsyncMode::kFullyAsync)
     return serve_fully_async(cfg, topology, recording, model, train_data, loader, tokenizer, total_steps, stop_signal);
   recording.begin_step(0);
-  // The base policy: prepare()'s broadcast of the actor's rank 0 weights, after the same warm-up.
-  std::int64_t step = take_the_actors_base(cfg, recording, world, model, train_data, tokenizer);
+  const PoolStart start = share_pool_start(topology, {});
+  const bool resumed = start.kind == PoolStart::Kind::kResumed;
+  // The base policy: prepare()'s broadcast of the actor's rank 0 weights, after the same warm-up
+  // (resumed: the checkpoint's weights, no warm-up).
+  std::int64_t step = take_the_actors_base(cfg, recording, world, model, train_data, tokenizer, !resumed);
+  if (resumed) loader.set_state(start.data);  // the prompts the actor draws next
   const std::unique_ptr<RolloutEngine> pool_engine = make_pool_engine(cfg, model, tokenizer);
   RolloutEngine& engine = *pool_engine;
   const auto& pool = topology.rollout_ranks;
   const int replica = static_cast<int>(std::find(pool.begin(), pool.end(), topology.rank()) - pool.begin());
-  std::int64_t version = 0;  // the actor updates the weights held here have seen
+  std::int64_t version = start.param_version;  // the actor updates the weights held here have seen
 
   // Batch `batch` (the training step it is for): the loader's next prompts, as the actor draws
   // them, this rank's contiguous share generated with the step's seed for this replica.
@@ -224,6 +247,9 @@ int serve_rollout(const Config& cfg, Topology& topology, RunRecording& recording
     sync_rollout_weights(topology, model, version, bucket_bytes, step, recorder);
   };
 
+  // A resumed one_step_off run: the weights the batch after the checkpoint's step was generated
+  // with (one update older than the checkpoint's), so that it is generated again as it was.
+  if (start.rollout_version >= 0) receive_weights();
   std::optional<Share> ready;  // one_step_off: the batch of the next step, generated ahead
   if (mode == AsyncMode::kOneStepOff && step < total_steps) ready = generate(step + 1);
   recording.flush();

@@ -402,6 +402,16 @@ Metrics PPOTrainer::State::step() {
       metrics.insert(metrics.end(), critic_metrics.begin(), critic_metrics.end());
     }
     if (critic) sample("update_critic");
+    const bool saves = cfg.trainer.save_freq > 0 && (step % cfg.trainer.save_freq == 0 || step == total_steps);
+    if (saves && cfg.hybridscope.async_mode == AsyncMode::kOneStepOff && topology.actor_rank == 0) {
+      // The rollout pool generates the next batch with these weights (synced this step, or the
+      // initial ones): the checkpoint carries them (trainer_state.h, pool_weights).
+      torch::NoGradGuard no_grad;
+      pool_weights = Transformer(actor->model->shape(), HeadKind::kLm);
+      auto live = actor->model->named_parameters();
+      for (auto& item : pool_weights->named_parameters()) item.value().copy_(live[item.key()]);
+      pool_weights_version = param_version;
+    }
     if (step > cfg.trainer.critic_warmup) {
       HS_PROBE_RANGE(timings, "update_actor", kPhase);
       HS_PHASE_MARK("update_actor");
@@ -420,7 +430,7 @@ Metrics PPOTrainer::State::step() {
       for (const auto& [source, v] : per_source) metrics.emplace_back("val-core/" + source + "/reward/mean@1", v);
       metrics.emplace_back("val/mean@1", score);
     }
-    if (cfg.trainer.save_freq > 0 && (step % cfg.trainer.save_freq == 0 || last)) {
+    if (saves) {
       HS_PROBE_RANGE(timings, "save_checkpoint", kCheckpoint);
       save(step);
       topology.parallel.world->barrier();  // nobody resumes from a half-written checkpoint

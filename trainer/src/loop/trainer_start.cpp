@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/torch.h>
 
 #include "loop/console.h"
@@ -26,6 +27,7 @@
 #include "hybridscope/trainer/dist/zero.h"
 #include "hybridscope/trainer/hybrid/offload.h"
 #include "hybridscope/trainer/loop/rollout_phase.h"
+#include "hybridscope/trainer/loop/rollout_server.h"
 #include "hybridscope/trainer/loop/run_recording.h"
 #include "hybridscope/trainer/memory/memory_probe.h"
 #include "hybridscope/trainer/rl/metrics.h"
@@ -50,17 +52,27 @@ void copy_backbone(Transformer& from, Transformer& to) {
 
 }  // namespace
 
+std::string rollout_placement(const Config& cfg, const Topology& topology) {
+  if (!topology.split_rollout()) return "";
+  return fmt::format("rollout ranks [{}], async_mode {}", fmt::join(topology.rollout_ranks, ","),
+                     to_string(cfg.hybridscope.async_mode));
+}
+
 void PPOTrainer::State::save(std::int64_t step) {
   TrainerState state;
   state.global_step = step;
   state.data = loader->state();
   state.kl_coef = kl_ctrl ? kl_ctrl->value() : 0.0;
   state.seed = cfg.hybridscope.seed;
+  state.param_version = param_version;
+  state.rollout_placement = rollout_placement(cfg, topology);
+  if (pool_weights) state.rollout_version = pool_weights_version;
   CheckpointParts parts{&actor->model, &actor->worker->optimizer().adamw(), critic ? &critic->model() : nullptr,
-                        critic ? &critic->optimizer().adamw() : nullptr};
+                        critic ? &critic->optimizer().adamw() : nullptr, pool_weights ? &pool_weights : nullptr};
   const bool lead = topology.actor_rank == 0;
   if (!topology.sharded()) {
     if (lead) save_checkpoint(checkpoint_root, state, parts);  // replicas are identical: one copy
+    pool_weights = Transformer{nullptr};
     return;
   }
   // Every actor rank writes its piece into the staging directory; the lead renames it into place.
@@ -70,6 +82,7 @@ void PPOTrainer::State::save(std::int64_t step) {
   topology.parallel.world->barrier();
   parts.actor = nullptr;
   if (lead) commit_checkpoint(checkpoint_root, state, parts);
+  pool_weights = Transformer{nullptr};
 }
 
 ActorShard PPOTrainer::State::actor_shard() {
@@ -97,10 +110,51 @@ void PPOTrainer::State::prepare(FitSummary& summary) {
   if (cfg.trainer.resume_mode == ResumeMode::kAuto) resume_dir = find_latest_checkpoint(checkpoint_root);
   const std::string base_dir = (std::filesystem::path(checkpoint_root) / "base").string();
   const bool warmup_configured = cfg.actor_rollout_ref.model.path.empty() && cfg.hybridscope.warmup.steps > 0;
-  if (resume_dir && (topology.split() || topology.split_rollout()))
-    throw ConfigError(fmt::format("found checkpoint {}, but a split placement cannot resume yet: set "
-                                  "trainer.resume_mode=disable or move the checkpoint directory",
+  if (resume_dir && topology.split())
+    throw ConfigError(fmt::format("found checkpoint {}, but a split reference (hybridscope.placement.ref) cannot resume "
+                                  "yet: its ranks would take the resumed actor's weights, not the policy the run started "
+                                  "from; set trainer.resume_mode=disable or move the checkpoint directory",
                                   *resume_dir));
+  // What the checkpoint says of the run it came from; a split rollout pool hears it before the
+  // base weights (share_pool_start: resumed, or refused when the placement changed).
+  std::optional<TrainerState> saved;
+  std::string refusal;
+  if (resume_dir) {
+    saved = load_trainer_state(*resume_dir);
+    const std::string now = rollout_placement(cfg, topology);
+    if (saved->rollout_placement != now)
+      refusal = fmt::format(
+          "checkpoint {} was saved by a run with {}, this run has {}: a changed split rollout placement or async_mode "
+          "cannot resume (the pool's shares, seeds and weight syncs, and one_step_off's batch generated ahead, belong "
+          "to the run that saved it). Resume with the hybridscope.placement.rollout and hybridscope.async_mode it was "
+          "saved with, or start a new run from its weights: trainer.resume_mode=disable "
+          "actor_rollout_ref.model.path={}/actor",
+          *resume_dir,
+          saved->rollout_placement.empty() ? "the actor generating (colocated, or saved before split runs could resume)"
+                                           : saved->rollout_placement,
+          now.empty() ? "the actor generating (colocated)" : now, *resume_dir);
+    const auto generating = std::filesystem::path(*resume_dir) / "rollout" / "model.safetensors";
+    if (refusal.empty() && cfg.hybridscope.async_mode == AsyncMode::kOneStepOff && topology.split_rollout() &&
+        (saved->rollout_version < 0 || !std::filesystem::exists(generating)))
+      refusal = fmt::format("checkpoint {} has no rollout weights ({}, trainer_state.json's rollout_version): a "
+                            "one_step_off run cannot generate the batch that was generated ahead of it again; start a "
+                            "new run from its weights: trainer.resume_mode=disable actor_rollout_ref.model.path={}/actor",
+                            *resume_dir, generating.string(), *resume_dir);
+  }
+  if (topology.split_rollout()) {
+    PoolStart start;
+    if (!refusal.empty()) {
+      start.kind = PoolStart::Kind::kRefused;
+    } else if (saved) {
+      start.kind = PoolStart::Kind::kResumed;
+      start.step = saved->global_step;
+      start.data = saved->data;
+      start.param_version = saved->param_version;
+      start.rollout_version = saved->rollout_version;
+    }
+    share_pool_start(topology, start);
+  }
+  if (!refusal.empty()) throw ConfigError(refusal);
   // The warm-up trains the whole model (on every rank alike); a sharded actor takes its shard after.
   Transformer& whole = actor->whole();
   Transformer& actor_model = actor->model;
@@ -122,6 +176,7 @@ void PPOTrainer::State::prepare(FitSummary& summary) {
                           critic ? &critic->model() : nullptr, critic ? &critic->optimizer().adamw() : nullptr};
     const TrainerState state = load_checkpoint(*resume_dir, parts);
     global_step = state.global_step;
+    param_version = state.param_version;
     recording->set_step(global_step);
     loader->set_state(state.data);
     if (kl_ctrl) kl_ctrl->set_value(state.kl_coef);
@@ -185,6 +240,22 @@ void PPOTrainer::State::prepare(FitSummary& summary) {
   if (topology.split() || topology.split_rollout()) {  // the other pool's ranks start at the same step
     auto start = torch::full({1}, global_step, torch::kInt64);
     topology.global_world->broadcast(start, 0);
+  }
+  if (saved && saved->rollout_version >= 0) {
+    // one_step_off: the pool generates the batch after the checkpoint's step with the weights it
+    // was generated with in the run that saved it (one update older than the resumed actor's).
+    HS_PROBE_RANGE(timings, "sync_rollout_weights", kSwitch);
+    Transformer generating{nullptr};
+    if (topology.actor_rank == 0) {
+      generating = Transformer(actor_model->shape(), HeadKind::kLm);
+      load_weights_into(generating, (std::filesystem::path(*resume_dir) / "rollout" / "model.safetensors").string());
+      generating->to(topology.device);
+    }
+    std::int64_t version = saved->rollout_version;
+    const std::int64_t bucket_bytes =
+        static_cast<std::int64_t>(cfg.actor_rollout_ref.rollout.update_weights_bucket_megabytes) << 20;
+    sync_rollout_weights(topology, generating ? generating : actor_model, version, bucket_bytes, global_step,
+                         recording->probes().recorder());
   }
 
   if (cfg.trainer.val_before_train) {

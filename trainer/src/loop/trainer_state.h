@@ -27,6 +27,10 @@
 
 namespace hs::trainer {
 
+/// A split rollout pool's placement and async mode as a checkpoint records it ("" when the actor
+/// generates); a resume refuses a checkpoint whose placement differs.
+std::string rollout_placement(const Config& cfg, const Topology& topology);
+
 struct PPOTrainer::State {
   Config cfg;
   TrainerOptions opts;
@@ -51,6 +55,11 @@ struct PPOTrainer::State {
   /// The actor updates applied so far: the version of the weights the next step trains with (and
   /// sends to a split rollout pool, whose batches come back with the version they were generated with).
   std::int64_t param_version = 0;
+  /// one_step_off, the actor's rank 0 at a step that saves: the weights the rollout pool generates
+  /// the next batch with (the actor's before this step's update, version pool_weights_version),
+  /// saved as the checkpoint's rollout/ so that a resumed run generates that batch again.
+  Transformer pool_weights{nullptr};
+  std::int64_t pool_weights_version = -1;
   /// fully_async, the actor's rank 0: its client of the queue the rollout ranks fill (sample_queue.h).
   std::unique_ptr<SampleQueue> sample_queue;
   /// ref.fsdp_config.param_offload: the reference's weights wait in host memory between its phases.

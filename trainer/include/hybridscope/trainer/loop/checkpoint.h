@@ -2,7 +2,10 @@
 //   <default_local_dir>/latest_checkpointed_iteration.txt   the last complete step
 //   <default_local_dir>/global_step_<N>/actor/{config.json, model.safetensors, optim.pt}
 //   <default_local_dir>/global_step_<N>/critic/...           (PPO)
-//   <default_local_dir>/global_step_<N>/trainer_state.json   step, data position, KL coefficient
+//   <default_local_dir>/global_step_<N>/trainer_state.json   step, data position, KL coefficient,
+//                                                            parameter version, split rollout placement
+//   <default_local_dir>/global_step_<N>/rollout/{config.json, model.safetensors}
+//                                  one_step_off: the weights the rollout pool generates batch N+1 with
 // A sharded actor (tp/pp, or fsdp over dp) writes, instead of its actor/ files, one piece per rank:
 //   actor/shards/rank_<r>.safetensors  the rank's boxes of the training layout, by parameter name
 //   actor/shards/optim_<r>.pt          its AdamW state (over those pieces)
@@ -31,6 +34,15 @@ struct TrainerState {
   DataLoader::State data{};
   double kl_coef = 0.0;
   std::uint64_t seed = 0;
+  /// The actor updates applied so far: the version of the saved weights (a split rollout pool's
+  /// async/param_version). Absent from older checkpoints: 0.
+  std::int64_t param_version = 0;
+  /// A split rollout pool's placement and mode, e.g. "rollout ranks [1], async_mode one_step_off";
+  /// empty: the actor generates (colocated), or a checkpoint from before split runs could resume.
+  std::string rollout_placement;
+  /// one_step_off: the version of rollout/model.safetensors (the weights batch global_step + 1 is
+  /// generated with); -1: the checkpoint has none.
+  std::int64_t rollout_version = -1;
 };
 
 struct CheckpointParts {
@@ -38,6 +50,7 @@ struct CheckpointParts {
   torch::optim::AdamW* actor_optim = nullptr;
   Transformer* critic = nullptr;  // null without a critic
   torch::optim::AdamW* critic_optim = nullptr;
+  Transformer* rollout = nullptr;  // one_step_off: the rollout pool's weights, saved (never loaded) as rollout/
 };
 
 /// Writes global_step_<state.global_step> under `root` and updates the latest marker; returns its path.

@@ -77,8 +77,10 @@ struct FullyAsyncBatch {
 FullyAsyncBatch take_fully_async_batch(const Topology& topology, SampleQueue* queue, const FullyAsyncPlan& plan,
                                        std::int64_t step, int n, int max_response_length);
 
-/// On a rollout rank, after take_the_actors_base (the step the actor starts from is 0): the
-/// rollouter until the plan's last group is in the queue and its last sync joined. A stop signal
+/// On a rollout rank: the actor's start (share_pool_start, take_the_actors_base), then the
+/// rollouter until the plan's last group is in the queue and its last sync joined. Resumed from
+/// step k: the stream starts at group kR with the resumed weights (version k), the syncs of steps
+/// up to k counted as joined and the staleness bound counted from group kR. A stop signal
 /// ends the run as killed and throws. Returns the groups this rank put.
 int serve_fully_async(const Config& cfg, Topology& topology, RunRecording& recording, Transformer& model,
                       const RLDataset& train_data, DataLoader& loader, const Tokenizer& tokenizer,

@@ -33,9 +33,10 @@ torch::Tensor remote_ref_log_probs(const Topology& topology, const RolloutBatch&
 /// base policy. The actor's supervised warm-up first (hybridscope.warmup, when the model is not
 /// loaded from a path), which keeps the rank busy while the actor warms up (within the collective
 /// timeout); then rank 0's weights over `world`, frozen in eval mode; then the step the actor
-/// starts from (0, or a resumed step), set on `recording` and returned.
+/// starts from (0, or a resumed step), set on `recording` and returned. `warm_up` false: no
+/// warm-up (a resumed run: rank 0 sends the checkpoint's weights).
 std::int64_t take_the_actors_base(const Config& cfg, RunRecording& recording, Communicator& world, Transformer& model,
-                                  const RLDataset& train_data, const Tokenizer& tokenizer);
+                                  const RLDataset& train_data, const Tokenizer& tokenizer, bool warm_up = true);
 
 /// On a reference rank: the reference policy `ref_model` set up like the actor's base (the same
 /// warm-up on `train_data`, then rank 0's weights), then one ref phase per training step until the

@@ -24,6 +24,14 @@
 // fully_async (verl's fully-async rollouter/trainer): the pool streams prompt groups into a queue
 // instead, and the sync comes every async_training.trigger_parameter_sync_step steps (fully_async.h).
 //
+// Before the base weights, the actor's rank 0 tells the pool how the run starts (share_pool_start):
+// fresh (the pool warms up as the actor did), resumed from a checkpoint (no warm-up: the base
+// broadcast carries the resumed weights; the pool takes the step, the loader's position and the
+// parameter version from it), or refused (the actor's ranks throw; the pool stops too). A resumed
+// one_step_off run then sends the checkpoint's rollout weights (the ones the batch after the saved
+// step was generated with) by one more sync, so the resumed run generates what the uninterrupted
+// one did.
+//
 // Not here: what the actor does with the batch (trainer.cpp), validation (on the actor's ranks,
 // with the current weights).
 #pragma once
@@ -58,6 +66,20 @@ struct WeightSync {
   std::int64_t bytes = 0;    // parameter bytes each rollout rank received (numel x element size)
   std::int64_t buckets = 0;  // broadcasts of parameters
 };
+
+/// How a run starts, from the actor's rank 0 to the split rollout pool (prepare(), trainer_start.cpp).
+struct PoolStart {
+  enum class Kind : std::int64_t { kFresh = 0, kResumed = 1, kRefused = 2 };
+  Kind kind = Kind::kFresh;
+  std::int64_t step = 0;              // the checkpoint's step: the run goes on with step + 1
+  DataLoader::State data{};           // the loader's position after the checkpoint's step
+  std::int64_t param_version = 0;     // the version of the base weights (the actor's, resumed)
+  std::int64_t rollout_version = -1;  // >= 0: a sync of the checkpoint's rollout weights, of this version, follows
+};
+
+/// Every rank of the world: rank 0's `start` (the argument elsewhere is ignored). Throws on a
+/// rollout rank when the actor refused (kRefused: the actor's ranks throw their own error).
+PoolStart share_pool_start(const Topology& topology, const PoolStart& start);
 
 /// Whether step `step` (1-based) of `total_steps` syncs the weights. sync: every step but the
 /// first (every rank starts from the same weights); one_step_off: steps 2 .. total-1 (step k's
