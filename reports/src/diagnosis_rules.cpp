@@ -391,6 +391,18 @@ std::optional<Finding> comm_exposed(const RunAnalysis& a, const DiagnosisThresho
                                 format_seconds(static_cast<double>(groups[i].second) * 1e-9));
     if (groups.size() > 1) f.evidence += " (time two groups share counts in each)";
   }
+  if (worst->role_wait_ns > 0) {
+    // A split rollout pool: what the rank waited for the other role in their collectives is idle.
+    f.evidence += fmt::format("; left out of communication: {} rank {} waited for the other role in collectives "
+                              "with it (",
+                              format_seconds(static_cast<double>(worst->role_wait_ns) * 1e-9), worst->rank);
+    bool first = true;
+    for (const auto& [group, ns] : worst->role_wait_by_group_ns) {
+      f.evidence += fmt::format("{}{} {}", first ? "" : ", ", group, format_seconds(static_cast<double>(ns) * 1e-9));
+      first = false;
+    }
+    f.evidence += "), that role's idle, not transfer";
+  }
   if (!a.temporal.note.empty()) f.evidence += "; " + a.temporal.note;
   f.suggestion = "Exposed communication is time the step's thread spends waiting for collectives. ";
   if (groups.empty()) {

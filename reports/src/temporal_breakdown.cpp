@@ -16,9 +16,13 @@
 
 #include <fmt/format.h>
 
+#include "hybridscope/reports/role_idle.h"
+
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
+#include <tuple>
 #include <utility>
 
 namespace hs::reports {
@@ -96,7 +100,51 @@ struct RankTimeline {
   Interval window;
   std::vector<Interval> all, compute, comm;
   std::map<std::string, std::vector<Interval>> comm_by_group;  // host ranges only
+  std::map<std::string, std::vector<Interval>> role_wait_by_group;  // split pool, host ranges only
 };
+
+// A split rollout pool's collectives with the other role (temporal_breakdown.h): per comm_ops
+// index, the transfer's own length (the shortest duration among the members' rows of that
+// collective); absent for every other row. The members' rows are paired by group, step and op, in
+// order: the k-th all_reduce of `world` in step 3 on each rank is one collective. A set of rows
+// counts when both the pool's ranks and the others' recorded it, group_size ranks each as many
+// times (a row one rank lacks, such as the final barrier after the pool's recorder closed, leaves
+// its set whole).
+std::vector<std::optional<std::int64_t>> cross_role_transfers(const RunData& data) {
+  std::vector<std::optional<std::int64_t>> transfer(data.comm_ops.size());
+  const std::vector<int> pool_list = split_rollout_ranks(data);
+  if (pool_list.empty()) return transfer;
+  const std::set<int> pool(pool_list.begin(), pool_list.end());
+  using Key = std::tuple<std::string, std::int64_t, std::string>;  // group, step, op
+  std::map<Key, std::map<int, std::vector<std::size_t>>> rows;   // -> rank -> its rows
+  for (std::size_t i = 0; i < data.comm_ops.size(); ++i) {
+    const CommOpRow& c = data.comm_ops[i];
+    rows[{c.group, c.step, c.op}][c.rank].push_back(i);
+  }
+  for (auto& [key, by_rank] : rows) {
+    const bool has_pool = std::any_of(by_rank.begin(), by_rank.end(), [&](const auto& r) { return pool.count(r.first) > 0; });
+    const bool has_other = std::any_of(by_rank.begin(), by_rank.end(), [&](const auto& r) { return pool.count(r.first) == 0; });
+    if (!has_pool || !has_other) continue;
+    const std::size_t count = by_rank.begin()->second.size();
+    const bool matched = std::all_of(by_rank.begin(), by_rank.end(), [&](const auto& r) {
+      return r.second.size() == count && data.comm_ops[r.second.front()].group_size == static_cast<int>(by_rank.size());
+    });
+    if (!matched) continue;
+    for (auto& [rank, indices] : by_rank)
+      std::stable_sort(indices.begin(), indices.end(),
+                       [&](std::size_t x, std::size_t y) { return data.comm_ops[x].start_ns < data.comm_ops[y].start_ns; });
+    for (std::size_t k = 0; k < count; ++k) {
+      std::int64_t shortest = -1;
+      for (const auto& [rank, indices] : by_rank) {
+        const CommOpRow& c = data.comm_ops[indices[k]];
+        const std::int64_t length = c.end_ns - c.start_ns;
+        if (shortest < 0 || length < shortest) shortest = length;
+      }
+      for (const auto& [rank, indices] : by_rank) transfer[indices[k]] = std::max<std::int64_t>(shortest, 0);
+    }
+  }
+  return transfer;
+}
 
 // Kernel records of the measured steps, each placed in a step by its start on the same rank.
 std::map<int, RankTimeline> kernel_timelines(const RunData& data, const std::map<int, RankSteps>& steps,
@@ -140,9 +188,21 @@ std::map<int, RankTimeline> host_timelines(const RunData& data, const std::map<i
     timelines[rank].window = span_of(step_intervals);
   }
   std::map<int, std::vector<Interval>> blocked;  // rank -> when its main thread was blocked on a collective
-  for (const CommOpRow& c : data.comm_ops) {
+  const std::vector<std::optional<std::int64_t>> cross_role = cross_role_transfers(data);
+  for (std::size_t index = 0; index < data.comm_ops.size(); ++index) {
+    const CommOpRow& c = data.comm_ops[index];
     const auto t = timelines.find(c.rank);
     if (t == timelines.end() || !in_steps.holds(c.rank, c.start_ns, c.step)) continue;
+    if (cross_role[index] && c.end_ns - c.start_ns > *cross_role[index]) {
+      // A collective with the other role: its start waited for that role (idle), its end moved data.
+      const Interval wait{c.start_ns, c.end_ns - *cross_role[index]}, moved{wait.end_ns, c.end_ns};
+      t->second.role_wait_by_group[c.group].push_back(wait);
+      t->second.comm.push_back(moved);
+      t->second.comm_by_group[c.group].push_back(moved);
+      t->second.all.push_back(moved);
+      blocked[c.rank].push_back({c.start_ns, c.end_ns});  // blocked throughout: computing in neither
+      continue;
+    }
     const Interval transfer{c.start_ns, c.end_ns};
     t->second.comm.push_back(transfer);
     t->second.comm_by_group[c.group].push_back(transfer);
@@ -261,8 +321,19 @@ TemporalAnalysis temporal_analysis(const RunData& data, const std::vector<std::i
       const std::int64_t exposed = union_length(comm) - intersection_length(comm, t.compute);
       if (exposed > 0) o.exposed_by_group_ns[group] = exposed;
     }
+    std::vector<Interval> waits;
+    for (const auto& [group, wait] : t.role_wait_by_group) {
+      o.role_wait_by_group_ns[group] = union_length(wait);
+      waits.insert(waits.end(), wait.begin(), wait.end());
+    }
+    o.role_wait_ns = union_length(waits);
     analysis.overlap.push_back(std::move(o));
   }
+  const bool waits = std::any_of(analysis.overlap.begin(), analysis.overlap.end(),
+                                 [](const CommComputeOverlap& o) { return o.role_wait_ns > 0; });
+  if (waits)
+    analysis.note += "; in collectives of the split rollout pool with the actor only the transfer counts as "
+                     "communication (the shortest member's duration), the wait for the other role is that role's idle";
   return analysis;
 }
 

@@ -1111,4 +1111,71 @@ TEST(DiagnosisRuleTable, UniqueIdsEachDocumented) {
   EXPECT_EQ(ids.size(), 13u);
 }
 
+// comm-exposed on a split rollout pool, through temporal_analysis (temporal_breakdown.h): 2 ranks,
+// rank 1 the pool, one measured step [0, 1 s) as rollout_server.cpp records it. The actor (rank 0)
+// waits in the hand-over broadcast [10, 400) ms while the pool generates; the pool, after handing
+// over [380, 400) ms, waits in the step-boundary all_reduce from 400 ms until the actor has trained
+// and joins it at `boundary_ms`; the all_reduce ends at `boundary_ms` + `transfer_ms`.
+RunAnalysis split_pool_comm(const std::string& pool, std::int64_t boundary_ms, std::int64_t transfer_ms) {
+  constexpr std::int64_t ms = 1'000'000;
+  RunAnalysis a = clean_run();
+  set_config(a, "hybridscope.placement.rollout", pool);
+  a.data.run.world_size = 2;
+  auto range = [](int rank, const char* name, const char* category, std::int64_t start, std::int64_t end) {
+    RangeRow r;
+    r.rank = rank;
+    r.tid = rank + 1;
+    r.step = 2;
+    r.name = name;
+    r.category = category;
+    r.depth = std::string(category) == "step" ? 0 : 1;
+    r.start_ns = start * ms;
+    r.end_ns = end * ms;
+    return r;
+  };
+  auto comm = [](int rank, const char* op, std::int64_t start, std::int64_t end) {
+    CommOpRow c;
+    c.rank = rank;
+    c.step = 2;
+    c.op = op;
+    c.group = "world";
+    c.group_size = 2;
+    c.start_ns = start * ms;
+    c.end_ns = end * ms;
+    return c;
+  };
+  const std::int64_t end = boundary_ms + transfer_ms;
+  a.data.ranges = {range(0, "step", "step", 0, 1000),  range(0, "gen", "phase", 0, 400),
+                   range(0, "update_actor", "phase", 400, boundary_ms), range(1, "step", "step", 0, 1000),
+                   range(1, "gen", "phase", 0, 380)};
+  a.data.comm_ops = {comm(0, "broadcast", 10, 400), comm(1, "broadcast", 380, 400), comm(1, "all_reduce", 400, end),
+                     comm(0, "all_reduce", boundary_ms, end)};
+  a.measured = {2};
+  a.temporal = temporal_analysis(a.data, a.measured);
+  return a;
+}
+
+TEST(DiagnosisRules, CommExposedLeavesASplitPoolsWaitForTheOtherRoleToTheRolesIdle) {
+  // The pool's all_reduce is 595 ms of its 1 s step, 590 of them waiting for the actor's update:
+  // idle of the rollout role, not communication (its transfer 5 ms + the hand-over 20 ms = 2.5 %).
+  EXPECT_FALSE(check("comm-exposed", split_pool_comm("[1]", 990, 5)));
+  // The same records as a colocated run: 615 ms of communication on rank 1, none of it hidden.
+  const auto colocated = check("comm-exposed", split_pool_comm("[]", 990, 5));
+  ASSERT_TRUE(colocated);
+  EXPECT_EQ(colocated->rank, 1);
+  EXPECT_NEAR(colocated->impact, 0.615, 1e-9);
+}
+
+TEST(DiagnosisRules, CommExposedOnASplitPoolCountsTheTransferAndSaysWhatItLeftOut) {
+  // A slow step-boundary all_reduce of its own: 150 ms of transfer after the actor joins at 850 ms.
+  // Each rank: the hand-over 20 + 150 = 170 ms exposed (17 %); rank 0 (the first of the two) is
+  // named, with its 370 ms wait [10, 380) in the hand-over for the pool's generation left out.
+  const auto f = check("comm-exposed", split_pool_comm("[1]", 850, 150));
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->rank, 0);
+  EXPECT_NEAR(f->impact, 0.17, 1e-9);
+  EXPECT_CONTAINS(f->evidence, "left out of communication: 370 ms rank 0 waited for the other role in collectives "
+                               "with it (world 370 ms), that role's idle, not transfer");
+}
+
 }  // namespace

@@ -338,3 +338,74 @@ TEST(TemporalBreakdownTest, TheSameCollectiveRecordedSynchronouslyOverlapsNothin
   // here: nothing says the thread blocked there).
   EXPECT_EQ(o.compute_ns, 240);
 }
+
+// A split rollout pool (hybridscope.placement.rollout=[1]) on host ranges, step 1 = [1000,2000)
+// on both ranks, as rollout_server.cpp and trainer.cpp record it (every collective on `world`):
+//   rank 0 (actor, thread 1): gen [1000,1400) = its wait for the pool's batch, the hand-over
+//     broadcast [1010,1400) inside it; update_actor [1400,boundary); the step-boundary all_reduce
+//     [boundary,1995).
+//   rank 1 (pool, thread 2): gen [1000,1380); the hand-over broadcast [1380,1400) (its root,
+//     arriving last); the step-boundary all_reduce [1400,1995), waiting for the actor's training.
+RunData split_pool_run(const std::string& pool = "[1]", std::int64_t boundary = 1990) {
+  RunData data;
+  data.run.world_size = 2;
+  data.config = {{"hybridscope.placement.rollout", pool}};
+  data.ranges = {
+      range(0, 1, 1, "step", "step", 1000, 2000),
+      range(0, 1, 1, "gen", "phase", 1000, 1400),
+      range(0, 1, 1, "update_actor", "phase", 1400, boundary),
+      range(1, 2, 1, "step", "step", 1000, 2000),
+      range(1, 2, 1, "gen", "phase", 1000, 1380),
+  };
+  data.comm_ops = {
+      comm(0, 1, "broadcast", 1010, 1400), comm(1, 1, "broadcast", 1380, 1400),
+      comm(1, 1, "all_reduce", 1400, 1995), comm(0, 1, "all_reduce", boundary, 1995),
+  };
+  return data;
+}
+
+TEST(TemporalBreakdownTest, ASplitPoolsWaitForTheOtherRoleIsNotCommunication) {
+  const TemporalAnalysis a = temporal_analysis(split_pool_run(), {1});
+  ASSERT_EQ(a.overlap.size(), 2u);
+  // Rank 0: the hand-over's transfer is the pool's row, 20 (the pool arrived last); the actor's
+  // [1010,1380) 370 waited for the generation. The all_reduce: the actor's row, 5, is the transfer.
+  const CommComputeOverlap& actor = a.overlap[0];
+  EXPECT_EQ(actor.comm_ns, 25);
+  EXPECT_EQ(actor.exposed_comm_ns, 25);
+  EXPECT_EQ(actor.role_wait_ns, 370);
+  EXPECT_EQ(actor.role_wait_by_group_ns.at("world"), 370);
+  EXPECT_EQ(actor.exposed_by_group_ns.at("world"), 25);
+  // Rank 1: its hand-over row is all transfer (20); of its all_reduce 595, [1400,1990) 590 waited
+  // for the actor's update and [1990,1995) 5 moved data.
+  const CommComputeOverlap& rollout = a.overlap[1];
+  EXPECT_EQ(rollout.comm_ns, 25);
+  EXPECT_EQ(rollout.exposed_comm_ns, 25);
+  EXPECT_EQ(rollout.role_wait_ns, 590);
+  // The pool's wait is neither compute nor busy: idle in the breakdown, as role_idle counts it
+  // (busy = gen 380 + the hand-over 20 + the all_reduce's transfer 5).
+  EXPECT_EQ(a.breakdown[1].idle_ns, 1000 - 405);
+  EXPECT_EQ(a.breakdown[1].compute_ns, 380);
+  EXPECT_NE(a.note.find("the wait for the other role is that role's idle"), std::string::npos) << a.note;
+}
+
+TEST(TemporalBreakdownTest, WithoutASplitPoolEveryCollectiveIsCommunicationWhole) {
+  // The same records read as a colocated run (HTA: a collective is communication from issue to
+  // completion): rank 1's all_reduce 595 + the broadcast 20.
+  const TemporalAnalysis a = temporal_analysis(split_pool_run("[]"), {1});
+  EXPECT_EQ(a.overlap[0].comm_ns, 395);
+  EXPECT_EQ(a.overlap[1].comm_ns, 615);
+  EXPECT_EQ(a.overlap[1].exposed_comm_ns, 615);
+  EXPECT_EQ(a.overlap[1].role_wait_ns, 0);
+  // An imported run has no hybridscope placement: left whole too.
+  RunData imported = split_pool_run();
+  imported.run.source = "kineto";
+  EXPECT_EQ(temporal_analysis(imported, {1}).overlap[1].comm_ns, 615);
+}
+
+TEST(TemporalBreakdownTest, ASplitPoolsCollectivesAreLeftWholeWhenTheirRowsDoNotMatch) {
+  // The actor's all_reduce row lost (the recorder refused a write): step 1's all_reduces of
+  // `world` are one rank's, not group_size ranks', so the pool's is read whole, as HTA reads it.
+  RunData data = split_pool_run();
+  data.comm_ops.pop_back();
+  EXPECT_EQ(temporal_analysis(data, {1}).overlap[1].comm_ns, 615);
+}

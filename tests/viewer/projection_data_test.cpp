@@ -95,6 +95,53 @@ TEST(ProjectionData, ReadsTheCpuProjectionWithoutASearch) {
   EXPECT_TRUE(p.search.empty());
 }
 
+// split-one-step-off-cpu.json: the demo model as async-split-cpu.yaml's one_step_off cell (rank 1
+// generates), calibrated on that matrix, at 2 and 4 ranks:
+//   hybridscope simulate --hardware bench/hardware/cpu-local.yaml --config configs/demo_grpo.yaml \
+//     --calibrate out/async-split.sqlite --comm-bench out/comm-bench.json --ranks 2,4 --json FILE \
+//     hybridscope.warmup.steps=0 data.train_batch_size=16 actor_rollout_ref.rollout.n=4 \
+//     actor_rollout_ref.actor.ppo_mini_batch_size=16 actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=64 \
+//     actor_rollout_ref.actor.strategy=fsdp actor_rollout_ref.hybrid_engine=false \
+//     hybridscope.placement.rollout=[1] hybridscope.async_mode=one_step_off hybridscope.num_threads=1
+TEST(ProjectionData, ReadsASplitPoolsTermsAndNoneForAColocatedProjection) {
+  const Projection p = load_projection(kData + "/split-one-step-off-cpu.json");
+  ASSERT_TRUE(p.split_pool.has_value());
+  EXPECT_EQ(p.split_pool->async_mode, "one_step_off");
+  EXPECT_EQ(p.split_pool->rollout_ranks, 1);
+  EXPECT_EQ(p.split_pool->trigger_parameter_sync_step, 4);
+  EXPECT_DOUBLE_EQ(p.split_pool->staleness_threshold, 0.1);
+  ASSERT_EQ(p.sizes.size(), 2u);
+  ASSERT_TRUE(p.sizes[0].split_pool.has_value());
+  const ProjectedSplitPool& two = *p.sizes[0].split_pool;
+  EXPECT_EQ(two.rollout_ranks, 1);
+  EXPECT_EQ(two.actor_ranks, 1);
+  EXPECT_EQ(two.bound, "train");
+  EXPECT_DOUBLE_EQ(two.rollout_pipeline_s, 0.02526465637865368);
+  EXPECT_DOUBLE_EQ(two.train_pipeline_s, 0.042331111756104656);
+  EXPECT_DOUBLE_EQ(two.handoff_s, 0.0003061447812500001);
+  EXPECT_DOUBLE_EQ(two.sync_s, 0.0016729416818799389);
+  EXPECT_DOUBLE_EQ(two.gen_wait_s, 0.0003061447812500001);
+  // one_step_off: step = max(G, T) + H + S.
+  EXPECT_NEAR(p.sizes[0].step_s(), two.train_pipeline_s + two.handoff_s + two.sync_s, 1e-15);
+  EXPECT_EQ(p.sizes[1].split_pool->rollout_ranks, 2);  // the pool's half of 4 ranks
+  EXPECT_EQ(describe_split_pool(two),
+            "train-bound: the pool's generation 25.3 ms (1 rank) against training 42.3 ms (1 rank); hand-over "
+            "306 µs, sync 1.67 ms (1.67 ms per step); the actor waits 306 µs for each batch");
+
+  // A colocated projection carries none: absent, not zeros.
+  const Projection colocated = load_projection(kData + "/demo-cpu.json");
+  EXPECT_FALSE(colocated.split_pool.has_value());
+  for (const auto& size : colocated.sizes) EXPECT_FALSE(size.split_pool.has_value());
+
+  // A bound that is neither pipeline is an error naming the field.
+  std::string text = read_text(kData + "/split-one-step-off-cpu.json");
+  const auto bound = text.find("\"bound\": \"train\"");
+  ASSERT_NE(bound, std::string::npos);
+  text.replace(bound, 16, "\"bound\": \"sync\"");
+  const std::string e = parse_error(text);
+  EXPECT_NE(e.find("broken.json: sizes[0].split_pool.bound: is \"sync\", expected rollout or train"), std::string::npos) << e;
+}
+
 TEST(ProjectionData, ErrorsNameTheFileAndTheField) {
   const std::string good = read_text(kData + "/demo-cpu.json");
   ASSERT_FALSE(good.empty());

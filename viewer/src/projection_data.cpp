@@ -2,6 +2,7 @@
 #include "hybridscope/viewer/projection_data.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -87,6 +88,26 @@ ProjectedSize parse_size(const Reader& r, const json& s, const std::string& at) 
   out.mfu_actor = r.number(s, at, "mfu_actor");
   out.mfu_step = r.number(s, at, "mfu_step");
   out.strong_efficiency = r.number(s, at, "strong_efficiency");
+  // A split placement's terms (projection.cpp, split_pool_json); none for a colocated size.
+  if (s.contains("split_pool")) {
+    const std::string pool_at = at + ".split_pool";
+    const json& j = r.get(s, at, "split_pool", json::value_t::object, "an object");
+    ProjectedSplitPool pool;
+    pool.rollout_ranks = r.integer(j, pool_at, "rollout_ranks");
+    pool.actor_ranks = r.integer(j, pool_at, "actor_ranks");
+    pool.rollout_pipeline_s = r.number(j, pool_at, "rollout_pipeline_s");
+    pool.train_pipeline_s = r.number(j, pool_at, "train_pipeline_s");
+    pool.bound = r.string(j, pool_at, "bound");
+    if (pool.bound != "rollout" && pool.bound != "train") r.fail(pool_at + ".bound", "is \"" + pool.bound + "\", expected rollout or train");
+    pool.handoff_s = r.number(j, pool_at, "handoff_s");
+    pool.sync_pack_s = r.number(j, pool_at, "sync_pack_s");
+    pool.sync_wire_s = r.number(j, pool_at, "sync_wire_s");
+    pool.sync_unpack_s = r.number(j, pool_at, "sync_unpack_s");
+    pool.sync_s = r.number(j, pool_at, "sync_s");
+    pool.sync_per_step_s = r.number(j, pool_at, "sync_per_step_s");
+    pool.gen_wait_s = r.number(j, pool_at, "gen_wait_s");
+    out.split_pool = pool;
+  }
   // Weak scaling either ran (its step time and efficiency) or was refused (why).
   if (s.contains("weak_refusal")) {
     out.weak_refusal = r.string(s, at, "weak_refusal");
@@ -119,6 +140,21 @@ double value_or_zero(const std::map<std::string, double>& m, const std::string& 
 }
 
 }  // namespace
+
+std::string describe_split_pool(const ProjectedSplitPool& pool) {
+  auto seconds = [](double s) {
+    char text[32];
+    if (s >= 1.0) std::snprintf(text, sizeof text, "%.3g s", s);
+    else if (s >= 1e-3) std::snprintf(text, sizeof text, "%.3g ms", s * 1e3);
+    else std::snprintf(text, sizeof text, "%.3g µs", s * 1e6);
+    return std::string(text);
+  };
+  auto ranks = [](int n) { return std::to_string(n) + (n == 1 ? " rank" : " ranks"); };
+  return pool.bound + "-bound: the pool's generation " + seconds(pool.rollout_pipeline_s) + " (" +
+         ranks(pool.rollout_ranks) + ") against training " + seconds(pool.train_pipeline_s) + " (" +
+         ranks(pool.actor_ranks) + "); hand-over " + seconds(pool.handoff_s) + ", sync " + seconds(pool.sync_s) + " (" +
+         seconds(pool.sync_per_step_s) + " per step); the actor waits " + seconds(pool.gen_wait_s) + " for each batch";
+}
 
 double ProjectedSize::step_s() const { return value_or_zero(phases_s, "step_s"); }
 double ProjectedSize::phase(const std::string& name) const { return value_or_zero(phases_s, name); }
@@ -153,6 +189,15 @@ Projection parse_projection(const std::string& json_text, const std::string& sou
     if (!assumptions[i].is_string())
       r.fail("assumptions[" + std::to_string(i) + "]", std::string("is ") + assumptions[i].type_name() + ", expected a string");
     p.assumptions.push_back(assumptions[i].get<std::string>());
+  }
+  if (root.contains("split_pool")) {
+    const json& j = r.get(root, "", "split_pool", json::value_t::object, "an object");
+    Projection::SplitPlacement split;
+    split.rollout_ranks = r.integer(j, "split_pool", "rollout_ranks");
+    split.async_mode = r.string(j, "split_pool", "async_mode");
+    split.trigger_parameter_sync_step = r.integer(j, "split_pool", "trigger_parameter_sync_step");
+    split.staleness_threshold = r.number(j, "split_pool", "staleness_threshold");
+    p.split_pool = split;
   }
   const json& sizes = r.array(root, "", "sizes");
   for (std::size_t i = 0; i < sizes.size(); ++i) p.sizes.push_back(parse_size(r, sizes[i], "sizes[" + std::to_string(i) + "]"));

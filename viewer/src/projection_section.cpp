@@ -74,7 +74,14 @@ QString header_text(const Projection& p) {
       .arg(p.samples_per_prompt)
       .arg(p.prompt_length, 0, 'f', 0)
       .arg(p.response_length, 0, 'f', 0)
-      .arg(efficiencies.join(QStringLiteral(", ")).toHtmlEscaped());
+      .arg(efficiencies.join(QStringLiteral(", ")).toHtmlEscaped()) +
+         (p.split_pool ? QObject::tr("<br>split rollout pool: %1 rank(s), %2, a weight sync every %3 update(s), staleness "
+                                     "threshold %4 (each size's step time: its pipelines, hand-over and sync)")
+                             .arg(p.split_pool->rollout_ranks)
+                             .arg(qs(p.split_pool->async_mode).toHtmlEscaped())
+                             .arg(p.split_pool->trigger_parameter_sync_step)
+                             .arg(p.split_pool->staleness_threshold, 0, 'g', 3)
+                       : QString());
 }
 
 }  // namespace
@@ -122,7 +129,9 @@ ProjectionSection::ProjectionSection(const Projection& p, const std::vector<Line
       refused_rows.push_back(row);  // its refusal goes in once the columns have their widths
       continue;
     }
-    sizes_->setItem(row, kStep, item(format_s(s.step_s()), true));
+    auto* step = item(format_s(s.step_s()), true);
+    if (s.split_pool) step->setToolTip(qs(describe_split_pool(*s.split_pool)));  // a split placement's terms
+    sizes_->setItem(row, kStep, step);
     sizes_->setItem(row, kTokensPerDevice, item(QString::number(s.tokens_per_s_per_device, 'f', 0), true));
     sizes_->setItem(row, kMfuActor, item(percent(s.mfu_actor), true));
     auto* memory = item(tr("%1 of %2").arg(format_decimal_bytes(s.peak_memory_bytes()), format_decimal_bytes(s.capacity_bytes())), true);

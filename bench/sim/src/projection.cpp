@@ -366,6 +366,24 @@ nlohmann::json phases_json(const PhaseTimes& t) {
           {"update_actor", t.update_actor_s}};
 }
 
+// A split rollout pool's terms at one size (PhaseTimes; docs/simulator.md, "Split placement and
+// the asynchronous modes"): the two pipelines, which of them max(G, T) takes, the hand-over and
+// the sync. Only for a split placement: a colocated size has no such object (absent, not zeros).
+nlohmann::json split_pool_json(const StepInputs& in, const PhaseTimes& t) {
+  return {{"rollout_ranks", in.rollout_ranks},
+          {"actor_ranks", total_ranks(in) - in.rollout_ranks},
+          {"rollout_pipeline_s", t.rollout_pipeline_s},
+          {"train_pipeline_s", t.train_pipeline_s},
+          {"bound", t.rollout_pipeline_s > t.train_pipeline_s ? "rollout" : "train"},
+          {"handoff_s", t.handoff_s},
+          {"sync_pack_s", t.sync_pack_s},
+          {"sync_wire_s", t.sync_wire_s},
+          {"sync_unpack_s", t.sync_unpack_s},
+          {"sync_s", t.sync_s},
+          {"sync_per_step_s", t.sync_per_step_s},
+          {"gen_wait_s", t.gen_wait_s}};
+}
+
 nlohmann::json memory_json(const MemoryEstimate& m) {
   return {{"master_weights", m.master_weights}, {"gradients", m.gradients},
           {"optimizer", m.optimizer},           {"reference_weights", m.reference_weights},
@@ -396,6 +414,11 @@ std::string projection_json(const Projection& p, const StepInputs& base, const C
                      {"switch_copy", e.switch_copy}, {"kv_fill", e.kv_fill},
                      {"gen_call_overhead_s", e.gen_call_overhead_s}};
   j["assumptions"] = p.assumptions;
+  if (base.rollout_ranks > 0)
+    j["split_pool"] = {{"rollout_ranks", base.rollout_ranks},
+                       {"async_mode", trainer::to_string(base.async_mode)},
+                       {"trigger_parameter_sync_step", base.trigger_parameter_sync_step},
+                       {"staleness_threshold", base.staleness_threshold}};
   j["sizes"] = nlohmann::json::array();
   for (const auto& s : p.sizes) {
     nlohmann::json x = {{"ranks", s.ranks}, {"feasible", s.feasible}};
@@ -404,6 +427,7 @@ std::string projection_json(const Projection& p, const StepInputs& base, const C
     } else {
       x["phases_s"] = phases_json(s.times);
       x["memory_bytes"] = memory_json(s.times.memory);
+      if (s.times.split_pool) x["split_pool"] = split_pool_json(s.inputs, s.times);
       x["tokens_per_s"] = s.tokens_per_s;
       x["tokens_per_s_per_device"] = s.tokens_per_s_per_device;
       x["mfu_actor"] = s.mfu_actor;

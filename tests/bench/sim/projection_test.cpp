@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 namespace sim = hs::bench::sim;
 namespace trainer = hs::trainer;
@@ -216,4 +219,66 @@ TEST(Projection, ScalingColumnsAndRefusals) {
   EXPECT_EQ(p.sizes[3].inputs.micro_batches_per_optimizer_step, 1);  // 2 prompts · 2 / 4 ranks / 2
   EXPECT_GT(p.sizes[3].tokens_per_s, 0.0);
   EXPECT_GT(p.sizes[3].mfu_actor, p.sizes[3].mfu_step);
+}
+
+// projection_json of a split rollout pool (hybridscope.placement.rollout): step_model_test's
+// SplitPoolSyncHandOverAndAsyncStepsByHand case (small_step's 2 training ranks + 2 pool ranks, one
+// bucket of fp32 weights, max_response_length 4) projected at 4 ranks, one step off policy.
+TEST(Projection, JsonCarriesASplitPoolsTermsAndOnlyForASplitPool) {
+  sim::StepInputs base = small_step();
+  base.rollout_ranks = 2;
+  base.async_mode = trainer::AsyncMode::kOneStepOff;
+  base.sync_bytes_per_param = 4;
+  base.sync_bucket_bytes = 1 << 20;
+  base.max_response_length = 4;
+  const auto comm = cluster(1e-5, 1e10);
+  const nlohmann::json j = nlohmann::json::parse(sim::projection_json(sim::project(base, comm, {4}), base, comm, {}, 0));
+  ASSERT_TRUE(j.contains("split_pool")) << j.dump(2);
+  EXPECT_EQ(j["split_pool"]["async_mode"], "one_step_off");
+  EXPECT_EQ(j["split_pool"]["rollout_ranks"], 2);
+  EXPECT_EQ(j["split_pool"]["trigger_parameter_sync_step"], 1);
+  const nlohmann::json& size = j["sizes"][0];
+  ASSERT_TRUE(size["feasible"].get<bool>()) << size.dump(2);
+  const nlohmann::json& pool = size["split_pool"];
+  EXPECT_EQ(pool["rollout_ranks"], 2);
+  EXPECT_EQ(pool["actor_ranks"], 2);
+  // The sync: 250880 parameters × 4 B = 1003520 B to a group of 3: the version 2·10 µs + 8/1e10,
+  // the bucket 2·10 µs + 1003520/1e10; pack and unpack 2 · 1003520 B at 1e11 B/s × 0.5 each.
+  EXPECT_NEAR(pool["sync_wire_s"].get<double>(), 20.0008e-6 + 120.352e-6, 1e-12);
+  EXPECT_NEAR(pool["sync_pack_s"].get<double>(), 40.1408e-6, 1e-12);
+  EXPECT_NEAR(pool["sync_unpack_s"].get<double>(), 40.1408e-6, 1e-12);
+  EXPECT_NEAR(pool["sync_s"].get<double>(), 220.6344e-6, 1e-12);
+  EXPECT_NEAR(pool["sync_per_step_s"].get<double>(), 220.6344e-6, 1e-12);  // one_step_off: every step
+  // The hand-over: per pool rank over 4 ranks, a 16 B header (3·10 µs + 1.6e-9 s) and 4 rows of
+  // 9 float32 = 144 B (3·10 µs + 1.44e-8 s).
+  EXPECT_NEAR(pool["handoff_s"].get<double>(), 2 * (30.0016e-6 + 30.0144e-6), 1e-12);
+  // The pipelines are the phases of phases_s: G = gen, T = old_log_prob + ref + update_actor (no
+  // reward model, no critic); the step is max(G, T) + H + S, the actor's wait max(0, G − T) + H.
+  const nlohmann::json& phases = size["phases_s"];
+  const double gen = phases["gen"].get<double>();
+  const double train = phases["old_log_prob"].get<double>() + phases["ref"].get<double>() +
+                       phases["update_actor"].get<double>();
+  EXPECT_DOUBLE_EQ(pool["rollout_pipeline_s"].get<double>(), gen);
+  EXPECT_NEAR(pool["train_pipeline_s"].get<double>(), train, 1e-15);
+  EXPECT_EQ(pool["bound"], gen > train ? "rollout" : "train");
+  EXPECT_NEAR(phases["step_s"].get<double>(), std::max(gen, train) + 2 * (30.0016e-6 + 30.0144e-6) + 220.6344e-6, 1e-12);
+  EXPECT_NEAR(pool["gen_wait_s"].get<double>(), std::max(0.0, gen - train) + 2 * (30.0016e-6 + 30.0144e-6), 1e-12);
+
+  // fully_async with a sync every 2 updates: half a sync per step.
+  base.async_mode = trainer::AsyncMode::kFullyAsync;
+  base.trigger_parameter_sync_step = 2;
+  base.staleness_threshold = 0.5;
+  const nlohmann::json f = nlohmann::json::parse(sim::projection_json(sim::project(base, comm, {4}), base, comm, {}, 0));
+  EXPECT_EQ(f["split_pool"]["async_mode"], "fully_async");
+  EXPECT_EQ(f["split_pool"]["trigger_parameter_sync_step"], 2);
+  EXPECT_DOUBLE_EQ(f["split_pool"]["staleness_threshold"].get<double>(), 0.5);
+  EXPECT_NEAR(f["sizes"][0]["split_pool"]["sync_per_step_s"].get<double>(), 220.6344e-6 / 2, 1e-12);
+
+  // A colocated projection has no split_pool anywhere: absent, not zeros.
+  const sim::StepInputs colocated = small_step();
+  const nlohmann::json c =
+      nlohmann::json::parse(sim::projection_json(sim::project(colocated, comm, {2}), colocated, comm, {}, 0));
+  EXPECT_FALSE(c.contains("split_pool"));
+  ASSERT_TRUE(c["sizes"][0]["feasible"].get<bool>());
+  EXPECT_FALSE(c["sizes"][0].contains("split_pool"));
 }

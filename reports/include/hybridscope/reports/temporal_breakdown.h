@@ -17,6 +17,20 @@
 // training thread therefore overlap nothing; an asynchronous one (fsdp's per-layer gathers and
 // reduce-scatters with forward_prefetch) overlaps the compute between its post and its wait, and
 // phases on other threads overlap whatever runs under them.
+//
+// A split rollout pool (hybridscope.placement.rollout) on host ranges: the pool's ranks and the
+// actor's meet in collectives of groups both roles take part in (the hand-over's broadcasts and
+// the step-boundary agreement over `world`, the weight sync over `sync_rollout`); a rank that
+// arrives first is blocked there until the other role arrives — the actor while the pool
+// generates, the pool while the actor trains. That wait is the role's idle (role_idle.h), not
+// communication: of each such collective only its transfer counts as communication, taken as the
+// shortest duration among the members' rows of it (the last to arrive waited for no one; a
+// duration, so clocks need not agree across hosts), the end of each row; the rest, the row's
+// start, is the wait (role_wait_ns): neither communication nor compute (busy only where a range
+// covers it, as the actor's `gen` does). The members' rows of a collective are paired by group,
+// step and op, in order (the k-th all_reduce of `world` in step 3 on each rank); a set that not
+// group_size ranks recorded equally often (a row lost on one rank) is left whole. Kernel records
+// name no group and are read as HTA reads them.
 #pragma once
 
 #include <map>
@@ -59,6 +73,10 @@ struct CommComputeOverlap {
   /// group, |∪ that group's collectives| − its overlap with compute. Two groups in flight at once
   /// each count the shared time, so these may add up to more than exposed_comm_ns.
   std::map<std::string, std::int64_t> exposed_by_group_ns;
+  /// Host ranges of a split rollout pool only: |∪ the waits for the other role| in collectives of
+  /// groups both roles take part in, left out of comm_ns (0 otherwise), in all and per group.
+  std::int64_t role_wait_ns = 0;
+  std::map<std::string, std::int64_t> role_wait_by_group_ns;
 };
 
 struct TemporalAnalysis {

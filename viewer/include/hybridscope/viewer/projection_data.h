@@ -23,6 +23,26 @@ class ProjectionError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A split rollout pool's terms at one world size (the JSON's sizes[i].split_pool; only for a split
+/// placement: docs/simulator.md, "Split placement and the asynchronous modes").
+struct ProjectedSplitPool {
+  int rollout_ranks = 0;            // the pool's ranks at this size
+  int actor_ranks = 0;              // the rest: they train
+  double rollout_pipeline_s = 0.0;  // G: the pool's generation of a batch
+  double train_pipeline_s = 0.0;    // T: reward + log-prob passes + updates on the actor's ranks
+  std::string bound;                // "rollout" (G > T) | "train": the pipeline max(G, T) takes
+  double handoff_s = 0.0;           // H: the batch's broadcasts from the pool to every rank
+  double sync_pack_s = 0.0, sync_wire_s = 0.0, sync_unpack_s = 0.0;
+  double sync_s = 0.0;              // S: one weight sync (pack + broadcasts + unpack)
+  double sync_per_step_s = 0.0;     // S per step (÷ trigger_parameter_sync_step in fully_async)
+  double gen_wait_s = 0.0;          // the actor's `gen`: its wait for the batch
+};
+
+/// "rollout-bound: the pool's generation 1.2 s (2 ranks) against training 0.8 s (6 ranks); hand-over
+/// 3 ms, sync 40 ms (40 ms per step); the actor waits 0.4 s for each batch" — the Scaling page's
+/// tooltip of a split size's step time.
+std::string describe_split_pool(const ProjectedSplitPool& pool);
+
 /// One world size of the projection (the JSON's sizes[i]).
 struct ProjectedSize {
   int ranks = 0;
@@ -39,6 +59,7 @@ struct ProjectedSize {
   std::optional<double> weak_step_s;          // batch × n/n0: the step time, s (absent with weak_refusal)
   std::optional<double> weak_efficiency;      // t0 / t_weak, 0..1
   std::string weak_refusal;                   // why the weak-scaling batch does not run; else empty
+  std::optional<ProjectedSplitPool> split_pool;  // a split placement's terms; absent when colocated
 
   double step_s() const;
   /// max(training_peak, generation_peak): what must fit in `capacity_bytes()` (bytes per rank).
@@ -75,6 +96,14 @@ struct Projection {
   std::vector<std::string> assumptions;
   std::vector<ProjectedSize> sizes;          // in the file's order (ascending ranks)
   std::vector<SearchCandidate> search;       // empty without --search
+  // A split placement (the JSON's top-level split_pool); absent when colocated (or an older file).
+  struct SplitPlacement {
+    int rollout_ranks = 0;                  // the pool's ranks in the projected configuration
+    std::string async_mode;                 // sync | one_step_off | fully_async
+    int trigger_parameter_sync_step = 1;    // updates per weight sync (fully_async)
+    double staleness_threshold = 0.0;       // verl's async_training.staleness_threshold
+  };
+  std::optional<SplitPlacement> split_pool;
 
   /// "hardware | layout": a projection opened later with the same key replaces the earlier one.
   std::string key() const { return hardware + " | " + layout; }
