@@ -435,6 +435,16 @@ Metrics PPOTrainer::State::step() {
       save(step);
       topology.parallel.world->barrier();  // nobody resumes from a half-written checkpoint
     }
+    // The heap's growth over the next steps, faulted in now rather than inside their phases: a CPU
+    // rank, at the end of the first step this process runs, as many bytes as that step's peak
+    // (cpu_heap.h). Inside the step's range, which every range of a step nests in.
+    if (!heap_prefaulted && !topology.device.is_cuda() && cpu_memory_tracker_installed()) {
+      heap_prefaulted = true;
+      if (const std::int64_t peak = cpu_memory_stats().peak_bytes; peak > 0) {
+        HS_PROBE_RANGE(timings, "heap_prefault", kSetup);
+        prefault_cpu_heap(peak);
+      }
+    }
   }
   add_perf_metrics(batch, metrics);
   return reduce_metrics(metrics, *topology.parallel.world, topology.mesh.tp * topology.mesh.pp);
@@ -601,7 +611,6 @@ void PPOTrainer::State::add_perf_metrics(const RolloutBatch& batch, Metrics& met
   } else if (cpu_memory_tracker_installed()) {
     const CpuMemoryStats cpu = cpu_memory_stats();
     metrics.emplace_back("perf/max_memory_allocated_gb", static_cast<double>(cpu.peak_bytes) / kGiB);
-    cpu_step_peak_bytes = cpu.peak_bytes;
     reset_cpu_memory_peak();
   }
   const auto pool = actor->rollout->allocator().stats();
@@ -621,13 +630,6 @@ Metrics PPOTrainer::State::train_step() {
     // The run is marked failed by the caller with this message; its records so far are kept.
     throw TrainingOutOfMemory(detail::out_of_memory_message(cfg, detail::PhaseMark::failed(), global_step,
                                                             topology.memory_device, e.what_without_backtrace()));
-  }
-  // The heap's growth over the next steps, faulted in now rather than inside their phases (a
-  // CPU rank, after the first step this process ran: cpu_heap.h).
-  if (!heap_prefaulted && !topology.device.is_cuda() && cpu_step_peak_bytes > 0) {
-    HS_PROBE_RANGE(recording->timings(), "heap_prefault", kSetup);
-    prefault_cpu_heap(cpu_step_peak_bytes);
-    heap_prefaulted = true;
   }
   recording->recorder().record_metrics(global_step, metrics);
   recording->flush();

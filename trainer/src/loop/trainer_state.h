@@ -44,9 +44,7 @@ struct PPOTrainer::State {
   std::unique_ptr<DataLoader> loader;
   std::int64_t total_steps = 0;
   std::int64_t global_step = 0;
-  /// A CPU rank's peak live bytes over the last step (the memory tracker's), and whether this
-  /// process has prefaulted its heap to that size after its first step (memory/cpu_heap.h).
-  std::int64_t cpu_step_peak_bytes = 0;
+  /// Whether this process has prefaulted its CPU heap, at the end of its first step (memory/cpu_heap.h).
   bool heap_prefaulted = false;
 
   std::unique_ptr<HybridActor> actor;  // null on a rank of a split reference or rollout pool

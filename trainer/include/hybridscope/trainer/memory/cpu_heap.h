@@ -9,7 +9,7 @@
 // therefore faults in, at once, as many bytes as that step's peak, and gives them back to malloc,
 // which keeps them (trimming off): the growth the next steps would have faulted in reuses resident
 // pages. The cost is one memset of the step's peak, recorded as the setup range `heap_prefault`
-// between steps 1 and 2, and a resident set that stays at its high-water mark (as the CUDA caching
+// at the end of step 1, and a resident set that stays at its high-water mark (as the CUDA caching
 // allocator's reserved memory does).
 #pragma once
 
