@@ -70,6 +70,7 @@ struct FullyAsyncBatch {
   std::vector<std::int64_t> version_end;    // ... and at its end (> start: a partial rollout spanned a sync)
   double generate_seconds = 0;              // the longest generation (wave) among the groups
   std::int64_t queue_depth = 0;             // the most groups waiting in the queue as the step took its batch
+  std::int64_t reprefilled_tokens = 0;      // tokens re-prefilled after mid-wave syncs in the groups' waves
 };
 
 /// On every actor rank: step `step`'s groups, (step-1)R .. stepR-1. The actor's rank 0 takes them
