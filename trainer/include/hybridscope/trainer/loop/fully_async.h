@@ -23,10 +23,10 @@
 // most floor((M - 1) / R).
 //
 // Partial rollout (async_training.partial_rollout): a sync that arrives while a wave of groups is
-// generating is joined between two tokens; the in-flight sequences go on with the new weights over
-// the K/V the old weights wrote (verl aborts them and resubmits prompt + partial response, whose
-// prefill recomputes that K/V with the new weights). Each token's rollout log-prob is the one of the
-// weights that sampled it, so the rollout correction sees the true behaviour policy. A group's
+// generating is joined between two tokens; the in-flight sequences are re-prefilled with the new
+// weights (prompt + tokens so far, `gen/reprefill`) and go on from there, as verl aborts them and
+// resubmits prompt + partial response. Each token's rollout log-prob is the one of the weights
+// that sampled it, so the rollout correction sees the true behaviour policy. A group's
 // staleness counts from the weights it started with; off, the sync waits for the wave to finish.
 #pragma once
 
