@@ -153,12 +153,14 @@ TEST(FullyAsync, APartialRolloutJoinsTheSyncMidGenerationOrTheSyncWaits) {
   const std::string on = run_fully_async("partial_on", 2, steps, with("async_training.partial_rollout=true"));
   const std::string off = run_fully_async("partial_off", 2, steps, with("async_training.partial_rollout=false"));
   if (HasFailure()) return;
-  double spanned = 0, widest = 0;
+  double spanned = 0, widest = 0, reprefilled = 0;
   for (int step = 1; step <= steps; ++step) {
     const auto m_on = step_metrics_of(on, step), m_off = step_metrics_of(off, step);
     spanned += m_on.at("fully_async/partial/total_partial_num");
     widest = std::max(widest, m_on.at("fully_async/partial/max_partial_span"));
+    reprefilled += m_on.at("fully_async/partial/reprefill_tokens");
     EXPECT_EQ(m_off.at("fully_async/partial/total_partial_num"), 0) << "step " << step;
+    EXPECT_EQ(m_off.at("fully_async/partial/reprefill_tokens"), 0) << "step " << step;
     // M = 8, bound floor(7 / 4) = 1, counted from the weights a group started with.
     EXPECT_LE(m_on.at("async/staleness/max"), 1) << "step " << step;
     EXPECT_LE(m_off.at("async/staleness/max"), 1) << "step " << step;
@@ -166,6 +168,19 @@ TEST(FullyAsync, APartialRolloutJoinsTheSyncMidGenerationOrTheSyncWaits) {
   std::printf("partial_rollout=true: %.0f groups spanned a sync, widest span %.0f updates\n", spanned, widest);
   EXPECT_GE(spanned, 1);
   EXPECT_GE(widest, 1);
+  // Each sync that landed mid-group re-prefilled the sequences in flight: at least a prompt and one
+  // token each, timed as gen/reprefill on the rollout rank (rank 1) only.
+  auto reprefills = [&](const std::string& db, int rank) {
+    return std::stoll(hs::test::query_row(db, fmt::format("SELECT count(*) FROM ranges r JOIN strings s ON r.name_id = s.id "
+                                                "WHERE s.value = 'gen/reprefill' AND r.rank = {}",
+                                                rank)));
+  };
+  std::printf("partial_rollout=true: %.0f tokens re-prefilled in %lld gen/reprefill ranges\n", reprefilled,
+              static_cast<long long>(reprefills(on, 1)));
+  EXPECT_GE(reprefills(on, 1), 1);
+  EXPECT_EQ(reprefills(on, 0), 0);
+  EXPECT_EQ(reprefills(off, 1), 0);
+  EXPECT_GE(reprefilled, 2 * reprefills(on, 1));
 }
 
 TEST(FullyAsync, LearnsWhatTheRewardAsks) {

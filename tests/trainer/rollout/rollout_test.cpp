@@ -284,6 +284,75 @@ TEST_F(GenerateTest, RolloutLogProbsEqualTheFullForwardsAtTheSampledTokens) {
   EXPECT_NEAR(sampling_log_probs(logits, token, SamplingParams{0.5, -1, 1.0, 1, false}).item<double>(), expected, 1e-7);
 }
 
+// Two models of the same shape: between_steps copies the second's weights into the engine's
+// model before the 3rd decode step, as a partial-rollout weight sync does. With the re-prefill
+// (between_steps returns true) every token from then on has the log-prob that a from-scratch
+// forward of prompt + tokens so far under the new weights gives — the cache the old weights
+// wrote is gone; the tokens before keep the old weights' log-probs. Returning false (the weights
+// changed but the cache is kept: decoding on the old K/V) misses that, so the check is not vacuous.
+std::vector<std::vector<float>> generate_across_a_weight_change(Transformer& model, Transformer& next,
+                                                                const std::vector<std::vector<std::int32_t>>& prompts,
+                                                                bool reprefill, std::int64_t& reprefilled) {
+  RolloutEngine engine(model, /*eos=*/-1, /*pad=*/0, /*block_size=*/4, /*num_blocks=*/-1, /*max_num_seqs=*/16, 24);
+  GenerationRequest request{prompts, SamplingParams{1.0, -1, 1.0, 2, false}, 8};
+  int calls = 0;
+  request.between_steps = [&] {
+    if (++calls != 3) return false;
+    torch::NoGradGuard no_grad;
+    const auto from = next->named_parameters();
+    for (auto& p : model->named_parameters()) p.value().copy_(from[p.key()]);
+    return reprefill;
+  };
+  auto gen = seeded(0);
+  const auto result = engine.generate(request, gen);
+  reprefilled = result.reprefilled_tokens;
+  // Every token's log-prob under the weights that a from-scratch forward says: the first model's
+  // before the change, the second's from token 3 on.
+  std::vector<std::vector<float>> gap(result.responses.size());
+  torch::NoGradGuard no_grad;
+  for (std::size_t r = 0; r < result.responses.size(); ++r) {
+    const auto& prompt = prompts[r / 2];
+    const auto& response = result.responses[r];
+    EXPECT_EQ(response.size(), 8u);
+    std::vector<std::int64_t> seq(prompt.begin(), prompt.end());
+    seq.insert(seq.end(), response.begin(), response.end());
+    const auto T = static_cast<std::int64_t>(seq.size());
+    auto ids = torch::tensor(seq, torch::kLong).unsqueeze(0);
+    const auto lp = model->forward(ids, torch::ones_like(ids), torch::arange(T, torch::kLong).unsqueeze(0))[0]
+                        .log_softmax(-1);  // model holds the new weights now
+    for (std::size_t t = 3; t < response.size(); ++t) {
+      const auto at = static_cast<std::int64_t>(prompt.size() + t) - 1;
+      gap[r].push_back(std::abs(result.log_probs[r][t] - lp[at][response[t]].item<float>()));
+    }
+  }
+  return gap;
+}
+
+TEST_F(GenerateTest, AWeightChangeMidWaveReprefillsTheSequencesInFlight) {
+  auto model = make_model();
+  torch::manual_seed(12);
+  Transformer next(gqa_shape(), HeadKind::kLm);
+  const std::vector<std::vector<std::int32_t>> prompts = {prompts_[0], prompts_[1], prompts_[4]};
+  std::int64_t reprefilled = 0;
+  const auto gap = generate_across_a_weight_change(model, next, prompts, /*reprefill=*/true, reprefilled);
+  for (std::size_t r = 0; r < gap.size(); ++r)
+    for (std::size_t t = 0; t < gap[r].size(); ++t) EXPECT_LT(gap[r][t], 2e-5) << "row " << r << " token " << t + 3;
+  // Every sequence was in flight with 3 tokens sampled, 2 of them in the cache: prompt + 2 each.
+  std::int64_t expected = 0;
+  for (const auto& p : prompts) expected += 2 * (static_cast<std::int64_t>(p.size()) + 2);
+  EXPECT_EQ(reprefilled, expected);
+
+  // Decoding on over the old weights' K/V is not the new policy.
+  auto old_model = make_model();
+  std::int64_t none = -1;
+  const auto stale = generate_across_a_weight_change(old_model, next, prompts, /*reprefill=*/false, none);
+  EXPECT_EQ(none, 0);
+  float worst = 0;
+  for (const auto& row : stale)
+    for (const auto g : row) worst = std::max(worst, g);
+  EXPECT_GT(worst, 1e-3) << "the old K/V changes the logits after the weight change";
+}
+
 TEST_F(GenerateTest, CacheAllocationAndRelease) {
   auto model = make_model();
   RolloutEngine engine(model, 3, 0, 4, /*num_blocks=*/10, 4, 16);

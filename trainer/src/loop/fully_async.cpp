@@ -28,7 +28,9 @@ namespace {
 
 // A prompt group on the wire: this float64 header, then its n packed rows (pack_rollouts's float32
 // (n, 1 + 2 L)).
-enum Header { kPrompt, kVersionStart, kVersionEnd, kSeconds, kHeaderSize };
+// kReprefilled: the tokens the wave's re-prefills recomputed after a mid-wave sync, on the wave's
+// first group (0 on the others), so that the step sums count each wave once.
+enum Header { kPrompt, kVersionStart, kVersionEnd, kSeconds, kReprefilled, kHeaderSize };
 
 std::vector<std::uint8_t> encode_group(const double (&header)[kHeaderSize], const torch::Tensor& rows) {
   const torch::Tensor r = rows.contiguous();
@@ -102,6 +104,7 @@ FullyAsyncBatch take_fully_async_batch(const Topology& topology, SampleQueue* qu
     out.version_start.push_back(static_cast<std::int64_t>(h[g][kVersionStart]));
     out.version_end.push_back(static_cast<std::int64_t>(h[g][kVersionEnd]));
     out.generate_seconds = std::max(out.generate_seconds, h[g][kSeconds]);
+    out.reprefilled_tokens += static_cast<std::int64_t>(h[g][kReprefilled]);
     out.queue_depth = std::max(out.queue_depth, static_cast<std::int64_t>(h[g][kHeaderSize]));
   }
   return out;
@@ -225,7 +228,13 @@ int serve_fully_async(const Config& cfg, Topology& topology, RunRecording& recor
       prompts.push_back(prompt_of(k));
       request.prompts.push_back(train_data[prompts.back()].prompt_ids);
     }
-    if (cfg.async_training.partial_rollout) request.between_steps = join_requested_syncs;
+    if (cfg.async_training.partial_rollout) {
+      request.between_steps = [&] {  // true when a sync landed: the engine re-prefills
+        const std::int64_t before = joined;
+        join_requested_syncs();
+        return joined != before;
+      };
+    }
     const std::int64_t start_version = version;
     // The wave's seed: its first group's position in the stream, on this replica's stream.
     auto gen = at::detail::createCPUGenerator(
@@ -242,7 +251,8 @@ int serve_fully_async(const Config& cfg, Topology& topology, RunRecording& recor
     const torch::Tensor rows = pack_rollouts(result.responses, result.log_probs, cfg.data.max_response_length);
     for (std::size_t i = 0; i < wave.size(); ++i) {
       const double header[kHeaderSize] = {static_cast<double>(prompts[i]), static_cast<double>(start_version),
-                                          static_cast<double>(version), seconds};
+                                          static_cast<double>(version), seconds,
+                                          i == 0 ? static_cast<double>(result.reprefilled_tokens) : 0.0};
       queue.put(wave[i], encode_group(header, rows.slice(0, static_cast<std::int64_t>(i) * n,
                                                          static_cast<std::int64_t>(i + 1) * n)));
       ++put;

@@ -539,6 +539,7 @@ Rollouts PPOTrainer::State::take_queued_rollout(std::vector<const Example*>& exa
   metrics.emplace_back("fully_async/partial/total_partial_num", partial);
   metrics.emplace_back("fully_async/partial/partial_ratio", partial / groups);
   metrics.emplace_back("fully_async/partial/max_partial_span", span);
+  metrics.emplace_back("fully_async/partial/reprefill_tokens", static_cast<double>(taken.reprefilled_tokens));
   return std::move(taken.rollouts);
 }
 

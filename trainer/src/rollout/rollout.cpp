@@ -387,10 +387,61 @@ void RolloutEngine::run_wave(const GenerationRequest& request, std::size_t first
     take(n == 1 ? last : last.repeat_interleave(n, 0), all);
   }
 
+  // ---- re-prefill: after a weight change mid-wave, every sequence in flight recomputes the K/V
+  // of its prompt + tokens so far with the new weights, in its own blocks (verl aborts the
+  // requests and resubmits prompt + partial response, whose prefill does the same). The token
+  // sampled last is not in the cache yet: the next decode step appends it. A block shared by
+  // forks (their prompt) holds the same tokens for each: its first sharer writes it, the others'
+  // slots are -1 and read it.
+  auto reprefill = [&] {
+    const auto A = static_cast<std::int64_t>(active.size());
+    std::int64_t T_re = 1;
+    for (const auto i : active) T_re = std::max(T_re, allocator_.length(seq[static_cast<std::size_t>(i)]));
+    ids.assign(static_cast<std::size_t>(A * T_re), pad_token_id_);
+    pos.assign(static_cast<std::size_t>(A * T_re), 0);
+    slots.assign(static_cast<std::size_t>(A * T_re), -1);
+    ctx.assign(static_cast<std::size_t>(A), 0);
+    max_blocks = 1;
+    std::vector<char> written(static_cast<std::size_t>(allocator_.num_blocks() * block_size), 0);
+    for (std::int64_t a = 0; a < A; ++a) {
+      const auto i = static_cast<std::size_t>(active[static_cast<std::size_t>(a)]);
+      const auto& prompt = request.prompts[first + i / static_cast<std::size_t>(n)];
+      const auto len = allocator_.length(seq[i]);  // prompt + every response token but the last
+      const auto& blocks = allocator_.block_table(seq[i]);
+      const auto prompt_len = static_cast<std::int64_t>(prompt.size());
+      for (std::int64_t t = 0; t < len; ++t) {
+        const auto at = static_cast<std::size_t>(a * T_re + (T_re - len) + t);
+        ids[at] = t < prompt_len ? prompt[static_cast<std::size_t>(t)] : responses[i][static_cast<std::size_t>(t - prompt_len)];
+        pos[at] = t;
+        const auto slot = blocks[static_cast<std::size_t>(t / block_size)] * block_size + t % block_size;
+        if (!written[static_cast<std::size_t>(slot)]) {
+          written[static_cast<std::size_t>(slot)] = 1;
+          slots[at] = slot;
+        }
+      }
+      ctx[static_cast<std::size_t>(a)] = len;
+      result.reprefilled_tokens += len;
+      max_blocks = std::max<std::int64_t>(max_blocks, static_cast<std::int64_t>(blocks.size()));
+    }
+    tables.assign(static_cast<std::size_t>(A * max_blocks), 0);
+    for (std::int64_t a = 0; a < A; ++a) {
+      const auto& blocks = allocator_.block_table(seq[static_cast<std::size_t>(active[static_cast<std::size_t>(a)])]);
+      std::copy(blocks.begin(), blocks.end(), tables.begin() + a * max_blocks);
+    }
+    view.slot_mapping = long_tensor(slots, A, T_re, device);
+    view.block_tables = long_tensor(tables, A, max_blocks, device);
+    view.context_lens = long_tensor(ctx, A, 1, device).view({A});
+    view.max_context_len = *std::max_element(ctx.begin(), ctx.end());
+    view.all_slots_written = std::find(slots.begin(), slots.end(), -1) == slots.end() ? 1 : 0;
+    HS_PROBE_TRACE_RANGE_ARGS(probes::thread_timings(), "gen/reprefill", kPhase, A, T_re);
+    model_->forward_cached(long_tensor(ids, A, T_re, device), long_tensor(pos, A, T_re, device), view,
+                           /*last_token_only=*/true);
+  };
+
   // ---- decode: one token per unfinished sequence per step
   std::vector<std::int64_t> copy_from, copy_to;
   while (!active.empty()) {
-    if (request.between_steps) request.between_steps();
+    if (request.between_steps && request.between_steps()) reprefill();
     const auto A = static_cast<std::int64_t>(active.size());
     ids.assign(static_cast<std::size_t>(A), 0);
     pos.assign(static_cast<std::size_t>(A), 0);

@@ -23,10 +23,10 @@
 // most floor((M - 1) / R).
 //
 // Partial rollout (async_training.partial_rollout): a sync that arrives while a wave of groups is
-// generating is joined between two tokens; the in-flight sequences go on with the new weights over
-// the K/V the old weights wrote (verl aborts them and resubmits prompt + partial response, whose
-// prefill recomputes that K/V with the new weights). Each token's rollout log-prob is the one of the
-// weights that sampled it, so the rollout correction sees the true behaviour policy. A group's
+// generating is joined between two tokens; the in-flight sequences are re-prefilled with the new
+// weights (prompt + tokens so far, `gen/reprefill`) and go on from there, as verl aborts them and
+// resubmits prompt + partial response. Each token's rollout log-prob is the one of the weights
+// that sampled it, so the rollout correction sees the true behaviour policy. A group's
 // staleness counts from the weights it started with; off, the sync waits for the wave to finish.
 #pragma once
 
@@ -70,6 +70,7 @@ struct FullyAsyncBatch {
   std::vector<std::int64_t> version_end;    // ... and at its end (> start: a partial rollout spanned a sync)
   double generate_seconds = 0;              // the longest generation (wave) among the groups
   std::int64_t queue_depth = 0;             // the most groups waiting in the queue as the step took its batch
+  std::int64_t reprefilled_tokens = 0;      // tokens re-prefilled after mid-wave syncs in the groups' waves
 };
 
 /// On every actor rank: step `step`'s groups, (step-1)R .. stepR-1. The actor's rank 0 takes them

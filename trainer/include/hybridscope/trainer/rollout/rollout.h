@@ -28,9 +28,11 @@ struct GenerationRequest {
   int max_response_length = 0;
   /// Called before every decode forward (after the token of the step before was sampled), when
   /// set: the fully_async rollouter joins a weight sync there (async_training.partial_rollout), so
-  /// the model's parameters may change in place — the sequences in flight go on with the new
-  /// weights over the K/V the old ones wrote.
-  std::function<void()> between_steps = nullptr;
+  /// the model's parameters may change in place. It returns true when they did: every sequence in
+  /// flight is then re-prefilled (`gen/reprefill`) — prompt + tokens so far through one forward
+  /// with the new weights, rewriting its K/V in its own blocks — as verl resubmits an aborted
+  /// request with prompt + partial response; the tokens sampled before keep their log-probs.
+  std::function<bool()> between_steps = nullptr;
 };
 
 struct GenerationResult {
@@ -41,6 +43,8 @@ struct GenerationResult {
   /// (sampling_log_probs): verl's rollout_log_probs (rollout.calculate_log_probs).
   std::vector<std::vector<float>> log_probs;
   std::int64_t generated_tokens = 0;
+  /// Tokens whose K/V a re-prefill after a mid-generation weight change recomputed (0 without).
+  std::int64_t reprefilled_tokens = 0;
   KvPoolStats peak_pool;  // pool stats at the moment of peak use
 };
 
