@@ -323,20 +323,28 @@ void RolloutEngine::run_wave(const GenerationRequest& request, std::size_t first
     ctx[static_cast<std::size_t>(w)] = len;
     max_blocks = std::max<std::int64_t>(max_blocks, static_cast<std::int64_t>(allocator_.block_table(seq).size()));
   }
-  std::vector<std::int64_t> tables(static_cast<std::size_t>(W * max_blocks), 0);
-  for (std::int64_t w = 0; w < W; ++w) {
-    const auto& blocks = allocator_.block_table(prompt_seq[static_cast<std::size_t>(w)]);
-    std::copy(blocks.begin(), blocks.end(), tables.begin() + w * max_blocks);
-  }
   note_peak(result);
 
+  // The cache view of a forward over `rows` sequences of `cols` positions each, from slots and ctx
+  // as filled above and the block tables of seq_of(0 .. rows-1), max_blocks wide (the prefill, a
+  // re-prefill and every decode step).
+  std::vector<std::int64_t> tables;
   KvCacheView view;
   view.cache = cache_.get();
-  view.slot_mapping = long_tensor(slots, W, T, device);
-  view.block_tables = long_tensor(tables, W, max_blocks, device);
-  view.context_lens = long_tensor(ctx, W, 1, device).view({W});
-  view.max_context_len = *std::max_element(ctx.begin(), ctx.end());  // no device sync in forward_cached
-  view.all_slots_written = std::find(slots.begin(), slots.end(), -1) == slots.end() ? 1 : 0;
+  auto point_view = [&](std::int64_t rows, std::int64_t cols, auto&& seq_of) {
+    tables.assign(static_cast<std::size_t>(rows * max_blocks), 0);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const auto& blocks = allocator_.block_table(seq_of(r));
+      std::copy(blocks.begin(), blocks.end(), tables.begin() + r * max_blocks);
+    }
+    const auto filled = static_cast<std::ptrdiff_t>(rows * cols);
+    view.slot_mapping = long_tensor(slots, rows, cols, device);
+    view.block_tables = long_tensor(tables, rows, max_blocks, device);
+    view.context_lens = long_tensor(ctx, rows, 1, device).view({rows});
+    view.max_context_len = *std::max_element(ctx.begin(), ctx.begin() + rows);  // no device sync in forward_cached
+    view.all_slots_written = std::find(slots.begin(), slots.begin() + filled, -1) == slots.begin() + filled ? 1 : 0;
+  };
+  point_view(W, T, [&](std::int64_t w) { return prompt_seq[static_cast<std::size_t>(w)]; });
   torch::Tensor logits;
   {
     HS_PROBE_TRACE_RANGE_ARGS(probes::thread_timings(), "gen/prefill", kPhase, W, T);
@@ -393,6 +401,9 @@ void RolloutEngine::run_wave(const GenerationRequest& request, std::size_t first
   // sampled last is not in the cache yet: the next decode step appends it. A block shared by
   // forks (their prompt) holds the same tokens for each: its first sharer writes it, the others'
   // slots are -1 and read it.
+  auto active_seq = [&](std::int64_t a) {
+    return seq[static_cast<std::size_t>(active[static_cast<std::size_t>(a)])];
+  };
   auto reprefill = [&] {
     const auto A = static_cast<std::int64_t>(active.size());
     std::int64_t T_re = 1;
@@ -423,16 +434,7 @@ void RolloutEngine::run_wave(const GenerationRequest& request, std::size_t first
       result.reprefilled_tokens += len;
       max_blocks = std::max<std::int64_t>(max_blocks, static_cast<std::int64_t>(blocks.size()));
     }
-    tables.assign(static_cast<std::size_t>(A * max_blocks), 0);
-    for (std::int64_t a = 0; a < A; ++a) {
-      const auto& blocks = allocator_.block_table(seq[static_cast<std::size_t>(active[static_cast<std::size_t>(a)])]);
-      std::copy(blocks.begin(), blocks.end(), tables.begin() + a * max_blocks);
-    }
-    view.slot_mapping = long_tensor(slots, A, T_re, device);
-    view.block_tables = long_tensor(tables, A, max_blocks, device);
-    view.context_lens = long_tensor(ctx, A, 1, device).view({A});
-    view.max_context_len = *std::max_element(ctx.begin(), ctx.end());
-    view.all_slots_written = std::find(slots.begin(), slots.end(), -1) == slots.end() ? 1 : 0;
+    point_view(A, T_re, active_seq);
     HS_PROBE_TRACE_RANGE_ARGS(probes::thread_timings(), "gen/reprefill", kPhase, A, T_re);
     model_->forward_cached(long_tensor(ids, A, T_re, device), long_tensor(pos, A, T_re, device), view,
                            /*last_token_only=*/true);
@@ -464,19 +466,9 @@ void RolloutEngine::run_wave(const GenerationRequest& request, std::size_t first
       ctx[static_cast<std::size_t>(a)] = length;
       max_blocks = std::max<std::int64_t>(max_blocks, (length + block_size - 1) / block_size);
     }
-    tables.assign(static_cast<std::size_t>(A * max_blocks), 0);
-    for (std::int64_t a = 0; a < A; ++a) {
-      const auto& blocks = allocator_.block_table(seq[static_cast<std::size_t>(active[static_cast<std::size_t>(a)])]);
-      std::copy(blocks.begin(), blocks.end(), tables.begin() + a * max_blocks);
-    }
     note_peak(result);
     cache_->copy_blocks(copy_from, copy_to);  // before this step writes into any of them
-
-    view.slot_mapping = long_tensor(slots, A, 1, device);
-    view.block_tables = long_tensor(tables, A, max_blocks, device);
-    view.context_lens = long_tensor(ctx, A, 1, device).view({A});
-    view.max_context_len = *std::max_element(ctx.begin(), ctx.begin() + A);
-    view.all_slots_written = 1;  // one new token per active sequence, each with its slot
+    point_view(A, 1, active_seq);  // one new token per active sequence, each with its slot
     HS_PROBE_TRACE_RANGE_ARGS(probes::thread_timings(), "gen/decode_step", kPhase, A, view.max_context_len);
     logits = model_->forward_cached(long_tensor(ids, A, 1, device), long_tensor(pos, A, 1, device), view);
     take(logits.select(1, 0), active);
