@@ -209,8 +209,9 @@ void BM_Collective(benchmark::State& state, RankWorld* w, OpInfo info, bool in_s
   state.counters["group_size"] = n;
   state.counters["algbw_GBps"] = algbw;
   state.counters["busbw_GBps"] = algbw * hs::probes::bus_bandwidth_factor(info.comm_op, n);
-  // The median iteration: on a shared 2-core machine one descheduled iteration of five moves the
-  // mean by half; the simulator's calibration reads this (comm_model.h, read_comm_bench_json).
+  // The median iteration, beside the mean (real_time) that the simulator's calibration reads
+  // (comm_model.h): far below the mean, the calls' times have a tail (on a shared-core machine, a
+  // peer not yet scheduled).
   std::sort(times_s.begin(), times_s.end());
   const std::size_t k = times_s.size();
   if (k > 0) state.counters["median_s"] = k % 2 ? times_s[k / 2] : (times_s[k / 2 - 1] + times_s[k / 2]) / 2.0;

@@ -91,8 +91,8 @@ struct CommBenchData {
 };
 
 /// Parses the JSON text of hs_comm_bench (out/comm-bench.json): rows BM_<Op>/ranks:N/bytes:B with
-/// counters `bytes` and `group_size`, real_time in time_unit. A sample's time is the row's
-/// `median_s` counter (the median iteration, seconds) where present, else real_time (the mean).
+/// counters `bytes` and `group_size`, real_time in time_unit. A sample's time is real_time, the
+/// mean iteration (what a phase of many calls pays per call); the `median_s` counter is not read.
 /// `origin` names it in messages.
 CommBenchData parse_comm_bench_json(const std::string& json_text, const std::string& origin);
 CommBenchData read_comm_bench_json(const std::string& path);
