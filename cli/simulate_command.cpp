@@ -58,7 +58,8 @@ void apply_efficiency(sim::Efficiencies& e, const std::string& assignment) {
                                                  {"kv_fill", &e.kv_fill}};
   const std::string name = eq == std::string::npos ? assignment : assignment.substr(0, eq);
   const auto it = fields.find(name);
-  const bool overhead = name == "gen_overhead_ms";  // a time, not a share: 0 allowed
+  // Times, not shares: 0 allowed.
+  const bool overhead = name == "gen_overhead_ms" || name == "gen_layer_overhead_ms";
   double value = -1;
   try {
     if (eq != std::string::npos && (it != fields.end() || overhead)) value = std::stod(assignment.substr(eq + 1));
@@ -68,9 +69,10 @@ void apply_efficiency(sim::Efficiencies& e, const std::string& assignment) {
   if ((it == fields.end() && !overhead) || (overhead ? !(value >= 0) : !(value > 0)))
     throw sim::SimError(fmt::format("--efficiency {}: expected NAME=VALUE with NAME one of prefill, decode, forward, "
                                     "train, switch, kv_fill and VALUE > 0 (e.g. --efficiency train=0.45), or "
-                                    "gen_overhead_ms=MS >= 0 (milliseconds per generation forward call)",
+                                    "gen_overhead_ms=MS or gen_layer_overhead_ms=MS >= 0 (milliseconds per generation "
+                                    "forward call, and per layer of one)",
                                     assignment));
-  if (overhead) e.gen_call_overhead_s = value * 1e-3;
+  if (overhead) (name == "gen_overhead_ms" ? e.gen_call_overhead_s : e.gen_layer_overhead_s) = value * 1e-3;
   else *it->second = value;
 }
 
@@ -103,7 +105,7 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& args) {
   cmd->add_option("--comm-bench", args.comm_bench, "hs_comm_bench JSON: fit each collective's alpha and beta")
       ->check(CLI::ExistingFile);
   cmd->add_option("--efficiency", args.efficiency,
-                  "NAME=VALUE (prefill, decode, forward, train, switch, kv_fill: shares of peak; gen_overhead_ms: ms per generation forward call), after any calibration; repeatable");
+                  "NAME=VALUE (prefill, decode, forward, train, switch, kv_fill: shares of peak; gen_overhead_ms, gen_layer_overhead_ms: ms per generation forward call, and per layer of one), after any calibration; repeatable");
   cmd->add_option("--search", args.search, "Rank the layouts on this many ranks")->check(CLI::PositiveNumber);
   cmd->add_option("--top", args.top, "Layouts the search prints (default 5)")->check(CLI::PositiveNumber);
   cmd->add_option("--json", args.json_path, "Write the projection (and search) as JSON to this file ('-': stdout)");

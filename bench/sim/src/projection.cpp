@@ -245,9 +245,9 @@ std::vector<std::string> projection_assumptions(const StepInputs& base, const Co
   const Efficiencies& e = base.efficiency;
   a.push_back(fmt::format("efficiencies ({}): prefill compute {:.3g}, decode bandwidth {:.3g}, forward compute {:.3g}, "
                           "train compute {:.3g}, switch copies {:.3g}, KV fill {:.3g}; generation overhead {:.3g} ms per "
-                          "forward call",
+                          "forward call + {:.3g} ms per layer of one",
                           efficiency_origin, e.prefill_compute, e.decode_bandwidth, e.forward_compute, e.train_compute,
-                          e.switch_copy, e.kv_fill, e.gen_call_overhead_s * 1e3));
+                          e.switch_copy, e.kv_fill, e.gen_call_overhead_s * 1e3, e.gen_layer_overhead_s * 1e3));
   const LengthSpread spread = response_spread(base);
   a.push_back(spread.hi > spread.lo
                   ? fmt::format("every prompt is {:.0f} tokens; responses average {:.0f} tokens, spread uniformly on "
@@ -412,7 +412,8 @@ std::string projection_json(const Projection& p, const StepInputs& base, const C
   j["efficiency"] = {{"prefill_compute", e.prefill_compute}, {"decode_bandwidth", e.decode_bandwidth},
                      {"forward_compute", e.forward_compute}, {"train_compute", e.train_compute},
                      {"switch_copy", e.switch_copy}, {"kv_fill", e.kv_fill},
-                     {"gen_call_overhead_s", e.gen_call_overhead_s}};
+                     {"gen_call_overhead_s", e.gen_call_overhead_s},
+                     {"gen_layer_overhead_s", e.gen_layer_overhead_s}};
   j["assumptions"] = p.assumptions;
   if (base.rollout_ranks > 0)
     j["split_pool"] = {{"rollout_ranks", base.rollout_ranks},

@@ -139,15 +139,16 @@ EfficiencyFit fit_unchecked(const std::vector<MeasuredCell>& cells, const CommCa
   for (const auto& cell : cells) {
     const PhaseTimes t1 = simulate_with(cell, unit, comm);
     if (const double* t = measured(cell, "switch/train_to_rollout"); t && t1.weight_switch.copy_s > 0) {
-      const double copies = *t - t1.weight_switch.wire_s - t1.kv_allocate_s;
+      const double others = t1.switch_s - t1.weight_switch.copy_s;  // wire, barrier, KV pool
+      const double copies = *t - others;
       if (copies > 0) {
         log_copy += std::log(t1.weight_switch.copy_s / copies);
         ++n_copy;
       } else {
         out.notes.push_back(fmt::format(
-            "cell {} ({}): the modelled switch transfers and KV allocation ({:.4f} s) exceed the measured switch "
-            "({:.4f} s); not used for the switch copy efficiency",
-            cell.cell_index, cell.name, t1.weight_switch.wire_s + t1.kv_allocate_s, *t));
+            "cell {} ({}): the modelled switch transfers, barrier and KV allocation ({:.4f} s) exceed the measured "
+            "switch ({:.4f} s); not used for the switch copy efficiency",
+            cell.cell_index, cell.name, others, *t));
       }
     }
   }
@@ -173,6 +174,15 @@ EfficiencyFit fit_unchecked(const std::vector<MeasuredCell>& cells, const CommCa
     out.notes.push_back(fmt::format(
         "no cell's switch moved weights: the copy efficiency fitted on {} cell{}' weight sync (pack and unpack)",
         n_sync_copy, n_sync_copy == 1 ? "" : "s"));
+  } else if (n_kv > 0) {
+    // The copies stream memory as the KV pool's zero-fill does (read and write vs write), on the
+    // same ranks; the fill is the one memory stream these cells timed, so its rate stands in (on
+    // the demo matrix, where both are fitted, they came out 0.13-0.18 and 0.14-0.20).
+    out.efficiency.switch_copy = out.efficiency.kv_fill;
+    out.notes.push_back(fmt::format(
+        "no cell's switch moved weights: the switch copy efficiency takes the KV fill's ({:.4g}), the memory stream "
+        "the cells measured",
+        out.efficiency.kv_fill));
   } else {
     out.notes.push_back("no cell's switch moved weights: the switch copy efficiency kept at its start value");
   }
@@ -212,57 +222,115 @@ EfficiencyFit fit_unchecked(const std::vector<MeasuredCell>& cells, const CommCa
   if (n_train > 0) out.efficiency.train_compute = std::exp(log_train / n_train);
   else out.notes.push_back("no usable update_actor: training efficiency kept at its start value");
 
-  // gen: the prefill/decode compute efficiency, the decode bandwidth efficiency and the per-call
-  // overhead (seconds per forward call that neither the batch nor tp divides), nested golden-section
-  // searches on the log-ratio least squares.
-  std::vector<const MeasuredCell*> gen_cells;
-  double overhead_hi = 0.0;
+  // gen: the prefill/decode compute efficiency, the decode bandwidth efficiency and the overheads
+  // that neither the batch nor tp divides (seconds per forward call, and per layer of each call).
+  // Generation is linear in the overheads: gen = base + calls · (call + layers · layer), with
+  // `calls` the cell's forward calls (the prefill and every decode step). So for each pair of
+  // efficiencies the model runs once per cell (base), and the overheads that minimise the
+  // log-ratio least squares are searched on that arithmetic alone (nested golden sections): the
+  // efficiencies by nested golden sections outside it.
+  struct GenCell {
+    const MeasuredCell* cell;
+    double measured;
+    double calls;   // forward calls: the generation time one second of per-call overhead adds
+    double layers;  // decoder layers
+    double base = 0;
+  };
+  std::vector<GenCell> gen_cells;
+  double overhead_hi = 0.0, layer_overhead_hi = 0.0;
+  std::set<int> depths;
   for (const auto& cell : cells)
     if (const double* t = generation_measured(cell)) {
-      gen_cells.push_back(&cell);
-      const double calls = 1.0 + std::ceil(response_spread(cell.inputs).hi);  // the prefill and every step
+      StepInputs in = cell.inputs;
+      in.efficiency = out.efficiency;
+      in.efficiency.gen_call_overhead_s = 0.0;
+      in.efficiency.gen_layer_overhead_s = 0.0;
+      const double without = simulate_generation(in, comm).gen_s;
+      in.efficiency.gen_call_overhead_s = 1.0;
+      const double calls = simulate_generation(in, comm).gen_s - without;
+      const double layers = cell.inputs.model.num_hidden_layers;
+      gen_cells.push_back({&cell, *t, calls, layers});
+      depths.insert(cell.inputs.model.num_hidden_layers);
+      // Neither overhead alone can exceed the whole measured generation.
       overhead_hi = overhead_hi > 0 ? std::min(overhead_hi, *t / calls) : *t / calls;
+      layer_overhead_hi = layer_overhead_hi > 0 ? std::min(layer_overhead_hi, *t / (calls * layers)) : *t / (calls * layers);
     }
   if (gen_cells.empty()) {
     out.notes.push_back("no cell measured gen: generation efficiencies kept at their start values");
     return out;
   }
-  auto objective = [&](double log_prefill, double log_decode, double overhead) {
-    double sum = 0.0;
-    for (const auto* cell : gen_cells) {
-      StepInputs in = cell->inputs;
+  // Per layer and per call differ only where the fit cells' depths do.
+  const bool layer_identifiable = depths.size() > 1;
+  const double layer_start = start.gen_layer_overhead_s;
+  if (!layer_identifiable)
+    out.notes.push_back(fmt::format(
+        "every fit cell has {} decoder layers: the per-layer generation overhead cannot be told from the per-call "
+        "one, so it keeps its start value ({:.3g} ms) and the per-call overhead carries both",
+        *depths.begin(), layer_start * 1e3));
+  auto set_bases = [&](double log_prefill, double log_decode) {
+    for (auto& g : gen_cells) {
+      StepInputs in = g.cell->inputs;
       in.efficiency = out.efficiency;
       in.efficiency.prefill_compute = std::exp(log_prefill);
       in.efficiency.decode_bandwidth = std::exp(log_decode);
-      in.efficiency.gen_call_overhead_s = overhead;
-      const double r = std::log(simulate_generation(in, comm).gen_s / *generation_measured(*cell));
+      in.efficiency.gen_call_overhead_s = 0.0;
+      in.efficiency.gen_layer_overhead_s = 0.0;
+      g.base = simulate_generation(in, comm).gen_s;
+    }
+  };
+  auto overhead_objective = [&](double call, double layer) {
+    double sum = 0.0;
+    for (const auto& g : gen_cells) {
+      const double r = std::log((g.base + g.calls * (call + g.layers * layer)) / g.measured);
       sum += r * r;
     }
     return sum;
   };
+  struct Overheads {
+    double call = 0, layer = 0, objective = 0;
+  };
+  // The bases must be set (set_bases) for the efficiencies in question.
+  auto best_overheads = [&]() {
+    auto best_call = [&](double layer) {
+      return golden_min([&](double c) { return overhead_objective(c, layer); }, 0.0, overhead_hi, 1e-9 * overhead_hi);
+    };
+    Overheads o;
+    o.layer = layer_identifiable
+                  ? golden_min([&](double l) { return overhead_objective(best_call(l), l); }, 0.0, layer_overhead_hi,
+                               1e-9 * layer_overhead_hi)
+                  : layer_start;
+    o.call = best_call(o.layer);
+    o.objective = overhead_objective(o.call, o.layer);
+    return o;
+  };
+  auto objective_at = [&](double log_prefill, double log_decode) {
+    set_bases(log_prefill, log_decode);
+    return best_overheads().objective;
+  };
   // The compute efficiency is searched up to 1 too (the hardware file's peak is the device's, or on
   // a CPU the trainer's own best GEMM): a fit that wants more is one whose generation is the
-  // per-call overhead, not its FLOPs.
-  auto best_prefill = [&](double log_decode, double overhead) {
-    return golden_min([&](double lp) { return objective(lp, log_decode, overhead); }, kLogLo, 0.0, kLogTol);
-  };
-  auto best_overhead = [&](double log_decode) {
-    return golden_min([&](double ov) { return objective(best_prefill(log_decode, ov), log_decode, ov); }, 0.0,
-                      overhead_hi, 1e-9 * overhead_hi);
+  // overhead, not its FLOPs.
+  auto best_prefill = [&](double log_decode) {
+    return golden_min([&](double lp) { return objective_at(lp, log_decode); }, kLogLo, 0.0, kLogTol);
   };
   auto fitted_at = [&](double log_decode) {
-    const double ov = best_overhead(log_decode);
-    const double lp = best_prefill(log_decode, ov);
-    return std::tuple{lp, ov, objective(lp, log_decode, ov)};
+    const double lp = best_prefill(log_decode);
+    set_bases(lp, log_decode);
+    const Overheads o = best_overheads();
+    return std::tuple{lp, o, o.objective};
   };
   // Is decode bandwidth-bound anywhere? With the bandwidth efficiency at 1 the bandwidth term is
   // at its smallest; if generation then does not depend on it, it never binds.
   const double log_decode_start = std::min(0.0, std::log(start.decode_bandwidth));
-  const auto [lp_start, ov_start, f_start] = fitted_at(log_decode_start);
+  const auto [lp_start, o_start, f_start] = fitted_at(log_decode_start);
   bool identifiable = false;
-  for (double ld : {kLogLo, 0.0})
-    if (std::abs(objective(lp_start, ld, ov_start) - f_start) > 1e-12 * std::max(1.0, f_start)) identifiable = true;
-  double log_decode = log_decode_start, log_prefill = lp_start, overhead = ov_start;
+  for (double ld : {kLogLo, 0.0}) {
+    set_bases(lp_start, ld);
+    if (std::abs(overhead_objective(o_start.call, o_start.layer) - f_start) > 1e-12 * std::max(1.0, f_start))
+      identifiable = true;
+  }
+  double log_decode = log_decode_start, log_prefill = lp_start;
+  Overheads overheads = o_start;
   if (!identifiable) {
     out.notes.push_back(
         "decode is compute-bound in every fit cell: the decode bandwidth efficiency is not identifiable "
@@ -272,7 +340,7 @@ EfficiencyFit fit_unchecked(const std::vector<MeasuredCell>& cells, const CommCa
     // the memory term only shrinks, so a fit that wants more is one where the weight and KV reads
     // never bind, and 1 predicts those cells exactly as any larger value would.
     log_decode = golden_min([&](double ld) { return std::get<2>(fitted_at(ld)); }, kLogLo, 0.0, 1e-8);
-    std::tie(log_prefill, overhead, std::ignore) = fitted_at(log_decode);
+    std::tie(log_prefill, overheads, std::ignore) = fitted_at(log_decode);
     if (std::abs(log_decode) < 1e-5)
       out.notes.push_back(
           "the decode bandwidth efficiency ended at 1 (the device's measured bandwidth): decode is compute-bound "
@@ -280,13 +348,14 @@ EfficiencyFit fit_unchecked(const std::vector<MeasuredCell>& cells, const CommCa
   }
   out.efficiency.decode_bandwidth = std::exp(log_decode);
   out.efficiency.prefill_compute = std::exp(log_prefill);
-  out.efficiency.gen_call_overhead_s = overhead;
+  out.efficiency.gen_call_overhead_s = overheads.call;
+  out.efficiency.gen_layer_overhead_s = overheads.layer;
   if (std::abs(log_prefill) < 1e-5)
     out.notes.push_back(fmt::format(
-        "the prefill compute efficiency ended at 1 (the device's peak): generation in the fit cells is the per-call "
-        "overhead ({:.3g} ms a forward call) more than its FLOPs, so they bound the efficiency only from below; 1 is "
-        "kept",
-        overhead * 1e3));
+        "the prefill compute efficiency ended at 1 (the device's peak): generation in the fit cells is the overhead "
+        "({:.3g} ms a forward call, {:.3g} ms a layer of one) more than its FLOPs, so they bound the efficiency only "
+        "from below; 1 is kept",
+        overheads.call * 1e3, overheads.layer * 1e3));
   for (auto [name, v] : {std::pair{"decode bandwidth", log_decode}, std::pair{"prefill compute", log_prefill}})
     if (std::abs(v - kLogLo) < 1e-5)
       out.notes.push_back(fmt::format(
@@ -410,9 +479,10 @@ std::string fitted_efficiencies(const EfficiencyFit& fit) {
   const Efficiencies& e = fit.efficiency;
   std::string out = fmt::format(
       "fitted efficiencies ({} cells): prefill compute {:.4g}, decode bandwidth {:.4g}, forward compute {:.4g}, "
-      "train compute {:.4g}, switch copy {:.4g}, KV fill {:.4g}; generation overhead {:.3g} ms per forward call\n",
+      "train compute {:.4g}, switch copy {:.4g}, KV fill {:.4g}; generation overhead {:.3g} ms per forward call + "
+      "{:.3g} ms per layer of one\n",
       fit.cells, e.prefill_compute, e.decode_bandwidth, e.forward_compute, e.train_compute, e.switch_copy, e.kv_fill,
-      e.gen_call_overhead_s * 1e3);
+      e.gen_call_overhead_s * 1e3, e.gen_layer_overhead_s * 1e3);
   if (!fit.out_of_range.empty())
     out += fmt::format("  FLAG: outside (0, 1]: {} (see the note below)\n", fmt::join(fit.out_of_range, ", "));
   for (const auto& note : fit.notes) out += "  note: " + note + "\n";

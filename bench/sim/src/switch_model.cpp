@@ -55,10 +55,12 @@ SwitchTimes cost_switch(const trainer::ReshardTraffic& traffic, const CommCalibr
         wire = std::max(wire, level == 0 ? comm.seconds(Collective::kSendRecv, node_exchanging, bytes, LinkLevel::kIntraNode)
                                          : comm.seconds(Collective::kSendRecv, 2, bytes, LinkLevel::kInterNode));
     }
-    // After the last message: its packed buffer's unpacking, and (vanilla, naive) the slice of the
-    // generation shard out of the full tensors.
+    // After the last message: its packed buffer's unpacking, (vanilla, naive) the slice of the
+    // generation shard out of the full tensors, and the install: the rollout model's parameters
+    // take the generation shard, one more copy of its bytes (hybrid_actor.cpp, reshard_install).
     const double after = copy_seconds(static_cast<double>(t.packed_bytes_received) +
-                                      (slices ? static_cast<double>(t.generation_bytes) : 0.0));
+                                      (slices ? static_cast<double>(t.generation_bytes) : 0.0) +
+                                      static_cast<double>(t.generation_bytes));
     if (start + wire + after > end) {
       end = start + wire + after;
       out.critical_rank = r;
@@ -66,7 +68,9 @@ SwitchTimes cost_switch(const trainer::ReshardTraffic& traffic, const CommCalibr
       out.wire_s = wire;
     }
   }
-  out.train_to_rollout_s = end;
+  out.barrier_s = comm.seconds(Collective::kAllReduce, world, 4.0,
+                               world > node ? LinkLevel::kInterNode : LinkLevel::kIntraNode);
+  out.train_to_rollout_s = end + out.barrier_s;
   return out;
 }
 

@@ -50,9 +50,12 @@ sim::StepInputs small_step() {
 // One node: rank 0 max(300, 100) → 10.03 µs, rank 1 max(100, 150) → 10.015, rank 2 max(50, 200)
 // → 10.02. Rank 0 keeps 100 B and packs its 200 B for rank 2, which unpacks them: copies at 1e9
 // B/s, read + write, rank 0 posts at 0.6 µs, so every rank it sends to starts then too: rank 0
-// ends at 10.63, rank 1 at 10.615, rank 2 at 0.6 + 10.02 + 0.4 = 11.02 µs (last).
+// ends at 10.63, rank 1 at 10.615, rank 2 at 0.6 + 10.02 + 0.4 = 11.02 µs (last); a generation
+// shard it installs after its last message adds its copy.
 // Without the copies, two ranks a node (rank 2 alone): rank 0's levels run side by side,
 // max(100 intra, 200 inter) → 10.02 µs instead of 10.03 on one node; ranks 0 and 2 end at 10.02.
+// Every switch then closes with the barrier, a 4-byte all-reduce over the 3 ranks:
+// 2·2 α + (2·2/3) · 4 / β = 40 µs + 0.000533 µs (the same link between nodes).
 TEST(SwitchModel, ConcurrentExchangeAndCopiesByHand) {
   trainer::ReshardTraffic traffic;
   traffic.mode = trainer::ReshardMode::kHybrid;
@@ -68,8 +71,10 @@ TEST(SwitchModel, ConcurrentExchangeAndCopiesByHand) {
     traffic.ranks[r].bytes_sent = sent[r];
     traffic.ranks[r].bytes_received = received[r];
   }
+  const double barrier = 4e-5 + 16.0 / 3.0 / 1e10;
   const sim::SwitchTimes direct = sim::cost_switch(traffic, cluster(1e-5, 1e10), 8, 1.0, 1e9);
-  EXPECT_NEAR(direct.train_to_rollout_s, 10.03e-6, 1e-15);
+  EXPECT_NEAR(direct.barrier_s, barrier, 1e-15);
+  EXPECT_NEAR(direct.train_to_rollout_s, 10.03e-6 + barrier, 1e-15);
   EXPECT_EQ(direct.critical_rank, 0);
   EXPECT_NEAR(direct.copy_s, 0.0, 1e-15);
   EXPECT_EQ(direct.max_bytes_received, 200);
@@ -78,18 +83,28 @@ TEST(SwitchModel, ConcurrentExchangeAndCopiesByHand) {
   traffic.ranks[0].packed_bytes_sent = 200;
   traffic.ranks[2].packed_bytes_received = 200;
   const sim::SwitchTimes t = sim::cost_switch(traffic, cluster(1e-5, 1e10), 8, 1.0, 1e9);
-  EXPECT_NEAR(t.train_to_rollout_s, 11.02e-6, 1e-15);
+  EXPECT_NEAR(t.train_to_rollout_s, 11.02e-6 + barrier, 1e-15);
   EXPECT_EQ(t.critical_rank, 2);
   EXPECT_NEAR(t.wire_s, 10.02e-6, 1e-15);
   EXPECT_NEAR(t.copy_s, 0.4e-6, 1e-15);
+
+  // Rank 2's generation shard of 300 B is installed into the rollout model after its last
+  // message: 600 B more at 1e9 B/s, 0.6 µs; rank 2 now ends at 11.62 µs.
+  traffic.ranks[2].generation_bytes = 300;
+  const sim::SwitchTimes installed = sim::cost_switch(traffic, cluster(1e-5, 1e10), 8, 1.0, 1e9);
+  EXPECT_NEAR(installed.train_to_rollout_s, 11.62e-6 + barrier, 1e-15);
+  EXPECT_EQ(installed.critical_rank, 2);
+  EXPECT_NEAR(installed.copy_s, 1.0e-6, 1e-15);
+  traffic.ranks[2].generation_bytes = 0;
 
   // Rank 2 on its own node: rank 0's intra and inter traffic overlap.
   traffic.ranks[2].packed_bytes_received = 0;
   traffic.ranks[0].packed_bytes_sent = 0;
   traffic.ranks[0].bytes_local = 0;
   const sim::SwitchTimes nodes = sim::cost_switch(traffic, cluster(1e-5, 1e10), 2, 1.0, 1e9);
-  EXPECT_NEAR(nodes.train_to_rollout_s, 10.02e-6, 1e-15);
-  EXPECT_NEAR(sim::cost_switch(traffic, cluster(1e-5, 1e10), 8, 1.0, 1e9).train_to_rollout_s, 10.03e-6, 1e-15);
+  EXPECT_NEAR(nodes.train_to_rollout_s, 10.02e-6 + barrier, 1e-15);
+  EXPECT_NEAR(sim::cost_switch(traffic, cluster(1e-5, 1e10), 8, 1.0, 1e9).train_to_rollout_s, 10.03e-6 + barrier,
+              1e-15);
 }
 
 // The planner's bytes reach the step: fsdp over 2 ranks to rollout tp 1 makes every rank gather the

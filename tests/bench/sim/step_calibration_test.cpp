@@ -29,11 +29,12 @@ sim::CommCalibration small_cluster() {
   return sim::CommCalibration(hw);
 }
 
-// prefill, decode bandwidth, forward, train, switch; 20 µs per generation forward call; KV fill
-const sim::Efficiencies kTruth{0.42, 0.63, 0.55, 0.31, 0.37, 20e-6, 0.29};
+// prefill, decode bandwidth, forward, train, switch; 20 µs per generation forward call; KV fill;
+// 3 µs per layer of a generation forward call
+const sim::Efficiencies kTruth{0.42, 0.63, 0.55, 0.31, 0.37, 20e-6, 0.29, 3e-6};
 
-// Cells over ranks 1, 2, 4 and two (prompt, response) shapes, measured = the model at kTruth
-// times a per-cell factor (1 for noise-free).
+// Cells over ranks 1, 2, 4 and two (prompt, response) shapes of 2 and 4 layers, measured = the
+// model at kTruth times a per-cell factor (1 for noise-free).
 std::vector<sim::MeasuredCell> synthetic_cells(const sim::CommCalibration& comm, double noise) {
   std::vector<sim::MeasuredCell> cells;
   int index = 0;
@@ -45,7 +46,7 @@ std::vector<sim::MeasuredCell> synthetic_cells(const sim::CommCalibration& comm,
       c.ranks = ranks;
       c.repetitions = 1;
       sim::StepInputs& in = c.inputs;
-      in.model = {1000, 64, 256, 2, 4, 2, 16};
+      in.model = {1000, 64, 256, P > 32 ? 2 : 4, 4, 2, 16};
       in.prompts = 2;
       in.samples_per_prompt = 2;  // 4 sequences: b = 4, 2, 1 per replica
       in.prompt_length = P;
@@ -81,6 +82,7 @@ TEST(StepCalibration, RecoversKnownEfficienciesFromNoiseFreeCells) {
   EXPECT_NEAR(fit.efficiency.switch_copy / kTruth.switch_copy, 1.0, 1e-12);
   EXPECT_NEAR(fit.efficiency.kv_fill / kTruth.kv_fill, 1.0, 1e-12);
   EXPECT_NEAR(fit.efficiency.gen_call_overhead_s / kTruth.gen_call_overhead_s, 1.0, 1e-5);
+  EXPECT_NEAR(fit.efficiency.gen_layer_overhead_s / kTruth.gen_layer_overhead_s, 1.0, 1e-5);
   EXPECT_TRUE(fit.notes.empty()) << fit.notes.front();
 }
 
@@ -105,12 +107,32 @@ TEST(StepCalibration, NoisyCellsGiveCloseEfficienciesAndSmallHeldOutError) {
   const auto& e = report.fit.efficiency;
   EXPECT_NEAR(e.forward_compute / kTruth.forward_compute, 1.0, 0.06);
   EXPECT_NEAR(e.train_compute / kTruth.train_compute, 1.0, 0.06);
-  // Three generation parameters on four fit cells: ±5 % noise trades between them (a slower
-  // bandwidth against a longer call overhead), so each is looser; the prediction is what stays
-  // bounded.
+  // Four generation parameters on four fit cells: ±5 % noise trades between them (a faster
+  // bandwidth against longer overheads), so each is looser; the prediction is what stays bounded.
   EXPECT_NEAR(e.prefill_compute / kTruth.prefill_compute, 1.0, 0.4);
-  EXPECT_NEAR(e.decode_bandwidth / kTruth.decode_bandwidth, 1.0, 0.4);
+  EXPECT_NEAR(e.decode_bandwidth / kTruth.decode_bandwidth, 1.0, 0.6);
+  EXPECT_NEAR(e.gen_call_overhead_s / kTruth.gen_call_overhead_s, 1.0, 0.3);
+  EXPECT_NEAR(e.gen_layer_overhead_s / kTruth.gen_layer_overhead_s, 1.0, 0.3);
   for (const auto& err : report.held_out) EXPECT_LT(err.mean_abs_pct_error, 10.0) << err.phase;
+}
+
+TEST(StepCalibration, OneRankCellsGiveTheSwitchCopiesTheKvFillRate) {
+  // No one-rank switch moves weights (sim-cpu's fit cells on split 1): the copy efficiency cannot
+  // be fitted from them, and takes the KV pool's fill rate, fitted on the same cells, instead of
+  // the start value.
+  const auto comm = small_cluster();
+  std::vector<sim::MeasuredCell> one_rank;
+  for (const auto& c : synthetic_cells(comm, 0.0))
+    if (c.ranks == 1) one_rank.push_back(c);
+  ASSERT_EQ(one_rank.size(), 2u);
+  const sim::Efficiencies start{};
+  const sim::EfficiencyFit fit = sim::fit_efficiencies(one_rank, comm, start);
+  EXPECT_NEAR(fit.efficiency.kv_fill / kTruth.kv_fill, 1.0, 1e-12);
+  EXPECT_DOUBLE_EQ(fit.efficiency.switch_copy, fit.efficiency.kv_fill);
+  EXPECT_NE(fit.efficiency.switch_copy, start.switch_copy);
+  bool named = false;
+  for (const auto& n : fit.notes) named = named || n.find("takes the KV fill's") != std::string::npos;
+  EXPECT_TRUE(named);
 }
 
 TEST(StepCalibration, ComputeBoundDecodeLeavesBandwidthAtItsStartValue) {

@@ -115,6 +115,21 @@ TEST(StepModel, RolloutTensorParallelAndFsdpByHand) {
   EXPECT_NEAR(t.update_actor_s, t.actor_compute_s + 4.21056e-4 + 8.00064e-5 + 4.01408e-5, 1e-17);
 }
 
+// The overheads per forward call and per layer of one: the same tp-2 replica makes 1 prefill + 4
+// decode steps = 5 calls; 30 µs a call and 7 µs a layer of 2 add 5 · (30 + 2 · 7) µs = 220 µs to
+// generation, at tp 1 as at tp 2 (neither divides them).
+TEST(StepModel, GenerationOverheadsPerCallAndPerLayerByHand) {
+  for (int tp : {1, 2}) {
+    sim::StepInputs in = small_step();
+    in.rollout_tp = tp;
+    in.grad_sync = sim::GradSync::kFsdp;
+    const double without = sim::simulate_generation(in, small_cluster()).gen_s;
+    in.efficiency.gen_call_overhead_s = 30e-6;
+    in.efficiency.gen_layer_overhead_s = 7e-6;
+    EXPECT_NEAR(sim::simulate_generation(in, small_cluster()).gen_s - without, 220e-6, 1e-15) << "tp " << tp;
+  }
+}
+
 TEST(StepModel, OneFOneBBubbleByHand) {
   sim::StepInputs in = small_step();
   in.train = {1, 2, 2};  // pp 2, dp 2: world 4, dp members 2 ranks apart

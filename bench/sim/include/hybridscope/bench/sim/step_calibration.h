@@ -2,9 +2,13 @@
 // error on cells it was not fitted to (issue 16, "Calibration and validation").
 //
 // The fit, per phase, in log space (a ratio error counts the same on a 10 ms and a 10 s phase):
-//   switch copy   from the switches that moved weights, else (a split pool has no switch) from the
-//                 weight sync: e = modelled pack + unpack at efficiency 1 ÷ (measured sync − its
-//                 broadcasts), per cell, geometric mean.
+//   KV fill       from the switch's kv_allocate component: e = modelled zero-fill at efficiency 1 ÷
+//                 measured, per cell, geometric mean.
+//   switch copy   from the switches that moved weights (measured switch − its wire, barrier and kv_allocate),
+//                 else (a split pool has no switch) from the weight sync: e = modelled pack +
+//                 unpack at efficiency 1 ÷ (measured sync − its broadcasts), per cell, geometric
+//                 mean; else (one-rank cells: no switch moves anything) the KV fill's, the memory
+//                 stream those cells did time.
 //   old_log_prob  t = T1 / e_forward + G, T1 the model's compute time at efficiency 1 and G its
 //                 fsdp parameter gathers, so per cell e = T1 / (t_measured − G); the fit is their
 //                 geometric mean (least squares on log e).
@@ -14,11 +18,15 @@
 //                 named in the notes: their communication alone exceeds the measured phase).
 //   gen           (a split pool's cells: timing_s/generate_async, the pool's generation, not the
 //                 actor's wait) prefill (e_prefill) + decode (max of a bandwidth term in e_decode and a compute
-//                 term in e_prefill) + TP communication: no closed form, so (log e_prefill,
-//                 log e_decode) minimise Σ (log t_predicted − log t_measured)² by nested
-//                 golden-section searches over [1e-4, 10] (efficiencies are relative to the
-//                 hardware file's "peak", which on cpu-local is a measured matmul, so > 1 is
-//                 possible). When no fit cell's decode is bandwidth-bound the bandwidth
+//                 term in e_prefill) + TP communication + calls · (o_call + layers · o_layer), the
+//                 overheads per forward call and per layer of one: no closed form, so (log e_prefill,
+//                 log e_decode, o_call, o_layer) minimise Σ (log t_predicted − log t_measured)² by
+//                 nested golden-section searches, the efficiencies over [1e-4, 1], the overheads
+//                 (linear: the model runs once per cell and efficiency pair) inside them; o_layer
+//                 only where the fit cells' depths differ, else it keeps its start value and
+//                 o_call carries both (efficiencies are relative to the
+//                 hardware file's "peak", on cpu-local a measured matmul and copy; a fit that
+//                 wants more than 1 ends at 1 and says so). When no fit cell's decode is bandwidth-bound the bandwidth
 //                 efficiency is not identifiable; the notes say so and it keeps its start value.
 // Noise-free cells generated from the model are recovered exactly (step_calibration_test.cpp).
 #pragma once

@@ -15,6 +15,8 @@
 //               max((weight_bytes/tp + b·(P + j)·kv_bytes_per_token/tp) ÷ (bandwidth · decode_bw_eff),
 //                   b·(2·N_dense + 4·(P + j)·head_dim·heads·layers)/tp ÷ (peak · prefill_efficiency))
 //               + 2 TP all-reduces per layer of b·hidden activations
+//     per call  (the prefill and every decode step) gen_call_overhead_s + layers ·
+//               gen_layer_overhead_s: host work that neither the batch nor tp divides
 //   old log-prob, ref   forward FLOPs of all sequences (P + R each; model_flops.h, a third of
 //               verl's training formula) ÷ (world · peak · forward_efficiency)
 //               + fsdp: the parameter all-gathers of the pass over dp ranks (FsdpGathers says how many)
@@ -37,6 +39,8 @@
 // placement (hs_comm_bench oversubscribes the same way), or are the hardware file's.
 //   weight switch  train->rollout: the reshard planner's byte counts for the layouts and mode,
 //               costed as hybridscope's executor runs them (switch_model.h)
+//               + the KV pool's allocation (kv_allocate): its kv_pool_tokens slots of the rank's
+//               heads' share zero-filled at memory bandwidth × kv_fill
 //   reward      rule-based (verl's default for GRPO on verifiable tasks): not costed; with a reward
 //               model, a forward pass over all sequences like ref
 //   critic      PPO: a critic of the actor's shape (an assumption verl's examples follow): a values
@@ -49,7 +53,7 @@
 // Not overlapped: every communication is exposed (an upper bound; overlap is for calibration).
 // Memory per rank (estimate_memory) is estimated with the phases, and a layout that does not fit
 // is refused by the projection with the reason.
-// Not here yet: the KV cache's allocation, tree/hierarchical collectives, skewed length
+// Not here yet: tree/hierarchical collectives, skewed length
 // distributions (a long tail at the cap makes generation slower than the uniform spread).
 // Sources of the FLOPs formula: probes/model_flops.h (verl's flops_counter.py).
 #pragma once
@@ -111,6 +115,11 @@ struct Efficiencies {
   // The KV pool's zero-fill when the train->rollout switch allocates it (kv_allocate: the pool's
   // bytes written once at the memory bandwidth × this).
   double kv_fill = 0.5;
+  // Seconds per decoder layer per generation forward call that neither the batch nor tp divides:
+  // the host's cost of each layer's operators (dispatch, allocation; on a GPU their launches). A
+  // rank of a tp group runs every layer's operators on its shard, so tp 2 halves the bytes and
+  // FLOPs but not this (0: none).
+  double gen_layer_overhead_s = 0.0;
 };
 
 struct StepInputs {

@@ -5,21 +5,23 @@
 // What hybridscope's executor does (reshard_executor.h), and so what is costed:
 //   copies each rank first copies the pieces it keeps and packs what does not move directly
 //          (RankTraffic::packed_bytes_sent: pieces below kDirectMinElements or not contiguous on
-//          both sides); after its last message it unpacks its packed buffers and (vanilla, naive)
-//          slices its generation shard out of the full tensors: every byte read and written once
-//          at the device's memory bandwidth × switch_copy efficiency.
+//          both sides); after its last message it unpacks its packed buffers, (vanilla, naive)
+//          slices its generation shard out of the full tensors, and installs the generation shard
+//          into the rollout model's parameters (a copy of generation_bytes): every byte read and
+//          written once at the device's memory bandwidth × switch_copy efficiency.
 //   wire   then every rank posts all its sends and receives at once (Communicator::exchange).
 //          A rank's receives start when it and all its senders have posted; its link carries
 //          max(bytes sent, bytes received) at each link level (same node: intra, else inter),
 //          the levels side by side, costed as one send_recv of that size by the calibrated
 //          alpha-beta model — the calibration's send_recv is nccl-tests' sendrecv, where every
 //          rank sends and receives at once (bench/micro/comm_bench.cpp).
-//   end    the switch ends when the slowest rank's copies, wire and unpacking end (the
-//          executor's closing barrier).
+//   end    the switch ends when the slowest rank's copies, wire and unpacking end, plus the
+//          executor's closing barrier (c10d's barrier over the world: costed as a 4-byte
+//          all-reduce, a round of the smallest messages).
 //   none   when no rank's generation shard differs from its training shard the trainer makes no
 //          executor (hybrid_actor.cpp): the switch moves and copies nothing.
 // rollout->train moves nothing (the planner's rollout->train direction): not costed. The KV
-// cache's allocation inside the switch (a few ms on CPU) is not modelled.
+// pool's allocation inside the switch is the step model's (step_model.h, kv_allocate).
 #pragma once
 
 #include <cstdint>
@@ -32,6 +34,7 @@ namespace hs::bench::sim {
 struct SwitchTimes {
   double wire_s = 0;   // the critical rank's wire time (after it and its senders posted)
   double copy_s = 0;   // the critical rank's copies (before posting and after the last message)
+  double barrier_s = 0;  // the closing barrier
   double train_to_rollout_s = 0;
   int critical_rank = 0;                   // the rank whose copies + wire end last
   std::int64_t max_bytes_received = 0;     // over ranks
