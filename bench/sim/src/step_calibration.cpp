@@ -176,8 +176,9 @@ EfficiencyFit fit_unchecked(const std::vector<MeasuredCell>& cells, const CommCa
         n_sync_copy, n_sync_copy == 1 ? "" : "s"));
   } else if (n_kv > 0) {
     // The copies stream memory as the KV pool's zero-fill does (read and write vs write), on the
-    // same ranks; the fill is the one memory stream these cells timed, so its rate stands in (on
-    // the demo matrix, where both are fitted, they came out 0.13-0.18 and 0.14-0.20).
+    // same ranks; the fill is the one memory stream these cells timed, so its rate stands in. On
+    // the demo matrix, where both are fitted, the copies came out at 0.17-0.25 and the fill at
+    // 0.31-0.39: the switch this predicts is, if anything, short.
     out.efficiency.switch_copy = out.efficiency.kv_fill;
     out.notes.push_back(fmt::format(
         "no cell's switch moved weights: the switch copy efficiency takes the KV fill's ({:.4g}), the memory stream "
