@@ -187,6 +187,9 @@ int run_simulate(const SimulateArgs& args) {
     origin = fmt::format("fitted on {} measured cells of {}", fit.cells, args.calibrate_db);
     if (!fit.out_of_range.empty())
       origin += fmt::format(" — FLAGGED, efficiencies outside (0, 1]: {}", fmt::join(fit.out_of_range, ", "));
+    // What stdout holds so far goes first: with both streams on one pipe (2>&1) the notes would
+    // otherwise land in the middle of the validation, which stdout's buffer still holds.
+    std::fflush(stdout);
     for (const auto& note : fit.notes) fmt::print(stderr, "calibration: {}\n", note);
   } else {
     base.efficiency = sim::assumed_gpu_efficiencies();
