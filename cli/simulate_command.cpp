@@ -56,10 +56,13 @@ void apply_efficiency(sim::Efficiencies& e, const std::string& assignment) {
                                                  {"train", &e.train_compute},
                                                  {"switch", &e.switch_copy},
                                                  {"kv_fill", &e.kv_fill}};
+  // Times in milliseconds, not shares: 0 allowed.
+  const std::map<std::string, double*> times = {{"gen_overhead_ms", &e.gen_call_overhead_s},
+                                                {"gen_layer_overhead_ms", &e.gen_layer_overhead_s}};
   const std::string name = eq == std::string::npos ? assignment : assignment.substr(0, eq);
   const auto it = fields.find(name);
-  // Times, not shares: 0 allowed.
-  const bool overhead = name == "gen_overhead_ms" || name == "gen_layer_overhead_ms";
+  const auto time = times.find(name);
+  const bool overhead = time != times.end();
   double value = -1;
   try {
     if (eq != std::string::npos && (it != fields.end() || overhead)) value = std::stod(assignment.substr(eq + 1));
@@ -72,7 +75,7 @@ void apply_efficiency(sim::Efficiencies& e, const std::string& assignment) {
                                     "gen_overhead_ms=MS or gen_layer_overhead_ms=MS >= 0 (milliseconds per generation "
                                     "forward call, and per layer of one)",
                                     assignment));
-  if (overhead) (name == "gen_overhead_ms" ? e.gen_call_overhead_s : e.gen_layer_overhead_s) = value * 1e-3;
+  if (overhead) *time->second = value * 1e-3;
   else *it->second = value;
 }
 

@@ -113,8 +113,8 @@ EfficiencyFit fit_unchecked(const std::vector<MeasuredCell>& cells, const CommCa
   EfficiencyFit out;
   out.efficiency = start;
   out.cells = static_cast<int>(cells.size());
-  Efficiencies unit{1.0, 1.0, 1.0, 1.0, 1.0};
-  unit.kv_fill = 1.0;
+  // Every share at 1 (the overheads, times, at 0): the model's times at the hardware's peaks.
+  Efficiencies unit{1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 1.0};
 
   // The KV pool's zero-fill (the switch's kv_allocate component, measured on its own), then the
   // switch's copies, then old_log_prob and update_actor: closed form per cell, geometric mean. The
