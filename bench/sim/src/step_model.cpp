@@ -215,9 +215,8 @@ GenerationTimes simulate_generation(const StepInputs& in, const CommCalibration&
   const double bp = b / in.samples_per_prompt;
   // Every forward call (the prefill, each decode step) also pays the per-call overhead, and each
   // of its layers the per-layer one, which neither the batch nor tp divides (host work, kernel
-  // launches, waits). Not scaled by device
-  // sharing: ranks time-sliced on one core overlap one's waits with another's work (on the demo
-  // matrix, 4 ranks on 2 cores generate as fast as 2).
+  // launches, waits). Not scaled by device sharing: ranks time-sliced on one core overlap one's
+  // waits with another's work (on the demo matrix, 4 ranks on 2 cores generate as fast as 2).
   const double call_overhead = eff.gen_call_overhead_s + eff.gen_layer_overhead_s * m.num_hidden_layers;
   t.prefill_s = share * probes::forward_flops(m, bp * P, bp * P * P) / (tp_g * peak * eff.prefill_compute) + call_overhead;
   const double weight_shard_bytes = params * in.weight_bytes_per_param / tp_g;
