@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "../../../trainer/src/rollout/decode_graphs.h"
 #include "hybridscope/trainer/rollout/rollout.h"
 
 namespace hs::trainer {
@@ -487,6 +488,152 @@ TEST_F(GenerateTest, Bfloat16ModelGeneratesWithABfloat16Cache) {
   for (const auto& r : result.responses) {
     EXPECT_EQ(r.size(), 6u);
     for (const auto tok : r) EXPECT_TRUE(tok >= 0 && tok < 37);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The device loop (hybridscope.decode.device_loop)
+
+DecodeOptions device_loop(int stop_check_interval) {
+  DecodeOptions options;
+  options.device_loop = true;
+  options.stop_check_interval = stop_check_interval;
+  return options;
+}
+
+// With a stop check every step the device loop decodes the same rows in the same order as the
+// host loop and draws from the generator in the same order: on CPU the same tokens and log-probs,
+// sampled or greedy, across waves, forks and stops.
+TEST_F(GenerateTest, DeviceLoopCheckingEveryStepEqualsTheHostLoop) {
+  auto model = make_model();
+  const int max_len = 11;
+  for (const auto& params : {SamplingParams{1.0, -1, 1.0, 3, false}, sampling(1.3, 20, 0.95, 3)}) {
+    RolloutEngine host(model, /*eos=*/3, /*pad=*/0, /*block_size=*/4, /*num_blocks=*/-1, /*max_num_seqs=*/6, 24);
+    RolloutEngine device(model, 3, 0, 4, -1, 6, 24);
+    device.set_decode(device_loop(1));
+    auto g1 = seeded(21), g2 = seeded(21);
+    const GenerationRequest request{prompts_, params, max_len};
+    const auto expected = host.generate(request, g1);
+    const auto got = device.generate(request, g2);
+    EXPECT_EQ(got.responses, expected.responses) << "do_sample " << params.do_sample;
+    EXPECT_EQ(got.log_probs, expected.log_probs) << "do_sample " << params.do_sample;
+    EXPECT_EQ(got.generated_tokens, expected.generated_tokens);
+    int stopped = 0, full = 0;
+    for (const auto& r : got.responses) (r.back() == 3 ? stopped : full) += 1;
+    EXPECT_GT(stopped, 0) << "some responses end at EOS";
+    EXPECT_GT(full, 0) << "some responses reach max_response_length";
+    // The generator is left where the host loop left it.
+    EXPECT_EQ(torch::rand({1}, g1).item<double>(), torch::rand({1}, g2).item<double>());
+    // Every reserved block is back in the pool.
+    EXPECT_EQ(device.allocator().stats().blocks_used, 0);
+    EXPECT_EQ(device.allocator().stats().num_sequences, 0);
+    // The device loop reserved each wave's responses whole: its peak is at least the host loop's.
+    EXPECT_GE(got.peak_pool.blocks_used, expected.peak_pool.blocks_used);
+  }
+}
+
+// Checking every k steps, the finished rows are decoded until the next check: greedy tokens are
+// the host loop's and the log-probs agree to float rounding (the batches differ in size), and a
+// finished row's extra tokens never reach its response.
+TEST_F(GenerateTest, DeviceLoopCheckingEveryKStepsKeepsTheGreedyResponses) {
+  auto model = make_model();
+  const SamplingParams greedy{1.0, -1, 1.0, 2, false};
+  auto g = seeded(0);
+  const int eos = reference_generate(model, prompts_[1], greedy, 10, -1, g)[3];  // a token the model produces
+  RolloutEngine host(model, eos, 0, 4, -1, 8, 24);
+  auto g1 = seeded(0);
+  const GenerationRequest request{prompts_, greedy, 13};
+  const auto expected = host.generate(request, g1);
+  for (const int k : {3, 8, 50}) {
+    RolloutEngine device(model, eos, 0, 4, -1, 8, 24);
+    device.set_decode(device_loop(k));
+    auto g2 = seeded(0);
+    const auto got = device.generate(request, g2);
+    ASSERT_EQ(got.responses, expected.responses) << "stop_check_interval " << k;
+    EXPECT_EQ(got.generated_tokens, expected.generated_tokens);
+    for (std::size_t i = 0; i < got.log_probs.size(); ++i) {
+      ASSERT_EQ(got.log_probs[i].size(), expected.log_probs[i].size());
+      for (std::size_t t = 0; t < got.log_probs[i].size(); ++t)
+        EXPECT_NEAR(got.log_probs[i][t], expected.log_probs[i][t], 1e-5) << "row " << i << " token " << t;
+    }
+  }
+  bool stopped_early = false;
+  for (const auto& r : expected.responses) stopped_early = stopped_early || (r.back() == eos && r.size() < 13u);
+  EXPECT_TRUE(stopped_early) << "the test needs a response that ends before max_response_length";
+}
+
+TEST_F(GenerateTest, DeviceLoopOptionsAreCheckedAndAResponseOfOneTokenWorks) {
+  auto model = make_model();
+  RolloutEngine engine(model, 3, 0, 4, -1, 8, 24);
+  DecodeOptions bad = device_loop(0);
+  EXPECT_THROW(engine.set_decode(bad), std::invalid_argument);
+  DecodeOptions graphs_alone;
+  graphs_alone.cuda_graphs = true;
+  EXPECT_THROW(engine.set_decode(graphs_alone), std::invalid_argument);
+  engine.set_decode(device_loop(4));
+  auto g1 = seeded(3);
+  const auto one = engine.generate(GenerationRequest{prompts_, sampling(1.0, -1, 1.0, 2), 1}, g1);
+  for (const auto& r : one.responses) EXPECT_EQ(r.size(), 1u);
+  EXPECT_EQ(one.generated_tokens, static_cast<std::int64_t>(prompts_.size() * 2));
+  auto g2 = seeded(3);
+  const auto none = engine.generate(GenerationRequest{prompts_, sampling(1.0), 0}, g2);
+  for (const auto& r : none.responses) EXPECT_TRUE(r.empty());
+  // A weight sync between two tokens (partial rollout) needs the host loop.
+  GenerationRequest partial{prompts_, sampling(1.0), 4};
+  partial.between_steps = [] { return false; };
+  auto g3 = seeded(3);
+  EXPECT_THROW(engine.generate(partial, g3), std::invalid_argument);
+}
+
+// sample_tokens_at: the given uniforms decide the draw exactly as sample_by_inverse_cdf over the
+// same filtered distribution; greedy ignores them.
+TEST_F(SampleTokensTest, SampleTokensAtInvertsTheFilteredDistribution) {
+  auto logits = torch::tensor({{0.0, 1.0, 2.0, 3.0}, {3.0, 2.0, 1.0, 0.0}}, torch::kFloat);
+  const auto params = sampling(1.0, /*top_k=*/2);
+  // Top-2 keeps ids 2, 3 (row 0) and 0, 1 (row 1) with probabilities 1/(1+e) and e/(1+e).
+  // The CDF runs in id order: row 0 crosses from id 2 to 3 at 1/(1+e), row 1 from id 0 to 1 at e/(1+e).
+  const double low = 1.0 / (1.0 + std::exp(1.0)), high = 1.0 - low;
+  auto below = torch::tensor({low - 1e-3, high - 1e-3}, torch::kDouble);
+  auto above = torch::tensor({low + 1e-3, high + 1e-3}, torch::kDouble);
+  auto a = sample_tokens_at(logits, params, below);
+  auto b = sample_tokens_at(logits, params, above);
+  EXPECT_EQ(a[0].item<std::int64_t>(), 2);
+  EXPECT_EQ(b[0].item<std::int64_t>(), 3);
+  EXPECT_EQ(a[1].item<std::int64_t>(), 0);
+  EXPECT_EQ(b[1].item<std::int64_t>(), 1);
+  const SamplingParams greedy{1.0, -1, 1.0, 1, false};
+  EXPECT_TRUE(sample_tokens_at(logits, greedy, below).equal(torch::tensor({3, 0}, torch::kLong)));
+}
+
+// vLLM's capture sizes: 1, 2, 4, then every 8, up to the first at or past the largest batch.
+TEST(DecodeGraphBuckets, OneTwoFourThenEveryEight) {
+  using detail::bucket_for;
+  using detail::graph_batch_buckets;
+  EXPECT_EQ(graph_batch_buckets(1), (std::vector<std::int64_t>{1}));
+  EXPECT_EQ(graph_batch_buckets(3), (std::vector<std::int64_t>{1, 2, 4}));
+  EXPECT_EQ(graph_batch_buckets(20), (std::vector<std::int64_t>{1, 2, 4, 8, 16, 24}));
+  const auto buckets = graph_batch_buckets(256);
+  EXPECT_EQ(buckets.size(), 3u + 32u);
+  EXPECT_EQ(buckets.back(), 256);
+  EXPECT_EQ(bucket_for(buckets, 1), 1);
+  EXPECT_EQ(bucket_for(buckets, 3), 4);
+  EXPECT_EQ(bucket_for(buckets, 5), 8);
+  EXPECT_EQ(bucket_for(buckets, 9), 16);
+  EXPECT_EQ(bucket_for(buckets, 256), 256);
+  EXPECT_THROW(bucket_for(buckets, 257), std::out_of_range);
+  EXPECT_THROW(bucket_for(buckets, 0), std::out_of_range);
+  EXPECT_THROW(graph_batch_buckets(0), std::invalid_argument);
+}
+
+// Graphs are a CUDA capture: a CPU cache, or a model without the paged kernel, is refused by name.
+TEST(DecodeGraphBuckets, ACpuCacheIsRefused) {
+  auto model = make_model();
+  PagedKvCache cache(gqa_shape(), 4, 4, torch::kFloat, torch::kCPU);
+  try {
+    detail::DecodeGraphs graphs(model, &cache, 8, 4);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("cuda_graphs"), std::string::npos) << e.what();
   }
 }
 

@@ -685,6 +685,27 @@ void validate(const Config& c) {
   if (h.expandable_segments && c.trainer.device != DeviceKind::kCuda)
     p.add("hybridscope.expandable_segments = true configures the CUDA caching allocator, but trainer.device = cpu: "
           "set trainer.device=cuda or leave it false");
+  p.at_least("hybridscope.decode.stop_check_interval", h.decode.stop_check_interval, 1);
+  if (h.decode.paged_kernel && t.device != DeviceKind::kCuda)
+    p.add("hybridscope.decode.paged_kernel = true is a CUDA kernel, but trainer.device = {}: set trainer.device=cuda or "
+          "leave it false", to_string(t.device));
+  if (h.decode.cuda_graphs) {
+    if (t.device != DeviceKind::kCuda)
+      p.add("hybridscope.decode.cuda_graphs = true captures CUDA graphs, but trainer.device = {}: set trainer.device=cuda "
+            "or leave it false", to_string(t.device));
+    if (!h.decode.device_loop || !h.decode.paged_kernel)
+      p.add("hybridscope.decode.cuda_graphs = true replays the decode step of the device loop through the paged kernel: "
+            "set hybridscope.decode.device_loop=true and hybridscope.decode.paged_kernel=true too (now {} and {})",
+            h.decode.device_loop, h.decode.paged_kernel);
+    if (c.actor_rollout_ref.rollout.tensor_model_parallel_size != 1)
+      p.add("hybridscope.decode.cuda_graphs = true is built for one rollout rank per model (no collective inside the "
+            "graph), but actor_rollout_ref.rollout.tensor_model_parallel_size = {}: set it to 1 or leave "
+            "cuda_graphs false", c.actor_rollout_ref.rollout.tensor_model_parallel_size);
+  }
+  if (h.decode.device_loop && h.async_mode == AsyncMode::kFullyAsync && c.async_training.partial_rollout)
+    p.add("hybridscope.decode.device_loop = true keeps the decode state on the device, but "
+          "async_training.partial_rollout = true re-prefills the sequences in flight from the host's tokens at a weight "
+          "sync: set async_training.partial_rollout=false or leave device_loop false");
   p.at_least("hybridscope.num_threads", h.num_threads, 1);
   p.at_least("hybridscope.probes.memory_interval_ms", h.probes.memory_interval_ms, 0);
   p.at_least("hybridscope.warmup.steps", h.warmup.steps, 0);

@@ -53,6 +53,7 @@ HybridActor::HybridActor(const Config& cfg, Topology& topology, Transformer whol
   // shape) pays for its full LM head but never samples an id the tokenizer cannot decode.
   rollout->limit_sampling_to(tokenizer.vocab_size());
   rollout->set_stop_token_ids(tokenizer.stop_token_ids());
+  rollout->set_decode(decode_options(cfg.hybridscope.decode));
   hybrid_switch = std::make_unique<HybridSwitch>(model, *rollout, rollout_cfg.free_cache_engine, probes,
                                                  topology.memory_device);
   if (resharder) {

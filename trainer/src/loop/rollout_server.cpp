@@ -108,6 +108,7 @@ std::unique_ptr<RolloutEngine> make_pool_engine(const Config& cfg, Transformer& 
       rollout_cfg.gpu_memory_utilization);
   engine->limit_sampling_to(tokenizer.vocab_size());
   engine->set_stop_token_ids(tokenizer.stop_token_ids());
+  engine->set_decode(decode_options(cfg.hybridscope.decode));
   engine->allocate_cache();  // the pool only generates: its KV blocks stay allocated
   return engine;
 }

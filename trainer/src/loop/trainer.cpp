@@ -101,7 +101,8 @@ double find(const Metrics& metrics, const std::string& name, double fallback = 0
 }  // namespace
 
 void PPOTrainer::State::apply_compute_options() {
-  const ComputeOptions options = compute_options(cfg.hybridscope.precision, cfg.hybridscope.attention, cfg.hybridscope.cpu_matmul);
+  ComputeOptions options = compute_options(cfg.hybridscope.precision, cfg.hybridscope.attention, cfg.hybridscope.cpu_matmul);
+  options.paged_decode = cfg.hybridscope.decode.paged_kernel;  // only forward_cached's decode steps read it
   std::vector<Transformer*> models{&ref_model};
   if (actor) {
     models.insert(models.end(), {&actor->model, &actor->full, &actor->rollout_model});
@@ -201,7 +202,9 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
     // A rank of a split rollout pool: the whole model, generating the actor's batches with the
     // weights the syncs bring (rollout_server.h).
     s.served_rollout_model = full;
-    full->set_compute(compute_options(cfg.hybridscope.precision, cfg.hybridscope.attention, cfg.hybridscope.cpu_matmul));
+    ComputeOptions options = compute_options(cfg.hybridscope.precision, cfg.hybridscope.attention, cfg.hybridscope.cpu_matmul);
+    options.paged_decode = cfg.hybridscope.decode.paged_kernel;
+    full->set_compute(options);
     if (probe) install_cpu_memory_tracker();
     return;
   }

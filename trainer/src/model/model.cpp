@@ -243,6 +243,12 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionBatc
     }
     k_cache.index_copy_(0, batch.write_slots, k_new);
     v_cache.index_copy_(0, batch.write_slots, v_new);
+    if (batch.paged_decode) {
+      return o_proj(paged_decode_attention(q.reshape({B, heads_, D}), k_cache, v_cache, batch.block_tables,
+                                           batch.context_lens, batch.cache->block_size(), scale_)
+                        .to(q.scalar_type())
+                        .view({B, T, heads_ * D}));
+    }
     // One row gather straight into (B, KV, L, D) order: no permute copy afterwards.
     kb = k_cache.view({-1, D}).index_select(0, batch.context_rows).view({B * KV, L, D});
     vb = v_cache.view({-1, D}).index_select(0, batch.context_rows).view({B * KV, L, D});
@@ -594,6 +600,15 @@ void TransformerImpl::set_compute(const ComputeOptions& options) {
     throw std::invalid_argument("hybridscope.attention = sdpa: this LibTorch (" TORCH_VERSION
                                 ") has no scaled_dot_product_attention — use auto or eager");
   }
+  if (options.paged_decode && !detail::paged_decode_kernel_built()) {
+    throw std::invalid_argument("hybridscope.decode.paged_kernel = true: this build has no paged-attention kernel (CMake "
+                                "found no CUDA compiler, or LibTorch is a CPU build) — set it to false, or rebuild "
+                                "with the CUDA toolkit's nvcc (docs/building.md)");
+  }
+  if (options.paged_decode && !detail::paged_decode_supports(shape_.head_dim())) {
+    throw std::invalid_argument("hybridscope.decode.paged_kernel = true: the kernel takes head_dim 32, 64, 96, 128 or "
+                                "256, the model's is " + std::to_string(shape_.head_dim()) + " — set it to false");
+  }
   if (options.dtype != torch::kFloat && options.dtype != torch::kBFloat16) {
     throw std::invalid_argument("ComputeOptions.dtype must be float32 or bfloat16");
   }
@@ -721,6 +736,19 @@ torch::Tensor TransformerImpl::forward_cached_impl(const torch::Tensor& input_id
   auto context_lens = kv.context_lens.to(torch::kLong).view({B});
   // L: the longest context in the batch (one host sync; the rollout loop syncs every step for
   // the sampled tokens anyway). Shorter rows are masked.
+  auto slots = kv.slot_mapping.reshape({-1}).to(torch::kLong);  // (B * T)
+  if (compute_.paged_decode && T == 1) {
+    // The kernel reads the block tables and lengths on the device: no gathered context, no mask,
+    // no host copy of the longest context. Every decode row writes its slot (all_slots_written).
+    TORCH_CHECK(kv.all_slots_written != 0, "forward_cached: hybridscope.decode.paged_kernel decodes one new token "
+                "per row and every row writes it (slot_mapping without -1)");
+    batch.paged_decode = true;
+    batch.block_tables = tables;
+    batch.context_lens = context_lens;
+    batch.write_slots = slots;
+    auto hidden = parts_->model->forward(input_ids, batch);  // (B, 1, C)
+    return apply_head(hidden);
+  }
   batch.keys = kv.max_context_len >= 0 ? kv.max_context_len : context_lens.max().item<std::int64_t>();
   const auto L = batch.keys;
   TORCH_CHECK(L >= T && L <= tables.size(1) * bs, "forward_cached: context_lens (max ", L,
@@ -733,7 +761,6 @@ torch::Tensor TransformerImpl::forward_cached_impl(const torch::Tensor& input_id
   batch.context_rows = (context_slots.view({B, 1, L}) * KV + torch::arange(KV, long_opts).view({1, KV, 1}))
                            .reshape({B * KV * L});
 
-  auto slots = kv.slot_mapping.reshape({-1}).to(torch::kLong);  // (B * T)
   const bool all_written = kv.all_slots_written >= 0 ? kv.all_slots_written == 1 : slots.ge(0).all().item<bool>();
   if (all_written) {
     batch.write_slots = slots;

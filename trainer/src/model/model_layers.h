@@ -116,6 +116,13 @@ struct AttentionBatch {
   /// (B * KV * L) rows of the cache viewed as (slots * KV, D) that hold each sequence's context,
   /// ordered (sequence, KV head, position).
   torch::Tensor context_rows;
+  /// Decode through the paged kernel instead (paged_decode_attention; T = 1 on CUDA): the block
+  /// tables (B, max_blocks) and context lengths (B) the kernel reads; context_rows and the masks
+  /// are then unset, and nothing in the pass depends on the longest context (a CUDA graph of
+  /// the step serves every context length).
+  bool paged_decode = false;
+  torch::Tensor block_tables;
+  torch::Tensor context_lens;
 
   /// Packed pass (use_remove_padding, B = 1): the lengths of the attention chunks laid end to end
   /// along T (sum T; each chunk one or more whole sequences, attention_chunks) and, per chunk, its
@@ -158,6 +165,19 @@ inline constexpr std::int64_t kAttentionChunkTokens = 128;
 /// k and v (1, N, KV, D) -> (1, N, H * D).
 torch::Tensor packed_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                const AttentionBatch& batch, double scale);
+
+/// Decode attention through the paged cache on the device (ComputeOptions.paged_decode): q (B, H, D)
+/// of one new token per sequence against the K/V of its first context_lens[b] positions, read from
+/// k_cache / v_cache (slots, KV, D) through block_tables (B, max_blocks) by hybridscope's CUDA
+/// kernel (paged_attention_kernel.cu) -> (B, H, D) in the cache's dtype. Throws where the kernel
+/// was not built (paged_decode_kernel_built() false) or for tensors off a CUDA device.
+torch::Tensor paged_decode_attention(const torch::Tensor& q, const torch::Tensor& k_cache, const torch::Tensor& v_cache,
+                                     const torch::Tensor& block_tables, const torch::Tensor& context_lens,
+                                     std::int64_t block_size, double scale);
+/// Whether this build has the kernel (nvcc and a CUDA LibTorch at configure time).
+bool paged_decode_kernel_built();
+/// Whether the kernel takes this head dimension (false where it was not built).
+bool paged_decode_supports(std::int64_t head_dim);
 
 /// Grouped-query self-attention with HF-style rotary embeddings; q/k/v column-parallel split per
 /// head, o row-parallel. Qwen2: q/k/v biases (split with their rows). Qwen3: q_norm / k_norm, an

@@ -19,16 +19,19 @@
 #include "hybridscope/trainer/model/device.h"
 #include "hybridscope/trainer/memory/memory_probe.h"
 #include "hybridscope/trainer/rollout/rollout.h"
+#include "rollout/decode_graphs.h"
 
 namespace hs::trainer {
 
 // ---------------------------------------------------------------------------------------------
 // Sampling
 
-torch::Tensor sample_tokens(const torch::Tensor& logits, const SamplingParams& params,
-                            torch::Generator& generator) {
-  TORCH_CHECK(logits.dim() == 2, "sample_tokens: logits must be (B, V), got ", logits.sizes());
-  if (!params.do_sample || params.temperature <= 0.0) return logits.argmax(-1);  // (B)
+namespace {
+
+bool greedy(const SamplingParams& params) { return !params.do_sample || params.temperature <= 0.0; }
+
+// The sampling distribution of logits (B, V): temperature, then top-k, then top-p, softmaxed.
+torch::Tensor filtered_probs(const torch::Tensor& logits, const SamplingParams& params) {
   const auto V = logits.size(1);
   // 16-bit logits are sampled in float32; float64 stays float64.
   auto x = logits.scalar_type() == torch::kDouble ? logits : logits.to(torch::kFloat);  // (B, V)
@@ -48,7 +51,16 @@ torch::Tensor sample_tokens(const torch::Tensor& logits, const SamplingParams& p
     sorted = sorted.masked_fill(mass_before > params.top_p, neg_inf);
     x = torch::empty_like(x).scatter_(-1, order, sorted);
   }
-  auto probs = x.softmax(-1);
+  return x.softmax(-1);
+}
+
+}  // namespace
+
+torch::Tensor sample_tokens(const torch::Tensor& logits, const SamplingParams& params,
+                            torch::Generator& generator) {
+  TORCH_CHECK(logits.dim() == 2, "sample_tokens: logits must be (B, V), got ", logits.sizes());
+  if (greedy(params)) return logits.argmax(-1);  // (B)
+  auto probs = filtered_probs(logits, params);
   if (probs.device().type() != generator.device().type()) {
     // Device logits, host generator: one uniform per row is drawn on the host and the CDF is
     // inverted on the device — B numbers cross, not the (B, V) probabilities. Reproducible for a
@@ -57,6 +69,12 @@ torch::Tensor sample_tokens(const torch::Tensor& logits, const SamplingParams& p
     return sample_by_inverse_cdf(probs, uniforms.to(probs.device()));
   }
   return torch::multinomial(probs, 1, /*replacement=*/false, generator).squeeze(1);  // (B)
+}
+
+torch::Tensor sample_tokens_at(const torch::Tensor& logits, const SamplingParams& params, const torch::Tensor& uniforms) {
+  TORCH_CHECK(logits.dim() == 2, "sample_tokens_at: logits must be (B, V), got ", logits.sizes());
+  if (greedy(params)) return logits.argmax(-1);  // (B)
+  return sample_by_inverse_cdf(filtered_probs(logits, params), uniforms);
 }
 
 torch::Tensor sampling_log_probs(const torch::Tensor& logits, const torch::Tensor& tokens, const SamplingParams& params) {
@@ -151,6 +169,35 @@ RolloutEngine::RolloutEngine(Transformer model, int eos_token_id, int pad_token_
   }
 }
 
+RolloutEngine::~RolloutEngine() = default;
+
+DecodeOptions decode_options(const DecodeConfig& decode) {
+  DecodeOptions options;
+  options.device_loop = decode.device_loop;
+  options.stop_check_interval = decode.stop_check_interval;
+  options.cuda_graphs = decode.cuda_graphs;
+  return options;
+}
+
+void RolloutEngine::set_decode(const DecodeOptions& options) {
+  if (options.stop_check_interval < 1) {
+    throw std::invalid_argument("hybridscope.decode.stop_check_interval = " + std::to_string(options.stop_check_interval) +
+                                ": must be >= 1");
+  }
+  if (options.cuda_graphs && !options.device_loop) {
+    throw std::invalid_argument("hybridscope.decode.cuda_graphs = true replays the device loop's step: set "
+                                "hybridscope.decode.device_loop=true too");
+  }
+  if (options.cuda_graphs && !detail::decode_graphs_built()) {
+    throw std::invalid_argument("hybridscope.decode.cuda_graphs = true: this build has no CUDA graphs (a CPU LibTorch "
+                                "or no CUDA toolkit when it was configured) — set it to false");
+  }
+  decode_ = options;
+  graphs_.reset();
+}
+
+std::int64_t RolloutEngine::decode_graphs_captured() const { return graphs_ ? graphs_->graphs_captured() : 0; }
+
 void RolloutEngine::allocate_cache() {
   const auto weight = model_->parameters().front();
   const auto dtype = model_->compute_dtype();  // bf16 compute keeps a bf16 cache over fp32 weights
@@ -220,6 +267,7 @@ torch::Tensor RolloutEngine::sampled_ids(const torch::Tensor& logits) const {
 }
 
 void RolloutEngine::release_cache() {
+  graphs_.reset();  // they point into the cache
   cache_.reset();
   allocator_.reset();
 }
@@ -243,6 +291,11 @@ GenerationResult RolloutEngine::generate(const GenerationRequest& request,
   }
   if (request.max_response_length < 0) {
     throw std::invalid_argument("generate: max_response_length must be >= 0");
+  }
+  if (decode_.device_loop && request.between_steps) {
+    throw std::invalid_argument("generate: hybridscope.decode.device_loop keeps the decode state on the device and "
+                                "cannot join a weight sync between two tokens (async_training.partial_rollout): set "
+                                "async_training.partial_rollout=false or hybridscope.decode.device_loop=false");
   }
   for (std::size_t i = 0; i < request.prompts.size(); ++i) {
     const auto len = static_cast<int>(request.prompts[i].size());
@@ -271,9 +324,11 @@ GenerationResult RolloutEngine::generate(const GenerationRequest& request,
     const auto tokens = static_cast<std::int64_t>(request.prompts[i].size()) + request.max_response_length;
     return p.n * ((tokens + block_size - 1) / block_size);
   };
+  // A CUDA graph's pad rows write one scratch block of their own.
+  const std::int64_t scratch = decode_.device_loop && decode_.cuda_graphs ? 1 : 0;
   for (std::size_t first = 0; first < request.prompts.size();) {
     std::size_t end = first;
-    for (std::int64_t need = 0; end < request.prompts.size() && end - first < per_wave; ++end) {
+    for (std::int64_t need = scratch; end < request.prompts.size() && end - first < per_wave; ++end) {
       need += worst_blocks(end);
       if (need > allocator_.num_blocks()) break;
     }
@@ -283,7 +338,7 @@ GenerationResult RolloutEngine::generate(const GenerationRequest& request,
           "— raise hybridscope.kv_num_blocks (or rollout.gpu_memory_utilization on CUDA), or lower rollout.n or "
           "data.max_response_length",
           allocator_.num_blocks(), block_size, pool_sizing_, first, p.n, request.prompts[first].size(),
-          request.max_response_length, worst_blocks(first)));
+          request.max_response_length, worst_blocks(first) + scratch));
     }
     run_wave(request, first, end, generator, result);
     first = end;
@@ -361,6 +416,19 @@ void RolloutEngine::run_wave(const GenerationRequest& request, std::size_t first
     for (int j = 1; j < n; ++j) {
       seq[static_cast<std::size_t>(w * n + j)] = allocator_.fork(prompt_seq[static_cast<std::size_t>(w)]);
     }
+  }
+
+  if (decode_.device_loop) {
+    KvBlockAllocator::SeqId scratch_seq = -1;
+    std::int64_t scratch_block = -1;
+    if (decode_.cuda_graphs) {
+      scratch_seq = allocator_.add_sequence();
+      scratch_block = allocator_.append_token(scratch_seq).index / block_size;
+    }
+    decode_on_device(request, first, last, seq, scratch_block, generator, result);
+    for (const auto s : seq) allocator_.free_sequence(s);
+    if (scratch_seq >= 0) allocator_.free_sequence(scratch_seq);
+    return;
   }
 
   const auto max_len = static_cast<std::size_t>(request.max_response_length);
@@ -475,6 +543,179 @@ void RolloutEngine::run_wave(const GenerationRequest& request, std::size_t first
   }
 
   for (const auto s : seq) allocator_.free_sequence(s);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The device loop (DecodeOptions.device_loop)
+
+void RolloutEngine::decode_on_device(const GenerationRequest& request, std::size_t first,
+                                     const torch::Tensor& first_logits,
+                                     const std::vector<KvBlockAllocator::SeqId>& seq, std::int64_t scratch_block,
+                                     torch::Generator& generator, GenerationResult& result) {
+  const auto& params = request.params;
+  const int n = params.n;
+  const auto N = static_cast<std::int64_t>(seq.size());
+  const std::int64_t max_len = request.max_response_length;
+  if (max_len == 0) return;
+  const auto device = first_logits.device();
+  const auto on_device = torch::TensorOptions().device(device);
+  const auto longs = on_device.dtype(torch::kLong);
+
+  // Every slot a response can take, reserved now: decode step s appends response token s at
+  // position prompt + s, for s < max_len - 1 (the last token is sampled but never cached). A
+  // fork's first append copies the prompt's shared last block; the prompt's K/V are final after
+  // the prefill, so the copies run once, here.
+  const std::int64_t steps = max_len - 1;
+  const std::int64_t slot_cols = std::max<std::int64_t>(steps, 1);
+  std::vector<std::int64_t> slot_table(static_cast<std::size_t>(N * slot_cols), 0);
+  std::vector<std::int64_t> prompt_len(static_cast<std::size_t>(N));
+  std::vector<std::int64_t> copy_from, copy_to;
+  std::int64_t max_blocks = 1;
+  for (std::int64_t i = 0; i < N; ++i) {
+    const auto sq = seq[static_cast<std::size_t>(i)];
+    prompt_len[static_cast<std::size_t>(i)] = allocator_.length(sq);
+    for (std::int64_t t = 0; t < steps; ++t) {
+      const auto slot = allocator_.append_token(sq);
+      if (slot.copy_from >= 0) {
+        copy_from.push_back(slot.copy_from);
+        copy_to.push_back(slot.copy_to);
+      }
+      slot_table[static_cast<std::size_t>(i * slot_cols + t)] = slot.index;
+    }
+    max_blocks = std::max<std::int64_t>(max_blocks, static_cast<std::int64_t>(allocator_.block_table(sq).size()));
+  }
+  cache_->copy_blocks(copy_from, copy_to);
+  note_peak(result);
+  std::vector<std::int64_t> tables(static_cast<std::size_t>(N * max_blocks), 0);
+  for (std::int64_t i = 0; i < N; ++i) {
+    const auto& blocks = allocator_.block_table(seq[static_cast<std::size_t>(i)]);
+    std::copy(blocks.begin(), blocks.end(), tables.begin() + i * max_blocks);
+  }
+  if (decode_.cuda_graphs && (!graphs_ || !graphs_->captured_over([&] {
+        std::vector<const void*> pointers;
+        for (const auto& p : model_->parameters()) pointers.push_back(p.data_ptr());
+        return pointers;
+      }()))) {
+    // First use, or the parameters' storage moved (an offload round trip): capture afresh.
+    const auto widest = (max_seq_len_ + allocator_.block_size() - 1) / allocator_.block_size();
+    graphs_ = std::make_unique<detail::DecodeGraphs>(model_, cache_.get(), max_num_seqs_, widest);
+  }
+
+  // The active rows' state; row r of it is sequence rows_h[r] of the wave (ascending).
+  std::vector<std::int64_t> rows_h(static_cast<std::size_t>(N));
+  for (std::int64_t i = 0; i < N; ++i) rows_h[static_cast<std::size_t>(i)] = i;
+  torch::Tensor rows = torch::arange(N, longs);
+  torch::Tensor slots = long_tensor(slot_table, N, slot_cols, device);
+  torch::Tensor block_tables = long_tensor(tables, N, max_blocks, device);
+  torch::Tensor prompts = long_tensor(prompt_len, N, 1, device).view({N});
+  std::int64_t longest_prompt = *std::max_element(prompt_len.begin(), prompt_len.end());
+  std::vector<std::int64_t> stop_ids{eos_token_id_};
+  stop_ids.insert(stop_ids.end(), extra_stop_ids_.begin(), extra_stop_ids_.end());
+  const torch::Tensor stop = long_tensor(stop_ids, 1, static_cast<std::int64_t>(stop_ids.size()), device).view({-1});
+
+  // On a device the wave's draws come from the host generator at once (one copy, not one per
+  // step); on CPU sample_tokens draws as the host loop does.
+  const bool draw_ahead = !device.is_cpu() && !greedy(params);
+  torch::Tensor uniforms;
+  if (draw_ahead) uniforms = torch::rand({max_len, N}, generator, torch::TensorOptions().dtype(torch::kDouble)).to(device);
+  auto draw = [&](const torch::Tensor& logits, std::int64_t column) {
+    const torch::Tensor sampling = sampled_ids(logits);
+    const torch::Tensor next =
+        (draw_ahead ? sample_tokens_at(sampling, params, uniforms.select(0, column).index_select(0, rows))
+                    : sample_tokens(sampling, params, generator))
+            .to(torch::kLong);
+    return std::make_pair(next, sampling_log_probs(sampling, next, params).to(torch::kFloat));
+  };
+
+  // Outputs by wave sequence; a row's tokens past its length are discarded.
+  auto out_tokens = torch::zeros({N, max_len}, longs);
+  auto out_log_probs = torch::zeros({N, max_len}, on_device.dtype(torch::kFloat));
+  auto lengths = torch::zeros({N}, longs);
+  auto [tokens, log_probs] = draw(n == 1 ? first_logits : first_logits.repeat_interleave(n, 0), 0);
+  out_tokens.select(1, 0).copy_(tokens);
+  out_log_probs.select(1, 0).copy_(log_probs);
+  torch::Tensor length = torch::ones({N}, longs);
+  torch::Tensor done = torch::isin(tokens, stop).logical_or_(length >= max_len);
+
+  for (std::int64_t s = 0; s < steps; ++s) {
+    if (s % decode_.stop_check_interval == 0) {
+      // The one host read between two checks: drop the rows that finished since the last.
+      const auto finished = done.to(torch::kCPU).contiguous();
+      const auto* f = finished.data_ptr<bool>();
+      std::vector<std::int64_t> keep;
+      for (std::size_t r = 0; r < rows_h.size(); ++r)
+        if (!f[r]) keep.push_back(static_cast<std::int64_t>(r));
+      if (keep.size() < rows_h.size()) {
+        lengths.index_copy_(0, rows, length);
+        if (keep.empty()) {
+          rows_h.clear();
+          break;
+        }
+        const auto K = static_cast<std::int64_t>(keep.size());
+        const auto kept = long_tensor(keep, K, 1, device).view({K});
+        rows = rows.index_select(0, kept);
+        tokens = tokens.index_select(0, kept);
+        length = length.index_select(0, kept);
+        done = done.index_select(0, kept);
+        slots = slots.index_select(0, kept);
+        block_tables = block_tables.index_select(0, kept);
+        prompts = prompts.index_select(0, kept);
+        std::vector<std::int64_t> still(keep.size());
+        longest_prompt = 0;
+        for (std::size_t k = 0; k < keep.size(); ++k) {
+          still[k] = rows_h[static_cast<std::size_t>(keep[k])];
+          longest_prompt = std::max(longest_prompt, prompt_len[static_cast<std::size_t>(still[k])]);
+        }
+        rows_h.swap(still);
+      }
+    }
+    const auto A = static_cast<std::int64_t>(rows_h.size());
+    const auto positions = prompts + s;  // (A)
+    const auto context = positions + 1;
+    const auto step_slots = slots.select(1, s);
+    torch::Tensor logits;  // (A, V)
+    {
+      HS_PROBE_TRACE_RANGE_ARGS(probes::thread_timings(), "gen/decode_step", kPhase, A, longest_prompt + s + 1);
+      if (graphs_) {
+        logits = graphs_->step(tokens, positions, step_slots, block_tables, context, scratch_block);
+      } else {
+        KvCacheView view;
+        view.cache = cache_.get();
+        view.slot_mapping = step_slots.view({A, 1});
+        view.block_tables = block_tables;
+        view.context_lens = context;
+        view.max_context_len = longest_prompt + s + 1;  // an upper bound known on the host: no sync
+        view.all_slots_written = 1;
+        logits = model_->forward_cached(tokens.view({A, 1}), positions.view({A, 1}), view).select(1, 0);
+      }
+    }
+    auto [next, next_log_probs] = draw(logits, s + 1);
+    out_tokens.select(1, s + 1).index_copy_(0, rows, next);
+    out_log_probs.select(1, s + 1).index_copy_(0, rows, next_log_probs);
+    length = length + done.logical_not().to(torch::kLong);  // a finished row's token does not count
+    done = done.logical_or(torch::isin(next, stop)).logical_or_(length >= max_len);
+    tokens = next;
+  }
+  if (!rows_h.empty()) lengths.index_copy_(0, rows, length);
+
+  // The wave's responses in one copy.
+  const auto tokens_h = out_tokens.to(torch::kCPU).contiguous();
+  const auto log_probs_h = out_log_probs.to(torch::kCPU).contiguous();
+  const auto lengths_h = lengths.to(torch::kCPU).contiguous();
+  const auto* tok = tokens_h.data_ptr<std::int64_t>();
+  const auto* lp = log_probs_h.data_ptr<float>();
+  const auto* len = lengths_h.data_ptr<std::int64_t>();
+  auto* responses = result.responses.data() + first * static_cast<std::size_t>(n);
+  auto* response_log_probs = result.log_probs.data() + first * static_cast<std::size_t>(n);
+  for (std::int64_t i = 0; i < N; ++i) {
+    auto& response = responses[i];
+    auto& logp = response_log_probs[i];
+    for (std::int64_t t = 0; t < len[i]; ++t) {
+      response.push_back(static_cast<std::int32_t>(tok[i * max_len + t]));
+      logp.push_back(lp[i * max_len + t]);
+    }
+    result.generated_tokens += len[i];
+  }
 }
 
 }  // namespace hs::trainer

@@ -457,6 +457,20 @@ struct DistConfig {
   double timeout_s = 300;        // rendezvous and every collective give up after this long
 };
 
+/// The rollout's decode loop (docs/config.md, "Decode"). The fast paths are off until a GPU run has
+/// proven them against the eager path they replace (issue 36).
+struct DecodeConfig {
+  /// Decode state on the device: every sequence's KV blocks reserved for its whole response at
+  /// the wave's start, tokens, log-probs and stop flags kept on the device, the host reading the
+  /// stop flags every stop_check_interval steps (and dropping the finished rows then).
+  bool device_loop = false;
+  int stop_check_interval = 8;  // device_loop: decode steps between two host reads of the stop flags
+  bool paged_kernel = false;    // CUDA: decode attention by hybridscope's paged-attention kernel
+  /// CUDA, with device_loop and paged_kernel: each decode step replays a CUDA graph captured per
+  /// batch-size bucket (vLLM's sizes: 1, 2, 4, 8, then every 8), the batch padded to its bucket.
+  bool cuda_graphs = false;
+};
+
 /// How the actor's weights move between the training and the generation layout (3D-HybridEngine).
 struct ReshardConfig {
   ReshardMode mode = ReshardMode::kHybrid;  // docs/resharding.md
@@ -488,6 +502,7 @@ struct HybridscopeSection {
   RecorderConfig recorder{};
   DistConfig dist{};
   ReshardConfig reshard{};
+  DecodeConfig decode{};
   PlacementConfig placement{};
   AsyncMode async_mode = AsyncMode::kSync;  // sync | one_step_off | fully_async (both: split rollout)
   double peak_flops = -1;  // FLOP/s denominator of perf/mfu; -1: measure this machine's GEMM peak

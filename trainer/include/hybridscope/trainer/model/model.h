@@ -46,6 +46,11 @@ struct ComputeOptions {
   /// padding. Equal to the padded forward at every real token; nothing runs over padding.
   /// forward_cached (generation) is unaffected.
   bool remove_padding = false;
+  /// hybridscope.decode.paged_kernel: a forward_cached of one new token per row (a decode step) on
+  /// CUDA attends through hybridscope's paged-attention kernel, which reads the block tables on
+  /// the device, instead of gathering every row's context into a (B, KV, L, D) copy. set_compute
+  /// refuses it where the kernel was not built or the head dimension is not one it takes.
+  bool paged_decode = false;
 };
 /// hybridscope.precision / .attention / .cpu_matmul (their enums are declared in config.h) as
 /// ComputeOptions.

@@ -21,6 +21,9 @@
 #include "hybridscope/trainer/model/paged_kv_cache.h"
 
 namespace hs::trainer {
+namespace detail {
+class DecodeGraphs;  // rollout/decode_graphs.h (private)
+}  // namespace detail
 
 struct GenerationRequest {
   std::vector<std::vector<std::int32_t>> prompts;  // token ids (bos first), unpadded
@@ -61,6 +64,18 @@ struct KvMemoryBudget {
 /// Blocks that fit min(utilization * total - weights, available), floored; never negative.
 std::int64_t kv_blocks_within(const KvMemoryBudget& budget);
 
+/// How the engine's decode loop runs (hybridscope.decode, config.h DecodeConfig; its paged_kernel
+/// is the model's ComputeOptions.paged_decode).
+struct DecodeOptions {
+  /// false: the host loop (the sampled tokens read on the host every step, blocks appended as
+  /// tokens arrive). true: the device loop (generate()).
+  bool device_loop = false;
+  int stop_check_interval = 8;  // device loop: steps between two host reads of the stop flags (>= 1)
+  bool cuda_graphs = false;     // device loop on CUDA: replay each step's graph (decode_graphs.h)
+};
+/// hybridscope.decode as DecodeOptions.
+DecodeOptions decode_options(const DecodeConfig& decode);
+
 class RolloutEngine {
  public:
   /// `model` is the module generation runs on: the actor's own when it generates in its training
@@ -71,11 +86,24 @@ class RolloutEngine {
   RolloutEngine(Transformer model, int eos_token_id, int pad_token_id, std::int64_t block_size,
                 std::int64_t num_blocks, int max_num_seqs, int max_seq_len,
                 double gpu_memory_utilization = 1.0);
+  ~RolloutEngine();
+  RolloutEngine(const RolloutEngine&) = delete;
+  RolloutEngine& operator=(const RolloutEngine&) = delete;
 
   /// Generates under torch::NoGradGuard with `generator` as the only source of randomness.
   /// Prompts are processed in order, in waves of at most max_num_seqs sequences whose worst case
   /// (every sample's prompt + max_response_length tokens in blocks of its own) fits the pool.
   /// Throws KvPoolExhausted when one prompt's samples alone cannot fit.
+  ///
+  /// The decode loop is set_decode's. The host loop reads each step's sampled tokens on the host
+  /// and appends KV blocks as tokens arrive. The device loop reserves every sequence's blocks for
+  /// its whole response when its wave starts (the pool's peak is the wave's worst case), keeps
+  /// tokens, log-probs and stop flags on the device, and reads the stop flags on the host every
+  /// stop_check_interval steps, dropping the finished rows then (until then they are decoded and
+  /// discarded); the responses come back in one copy at the wave's end. On a CUDA device it draws
+  /// the wave's uniforms from `generator` at once and samples by inverse CDF on the device, so
+  /// sampled (not greedy) tokens differ from the host loop's for the same seed; on CPU, with
+  /// stop_check_interval 1, both loops give the same tokens and log-probs.
   GenerationResult generate(const GenerationRequest& request, torch::Generator& generator);
 
   /// Allocates the K/V tensors (the train->rollout switch does this); a pool sized by device
@@ -92,6 +120,12 @@ class RolloutEngine {
   /// A response also ends at any of `ids` (generation_config.json's eos list), besides the eos id
   /// the engine was built with.
   void set_stop_token_ids(const std::vector<std::int32_t>& ids);
+  /// The decode loop (DecodeOptions). Throws std::invalid_argument for a stop_check_interval < 1,
+  /// or cuda_graphs without device_loop.
+  void set_decode(const DecodeOptions& options);
+  const DecodeOptions& decode() const { return decode_; }
+  /// CUDA graphs captured by the device loop so far (0 without cuda_graphs).
+  std::int64_t decode_graphs_captured() const;
 
   const KvBlockAllocator& allocator() const { return allocator_; }
   std::int64_t cache_bytes() const;
@@ -100,6 +134,12 @@ class RolloutEngine {
   /// Prefills prompts [first, end), forks their n samples, decodes them to completion, frees them.
   void run_wave(const GenerationRequest& request, std::size_t first, std::size_t end,
                 torch::Generator& generator, GenerationResult& result);
+  /// The device loop's decode of one wave (generate()): `first_logits` (W, V) are the prefill's,
+  /// `seq` the wave's W * n sequences (sample-major within each prompt), `scratch_block` the block
+  /// pad rows of a CUDA graph write (-1 without graphs).
+  void decode_on_device(const GenerationRequest& request, std::size_t first, const torch::Tensor& first_logits,
+                        const std::vector<KvBlockAllocator::SeqId>& seq, std::int64_t scratch_block,
+                        torch::Generator& generator, GenerationResult& result);
   /// Resizes the pool of a num_blocks -1 engine to what fits device memory (kv_blocks_within) now.
   void size_pool_by_memory(const ModelShape& local, torch::Dtype dtype, const torch::Device& device);
   /// `logits` (B, V) narrowed to the ids limit_sampling_to allows.
@@ -119,11 +159,17 @@ class RolloutEngine {
   std::int64_t sampling_vocab_ = 0;  // 0: every id of the model
   KvBlockAllocator allocator_;
   std::unique_ptr<PagedKvCache> cache_;
+  DecodeOptions decode_;
+  std::unique_ptr<detail::DecodeGraphs> graphs_;  // device loop with cuda_graphs, over cache_
 };
 
 /// Samples one token per row of logits (B, V) with temperature/top-k/top-p; argmax when greedy.
 torch::Tensor sample_tokens(const torch::Tensor& logits, const SamplingParams& params,
                             torch::Generator& generator);
+/// sample_tokens with the draw given: one uniform in [0, 1) per row (B), where `logits` are, by
+/// inverse CDF over the temperature/top-k/top-p distribution (sample_by_inverse_cdf); argmax when
+/// greedy. No host synchronisation on a device.
+torch::Tensor sample_tokens_at(const torch::Tensor& logits, const SamplingParams& params, const torch::Tensor& uniforms);
 
 /// The rollout's log-probability of `tokens` (B) under `logits` (B, V): log_softmax(logits /
 /// temperature) at each token (temperature 1 when greedy), over the sampled vocabulary and before
