@@ -14,7 +14,8 @@
 #   cells   the cells of bench/matrices/gpu-shapes.yaml that fit one device, smallest first, each
 #           under its own limit while the part's budget lasts: steps, phases, MFU, peak memory
 #           against `hybridscope simulate`'s prediction for the same cell
-#   bench   hs_gpu_bench: decode step vs the HBM roofline, a training step's MFU
+#   bench   hs_gpu_bench: decode step vs the HBM roofline (default path, paged kernel, CUDA graphs),
+#           a training step's MFU
 #   sim     simulate --calibrate on the cells' database with the device's hardware file, --validate
 #   peer    (only when named) bench/micro/hf_grpo_peer.py, the transformers loop, on a cell's shape
 #
@@ -22,7 +23,7 @@
 # .gpu-bundle/rerun.txt (it travels with the bundle) and call again; or name parts in
 # HS_PROOF_PARTS. Environment: OUT (output folder, default out/gpu), HS_PROOF_STEPS (demo steps,
 # default 10), HS_PROOF_CELLS_BUDGET (seconds for
-# all cells, default 200); HS_PROOF_SHAPES, HS_PROOF_RESPONSE (the cells run), HS_PROOF_BENCH_FILTER (hs_gpu_bench's), HS_PROOF_EXTRA_OVERRIDES (appended to every cell's).
+# all cells, default 200); HS_PROOF_SHAPES, HS_PROOF_RESPONSE (the cells run), HS_PROOF_BENCH_FILTER (hs_gpu_bench's), HS_PROOF_BENCH_TIMEOUT (seconds, default 240), HS_PROOF_EXTRA_OVERRIDES (appended to every cell's).
 set -uo pipefail
 
 repo="$(pwd)"
@@ -236,8 +237,9 @@ fi
 # --- benchmarks -----------------------------------------------------------------------------------
 if part bench; then
   # Debian 12's Google Benchmark (1.7) takes --benchmark_min_time in seconds without a unit.
-  timeout 150 "$bin/bench/hs_gpu_bench" --benchmark_out="$out/bench.json" --benchmark_out_format=json \
-    --benchmark_filter="${HS_PROOF_BENCH_FILTER:-BM_DecodeStep/[23]/(32|64)/1024|BM_TrainStepMfu/[23]/}" --benchmark_min_time=0.2 --benchmark_counters_tabular=true \
+  # Decode: the default path (mode 0), the paged kernel (1) and its CUDA graphs (2), issue 36.
+  timeout "${HS_PROOF_BENCH_TIMEOUT:-240}" "$bin/bench/hs_gpu_bench" --benchmark_out="$out/bench.json" --benchmark_out_format=json \
+    --benchmark_filter="${HS_PROOF_BENCH_FILTER:-BM_DecodeStep/[23]/(32|64)/1024/[012]|BM_TrainStepMfu/[23]/}" --benchmark_min_time=0.2 --benchmark_counters_tabular=true \
     > "$logs/bench.txt" 2>&1
   rc=$?
   say "bench: rc=$rc at $(elapsed) s"

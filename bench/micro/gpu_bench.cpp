@@ -1,8 +1,12 @@
 // gpu_bench.cpp — the GPU path's figures (issue 5), on the CUDA device when there is one and on the
 // CPU otherwise (where only the small shapes run and the roofline shares are not computed):
 //
-//   BM_DecodeStep/<shape>/<batch>/<context>  one decode step of a bf16 model through the paged KV
-//       cache: every sequence has <context> cached tokens and adds one. The floor is the bytes the
+//   BM_DecodeStep/<shape>/<batch>/<context>/<mode>  one decode step of a bf16 model through the paged
+//       KV cache: every sequence has <context> cached tokens and adds one. <mode> 0: the default
+//       path (each row's context gathered, then SDPA); 1: hybridscope.decode.paged_kernel (the
+//       attention reads the block tables on the device); 2: paged_kernel with cuda_graphs (the
+//       step replayed as a CUDA graph, its inputs copied in first, as the device loop does).
+//       Modes 1 and 2 run on a CUDA device only. The floor is the bytes the
 //       step must read, weights + KV = (parameters + batch·context·layers·2·kv_heads·head_dim)·2 B,
 //       over the device's peak HBM bandwidth; counters: bytes, GBps (bytes / time), roofline
 //       (= GBps / peak; goal >= 0.6 at batch >= 32).
@@ -19,6 +23,7 @@
 #include <torch/torch.h>
 
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,6 +35,7 @@
 #include "hybridscope/trainer/model/model_shapes.h"
 #include "hybridscope/trainer/rl/ppo_workers.h"
 #include "hybridscope/trainer/rollout/rollout.h"
+#include "../../trainer/src/rollout/decode_graphs.h"
 
 namespace {
 
@@ -77,18 +83,26 @@ const std::vector<std::string>& shape_names() {
 void BM_DecodeStep(benchmark::State& state) {
   const auto device = bench_device();
   ModelShape shape = model_shape_by_name(shape_names().at(static_cast<std::size_t>(state.range(0))));
-  const std::int64_t B = state.range(1), L = state.range(2);
+  const std::int64_t B = state.range(1), L = state.range(2), mode = state.range(3);
   shape.max_position_embeddings = static_cast<int>(L + 1);
+  if (mode > 0 && !device.is_cuda()) {
+    state.SkipWithError("the paged kernel and CUDA graphs need a CUDA device");
+    return;
+  }
   if (!fits(state, device, shape)) return;
   torch::NoGradGuard no_grad;
   torch::manual_seed(0);
   Transformer model(shape, HeadKind::kLm);
   model->to(device, torch::kBFloat16);  // the rollout model's weights
   model->eval();
+  ComputeOptions compute = model->compute();
+  compute.paged_decode = mode > 0;
+  model->set_compute(compute);
 
-  // Sequence b owns blocks [b·M, (b+1)·M); the cache holds random K/V (never time on zeros).
+  // Sequence b owns blocks [b·M, (b+1)·M), block B·M is the graphs' scratch; the cache holds
+  // random K/V (never time on zeros).
   const std::int64_t bs = 16, M = (L + 1 + bs - 1) / bs;
-  PagedKvCache cache(shape, B * M, bs, torch::kBFloat16, device);
+  PagedKvCache cache(shape, B * M + 1, bs, torch::kBFloat16, device);
   for (int l = 0; l < shape.num_hidden_layers; ++l) {
     cache.keys(l).normal_();
     cache.values(l).normal_();
@@ -104,10 +118,19 @@ void BM_DecodeStep(benchmark::State& state) {
   const auto ids = torch::randint(0, shape.vocab_size, {B, 1}, longs);
   const auto pos = torch::full({B, 1}, L, longs);
 
-  for (int i = 0; i < 3; ++i) benchmark::DoNotOptimize(model->forward_cached(ids, pos, view));  // warm-up
+  std::unique_ptr<hs::trainer::detail::DecodeGraphs> graphs;
+  if (mode == 2) graphs = std::make_unique<hs::trainer::detail::DecodeGraphs>(model, &cache, B, M);
+  auto step = [&] {
+    if (graphs) {
+      return graphs->step(ids.view({B}), pos.view({B}), view.slot_mapping.view({B}), view.block_tables,
+                          view.context_lens, /*scratch_block=*/B * M);
+    }
+    return model->forward_cached(ids, pos, view);
+  };
+  for (int i = 0; i < 3; ++i) benchmark::DoNotOptimize(step());  // warm-up (and the graph's capture)
   synchronize(device);
   for (auto _ : state) {
-    benchmark::DoNotOptimize(model->forward_cached(ids, pos, view));
+    benchmark::DoNotOptimize(step());
     synchronize(device);
   }
   const auto param_bytes = parameter_bytes(model);  // bf16: 2 B per weight
@@ -120,16 +143,12 @@ void BM_DecodeStep(benchmark::State& state) {
   if (peak > 0) state.counters["roofline"] = benchmark::Counter(bytes / peak, benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(device_label(device));
 }
-// (shape index, batch, context): the demo on the CPU too; 0.5B–7B at batch 32 and 64 on a GPU.
+// (shape index, batch, context, mode): the demo on the CPU too; 0.5B–7B at batch 32 and 64 on a GPU, each
+// through the default path, the paged kernel and the graphs.
 BENCHMARK(BM_DecodeStep)
-    ->Args({0, 32, 64})
-    ->Args({1, 32, 256})
-    ->Args({2, 32, 1024})
-    ->Args({2, 64, 1024})
-    ->Args({3, 32, 1024})
-    ->Args({3, 64, 1024})
-    ->Args({4, 32, 1024})
-    ->Args({4, 64, 1024})
+    ->Args({0, 32, 64, 0})
+    ->Args({1, 32, 256, 0})
+    ->ArgsProduct({{2, 3, 4}, {32, 64}, {1024}, {0, 1, 2}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

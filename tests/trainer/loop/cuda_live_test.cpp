@@ -16,6 +16,8 @@
 #include "hybridscope/probes/recorder.h"
 #include "hybridscope/trainer/memory/memory_probe.h"
 #include "hybridscope/trainer/dist/process_group.h"
+#include "hybridscope/trainer/model/model.h"
+#include "hybridscope/trainer/rollout/rollout.h"
 #if HS_HAVE_CUPTI
 #include "hybridscope/probes/cupti_collector.h"
 #endif
@@ -156,6 +158,71 @@ TEST_F(CudaLive, CachingAllocatorStatisticsFeedTheMemoryProbe) {
   EXPECT_GE(ra.external_fragmentation, 0.0);
   EXPECT_LE(ra.external_fragmentation, 1.0);
 }
+
+#if HS_HAVE_CUPTI
+// hybridscope.decode.cuda_graphs under the collector: a replay is one cudaGraphLaunch inside the
+// decode step's range, and CUPTI reports the graph's kernels with that launch's correlation id, so
+// every paged-attention kernel, replayed or run eagerly (the warm-up before a capture), is tagged
+// with gen/decode_step and launched inside it.
+TEST_F(CudaLive, GraphReplayedDecodeKernelsCorrelateToTheDecodeStepRange) {
+  const auto path = test::temp_db("cuda_live", "graphs.sqlite");
+  probes::Recorder rec(path);
+  rec.begin_run({});
+  probes::StepTimings timings;
+  timings.set_recorder(&rec);
+  const probes::ThreadTimings on_this_thread(timings);
+  probes::CuptiCollector cupti(rec);
+  ASSERT_EQ(cupti.start(), probes::CuptiState::kActive) << cupti.status();
+  timings.begin_step(1);
+  {
+    torch::manual_seed(5);
+    ModelShape shape;
+    shape.vocab_size = 97;
+    shape.hidden_size = 256;
+    shape.intermediate_size = 256;
+    shape.num_hidden_layers = 2;
+    shape.num_attention_heads = 4;
+    shape.num_key_value_heads = 2;
+    shape.max_position_embeddings = 128;
+    Transformer model(shape, HeadKind::kLm);
+    model->to(torch::Device(torch::kCUDA, 0), torch::kBFloat16);
+    ComputeOptions options;
+    options.dtype = torch::kBFloat16;
+    options.paged_decode = true;
+    model->set_compute(options);
+    RolloutEngine engine(model, /*eos=*/-1, 0, 16, -1, 16, 64);
+    DecodeOptions decode;
+    decode.device_loop = true;
+    decode.cuda_graphs = true;
+    engine.set_decode(decode);
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(1);
+    HS_PROBE_RANGE(timings, "gen", kPhase);
+    engine.generate(GenerationRequest{{{1, 2, 3}, {4, 5, 6, 7, 8}}, SamplingParams{1.0, -1, 1.0, 4, false}, 24}, gen);
+    EXPECT_GE(engine.decode_graphs_captured(), 1);
+  }
+  torch::cuda::synchronize();
+  cupti.flush();
+  rec.flush();
+  cupti.stop();
+  rec.end_run(probes::RunStatus::kCompleted);
+
+  auto one = [&](const std::string& sql) { return test::query_row(path, sql); };
+  const std::string paged = " FROM kernels k JOIN strings n ON n.id = k.name_id WHERE n.value LIKE '%paged_decode_kernel%'";
+  const auto launched = one("SELECT COUNT(*)" + paged);
+  EXPECT_GE(std::stoll(launched), 23 * 2) << "one kernel per layer and step, 23 steps";
+  const std::string tagged =
+      " FROM kernels k JOIN strings n ON n.id = k.name_id"
+      " JOIN runtime_api a ON a.rank = k.rank AND a.correlation_id = k.correlation_id"
+      " JOIN external_correlations e ON e.rank = k.rank AND e.correlation_id = k.correlation_id"
+      " JOIN correlation_ranges cr ON cr.rank = e.rank AND cr.external_id = e.external_id"
+      " JOIN ranges r ON r.rank = cr.rank AND r.tid = cr.tid AND r.depth = cr.depth AND r.start_ns = cr.start_ns"
+      " JOIN strings s ON s.id = cr.name_id"
+      " WHERE n.value LIKE '%paged_decode_kernel%'";
+  EXPECT_EQ(one("SELECT COUNT(*)" + tagged + " AND s.value = 'gen/decode_step'"), launched)
+      << "paged kernels outside the decode step's range";
+  EXPECT_EQ(one("SELECT COUNT(*)" + tagged + " AND (a.start_ns < r.start_ns OR a.end_ns > r.end_ns)"), "0");
+}
+#endif
 
 }  // namespace
 }  // namespace hs::trainer
