@@ -212,6 +212,68 @@ TEST(LrSchedule, LinearWarmupThenConstantOrCosine) {
   EXPECT_NEAR(lr_multiplier(o, 100, 100), 0.1, 1e-12);
 }
 
+// hybridscope.fused_adamw: ATen's fused AdamW against LibTorch's AdamW on the same parameters and
+// gradients, over steps with a changing learning rate, weight decay, a parameter left without a
+// gradient for a step, and the two paths alternating on one optimizer (they share the state).
+TEST(FusedAdamW, TakesLibTorchsAdamWSteps) {
+  torch::manual_seed(4);
+  torch::nn::Sequential reference(torch::nn::Linear(6, 5), torch::nn::Linear(5, 3));
+  torch::nn::Sequential fused(torch::nn::Linear(6, 5), torch::nn::Linear(5, 3));
+  {
+    torch::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < reference->parameters().size(); ++i)
+      fused->parameters()[i].copy_(reference->parameters()[i]);
+  }
+  OptimConfig o;
+  o.lr = 1e-2;
+  o.weight_decay = 0.1;
+  o.lr_warmup_steps = 3;
+  Optimizer a(*reference, o, /*grad_clip=*/0.0, 10, ParallelContext{});
+  Optimizer b(*fused, o, 0.0, 10, ParallelContext{});
+  b.set_fused(true);
+  ASSERT_TRUE(b.fused());
+  for (int step = 0; step < 6; ++step) {
+    a.set_schedule_step(step + 1);
+    b.set_schedule_step(step + 1);
+    const auto x = torch::randn({4, 6});
+    for (auto* optimizer : {&a, &b}) optimizer->zero_grad();
+    reference->forward(x).pow(2).sum().backward();
+    fused->forward(x).pow(2).sum().backward();
+    if (step == 2) {  // one parameter without a gradient: neither path steps it nor counts its step
+      reference->parameters()[1].mutable_grad() = torch::Tensor();
+      fused->parameters()[1].mutable_grad() = torch::Tensor();
+    }
+    if (step == 4) b.set_fused(false);  // the state is shared: the paths continue each other's steps
+    if (step == 5) b.set_fused(true);
+    a.step();
+    b.step();
+    for (std::size_t i = 0; i < reference->parameters().size(); ++i) {
+      const auto p = reference->parameters()[i];  // parameters() returns a fresh vector: copy the handles
+      const auto q = fused->parameters()[i];
+      EXPECT_LE((p - q).abs().max().item<double>(), 1e-6 * (1.0 + p.abs().max().item<double>()))
+          << "step " << step << " parameter " << i;
+    }
+  }
+  const auto sa = a.state_tensors(), sb = b.state_tensors();
+  ASSERT_EQ(sa.size(), sb.size());
+  for (std::size_t i = 0; i < sa.size(); ++i) {
+    // The fused kernel forms the moments with lerp and fma: float32 rounding apart, no more.
+    const double scale = sa[i].abs().max().item<double>();
+    EXPECT_LE((sa[i] - sb[i]).abs().max().item<double>(), 1e-5 * scale) << "state " << i << " of scale " << scale;
+  }
+  for (std::size_t i = 0; i < reference->parameters().size(); ++i) {
+    auto step_of = [](Optimizer& opt, const torch::Tensor& p) {
+      return static_cast<const torch::optim::AdamWParamState&>(*opt.adamw().state().at(p.unsafeGetTensorImpl())).step();
+    };
+    EXPECT_EQ(step_of(a, reference->parameters()[i]), step_of(b, fused->parameters()[i])) << "parameter " << i;
+  }
+  EXPECT_EQ(static_cast<const torch::optim::AdamWParamState&>(
+                *b.adamw().state().at(fused->parameters()[1].unsafeGetTensorImpl()))
+                .step(),
+            5)
+      << "the step without a gradient is not counted";
+}
+
 TEST(RolloutBatch, PaddingMasksAndPositions) {
   const RolloutBatch b = make_rollout_batch({{1, 5, 6}, {1, 7}}, {{3, 2, 9}, {4, 4}, {2}, {8}}, 2, 0, 2);
   ASSERT_EQ(b.size(), 4);

@@ -101,6 +101,9 @@ double find(const Metrics& metrics, const std::string& name, double fallback = 0
 }  // namespace
 
 void PPOTrainer::State::apply_compute_options() {
+  // The optimizers' compute option too (hybridscope.fused_adamw).
+  if (actor) actor->worker->optimizer().set_fused(cfg.hybridscope.fused_adamw);
+  if (critic) critic->optimizer().set_fused(cfg.hybridscope.fused_adamw);
   ComputeOptions options = compute_options(cfg.hybridscope.precision, cfg.hybridscope.attention, cfg.hybridscope.cpu_matmul);
   options.paged_decode = cfg.hybridscope.decode.paged_kernel;  // only forward_cached's decode steps read it
   std::vector<Transformer*> models{&ref_model};

@@ -121,8 +121,57 @@ double Optimizer::step() {
     for (auto& p : params_)
       if (p.grad().defined()) p.grad().mul_(scale);
   }
-  adamw_->step();
+  if (fused_) {
+    fused_step();
+  } else {
+    adamw_->step();
+  }
   return norm;
+}
+
+void Optimizer::fused_step() {
+  // LibTorch's AdamW::step, as one fused call: parameters without a gradient are skipped, a
+  // parameter's state is created at its first step (zeros, step 0), and the kernel reads the step
+  // count after its increment (PyTorch's _fused_adamw increments state_steps before the call).
+  const auto& o = static_cast<const torch::optim::AdamWOptions&>(adamw_->param_groups().front().options());
+  TORCH_CHECK(!o.amsgrad(), "hybridscope.fused_adamw: amsgrad is not used by hybridscope's AdamW");
+  auto& state = adamw_->state();
+  if (fused_steps_.size() != params_.size()) {
+    fused_steps_.assign(params_.size(), torch::Tensor());
+    fused_counts_.assign(params_.size(), -1);
+  }
+  std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, steps;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const auto& p = params_[i];
+    if (!p.grad().defined()) continue;
+    auto* key = p.unsafeGetTensorImpl();
+    auto it = state.find(key);
+    if (it == state.end()) {
+      auto fresh = std::make_unique<torch::optim::AdamWParamState>();
+      fresh->step(0);
+      fresh->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+      fresh->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+      it = state.emplace(key, std::move(fresh)).first;
+    }
+    auto& s = static_cast<torch::optim::AdamWParamState&>(*it->second);
+    if (!fused_steps_[i].defined() || fused_counts_[i] != s.step()) {
+      fused_steps_[i] = torch::full({}, static_cast<double>(s.step()),
+                                    torch::TensorOptions().dtype(torch::kFloat).device(p.device()));
+    }
+    s.step(s.step() + 1);
+    fused_counts_[i] = s.step();
+    params.push_back(p);
+    grads.push_back(p.grad());
+    exp_avgs.push_back(s.exp_avg());
+    exp_avg_sqs.push_back(s.exp_avg_sq());
+    steps.push_back(fused_steps_[i]);
+  }
+  if (params.empty()) return;
+  torch::NoGradGuard no_grad;
+  at::_foreach_add_(steps, 1);
+  at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, steps, o.lr(),
+                    std::get<0>(o.betas()), std::get<1>(o.betas()), o.weight_decay(), o.eps(), /*amsgrad=*/false,
+                    /*maximize=*/false);
 }
 
 void Optimizer::set_schedule_step(std::int64_t step) {

@@ -503,6 +503,8 @@ struct HybridscopeSection {
   DistConfig dist{};
   ReshardConfig reshard{};
   DecodeConfig decode{};
+  /// AdamW's update through ATen's fused kernel (Optimizer::set_fused); the same math.
+  bool fused_adamw = false;
   PlacementConfig placement{};
   AsyncMode async_mode = AsyncMode::kSync;  // sync | one_step_off | fully_async (both: split rollout)
   double peak_flops = -1;  // FLOP/s denominator of perf/mfu; -1: measure this machine's GEMM peak

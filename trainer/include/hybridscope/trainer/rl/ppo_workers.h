@@ -56,6 +56,12 @@ class Optimizer {
   /// AdamW's per-parameter state tensors (exp_avg, exp_avg_sq, max_exp_avg_sq with amsgrad); empty
   /// before the first step.
   std::vector<torch::Tensor> state_tensors() const;
+  /// hybridscope.fused_adamw: step() updates every parameter with one call of ATen's fused AdamW
+  /// (`_fused_adamw_`: multi-tensor kernels on CUDA, a vectorised loop on CPU) instead of
+  /// LibTorch's AdamW, ~10 ops per parameter. The same math and the same state (adamw()'s, so
+  /// checkpoints and state_tensors() see it); the two may be switched between steps.
+  void set_fused(bool fused) { fused_ = fused; }
+  bool fused() const { return fused_; }
 
  private:
   std::shared_ptr<ZeroShards> zero_;
@@ -66,6 +72,13 @@ class Optimizer {
   std::int64_t total_steps_;
   ParallelContext parallel_;
   std::unique_ptr<torch::optim::AdamW> adamw_;
+  void fused_step();
+  bool fused_ = false;
+  /// Fused path: per parameter, its step count as the float32 tensor the kernel reads (on the
+  /// parameter's device) and the count that tensor holds; refilled when adamw()'s state says
+  /// otherwise (a checkpoint loaded, or steps taken unfused).
+  std::vector<torch::Tensor> fused_steps_;
+  std::vector<std::int64_t> fused_counts_;
 };
 
 /// Splits `batch_size` rows into micro-batches of `micro` (whole batch when micro <= 0).
