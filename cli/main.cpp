@@ -68,6 +68,7 @@ void die_with_parent() {
 int main(int argc, char** argv) {
   die_with_parent();
   hs::trainer::configure_cpu_heap();  // glibc's thresholds for LibTorch's CPU tensors (cpu_heap.h)
+  hs::trainer::install_cpu_block_cache();  // and the blocks above them kept for reuse (cpu_heap.h)
   CLI::App app{"hybridscope: a PPO/GRPO trainer instrumented for profiling RL post-training of LLMs"};
   app.set_version_flag("--version", std::string("hybridscope ") + HS_VERSION_STRING);
   app.require_subcommand(1);

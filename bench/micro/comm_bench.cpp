@@ -28,6 +28,8 @@
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
+#include "hybridscope/trainer/memory/cpu_heap.h"
+
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -454,6 +456,11 @@ int run_launcher(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Every rank's heap as the trainer's (cli/main.cpp): an output above 32 MiB reuses a freed block
+  // instead of being mapped and faulted in afresh each call (cpu_heap.h), so the collectives timed
+  // here pay what the trainer's pay.
+  hs::trainer::configure_cpu_heap();
+  hs::trainer::install_cpu_block_cache();
   try {
     return std::getenv("RANK") ? run_rank(argc, argv) : run_launcher(argc, argv);
   } catch (const std::exception& e) {

@@ -328,6 +328,11 @@ const std::vector<Refusal> kRefusals = {
      {"trainer.device=cuda", "trainer.n_gpus_per_node=2", "actor_rollout_ref.rollout.tensor_model_parallel_size=2",
       "hybridscope.decode.device_loop=true", "hybridscope.decode.paged_kernel=true", "hybridscope.decode.cuda_graphs=true"},
      "but actor_rollout_ref.rollout.tensor_model_parallel_size = 2: set it to 1"},
+    {"FlashOnCpu", {"hybridscope.attention=flash", "actor_rollout_ref.model.use_remove_padding=true"},
+     "hybridscope.attention = flash is FlashAttention-2's CUDA kernel for 16-bit inputs, but trainer.device = cpu and "
+     "hybridscope.precision = fp32"},
+    {"FlashWithoutPacking", {"trainer.device=cuda", "hybridscope.precision=bf16", "hybridscope.attention=flash"},
+     "hybridscope.attention = flash attends the packed forwards of use_remove_padding, and neither"},
     {"StopCheckIntervalZero", {"hybridscope.decode.stop_check_interval=0"},
      "hybridscope.decode.stop_check_interval = 0: must be >= 1"},
     {"DeviceLoopWithPartialRollout",

@@ -485,7 +485,7 @@ TEST(ConfigErrors, EnumKeysListTheValuesAndSuggestTheNearest) {
       {"actor_rollout_ref.actor.strategy=fdsp", "actor_rollout_ref.actor.strategy: expected one of fsdp, megatron, got 'fdsp' — did you mean fsdp?"},
       {"hybridscope.reshard.mode=hybird", "hybridscope.reshard.mode: expected one of hybrid, vanilla, naive, got 'hybird' — did you mean hybrid?"},
       {"hybridscope.precision=bf61", "hybridscope.precision: expected one of fp32, bf16, got 'bf61' — did you mean bf16?"},
-      {"hybridscope.attention=eagre", "hybridscope.attention: expected one of auto, sdpa, eager, got 'eagre' — did you mean eager?"},
+      {"hybridscope.attention=eagre", "hybridscope.attention: expected one of auto, sdpa, eager, flash, got 'eagre' — did you mean eager?"},
       {"hybridscope.dist.backend=ncl", "hybridscope.dist.backend: expected one of auto, gloo, nccl, got 'ncl' — did you mean nccl?"},
       {"trainer.resume_mode=disabled", "trainer.resume_mode: expected one of auto, disable, got 'disabled' — did you mean disable?"},
       {"trainer.device=cdua", "trainer.device: expected one of cpu, cuda, got 'cdua' — did you mean cuda?"},

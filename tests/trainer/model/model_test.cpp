@@ -795,4 +795,36 @@ TEST_F(ModelTest, SavePretrainedAndLoadPretrainedGiveIdenticalLogits) {
 }
 
 }  // namespace
+// hybridscope.attention = flash is FlashAttention-2's CUDA kernel: a packed forward of CPU tensors
+// is refused by name (validate() refuses the key on trainer.device = cpu before any forward), and
+// a padded forward with it takes auto's kernel (eager on the CPU): the same logits as auto.
+TEST(FlashAttention, APackedCpuForwardNamesTheKernelAndAPaddedOneIsAuto) {
+  ModelShape shape;
+  shape.vocab_size = 32;
+  shape.hidden_size = 64;
+  shape.intermediate_size = 96;
+  shape.num_hidden_layers = 1;
+  shape.num_attention_heads = 4;
+  shape.num_key_value_heads = 2;
+  shape.max_position_embeddings = 16;
+  torch::manual_seed(2);
+  Transformer model(shape, HeadKind::kLm);
+  const auto ids = torch::randint(0, 32, {2, 6}, torch::kLong);
+  const auto mask = torch::ones({2, 6}, torch::kLong);
+  const auto pos = torch::arange(6, torch::kLong).repeat({2, 1});
+  const auto expected = model->forward(ids, mask, pos);
+  ComputeOptions flash;
+  flash.attention = AttentionKernel::kFlash;
+  model->set_compute(flash);
+  EXPECT_TRUE(torch::equal(model->forward(ids, mask, pos), expected));
+  flash.remove_padding = true;
+  model->set_compute(flash);
+  try {
+    model->forward(ids, mask, pos);
+    FAIL() << "expected the packed forward to refuse CPU tensors";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("FlashAttention-2 is a CUDA kernel"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace hs::trainer

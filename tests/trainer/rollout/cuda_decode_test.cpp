@@ -5,7 +5,9 @@
 //     scattered blocks;
 //   - the device loop against the host loop (greedy: the same tokens);
 //   - CUDA graphs against the device loop without them (greedy: the same tokens), captured once
-//     per bucket and reused by the next generate.
+//     per bucket and reused by the next generate;
+//   - and for training, hybridscope.attention = flash (FlashAttention-2's varlen kernel on the
+//     packed forward) against the padded SDPA forward: logits and gradients.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -172,6 +174,47 @@ TEST_F(CudaDecode, CudaGraphsReplayTheDeviceLoop) {
     // Sampled tokens: the same uniforms drawn ahead, the same distribution; generation completes.
     const auto sampled = run(model_on_cuda(shape, dtype, true), graphs, SamplingParams{1.0, 20, 0.9, 2, true}, 4);
     EXPECT_GT(sampled.result.generated_tokens, 0);
+  }
+}
+
+// use_remove_padding with hybridscope.attention = flash: the packed forward through
+// FlashAttention-2's varlen kernel gives the padded SDPA forward's logits at every real token and
+// the same gradients, in bf16 over float32 weights (autocast), with and without checkpointing.
+TEST_F(CudaDecode, FlashVarlenPackedForwardMatchesThePaddedOne) {
+  const torch::Device cuda(torch::kCUDA, 0);
+  const auto shape = shape_with(1536, 12, 2);  // head_dim 128, 6 query heads per KV head
+  // Left-padded rows of 5, 40, 1 and 64 real tokens.
+  const std::vector<std::int64_t> lengths = {5, 40, 1, 64};
+  const std::int64_t B = 4, T = 64;
+  auto mask = torch::zeros({B, T}, torch::kLong);
+  for (std::int64_t b = 0; b < B; ++b) mask[b].narrow(0, T - lengths[static_cast<std::size_t>(b)], lengths[static_cast<std::size_t>(b)]).fill_(1);
+  const auto positions = (mask.cumsum(1) - 1).clamp_min(0);
+  const auto ids = torch::randint(0, shape.vocab_size, {B, T}, torch::kLong) * mask;
+  for (const bool checkpoint : {false, true}) {
+    std::vector<torch::Tensor> logits, grads;
+    for (const bool flash : {false, true}) {
+      torch::manual_seed(8);
+      Transformer model(shape, HeadKind::kLm);
+      model->to(cuda);
+      ComputeOptions options;
+      options.dtype = torch::kBFloat16;
+      options.attention = flash ? AttentionKernel::kFlash : AttentionKernel::kSdpa;
+      options.remove_padding = flash;
+      model->set_compute(options);
+      model->set_gradient_checkpointing(checkpoint);
+      auto out = model->forward(ids.to(cuda), mask.to(cuda), positions.to(cuda));  // (B, T, V) float32
+      auto real = mask.to(cuda).to(torch::kBool).unsqueeze(-1);
+      (out * real).pow(2).mean().backward();
+      logits.push_back(out.masked_select(real).detach());
+      std::vector<torch::Tensor> g;
+      for (const auto& p : model->parameters()) g.push_back(p.grad().reshape({-1}));
+      grads.push_back(torch::cat(g));
+    }
+    const double scale = logits[0].abs().max().item<double>();
+    EXPECT_LE((logits[1] - logits[0]).abs().max().item<double>(), 3e-2 * scale) << "checkpointing " << checkpoint;
+    const double cosine = torch::cosine_similarity(grads[0], grads[1], 0).item<double>();
+    EXPECT_GE(cosine, 0.99) << "checkpointing " << checkpoint;
+    EXPECT_NEAR(grads[1].norm().item<double>() / grads[0].norm().item<double>(), 1.0, 0.05);
   }
 }
 

@@ -226,7 +226,7 @@ const std::vector<Key>& keys() {
       HS_CONFIG_KEY(hybridscope.peak_flops, "FLOP/s denominator of perf/mfu; -1 = a measured float32 GEMM on cpu (the faster of BLAS and oneDNN), "
                                             "the device's bf16 peak by name (else a measured bf16 GEMM) on cuda."),
       HS_CONFIG_KEY(hybridscope.precision, "fp32, or bf16: bf16 compute over fp32 master weights and optimizer state; bf16 rollout weights and KV cache."),
-      HS_CONFIG_KEY(hybridscope.attention, "Attention kernel: auto (scaled_dot_product_attention on CUDA, eager on CPU), sdpa or eager."),
+      HS_CONFIG_KEY(hybridscope.attention, "Attention kernel: auto (scaled_dot_product_attention on CUDA, eager on CPU), sdpa, eager, or flash (trainer.device=cuda, precision bf16, use_remove_padding: the packed forwards by FlashAttention-2's varlen kernel, the padded ones as auto)."),
       HS_CONFIG_KEY(hybridscope.cpu_matmul, "Which LibTorch library multiplies the linear layers' float32 matrices on CPU, forward and backward: "
                                             "onednn (AVX-512 kernels wherever the CPU has them) or blas (torch::linear: MKL in the PyPI wheel, "
                                             "whose kernels stay on AVX2 on AMD CPUs; 2.0-2.4x slower than onednn on this project's AMD EPYC build machine). "

@@ -89,7 +89,8 @@ struct EnumSpellings<DistBackendChoice> {
 template <>
 struct EnumSpellings<AttentionKernel> {
   static constexpr Spelling<AttentionKernel> kAll[] = {
-      {AttentionKernel::kAuto, "auto"}, {AttentionKernel::kSdpa, "sdpa"}, {AttentionKernel::kEager, "eager"}};
+      {AttentionKernel::kAuto, "auto"}, {AttentionKernel::kSdpa, "sdpa"}, {AttentionKernel::kEager, "eager"},
+      {AttentionKernel::kFlash, "flash"}};
 };
 template <>
 struct EnumSpellings<CpuMatmul> {

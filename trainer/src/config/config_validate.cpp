@@ -686,6 +686,16 @@ void validate(const Config& c) {
     p.add("hybridscope.expandable_segments = true configures the CUDA caching allocator, but trainer.device = cpu: "
           "set trainer.device=cuda or leave it false");
   p.at_least("hybridscope.decode.stop_check_interval", h.decode.stop_check_interval, 1);
+  if (h.attention == AttentionKernel::kFlash) {
+    if (t.device != DeviceKind::kCuda || h.precision != Precision::kBf16)
+      p.add("hybridscope.attention = flash is FlashAttention-2's CUDA kernel for 16-bit inputs, but trainer.device = {} "
+            "and hybridscope.precision = {}: set trainer.device=cuda and hybridscope.precision=bf16, or choose auto",
+            to_string(t.device), to_string(h.precision));
+    if (!c.actor_rollout_ref.model.use_remove_padding && !c.critic.model.use_remove_padding)
+      p.add("hybridscope.attention = flash attends the packed forwards of use_remove_padding, and neither "
+            "actor_rollout_ref.model.use_remove_padding nor critic.model.use_remove_padding is set: set one, or choose "
+            "auto (the padded forwards take scaled_dot_product_attention either way)");
+  }
   if (h.decode.paged_kernel && t.device != DeviceKind::kCuda)
     p.add("hybridscope.decode.paged_kernel = true is a CUDA kernel, but trainer.device = {}: set trainer.device=cuda or "
           "leave it false", to_string(t.device));

@@ -16,6 +16,7 @@
 // permute copy follows; L is the longest context in the batch, not the block-table width.
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -228,6 +229,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionBatc
   }
   q = apply_rotary(q, batch);
   k = apply_rotary(k, batch);
+  if (batch.cu_seqlens.defined()) return o_proj(flash_varlen_attention(q, k, v, batch, scale_));  // (1, N, C)
   if (!batch.segments.empty()) return o_proj(packed_attention(q, k, v, batch, scale_));  // (1, N, C)
 
   torch::Tensor kb, vb;  // (B * KV, L, D): each (sequence, KV head) pair's keys and values
@@ -388,6 +390,8 @@ struct CheckpointedLayer : torch::autograd::Function<CheckpointedLayer> {
     ctx->saved_data["visible"] = batch.visible;
     ctx->saved_data["segments"] = batch.segments;
     ctx->saved_data["segment_masks"] = c10::List<torch::Tensor>(batch.segment_masks);
+    ctx->saved_data["cu_seqlens"] = batch.cu_seqlens;
+    ctx->saved_data["max_seqlen"] = batch.max_seqlen;
     ctx->saved_data["matmul"] = static_cast<std::int64_t>(batch.matmul);
     const auto device = x.device().type();
     const bool autocast = at::autocast::is_autocast_enabled(device);
@@ -413,6 +417,8 @@ struct CheckpointedLayer : torch::autograd::Function<CheckpointedLayer> {
     batch.visible = tensor("visible");
     batch.segments = ctx->saved_data["segments"].toIntVector();
     batch.segment_masks = ctx->saved_data["segment_masks"].toTensorVector();
+    batch.cu_seqlens = tensor("cu_seqlens");
+    batch.max_seqlen = ctx->saved_data["max_seqlen"].toInt();
     batch.matmul = static_cast<CpuMatmul>(ctx->saved_data["matmul"].toInt());
     torch::Tensor output;
     {
@@ -563,8 +569,9 @@ namespace {
 // The attention mask in the layout the attention path wants. visible (B, T, L) bool.
 void set_mask(detail::AttentionBatch& batch, const torch::Tensor& visible, const ModelShape& shape,
               int tp, torch::ScalarType dtype, AttentionKernel kernel) {
-  const bool sdpa = kernel == AttentionKernel::kSdpa || (kernel == AttentionKernel::kAuto && visible.is_cuda() &&
-                                                         HS_TORCH_HAS_SDPA != 0);
+  // flash attends the packed forwards; a padded forward with it takes auto's choice.
+  const bool automatic = kernel == AttentionKernel::kAuto || kernel == AttentionKernel::kFlash;
+  const bool sdpa = kernel == AttentionKernel::kSdpa || (automatic && visible.is_cuda() && HS_TORCH_HAS_SDPA != 0);
   if (sdpa) {
     batch.visible = visible.unsqueeze(1);  // (B, 1, T, L)
     return;
@@ -696,11 +703,19 @@ torch::Tensor TransformerImpl::forward_packed_impl(const torch::Tensor& input_id
   batch.matmul = compute_.cpu_matmul;
   const auto dtype = compute_dtype();
   parts_->model->rotary_at(detail::pack(position_ids, rows), batch, dtype);
-  const std::int64_t G = shape_.num_attention_heads / shape_.num_key_value_heads;
-  auto chunks = detail::attention_chunks(rows.lengths, G, detail::kAttentionChunkTokens,
-                                         attention_mask.options().dtype(dtype));
-  batch.segments = std::move(chunks.lengths);
-  batch.segment_masks = std::move(chunks.masks);
+  if (compute_.attention == AttentionKernel::kFlash) {
+    // flash-attn's cu_seqlens: each packed sequence's first token, then N (int32 on the device).
+    std::vector<std::int32_t> starts{0};
+    for (const auto n : rows.lengths) starts.push_back(starts.back() + static_cast<std::int32_t>(n));
+    batch.cu_seqlens = torch::tensor(starts, torch::kInt).to(attention_mask.device());
+    batch.max_seqlen = *std::max_element(rows.lengths.begin(), rows.lengths.end());
+  } else {
+    const std::int64_t G = shape_.num_attention_heads / shape_.num_key_value_heads;
+    auto chunks = detail::attention_chunks(rows.lengths, G, detail::kAttentionChunkTokens,
+                                           attention_mask.options().dtype(dtype));
+    batch.segments = std::move(chunks.lengths);
+    batch.segment_masks = std::move(chunks.masks);
+  }
   auto hidden = parts_->model->forward(detail::pack(input_ids, rows), batch);  // (1, N, C)
   const bool logits = head_ == HeadKind::kValue || output == LmOutput::kLogits;
   return detail::unpack(is_last_stage() && logits ? apply_head(hidden) : hidden, rows);

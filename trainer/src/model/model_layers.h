@@ -131,6 +131,11 @@ struct AttentionBatch {
   /// masks above are unset; empty, a padded pass.
   std::vector<std::int64_t> segments;
   std::vector<torch::Tensor> segment_masks;
+  /// Packed pass with hybridscope.attention = flash (CUDA): each packed sequence's start in N, then
+  /// N, as int32 (S + 1) on the device (flash-attn's cu_seqlens), and the longest sequence; the
+  /// chunks and masks above are then unset.
+  torch::Tensor cu_seqlens;
+  std::int64_t max_seqlen = 0;
 };
 
 /// The real tokens of a padded (B, T) batch laid end to end as one (1, N) sequence (verl's
@@ -165,6 +170,11 @@ inline constexpr std::int64_t kAttentionChunkTokens = 128;
 /// k and v (1, N, KV, D) -> (1, N, H * D).
 torch::Tensor packed_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                const AttentionBatch& batch, double scale);
+/// The same attention by FlashAttention-2's varlen kernel (ATen's _flash_attention_forward over
+/// batch.cu_seqlens, causal; differentiable): q (1, N, H, D), k and v (1, N, KV, D) in bf16 or fp16
+/// on CUDA -> (1, N, H * D).
+torch::Tensor flash_varlen_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                     const AttentionBatch& batch, double scale);
 
 /// Decode attention through the paged cache on the device (ComputeOptions.paged_decode): q (B, H, D)
 /// of one new token per sequence against the K/V of its first context_lens[b] positions, read from

@@ -107,4 +107,20 @@ torch::Tensor packed_attention(const torch::Tensor& q, const torch::Tensor& k, c
   return torch::cat(outs, 0).unsqueeze(0);  // (1, N, H * D)
 }
 
+torch::Tensor flash_varlen_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                     const AttentionBatch& batch, double scale) {
+  TORCH_CHECK(q.is_cuda() && batch.cu_seqlens.defined(),
+              "hybridscope.attention = flash: FlashAttention-2 is a CUDA kernel; the packed batch is on ", q.device());
+  const auto N = q.size(1), H = q.size(2), D = q.size(3);
+  // 16-bit inputs: the compute dtype under bf16 autocast; a wider q/k/v (rotary in float32) is narrowed.
+  const auto dtype = c10::isReducedFloatingType(q.scalar_type()) ? q.scalar_type() : torch::kBFloat16;
+  auto q0 = q.select(0, 0).to(dtype).contiguous();  // (N, H, D)
+  auto k0 = k.select(0, 0).to(dtype).contiguous();  // (N, KV, D): GQA is the kernel's own (H % KV == 0)
+  auto v0 = v.select(0, 0).to(dtype).contiguous();
+  auto out = std::get<0>(at::_flash_attention_forward(q0, k0, v0, batch.cu_seqlens, batch.cu_seqlens, batch.max_seqlen,
+                                                      batch.max_seqlen, /*dropout_p=*/0.0, /*is_causal=*/true,
+                                                      /*return_debug_mask=*/false, scale));
+  return out.view({1, N, H * D});
+}
+
 }  // namespace hs::trainer::detail

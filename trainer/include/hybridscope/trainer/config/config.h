@@ -51,6 +51,10 @@ enum class AttentionKernel {
   kAuto,   // scaled_dot_product_attention on CUDA tensors, eager on CPU ones
   kSdpa,   // at::scaled_dot_product_attention (fused kernels on CUDA; needs LibTorch 2.1+)
   kEager,  // baddbmm + softmax (in float32, as HF's eager attention) + bmm
+  /// CUDA, bf16: the packed forwards (use_remove_padding) by FlashAttention-2's varlen kernel
+  /// (ATen's _flash_attention_forward with cu_seqlens, as verl's flash_attn_varlen_func); the
+  /// padded forwards as kAuto.
+  kFlash,
 };
 /// hybridscope.cpu_matmul: which of LibTorch's libraries multiplies the linear layers' float32
 /// matrices on CPU (model.h). Other dtypes and CUDA tensors always take torch::linear.
@@ -95,7 +99,7 @@ enum class AsyncMode { kSync, kOneStepOff, kFullyAsync };
 // "reinforce_plus_plus_baseline", "remax"; "token-mean", ...; "kl"/"k1", "abs", "mse"/"k2",
 // "low_var_kl"/"k3"; "fixed", "adaptive"; "error", "left", "right"; "fsdp", "megatron";
 // "constant", "cosine"; "auto", "disable"; "cpu", "cuda"; "auto", "gloo", "nccl"; "hybrid",
-// "vanilla", "naive"; "fp32", "bf16"; "auto", "sdpa", "eager"; "onednn", "blas"; "gsm8k"; "naive", "dapo"; "acc",
+// "vanilla", "naive"; "fp32", "bf16"; "auto", "sdpa", "eager", "flash"; "onednn", "blas"; "gsm8k"; "naive", "dapo"; "acc",
 // "score", "seq_reward"; "null", "token", "sequence", "geometric"; "char"; "continue", "stop"). One table
 // (config_keys.h, and config_values.h for the enums the reports read too) serves the loader,
 // to_string and from_string.

@@ -26,6 +26,30 @@ void configure_cpu_heap();
 
 /// The largest block configure_cpu_heap() keeps in the heap (larger ones are mmap'ed).
 inline constexpr std::int64_t kCpuHeapMmapThreshold = 32LL * 1024 * 1024;
+/// install_cpu_block_cache's default cap: 1 GiB of freed large blocks per process.
+inline constexpr std::int64_t kCpuBlockCacheCap = 1LL << 30;
+
+/// Freed CPU tensors of kCpuHeapMmapThreshold bytes or more kept for reuse: glibc maps each such
+/// block afresh and unmaps it when freed (its mmap threshold cannot be raised past 32 MiB), so a
+/// buffer a step allocates every time — fsdp's all-gather output on the demo's 4-rank cells,
+/// 50.8 MB — was faulted in page by page every step. On this project's VM a fresh page costs about
+/// 1.5 µs, and 4 µs or more while the guest reports freed memory to the host (Firecracker's free
+/// page reporting, busy after a build has freed gigabytes): the first all-gather of each step took
+/// 360–740 ms instead of 75–120 ms on a fresh machine's `make demo` (docs/simulator.md). Installed
+/// as LibTorch's CPU allocator (the memory probe's tracker then wraps it); a freed block of at least
+/// the threshold is kept, up to `cap_bytes` in all (the oldest handed back first), and handed out
+/// again for a request it holds with at most 1/8 to spare. Blocks below the threshold go to malloc
+/// as before. A second call changes the cap (0 hands every cached block back).
+void install_cpu_block_cache(std::int64_t cap_bytes = kCpuBlockCacheCap);
+/// Puts the allocator that was there before back and hands the cached blocks back; storage it
+/// allocated is still released through it (and then freed, not kept).
+void uninstall_cpu_block_cache();
+struct CpuBlockCacheStats {
+  std::int64_t cached_bytes = 0;  // freed blocks held now
+  std::int64_t hits = 0;          // large requests served from the cache
+  std::int64_t misses = 0;        // large requests that went to malloc (a fresh mapping)
+};
+CpuBlockCacheStats cpu_block_cache_stats();
 
 /// Allocates `bytes` in heap blocks below the mmap threshold, writes every page, frees them: the
 /// heap's free space then covers `bytes` in resident pages. Turns trimming off (configure_cpu_heap's

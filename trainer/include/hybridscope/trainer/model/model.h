@@ -41,8 +41,8 @@ struct ComputeOptions {
   /// and backward). kOneDnn falls back to torch::linear where LibTorch has no oneDNN (non-x86).
   CpuMatmul cpu_matmul = CpuMatmul::kOneDnn;
   /// verl's use_remove_padding: forward() packs the real tokens of its (B, T) batch into one
-  /// (1, N) sequence, attends within each row's tokens only (per sequence, the CPU kernel
-  /// whatever `attention` says) and scatters the outputs back to (B, T, ...) with zeros at the
+  /// (1, N) sequence, attends within each row's tokens only (per chunk of whole sequences, the CPU
+  /// kernel, unless `attention` is kFlash: FlashAttention-2's varlen kernel on CUDA) and scatters the outputs back to (B, T, ...) with zeros at the
   /// padding. Equal to the padded forward at every real token; nothing runs over padding.
   /// forward_cached (generation) is unaffected.
   bool remove_padding = false;
