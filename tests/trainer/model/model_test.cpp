@@ -799,17 +799,8 @@ TEST_F(ModelTest, SavePretrainedAndLoadPretrainedGiveIdenticalLogits) {
 // is refused by name (validate() refuses the key on trainer.device = cpu before any forward), and
 // a padded forward with it takes auto's kernel (eager on the CPU): the same logits as auto.
 TEST(FlashAttention, APackedCpuForwardNamesTheKernelAndAPaddedOneIsAuto) {
-  ModelShape shape;
-  shape.vocab_size = 32;
-  shape.hidden_size = 64;
-  shape.intermediate_size = 96;
-  shape.num_hidden_layers = 1;
-  shape.num_attention_heads = 4;
-  shape.num_key_value_heads = 2;
-  shape.max_position_embeddings = 16;
-  torch::manual_seed(2);
-  Transformer model(shape, HeadKind::kLm);
-  const auto ids = torch::randint(0, 32, {2, 6}, torch::kLong);
+  auto model = make_model(tiny_shape());
+  const auto ids = torch::randint(0, 37, {2, 6}, torch::kLong);
   const auto mask = torch::ones({2, 6}, torch::kLong);
   const auto pos = torch::arange(6, torch::kLong).repeat({2, 1});
   const auto expected = model->forward(ids, mask, pos);
