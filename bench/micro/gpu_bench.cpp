@@ -10,11 +10,12 @@
 //       step must read, weights + KV = (parameters + batch·context·layers·2·kv_heads·head_dim)·2 B,
 //       over the device's peak HBM bandwidth; counters: bytes, GBps (bytes / time), roofline
 //       (= GBps / peak; goal >= 0.6 at batch >= 32).
-//   BM_TrainStepMfu/<shape>/<batch>/<seq>    one PPO actor update (forward, backward, AdamW step;
+//   BM_TrainStepMfu/<shape>/<batch>/<seq>/<mode>  one PPO actor update (forward, backward, AdamW step;
 //       bf16 compute over fp32 master weights) on <batch> sequences of <seq> tokens, half prompt
 //       and half response. FLOPs = verl's estimate (6·N_dense·tokens + 6·Σs²·head_dim·heads·layers,
 //       metrics.cpp) ; counters: TFLOPS and mfu (= FLOP/s / the device's dense bf16 peak; goal
-//       >= 0.4 for a 0.5B–1.5B shape).
+//       >= 0.4 for a 0.5B–1.5B shape). <mode> 0: the defaults; 1: hybridscope.fused_adamw; 2: fused
+//       AdamW and the packed forward through hybridscope.attention=flash (CUDA only).
 //
 // The peaks come from device_specs (by the device's name); HS_PEAK_BANDWIDTH (B/s) and
 // HS_PEAK_FLOPS (FLOP/s) override them. Shapes are model_shapes.h's, with random weights.
@@ -155,20 +156,27 @@ BENCHMARK(BM_DecodeStep)
 void BM_TrainStepMfu(benchmark::State& state) {
   const auto device = bench_device();
   ModelShape shape = model_shape_by_name(shape_names().at(static_cast<std::size_t>(state.range(0))));
-  const std::int64_t B = state.range(1), S = state.range(2);
+  const std::int64_t B = state.range(1), S = state.range(2), mode = state.range(3);
   shape.max_position_embeddings = static_cast<int>(S);
+  if (mode == 2 && !device.is_cuda()) {
+    state.SkipWithError("hybridscope.attention=flash needs a CUDA device");
+    return;
+  }
   if (!fits(state, device, shape)) return;
   torch::manual_seed(0);
   Transformer model(shape, HeadKind::kLm);
   model->to(device);
   ComputeOptions compute;
   compute.dtype = torch::kBFloat16;
+  compute.remove_padding = mode == 2;  // the packed forwards, through FlashAttention-2's varlen kernel
+  compute.attention = mode == 2 ? AttentionKernel::kFlash : AttentionKernel::kAuto;
   model->set_compute(compute);
   ActorConfig cfg;
   cfg.ppo_mini_batch_size = static_cast<int>(B);  // one mini-batch: one optimizer step per update
   cfg.ppo_micro_batch_size_per_gpu = static_cast<int>(std::min<std::int64_t>(B, 4));
   cfg.optim.lr = 1e-6;
   PPOActor actor(model, cfg, 1.0, 1, 1000);
+  actor.optimizer().set_fused(mode >= 1);  // hybridscope.fused_adamw
   // B prompts of S/2 random tokens, each with one response of S/2 tokens (no EOS inside).
   std::vector<std::vector<std::int32_t>> prompts, responses;
   auto tokens = torch::randint(3, shape.vocab_size, {B, S}, torch::kInt32);
@@ -194,11 +202,13 @@ void BM_TrainStepMfu(benchmark::State& state) {
   if (peak > 0) state.counters["mfu"] = benchmark::Counter(flops / peak, benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(device_label(device));
 }
-// (shape index, sequences, tokens per sequence).
+// (shape index, sequences, tokens per sequence, mode): mode 0 the defaults (LibTorch's AdamW, the
+// padded forward through SDPA on CUDA), 1 hybridscope.fused_adamw, 2 fused AdamW with the packed
+// forward through hybridscope.attention=flash (CUDA only).
 BENCHMARK(BM_TrainStepMfu)
-    ->Args({0, 8, 64})
-    ->Args({2, 16, 1024})
-    ->Args({3, 16, 1024})
+    ->Args({0, 8, 64, 0})
+    ->Args({0, 8, 64, 1})
+    ->ArgsProduct({{2, 3}, {16}, {1024}, {0, 1, 2}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(5);
