@@ -210,6 +210,7 @@ void RolloutEngine::allocate_cache() {
   ModelShape local = model_->shape();
   local.num_key_value_heads /= model_->parallel().tp->size();
   if (size_by_memory_ && weight.device().is_cuda()) size_pool_by_memory(local, dtype, weight.device());
+  graphs_.reset();  // captured over the cache they replace
   cache_ = std::make_unique<PagedKvCache>(local, allocator_.num_blocks(), allocator_.block_size(),
                                           dtype, weight.device());
 }
