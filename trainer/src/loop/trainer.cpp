@@ -98,14 +98,21 @@ double find(const Metrics& metrics, const std::string& name, double fallback = 0
   return fallback;
 }
 
+// hybridscope's precision, attention, CPU products and decode kernel as every model's ComputeOptions
+// (forward_cached's decode steps alone read paged_decode).
+ComputeOptions configured_compute(const HybridscopeSection& h) {
+  ComputeOptions options = compute_options(h.precision, h.attention, h.cpu_matmul);
+  options.paged_decode = h.decode.paged_kernel;
+  return options;
+}
+
 }  // namespace
 
 void PPOTrainer::State::apply_compute_options() {
   // The optimizers' compute option too (hybridscope.fused_adamw).
   if (actor) actor->worker->optimizer().set_fused(cfg.hybridscope.fused_adamw);
   if (critic) critic->optimizer().set_fused(cfg.hybridscope.fused_adamw);
-  ComputeOptions options = compute_options(cfg.hybridscope.precision, cfg.hybridscope.attention, cfg.hybridscope.cpu_matmul);
-  options.paged_decode = cfg.hybridscope.decode.paged_kernel;  // only forward_cached's decode steps read it
+  const ComputeOptions options = configured_compute(cfg.hybridscope);
   std::vector<Transformer*> models{&ref_model};
   if (actor) {
     models.insert(models.end(), {&actor->model, &actor->full, &actor->rollout_model});
@@ -205,9 +212,7 @@ PPOTrainer::PPOTrainer(Config config, TrainerOptions options) : state_(std::make
     // A rank of a split rollout pool: the whole model, generating the actor's batches with the
     // weights the syncs bring (rollout_server.h).
     s.served_rollout_model = full;
-    ComputeOptions options = compute_options(cfg.hybridscope.precision, cfg.hybridscope.attention, cfg.hybridscope.cpu_matmul);
-    options.paged_decode = cfg.hybridscope.decode.paged_kernel;
-    full->set_compute(options);
+    full->set_compute(configured_compute(cfg.hybridscope));
     if (probe) install_cpu_memory_tracker();
     return;
   }

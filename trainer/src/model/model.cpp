@@ -749,8 +749,6 @@ torch::Tensor TransformerImpl::forward_cached_impl(const torch::Tensor& input_id
   auto long_opts = input_ids.options().dtype(torch::kLong);
   auto tables = kv.block_tables.to(torch::kLong);  // (B, M)
   auto context_lens = kv.context_lens.to(torch::kLong).view({B});
-  // L: the longest context in the batch (one host sync; the rollout loop syncs every step for
-  // the sampled tokens anyway). Shorter rows are masked.
   auto slots = kv.slot_mapping.reshape({-1}).to(torch::kLong);  // (B * T)
   if (compute_.paged_decode && T == 1) {
     // The kernel reads the block tables and lengths on the device: no gathered context, no mask,
@@ -764,6 +762,8 @@ torch::Tensor TransformerImpl::forward_cached_impl(const torch::Tensor& input_id
     auto hidden = parts_->model->forward(input_ids, batch);  // (B, 1, C)
     return apply_head(hidden);
   }
+  // L: the longest context in the batch (one host sync unless the caller knows it). Shorter rows
+  // are masked.
   batch.keys = kv.max_context_len >= 0 ? kv.max_context_len : context_lens.max().item<std::int64_t>();
   const auto L = batch.keys;
   TORCH_CHECK(L >= T && L <= tables.size(1) * bs, "forward_cached: context_lens (max ", L,

@@ -49,6 +49,13 @@ bool decode_graphs_built() { return HS_HAVE_CUDA_GRAPHS != 0; }
 
 namespace {
 
+// The data pointers of `model`'s parameters, in order: what a captured graph reads.
+std::vector<const void*> parameter_pointers(const Transformer& model) {
+  std::vector<const void*> pointers;
+  for (const auto& p : model->parameters()) pointers.push_back(p.data_ptr());
+  return pointers;
+}
+
 struct Graph {
   at::cuda::CUDAGraph graph;
   torch::Tensor ids, positions, slots, context_lens;  // (bucket, 1) / (bucket, 1) / (bucket, 1) / (bucket)
@@ -134,7 +141,7 @@ DecodeGraphs::DecodeGraphs(Transformer model, PagedKvCache* cache, std::int64_t 
   impl_->max_blocks = max_blocks;
   impl_->buckets = graph_batch_buckets(max_batch);
   impl_->graphs.resize(impl_->buckets.size());
-  for (const auto& p : impl_->model->parameters()) impl_->parameters.push_back(p.data_ptr());
+  impl_->parameters = parameter_pointers(impl_->model);
 }
 
 DecodeGraphs::~DecodeGraphs() = default;
@@ -163,8 +170,8 @@ std::int64_t DecodeGraphs::graphs_captured() const {
   return std::count_if(impl_->graphs.begin(), impl_->graphs.end(), [](const auto& g) { return g != nullptr; });
 }
 
-bool DecodeGraphs::captured_over(const std::vector<const void*>& parameters) const {
-  return parameters == impl_->parameters;
+bool DecodeGraphs::captured_over(const Transformer& model) const {
+  return parameter_pointers(model) == impl_->parameters;
 }
 
 #else  // no CUDA graphs in this build
@@ -185,7 +192,7 @@ torch::Tensor DecodeGraphs::step(const torch::Tensor&, const torch::Tensor&, con
 
 std::int64_t DecodeGraphs::graphs_captured() const { return 0; }
 
-bool DecodeGraphs::captured_over(const std::vector<const void*>&) const { return false; }
+bool DecodeGraphs::captured_over(const Transformer&) const { return false; }
 
 #endif
 

@@ -44,8 +44,9 @@ class DecodeGraphs {
 
   /// Graphs captured so far (one per bucket used).
   std::int64_t graphs_captured() const;
-  /// Whether the graphs were captured over these parameter storages (data pointers in order).
-  bool captured_over(const std::vector<const void*>& parameters) const;
+  /// Whether the graphs were captured over `model`'s parameter storages as they are now (an
+  /// offload round trip moves them).
+  bool captured_over(const Transformer& model) const;
 
  private:
   struct Impl;

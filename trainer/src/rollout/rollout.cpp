@@ -592,11 +592,7 @@ void RolloutEngine::decode_on_device(const GenerationRequest& request, std::size
     const auto& blocks = allocator_.block_table(seq[static_cast<std::size_t>(i)]);
     std::copy(blocks.begin(), blocks.end(), tables.begin() + i * max_blocks);
   }
-  if (decode_.cuda_graphs && (!graphs_ || !graphs_->captured_over([&] {
-        std::vector<const void*> pointers;
-        for (const auto& p : model_->parameters()) pointers.push_back(p.data_ptr());
-        return pointers;
-      }()))) {
+  if (decode_.cuda_graphs && (!graphs_ || !graphs_->captured_over(model_))) {
     // First use, or the parameters' storage moved (an offload round trip): capture afresh.
     const auto widest = (max_seq_len_ + allocator_.block_size() - 1) / allocator_.block_size();
     graphs_ = std::make_unique<detail::DecodeGraphs>(model_, cache_.get(), max_num_seqs_, widest);
