@@ -3,6 +3,12 @@
 //
 //   hs_dist_child collectives DB   every collective over Gloo with known inputs; checks each result
 //                                  against the arithmetic and records into DB.rank<r>
+//   hs_dist_child shm OUT          the shared-memory path of a one-host group (shm_collectives.h)
+//                                  against Gloo's on the same data: sums, max, min, avg over
+//                                  float32, bfloat16 and int64, all_gather; the same bits on every
+//                                  rank; no segment left in /dev/shm; then the last rank exits and
+//                                  rank 0 writes to OUT what its next all-reduce threw and how long
+//                                  it took
 //   hs_dist_child dp_update OUT    one PPO actor update on this rank's share of a fixed batch with
 //                                  gradients all-reduced over dp; rank 0 also runs the
 //                                  single-process update on the whole batch and writes the largest
@@ -21,12 +27,16 @@
 //                                  one fsdp (ZeRO-3) actor update vs the single-process one
 //                                  (dist_child_fsdp.cpp)
 // Exits 0 when every check passed; otherwise prints what differed and exits 1.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <string>
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <torch/torch.h>
@@ -141,6 +151,87 @@ int run_collectives(const std::string& db) {
   }
   world->barrier();
   recorder.end_run(hs::probes::RunStatus::kCompleted);
+  return failures == 0 ? 0 : 1;
+}
+
+// The shared-memory path (tensors of at most 4 KiB here) against Gloo (anything larger): the same
+// data reduced both ways, the Gloo copy padded past the threshold. Floating sums may round
+// differently in another order (rank order here, Gloo's ring there): float32 within 1e-6, bfloat16
+// within a few of its ulps; max, min and integer sums exactly. Every rank must hold the same bits: rank 0's results are
+// broadcast (over Gloo: larger than the threshold) and compared.
+int run_shm(const std::string& out) {
+  const DistEnv env = dist_env_from_environment();
+  const int n = env.world_size;
+  const int r = env.rank;
+  ProcessGroupOptions options;
+  options.timeout = std::chrono::seconds(60);
+  options.shm_bytes = 4096;
+  C10dGroupFactory groups(env, options);
+  auto world = groups.world();
+  torch::manual_seed(1234 + r);  // each rank its own data
+  auto both_ways = [&](const torch::Tensor& x, ReduceOp op, const char* what) {
+    torch::Tensor shm = x.clone();
+    world->all_reduce(shm, op);
+    torch::Tensor padded = torch::cat({x, torch::zeros({4096}, x.options())});
+    world->all_reduce(padded, op);
+    const torch::Tensor gloo = padded.narrow(0, 0, x.size(0));
+    const bool exact = op == ReduceOp::kMax || op == ReduceOp::kMin || !at::isFloatingType(x.scalar_type());
+    // bfloat16 rounds each partial sum to 8 bits: a few of its ulps at |sum| ~ 4.
+    const bool bf16 = x.scalar_type() == torch::kBFloat16;
+    const bool ok = exact ? torch::equal(shm, gloo)
+                          : torch::allclose(shm.to(torch::kFloat64), gloo.to(torch::kFloat64), bf16 ? 2e-2 : 1e-6,
+                                            bf16 ? 5e-2 : 1e-6);
+    check(ok, fmt::format("{}: shared memory and Gloo agree", what));
+    // The same bits everywhere: rank 0's result broadcast (as bytes, over Gloo) and compared.
+    torch::Tensor bits = torch::cat({shm.view(torch::kUInt8).reshape({-1}), torch::zeros({8192}, torch::kUInt8)});
+    torch::Tensor mine = bits.clone();
+    world->broadcast(bits, 0);
+    check(torch::equal(bits, mine), fmt::format("{}: every rank holds rank 0's bits", what));
+  };
+  const torch::Tensor f = torch::randn({1000});
+  both_ways(f, ReduceOp::kSum, "float32 sum");
+  both_ways(f, ReduceOp::kAvg, "float32 avg");
+  both_ways(f, ReduceOp::kMax, "float32 max");
+  both_ways(f, ReduceOp::kMin, "float32 min");
+  both_ways(torch::randn({1500}).to(torch::kBFloat16), ReduceOp::kSum, "bfloat16 sum");
+  both_ways(torch::randint(-1000, 1000, {500}, torch::kInt64), ReduceOp::kSum, "int64 sum");
+  // all_gather of (4, 8) float32 (128 B per rank): rank k's rows in place k.
+  const torch::Tensor part = torch::randn({4, 8});
+  const torch::Tensor gathered = world->all_gather(part);
+  const torch::Tensor gathered_gloo = world->all_gather(torch::cat({part, torch::zeros({64, 8})}, 0));
+  for (int k = 0; k < n; ++k)
+    check_equal(gathered.narrow(0, 4 * k, 4), gathered_gloo.narrow(0, 68 * k, 4), fmt::format("all_gather row {}", k));
+  check(gathered.size(0) == 4 * n, "all_gather: (4n, 8)");
+  // Many calls in a row (both buffers reused): each rank adds its rank + call index.
+  for (int call = 0; call < 200; ++call) {
+    torch::Tensor x = torch::full({16}, static_cast<float>(r + call));
+    world->all_reduce(x, ReduceOp::kSum);
+    if (!torch::equal(x, torch::full({16}, static_cast<float>(n * (n - 1) / 2 + n * call)))) {
+      check(false, fmt::format("call {} of a run of all-reduces", call));
+      break;
+    }
+  }
+  // The segment (rank 0 names it after its pid) was unlinked once every rank had mapped it.
+  if (r == 0)
+    for (const auto& entry : std::filesystem::directory_iterator("/dev/shm"))
+      check(entry.path().filename().string().rfind(fmt::format("hybridscope-{}-", ::getpid()), 0) != 0,
+            fmt::format("no segment left in /dev/shm: {}", entry.path().string()));
+  world->barrier();
+  // The last rank leaves; the others' next shared-memory all-reduce fails, naming it, long before
+  // the 60 s timeout.
+  if (r == n - 1) std::_Exit(failures == 0 ? 0 : 1);
+  torch::Tensor x = torch::ones({4});
+  const auto start = std::chrono::steady_clock::now();
+  std::string error;
+  try {
+    world->all_reduce(x, ReduceOp::kSum);
+  } catch (const DistError& e) {
+    error = e.what();
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (r == 0) {
+    std::ofstream(out) << seconds << "\n" << error << "\n";
+  }
   return failures == 0 ? 0 : 1;
 }
 
@@ -410,6 +501,7 @@ int run_sharded_training(char** argv) {
 int main(int argc, char** argv) {
   try {
     if (argc == 3 && std::string(argv[1]) == "collectives") return run_collectives(argv[2]);
+    if (argc == 3 && std::string(argv[1]) == "shm") return run_shm(argv[2]);
     if (argc == 3 && std::string(argv[1]) == "dp_update") return run_dp_update(argv[2]);
     if ((argc == 8 || argc == 9) && std::string(argv[1]) == "reshard") return run_reshard(argv);
     if (argc == 7 && std::string(argv[1]) == "sharded_training") return run_sharded_training(argv);
@@ -426,7 +518,7 @@ int main(int argc, char** argv) {
                                                                       : FsdpUnits::kLayerPrefetchRecompute);
     }
     std::fprintf(stderr,
-                 "usage: hs_dist_child collectives DB | dp_update OUT | reshard DB PP TP DP TG MODE [DIRECT_MIN_ELEMENTS] | "
+                 "usage: hs_dist_child collectives DB | shm OUT | dp_update OUT | reshard DB PP TP DP TG MODE [DIRECT_MIN_ELEMENTS] | "
                  "sharded_training PP TP DP KV OUT | fsdp_update DB TP DP [model|layer|prefetch|prefetch_recompute]\n");
     return 2;
   } catch (const std::exception& e) {

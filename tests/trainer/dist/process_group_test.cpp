@@ -95,6 +95,30 @@ void check_collectives(int world) {
 TEST(ProcessGroupGloo, CollectivesBetweenTwoProcesses) { check_collectives(2); }
 TEST(ProcessGroupGloo, CollectivesBetweenFourProcesses) { check_collectives(4); }
 
+// A one-host group's small collectives through shared memory (dist_child.cpp, run_shm): the same
+// results as Gloo's on every op and dtype, the same bits on every rank, no segment left behind, and
+// a peer that exits fails the others' next call at once, naming it, not after the 60 s timeout.
+void check_shm(int world) {
+  const auto out = hs::test::temp_db("process_group_test", "shm" + std::to_string(world) + ".txt");
+  const auto status = hs::test::run_ranks({HS_DIST_CHILD, "shm", out}, world, std::chrono::seconds(120));
+  for (int r = 0; r < world; ++r) ASSERT_TRUE(hs::test::exited_ok(status[static_cast<std::size_t>(r)])) << "rank " << r;
+  std::ifstream in(out);
+  double seconds = -1;
+  std::string line, error;
+  in >> seconds;
+  std::getline(in, line);
+  std::getline(in, error);
+  ASSERT_GE(seconds, 0.0) << "rank 0 wrote nothing to " << out;
+  EXPECT_NE(error.find(fmt::format("all_reduce on group 'world' (rank 0 of {}; its ranks: 0 (", world)), std::string::npos)
+      << error;
+  EXPECT_NE(error.find(fmt::format("failed: shared memory: rank {} (pid ", world - 1)), std::string::npos) << error;
+  EXPECT_NE(error.find("exited before joining"), std::string::npos) << error;
+  EXPECT_LT(seconds, 30.0) << "a dead peer was found only by the timeout";
+}
+
+TEST(ProcessGroupGloo, SharedMemoryCollectivesBetweenTwoProcesses) { check_shm(2); }
+TEST(ProcessGroupGloo, SharedMemoryCollectivesBetweenFourProcesses) { check_shm(4); }
+
 // One PPO actor step, data parallel over `world` processes vs the single-process trainer on the
 // same 8-sample batch (several micro-batches per rank, unequal response lengths so the token
 // weighting matters). float32 throughout: parameters within 2e-6 (the step is (lr/eps)·g = 1e-2·g,

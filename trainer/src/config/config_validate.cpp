@@ -722,6 +722,7 @@ void validate(const Config& c) {
   if (h.warmup.steps > 0) p.at_least("hybridscope.warmup.batch_size", h.warmup.batch_size, 1);
   if (!(h.warmup.lr >= 0.0)) p.add("hybridscope.warmup.lr = {}: must be >= 0", h.warmup.lr);
   if (!(h.dist.timeout_s > 0.0)) p.add("hybridscope.dist.timeout_s = {}: must be > 0 (seconds)", h.dist.timeout_s);
+  p.at_least("hybridscope.dist.shm_bytes", h.dist.shm_bytes, 0);
   if (h.dist.backend == DistBackendChoice::kNccl && t.device != DeviceKind::kCuda)
     p.add("hybridscope.dist.backend = nccl moves CUDA tensors only, but trainer.device = {}: use gloo (or auto)",
           to_string(t.device));

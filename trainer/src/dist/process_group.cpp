@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <functional>
 #include <cstdlib>
 #include <cstring>
@@ -38,6 +39,7 @@
 #include "hybridscope/trainer/dist/pending_collective.h"
 #include "hybridscope/trainer/dist/probed_communicator.h"
 #include "dist/nccl_backend.h"
+#include "dist/shm_collectives.h"
 
 namespace hs::trainer {
 
@@ -72,13 +74,19 @@ c10d::ReduceOp to_c10d(ReduceOp op) {
 /// an NCCL group (staged) runs synchronously.
 class C10dCommunicator final : public Communicator, public AsyncCollectives {
  public:
+  // `shm_store` (the group's store prefix) and `shm_bytes` > 0: a Gloo group whose ranks share one
+  // host moves its CPU all-reduces and all-gathers of up to shm_bytes through shared memory
+  // (shm_collectives.h); nullptr or 0: Gloo for all.
   C10dCommunicator(c10::intrusive_ptr<c10d::Backend> backend, std::string name, std::string members,
-                   std::chrono::milliseconds timeout, std::optional<at::Device> staging = std::nullopt)
+                   std::chrono::milliseconds timeout, std::optional<at::Device> staging = std::nullopt,
+                   c10::intrusive_ptr<c10d::Store> shm_store = {}, std::int64_t shm_bytes = 0)
       : backend_(std::move(backend)),
         name_(std::move(name)),
         members_(std::move(members)),
         timeout_(timeout),
-        staging_(staging) {}
+        staging_(staging),
+        shm_store_(std::move(shm_store)),
+        shm_bytes_(shm_store_ && !staging_ && backend_->getSize() > 1 ? shm_bytes : 0) {}
 
   int rank() const override { return backend_->getRank(); }
   int size() const override { return backend_->getSize(); }
@@ -86,6 +94,7 @@ class C10dCommunicator final : public Communicator, public AsyncCollectives {
 
   void all_reduce(at::Tensor& tensor, ReduceOp op) override {
     TORCH_CHECK(tensor.is_contiguous(), "all_reduce on group '", name_, "' needs a contiguous tensor");
+    if (detail::ShmCollectives* shm = shm_for(tensor)) return shm_call("all_reduce", [&] { shm->all_reduce(tensor, op); });
     std::vector<at::Tensor> tensors{staged(tensor)};
     c10d::AllreduceOptions opts;
     const bool avg_here = op == ReduceOp::kAvg && native_avg_ && at::isFloatingType(tensor.scalar_type());
@@ -96,7 +105,14 @@ class C10dCommunicator final : public Communicator, public AsyncCollectives {
     if (op == ReduceOp::kAvg && !avg_here) tensor.div_(size());
   }
 
-  at::Tensor all_gather(const at::Tensor& input) override { return post_all_gather(input)->wait(); }
+  at::Tensor all_gather(const at::Tensor& input) override {
+    if (detail::ShmCollectives* shm = shm_for(input)) {
+      at::Tensor out;
+      shm_call("all_gather", [&] { out = shm->all_gather(input.contiguous()); });
+      return out;
+    }
+    return post_all_gather(input)->wait();
+  }
 
   at::Tensor reduce_scatter(const at::Tensor& input, ReduceOp op) override {
     return post_reduce_scatter(input, op)->wait();
@@ -214,6 +230,7 @@ class C10dCommunicator final : public Communicator, public AsyncCollectives {
   }
 
   void barrier() override {
+    if (detail::ShmCollectives* shm = shm_for(at::Tensor())) return shm_call("barrier", [&] { shm->barrier(); });
     c10d::BarrierOptions opts;
     opts.timeout = timeout_;
     // NCCL: name this process's device, or ProcessGroupNCCL guesses it from the rank (and warns).
@@ -222,6 +239,41 @@ class C10dCommunicator final : public Communicator, public AsyncCollectives {
   }
 
  private:
+  // The shared-memory path for a blocking all-reduce or all-gather of `t` (undefined: a barrier),
+  // or nullptr (Gloo). Made at the first call that qualifies, which every rank reaches at the same
+  // point (same sizes on every rank); where a rank cannot map the segment, every rank says so once
+  // and keeps Gloo.
+  detail::ShmCollectives* shm_for(const at::Tensor& t) {
+    if (shm_bytes_ <= 0) return nullptr;
+    if (t.defined() && (!t.is_cpu() || t.nbytes() > static_cast<std::size_t>(shm_bytes_))) return nullptr;
+    if (!shm_ && !shm_unavailable_) {
+      std::string why;
+      try {
+        shm_ = detail::ShmCollectives::create(*shm_store_, rank(), size(), shm_bytes_, timeout_, why);
+      } catch (const std::exception& e) {
+        fail("setting up shared memory", e.what());
+      }
+      if (!shm_) {
+        shm_unavailable_ = true;
+        std::fprintf(stderr, "dist: group '%s' keeps Gloo for its small collectives (no shared memory: %s)\n",
+                     name_.c_str(), why.c_str());
+      }
+    }
+    return shm_.get();
+  }
+
+  // A shared-memory call, its failure (a peer gone or late) reported as Gloo's are.
+  template <typename Call>
+  void shm_call(const char* op, Call&& call) const {
+    try {
+      call();
+    } catch (const c10::Error& e) {
+      fail(op, e.what_without_backtrace());
+    } catch (const std::runtime_error& e) {
+      fail(op, e.what());
+    }
+  }
+
   // A posted c10d work: wait() waits it as the blocking calls do and finishes the result; the
   // completion time comes from the work's future (a callback on the backend's thread).
   // One all_gather posted to the backend (the synchronous form waits on it at once): the result,
@@ -377,6 +429,10 @@ class C10dCommunicator final : public Communicator, public AsyncCollectives {
   std::chrono::milliseconds timeout_;
   std::optional<at::Device> staging_;
   bool reduce_scatter_unsupported_ = false;
+  c10::intrusive_ptr<c10d::Store> shm_store_;
+  std::int64_t shm_bytes_;
+  std::unique_ptr<detail::ShmCollectives> shm_;
+  bool shm_unavailable_ = false;
 };
 
 std::string host_name() {
@@ -520,14 +576,16 @@ struct C10dGroupFactory::Impl {
   ClockSync clock;                                    // this rank's estimate of rank 0's clock
   std::vector<int> world_ranks;                       // a sub-world's rank i is world rank world_ranks[i]
 
+  int world_rank(int r) const { return world_ranks.empty() ? r : world_ranks[static_cast<std::size_t>(r)]; }
+  std::string host_of(int r) const {
+    const int w = world_rank(r);
+    return static_cast<std::size_t>(w) < hosts.size() ? hosts[static_cast<std::size_t>(w)] : "?";
+  }
+
   // "0 (host-a), 1 (host-b)" for a group of `ranks` (this factory's ranks) in world ranks.
   std::string members(const std::vector<int>& ranks) const {
     std::string out;
-    for (const int r : ranks) {
-      const int w = world_ranks.empty() ? r : world_ranks[static_cast<std::size_t>(r)];
-      const std::string host = static_cast<std::size_t>(w) < hosts.size() ? hosts[static_cast<std::size_t>(w)] : "?";
-      out += fmt::format("{}{} ({})", out.empty() ? "" : ", ", w, host);
-    }
+    for (const int r : ranks) out += fmt::format("{}{} ({})", out.empty() ? "" : ", ", world_rank(r), host_of(r));
     return out;
   }
 
@@ -557,8 +615,13 @@ struct C10dGroupFactory::Impl {
                                     name, group_size, e.what(), options.timeout.count() / 1000.0));
       }
     }
-    std::shared_ptr<Communicator> comm =
-        std::make_shared<C10dCommunicator>(backend, name, members(ranks), options.timeout, staging);
+    // Shared memory for the small collectives of a Gloo group on one host (the same host entry —
+    // name, and address where the ranks span hosts — for every member).
+    bool one_host = true;
+    for (const int r : ranks) one_host = one_host && host_of(r) == host_of(ranks.front());
+    const bool shm = options.backend == DistBackend::kGloo && one_host && options.shm_bytes > 0;
+    std::shared_ptr<Communicator> comm = std::make_shared<C10dCommunicator>(
+        backend, name, members(ranks), options.timeout, staging, shm ? prefixed : nullptr, options.shm_bytes);
     if (probes) comm = std::make_shared<ProbedCommunicator>(comm, *probes);
     return comm;
   }

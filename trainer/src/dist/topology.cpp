@@ -52,6 +52,7 @@ Topology Topology::connect(const Config& cfg) {
     const bool nccl = backend == DistBackendChoice::kNccl || (backend == DistBackendChoice::kAuto && t.device.is_cuda());
     pg.backend = nccl ? DistBackend::kNccl : DistBackend::kGloo;
     pg.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.hybridscope.dist.timeout_s * 1000.0));
+    pg.shm_bytes = cfg.hybridscope.dist.shm_bytes;
     fmt::print("dist: {}\n", t.env.describe());  // before the rendezvous: a rank that waits says for what
     std::fflush(stdout);
     t.groups = std::make_unique<C10dGroupFactory>(t.env, pg);

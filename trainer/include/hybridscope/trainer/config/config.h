@@ -459,6 +459,7 @@ struct RecorderConfig {
 struct DistConfig {
   DistBackendChoice backend = DistBackendChoice::kAuto;  // auto: gloo on cpu, nccl on cuda
   double timeout_s = 300;        // rendezvous and every collective give up after this long
+  int shm_bytes = 1 << 20;  // one host's small CPU collectives through shared memory; 0: Gloo
 };
 
 /// The rollout's decode loop (docs/config.md, "Decode"). The fast paths are off until a GPU run has

@@ -33,6 +33,10 @@ struct ProcessGroupOptions {
   DistBackend backend = DistBackend::kGloo;
   /// Rendezvous (store connect and key waits) and every collective fail after this long.
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};
+  /// Gloo groups whose ranks share one host: blocking CPU all-reduces and all-gathers of up to this
+  /// many bytes, and barriers, go through shared memory instead (shm_collectives.h in src/dist);
+  /// 0: Gloo for all.
+  std::int64_t shm_bytes = 1 << 20;
 };
 
 /// Every rank's estimate of rank 0's monotonic clock, made at the rendezvous (Cristian's algorithm:
