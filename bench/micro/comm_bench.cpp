@@ -18,7 +18,12 @@
 //     suite with one torch thread; rank 0 reports, the others discard their reports.
 //
 // BM_AllReduceInSitu and BM_AllGatherInSitu time the same calls right after about 1 ms of compute
-// on each rank (timed_in_situ_iteration): the cost tensor-parallel generation pays, skew included.
+// on each rank, with no barrier between iterations (timed_in_situ_iteration): the cost
+// tensor-parallel generation pays per call, skew included, the mean over the ranks.
+//
+// All-reduces and all-gathers of up to --shm-bytes (default the trainer's hybridscope.dist.shm_bytes,
+// 1 MiB) go through the wrapper's shared-memory path, as the trainer's do; --shm-bytes 0 times
+// Gloo for every size.
 //
 // Not here: the probe's own cost (hs_recorder_bench, BM_ProbeOverhead), NCCL, the reshard
 // executor over real ranks (`hybridscope switch-bench`; on thread ranks: reshard_bench.cpp).
@@ -164,17 +169,19 @@ double timed_iteration(RankWorld& w, const std::function<void()>& call) {
 
 // In situ: the collective right after each rank has computed on its own for about a millisecond
 // (three 256×256×256 float32 products), as tensor-parallel generation calls its all-reduces between
-// a layer's products. Timed from the end of this rank's compute to the call's return, the slowest
-// rank's: the early rank's wait for the late one — the skew of rank processes computing on shared
-// cores — is in it, which the barrier-started iterations above leave out.
+// a layer's products: no barrier before it, the previous iteration's collective on the side channel
+// is what last synchronised the ranks, as the previous layer's all-reduce does in generation.
+// Timed from the end of this rank's compute to the call's return, and averaged over the ranks: a
+// rank that finished its compute early waits for the late one inside the call (the skew of rank
+// processes computing on shared cores), and each rank's phase pays its own wait, so the mean is
+// what a phase pays per call beyond its mean compute.
 double timed_in_situ_iteration(RankWorld& w, const std::function<void()>& call) {
   static const torch::Tensor a = torch::rand({256, 256}), b = torch::rand({256, 256});
-  w.timing->barrier();
   for (int i = 0; i < 3; ++i) benchmark::DoNotOptimize(a.mm(b).data_ptr());
   const std::int64_t start = hs::probes::now_ns();
   call();
   auto elapsed = torch::full({1}, static_cast<double>(hs::probes::now_ns() - start), torch::kFloat64);
-  w.timing->all_reduce(elapsed, ReduceOp::kMax);
+  w.timing->all_reduce(elapsed, ReduceOp::kAvg);
   return elapsed.item<double>() * 1e-9;
 }
 
@@ -272,6 +279,8 @@ int run_rank(int argc, char** argv) {
 
   ProcessGroupOptions options;  // Gloo; a peer that dies fails the others' calls after the timeout
   options.timeout = std::chrono::seconds(120);
+  // The launcher's --shm-bytes (the trainer's hybridscope.dist.shm_bytes).
+  if (const char* shm = std::getenv("HS_COMM_BENCH_SHM_BYTES")) options.shm_bytes = std::stoll(shm);
   RankWorld w;
   w.factory = std::make_unique<C10dGroupFactory>(env, options);  // unprobed: the wrapper alone
   w.group = w.factory->world();
@@ -282,6 +291,7 @@ int run_rank(int argc, char** argv) {
   register_suite(w);
   benchmark::AddCustomContext("backend", "gloo (c10d ProcessGroupGloo, CPU tensors, float32)");
   benchmark::AddCustomContext("group_size", std::to_string(env.world_size));
+  benchmark::AddCustomContext("shm_bytes", std::to_string(options.shm_bytes));
   if (env.rank == 0) {
     benchmark::RunSpecifiedBenchmarks();
   } else {
@@ -299,6 +309,7 @@ struct LaunchOptions {
   std::vector<int> ranks{2, 4};
   std::string out = "out/comm-bench.json";
   std::string out_format = "json";
+  std::int64_t shm_bytes = hs::trainer::ProcessGroupOptions{}.shm_bytes;
   std::vector<std::string> benchmark_flags;  // handed to every rank
 };
 
@@ -306,6 +317,10 @@ void add_launch_options(CLI::App& app, LaunchOptions& o) {
   app.add_option("--ranks", o.ranks, "Group sizes to run the suite for, one world each (default 2,4)")
       ->delimiter(',')
       ->check(CLI::Range(2, 64));
+  app.add_option("--shm-bytes", o.shm_bytes,
+                 "All-reduces and all-gathers of up to this many bytes through shared memory, as the trainer's "
+                 "hybridscope.dist.shm_bytes does (default its default, 1048576); 0: every collective over Gloo")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--benchmark_out", o.out, "Google Benchmark JSON of every group size (default out/comm-bench.json)");
   app.add_option("--benchmark_out_format", o.out_format, "json only: the group sizes' reports are merged")
       ->check(CLI::IsMember({"json"}));
@@ -325,7 +340,7 @@ void validate_benchmark_flags(LaunchOptions& o, const std::vector<std::string>& 
 
 // Starts `n` ranks of this binary (stdout and stderr shared with the launcher), waits for all;
 // when one fails the others are terminated. Throws naming the first failed rank.
-void run_world(int n, const std::vector<std::string>& flags, const std::string& rank0_out) {
+void run_world(int n, const std::vector<std::string>& flags, const std::string& rank0_out, std::int64_t shm_bytes) {
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   const int port = hs::trainer::free_loopback_port();
   std::vector<std::string> base_env;
@@ -333,7 +348,7 @@ void run_world(int n, const std::vector<std::string>& flags, const std::string& 
     const std::string kv = *e;
     const auto key = kv.substr(0, kv.find('='));
     if (key == "RANK" || key == "WORLD_SIZE" || key == "LOCAL_RANK" || key == "MASTER_ADDR" || key == "MASTER_PORT" ||
-        key == "OMP_NUM_THREADS")
+        key == "OMP_NUM_THREADS" || key == "HS_COMM_BENCH_SHM_BYTES")
       continue;
     base_env.push_back(kv);
   }
@@ -341,8 +356,9 @@ void run_world(int n, const std::vector<std::string>& flags, const std::string& 
   base_env.push_back("MASTER_ADDR=127.0.0.1");
   base_env.push_back(fmt::format("MASTER_PORT={}", port));
   base_env.push_back(fmt::format("WORLD_SIZE={}", n));
+  base_env.push_back(fmt::format("HS_COMM_BENCH_SHM_BYTES={}", shm_bytes));
 
-  fmt::print("hs_comm_bench: {} ranks over Gloo (127.0.0.1:{}){}\n", n, port,
+  fmt::print("hs_comm_bench: {} ranks over Gloo (127.0.0.1:{}; shared memory up to {} bytes){}\n", n, port, shm_bytes,
              flags.empty() ? "" : fmt::format(", flags {}", fmt::join(flags, " ")));
   std::fflush(stdout);
   std::vector<pid_t> pids;
@@ -439,7 +455,7 @@ int run_launcher(int argc, char** argv) {
   try {
     for (int n : o.ranks) {
       parts.push_back(fmt::format("{}.ranks{}.part", o.out, n));
-      run_world(n, o.benchmark_flags, parts.back());
+      run_world(n, o.benchmark_flags, parts.back(), o.shm_bytes);
     }
     merged = merge_reports(parts, o.ranks);
   } catch (...) {
