@@ -20,6 +20,9 @@
 // BM_AllReduceInSitu and BM_AllGatherInSitu time the same calls right after about 1 ms of compute
 // on each rank, with no barrier between iterations (timed_in_situ_iteration): the cost
 // tensor-parallel generation pays per call, skew included, the mean over the ranks.
+// BM_AllReduceInSituPairs and BM_AllGatherInSituPairs (worlds of 4 or more): the same in every
+// pair of ranks (2k, 2k+1) at once, counter `processes` = the world's size: tp 2 among more ranks
+// on the node.
 //
 // All-reduces and all-gathers of up to --shm-bytes (default the trainer's hybridscope.dist.shm_bytes,
 // 1 MiB) go through the wrapper's shared-memory path, as the trainer's do; --shm-bytes 0 times
@@ -105,6 +108,7 @@ struct RankWorld {
   std::unique_ptr<C10dGroupFactory> factory;
   std::shared_ptr<Communicator> group;
   std::shared_ptr<Communicator> timing;
+  std::shared_ptr<Communicator> pair;  // ranks 2k and 2k+1 (an even world of 4 or more), else null
   bool broken = false;  // a collective failed: the ranks are out of step, later benchmarks skip
 };
 
@@ -188,7 +192,7 @@ double timed_in_situ_iteration(RankWorld& w, const std::function<void()>& call) 
 // args: (ranks, bytes). Counters as the header says; algbw from the mean of the iterations' times
 // (Google Benchmark's real_time), computed here because Google Benchmark's rate counters divide
 // by CPU time.
-void BM_Collective(benchmark::State& state, RankWorld* w, OpInfo info, bool in_situ) {
+void BM_Collective(benchmark::State& state, RankWorld* w, OpInfo info, bool in_situ, bool pairs) {
   if (w->broken) {
     state.SkipWithError("an earlier collective failed; the ranks are out of step");
     return;
@@ -197,7 +201,7 @@ void BM_Collective(benchmark::State& state, RankWorld* w, OpInfo info, bool in_s
   std::vector<double> times_s;
   std::int64_t bytes = 0;
   try {
-    const Collective collective = make_collective(info.op, *w->group, state.range(1));
+    const Collective collective = make_collective(info.op, pairs ? *w->pair : *w->group, state.range(1));
     bytes = collective.bytes;
     for (int i = 0; i < kWarmup; ++i) collective.call();
     for (auto _ : state) {
@@ -211,11 +215,12 @@ void BM_Collective(benchmark::State& state, RankWorld* w, OpInfo info, bool in_s
     state.SkipWithError(e.what());
     return;
   }
-  const int n = w->group->size();
+  const int n = (pairs ? w->pair : w->group)->size();
   const double algbw = static_cast<double>(bytes) / (total_s / static_cast<double>(state.iterations())) * 1e-9;
   state.counters["bytes"] = benchmark::Counter(static_cast<double>(bytes), benchmark::Counter::kDefaults,
                                                benchmark::Counter::kIs1024);
   state.counters["group_size"] = n;
+  if (pairs) state.counters["processes"] = w->group->size();
   state.counters["algbw_GBps"] = algbw;
   state.counters["busbw_GBps"] = algbw * hs::probes::bus_bandwidth_factor(info.comm_op, n);
   // The median iteration, beside the mean (real_time) that the simulator's calibration reads
@@ -230,7 +235,7 @@ void register_suite(RankWorld& w) {
   const int n = w.group->size();
   for (const OpInfo& info : kOps) {
     for (std::int64_t bytes = kMinBytes; bytes <= kMaxBytes; bytes *= 4) {
-      benchmark::RegisterBenchmark(info.benchmark, BM_Collective, &w, info, false)
+      benchmark::RegisterBenchmark(info.benchmark, BM_Collective, &w, info, false, false)
           ->ArgNames({"ranks", "bytes"})
           ->Args({n, bytes})
           ->Iterations(iterations_for(bytes))
@@ -243,7 +248,23 @@ void register_suite(RankWorld& w) {
     if (info.op != Op::kAllReduce && info.op != Op::kAllGather) continue;
     const std::string name = std::string(info.benchmark) + "InSitu";
     for (std::int64_t bytes = kMinBytes; bytes <= kMiB; bytes *= 4) {
-      benchmark::RegisterBenchmark(name.c_str(), BM_Collective, &w, info, true)
+      benchmark::RegisterBenchmark(name.c_str(), BM_Collective, &w, info, true, false)
+          ->ArgNames({"ranks", "bytes"})
+          ->Args({n, bytes})
+          ->Iterations(30)
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+  // The same in 2-rank groups, every pair of the world at once: tensor-parallel generation at tp 2
+  // with more ranks than that on the node (the demo's 4 ranks on 2 cores: a rank's peer may be
+  // waiting for the core it shares with another pair's rank). `ranks` is the world's size.
+  if (!w.pair) return;
+  for (const OpInfo& info : kOps) {
+    if (info.op != Op::kAllReduce && info.op != Op::kAllGather) continue;
+    const std::string name = std::string(info.benchmark) + "InSituPairs";
+    for (std::int64_t bytes = kMinBytes; bytes <= kMiB; bytes *= 4) {
+      benchmark::RegisterBenchmark(name.c_str(), BM_Collective, &w, info, true, true)
           ->ArgNames({"ranks", "bytes"})
           ->Args({n, bytes})
           ->Iterations(30)
@@ -287,6 +308,9 @@ int run_rank(int argc, char** argv) {
   std::vector<int> all(static_cast<std::size_t>(env.world_size));
   std::iota(all.begin(), all.end(), 0);
   w.timing = w.factory->new_group(all, "timing");
+  if (env.world_size >= 4 && env.world_size % 2 == 0)
+    for (int k = 0; k < env.world_size / 2; ++k)
+      if (auto g = w.factory->new_group({2 * k, 2 * k + 1}, fmt::format("pair{}", k))) w.pair = g;
 
   register_suite(w);
   benchmark::AddCustomContext("backend", "gloo (c10d ProcessGroupGloo, CPU tensors, float32)");

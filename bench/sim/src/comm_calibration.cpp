@@ -78,12 +78,16 @@ double CommCalibration::measured_seconds(const Curve& curve, double bytes) noexc
 
 namespace {
 
+int processes_of(const CommSample& s) { return s.processes > 0 ? s.processes : s.group_size; }
+
 // One point per distinct size (the mean of its samples) of (op, n) among `samples` of the given
-// kind; empty with fewer than two sizes.
-CommCalibration::Curve curve_of(const std::vector<CommSample>& samples, Collective op, int n, bool in_situ) {
+// kind (in situ: measured among `processes` ranks); empty with fewer than two sizes.
+CommCalibration::Curve curve_of(const std::vector<CommSample>& samples, Collective op, int n, bool in_situ,
+                                int processes = 0) {
   std::map<double, std::pair<double, int>> by_size;  // bytes -> (sum of seconds, samples)
   for (const CommSample& s : samples) {
     if (s.op != op || s.group_size != n || s.in_situ != in_situ || !(s.seconds > 0.0) || !(s.bytes > 0.0)) continue;
+    if (in_situ && processes_of(s) != processes) continue;
     auto& [sum, count] = by_size[s.bytes];
     sum += s.seconds;
     ++count;
@@ -100,12 +104,16 @@ void CommCalibration::set_curve(Collective op, LinkLevel level, int n, const std
   if (Curve c = curve_of(samples, op, n, false); !c.empty()) curves_[{op, level, n}] = std::move(c);
 }
 
-void CommCalibration::set_in_situ_curve(Collective op, LinkLevel level, int n, const std::vector<CommSample>& samples) {
-  if (Curve c = curve_of(samples, op, n, true); !c.empty()) in_situ_curves_[{op, level, n}] = std::move(c);
+void CommCalibration::set_in_situ_curve(Collective op, LinkLevel level, int n, int processes,
+                                        const std::vector<CommSample>& samples) {
+  if (Curve c = curve_of(samples, op, n, true, processes); !c.empty())
+    in_situ_curves_[{op, level, n, processes}] = std::move(c);
 }
 
-double CommCalibration::seconds_in_situ(Collective op, int n, double bytes, LinkLevel level) const noexcept {
-  const auto it = in_situ_curves_.find({op, level, n});
+double CommCalibration::seconds_in_situ(Collective op, int n, double bytes, LinkLevel level,
+                                        int processes) const noexcept {
+  auto it = in_situ_curves_.find({op, level, n, std::max(n, processes)});
+  if (it == in_situ_curves_.end()) it = in_situ_curves_.find({op, level, n, n});
   return it != in_situ_curves_.end() ? measured_seconds(it->second, bytes) : seconds(op, n, bytes, level);
 }
 
@@ -119,9 +127,10 @@ CommCalibration calibrate_comm(const HardwareSpec& hardware, const std::vector<L
       std::vector<CommSample> of_op, in_situ;
       for (const CommSample& s : level_samples.samples)
         if (s.op == op) (s.in_situ ? in_situ : of_op).push_back(s);
-      std::set<int> situ_sizes;
-      for (const CommSample& s : in_situ) situ_sizes.insert(s.group_size);
-      for (int n : situ_sizes) calibration.set_in_situ_curve(op, level_samples.level, n, in_situ);
+      std::set<std::pair<int, int>> situ_sizes;  // (group size, processes)
+      for (const CommSample& s : in_situ) situ_sizes.insert({s.group_size, processes_of(s)});
+      for (const auto& [n, processes] : situ_sizes)
+        calibration.set_in_situ_curve(op, level_samples.level, n, processes, in_situ);
       if (of_op.empty()) continue;
       std::set<int> sizes;
       for (const CommSample& s : of_op) sizes.insert(s.group_size);

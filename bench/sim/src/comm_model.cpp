@@ -136,9 +136,15 @@ CommBenchData parse_comm_bench_json(const std::string& json_text, const std::str
     const std::string name = row.value("name", std::string());
     const std::string family = name.substr(0, name.find('/'));
     std::optional<Collective> op;
-    const std::string kInSitu = "InSitu";
-    const bool in_situ = family.size() > kInSitu.size() && family.compare(family.size() - kInSitu.size(), kInSitu.size(), kInSitu) == 0;
-    const std::string base = in_situ ? family.substr(0, family.size() - kInSitu.size()) : family;
+    // BM_<Op>InSitu, BM_<Op>InSituPairs: timed after compute (the latter 2-rank groups among the
+    // world's ranks, the `processes` counter).
+    auto ends_with = [&](const std::string& suffix) {
+      return family.size() > suffix.size() && family.compare(family.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    const bool pairs = ends_with("InSituPairs");
+    const bool in_situ = pairs || ends_with("InSitu");
+    const std::string base =
+        family.substr(0, family.size() - (pairs ? std::string("InSituPairs").size() : in_situ ? std::string("InSitu").size() : 0));
     for (const auto& [prefix, collective] : kFamilies)
       if (base == prefix) op = collective;
     if (!op || row.value("run_type", std::string("iteration")) != "iteration") {
@@ -157,6 +163,11 @@ CommBenchData parse_comm_bench_json(const std::string& json_text, const std::str
     CommSample sample;
     sample.op = *op;
     sample.in_situ = in_situ;
+    if (pairs) {
+      if (!row.contains("processes"))
+        throw SimError(fmt::format("{}: benchmark {} has no 'processes': rerun hs_comm_bench", origin, name));
+      sample.processes = static_cast<int>(std::lround(row["processes"].get<double>()));
+    }
     sample.group_size = static_cast<int>(std::lround(row["group_size"].get<double>()));
     sample.bytes = row["bytes"].get<double>();
     // The mean iteration (Google Benchmark's real_time under manual time), not the median: a phase

@@ -248,10 +248,12 @@ GenerationTimes simulate_generation(const StepInputs& in, const CommCalibration&
   const double per_layer = 2.0 * m.num_hidden_layers;
   const double logits_row = m.vocab_size * in.weight_bytes_per_param;
   // Each is called right after the rank's share of a layer's products: the in-situ cost where the
-  // comm bench measured it (the ranks' skew included), else the collective's.
+  // comm bench measured it (the ranks' skew included; measured among the node's ranks where other
+  // groups compute beside this one: on shared cores a peer waits for the rank that shares its
+  // core), else the collective's.
   auto forward_tp_comm = [&](double tokens, double sequences) {
-    return per_layer * comm.seconds_in_situ(Collective::kAllReduce, tp_g, tokens * activation, gen_level) +
-           comm.seconds_in_situ(Collective::kAllGather, tp_g, sequences * logits_row, gen_level);
+    return per_layer * comm.seconds_in_situ(Collective::kAllReduce, tp_g, tokens * activation, gen_level, node_ranks) +
+           comm.seconds_in_situ(Collective::kAllGather, tp_g, sequences * logits_row, gen_level, node_ranks);
   };
   auto wave_tp_comm = [&](double batch) {
     double s = 0;

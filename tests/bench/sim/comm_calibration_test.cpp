@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <tuple>
 #include <vector>
 
 namespace sim = hs::bench::sim;
@@ -219,4 +220,27 @@ TEST(CommCalibration, InSituSamplesServeOnlyTheInSituCost) {
   // 4 ranks have no in-situ curve: the ordinary cost.
   EXPECT_DOUBLE_EQ(cal.seconds_in_situ(Collective::kAllReduce, 4, mid, LinkLevel::kIntraNode),
                    cal.seconds(Collective::kAllReduce, 4, mid, LinkLevel::kIntraNode));
+  // No curve measured among more ranks: a 2-rank group among 4 reads the group's own.
+  EXPECT_NEAR(cal.seconds_in_situ(Collective::kAllReduce, 2, mid, LinkLevel::kIntraNode, 4), 4e-3, 1e-15);
+}
+
+// 2-rank in-situ samples timed among 4 ranks (BM_<Op>InSituPairs) make a curve of their own, read
+// where the node runs 4 ranks; with 2 (or no count) the group's own curve still answers.
+TEST(CommCalibration, PairsAmongMoreRanksHaveTheirOwnInSituCurve) {
+  std::vector<sim::CommSample> samples;
+  for (auto [bytes, own, among4] : {std::tuple{4096.0, 1e-4, 1e-3}, std::tuple{1048576.0, 3e-4, 2e-3}}) {
+    sim::CommSample s{Collective::kAllReduce, 2, bytes, own};
+    s.in_situ = true;
+    samples.push_back(s);
+    s.seconds = among4;
+    s.processes = 4;
+    samples.push_back(s);
+  }
+  const sim::CommCalibration cal = sim::calibrate_comm(two_level_hardware(), {{LinkLevel::kIntraNode, samples}});
+  const double mid = (4096.0 + 1048576.0) / 2.0;
+  EXPECT_NEAR(cal.seconds_in_situ(Collective::kAllReduce, 2, mid, LinkLevel::kIntraNode), 2e-4, 1e-15);
+  EXPECT_NEAR(cal.seconds_in_situ(Collective::kAllReduce, 2, mid, LinkLevel::kIntraNode, 2), 2e-4, 1e-15);
+  EXPECT_NEAR(cal.seconds_in_situ(Collective::kAllReduce, 2, mid, LinkLevel::kIntraNode, 4), 1.5e-3, 1e-15);
+  // 8 ranks on the node were not measured: the group's own curve, not the 4-rank one.
+  EXPECT_NEAR(cal.seconds_in_situ(Collective::kAllReduce, 2, mid, LinkLevel::kIntraNode, 8), 2e-4, 1e-15);
 }

@@ -147,14 +147,23 @@ TEST(CommModel, ReadsCommBenchJson) {
      "bytes": 65536.0, "group_size": 4.0, "real_time": 2.5, "time_unit": "ms"},
     {"name": "BM_AllReduceInSitu/ranks:2/bytes:4096/iterations:30/manual_time", "run_type": "iteration",
      "bytes": 4096.0, "group_size": 2.0, "real_time": 1500, "time_unit": "us", "median_s": 0.0012},
+    {"name": "BM_AllGatherInSituPairs/ranks:4/bytes:16384/iterations:30/manual_time", "run_type": "iteration",
+     "bytes": 16384.0, "group_size": 2.0, "processes": 4.0, "real_time": 700, "time_unit": "us"},
     {"name": "BM_Barrier/ranks:2", "run_type": "iteration", "real_time": 1, "time_unit": "us"}]})";
   const sim::CommBenchData data = sim::parse_comm_bench_json(json, "c.json");
-  ASSERT_EQ(data.samples.size(), 3u);
+  ASSERT_EQ(data.samples.size(), 4u);
   EXPECT_FALSE(data.samples[0].in_situ);
   // BM_<Op>InSitu: the same collective timed right after compute.
   EXPECT_EQ(data.samples[2].op, Collective::kAllReduce);
   EXPECT_TRUE(data.samples[2].in_situ);
   EXPECT_DOUBLE_EQ(data.samples[2].seconds, 1.5e-3);
+  EXPECT_EQ(data.samples[2].processes, 0);  // the group's own
+  // BM_<Op>InSituPairs: 2-rank groups timed among all of a 4-rank world's ranks.
+  EXPECT_EQ(data.samples[3].op, Collective::kAllGather);
+  EXPECT_TRUE(data.samples[3].in_situ);
+  EXPECT_EQ(data.samples[3].group_size, 2);
+  EXPECT_EQ(data.samples[3].processes, 4);
+  EXPECT_DOUBLE_EQ(data.samples[3].seconds, 700e-6);
   EXPECT_EQ(data.samples[0].op, Collective::kAllGather);
   EXPECT_EQ(data.samples[0].group_size, 2);
   EXPECT_DOUBLE_EQ(data.samples[0].bytes, 4096.0);
@@ -168,5 +177,9 @@ TEST(CommModel, ReadsCommBenchJson) {
                                           "c.json"),
                sim::SimError);
   EXPECT_THROW(sim::parse_comm_bench_json("{", "c.json"), sim::SimError);
+  // A pairs row without its processes counter cannot say among how many ranks it was timed.
+  EXPECT_THROW(sim::parse_comm_bench_json(R"({"benchmarks": [{"name": "BM_AllReduceInSituPairs/ranks:4/bytes:4096",
+    "run_type": "iteration", "bytes": 4096.0, "group_size": 2.0, "real_time": 1, "time_unit": "us"}]})", "c.json"),
+               sim::SimError);
   EXPECT_THROW(sim::parse_comm_bench_json(R"({"rows": []})", "c.json"), sim::SimError);
 }

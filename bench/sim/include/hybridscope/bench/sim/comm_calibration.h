@@ -59,8 +59,10 @@ class CommCalibration {
 
   /// A collective called between bursts of compute (tensor-parallel generation's): the in-situ
   /// curve of (op, level, n) where hs_comm_bench measured one (BM_<Op>InSitu: the call right after
-  /// each rank computed, the ranks' skew included), else seconds().
-  double seconds_in_situ(Collective op, int n, double bytes, LinkLevel level) const noexcept;
+  /// each rank computed, the ranks' skew included), else seconds(). `processes`: the ranks that
+  /// compute on the group's node meanwhile (more than n where several groups share it): the curve
+  /// measured with that many (BM_<Op>InSituPairs), else the group's own.
+  double seconds_in_situ(Collective op, int n, double bytes, LinkLevel level, int processes = 0) const noexcept;
 
   /// A measured curve: (bytes, seconds) ascending in bytes, one point per distinct size (the mean
   /// of that size's samples).
@@ -80,15 +82,16 @@ class CommCalibration {
   /// Keeps `samples`' curve for (op, level, n) (samples of other ops or sizes ignored); needs two
   /// distinct message sizes, else nothing is kept.
   void set_curve(Collective op, LinkLevel level, int n, const std::vector<CommSample>& samples);
-  /// The same for the in-situ samples of (op, n) (CommSample::in_situ), read by seconds_in_situ.
-  void set_in_situ_curve(Collective op, LinkLevel level, int n, const std::vector<CommSample>& samples);
+  /// The same for the in-situ samples of (op, n) measured among `processes` ranks
+  /// (CommSample::in_situ, CommSample::processes), read by seconds_in_situ.
+  void set_in_situ_curve(Collective op, LinkLevel level, int n, int processes, const std::vector<CommSample>& samples);
   void add_fallback_reason(std::string reason) { fallback_reasons_.push_back(std::move(reason)); }
 
  private:
   HardwareSpec hardware_;
   std::map<std::pair<Collective, LinkLevel>, AlphaBetaFit> fits_;
   std::map<std::tuple<Collective, LinkLevel, int>, Curve> curves_;
-  std::map<std::tuple<Collective, LinkLevel, int>, Curve> in_situ_curves_;
+  std::map<std::tuple<Collective, LinkLevel, int, int>, Curve> in_situ_curves_;  // (op, level, n, processes)
   std::vector<std::string> fallback_reasons_;
 };
 

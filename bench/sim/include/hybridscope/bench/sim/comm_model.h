@@ -62,6 +62,9 @@ struct CommSample {
   double bytes = 0.0;
   double seconds = 0.0;
   bool in_situ = false;  // timed right after each rank computed (hs_comm_bench's BM_<Op>InSitu)
+  // Ranks computing on the node while it was timed: 0 = the group's own (group_size);
+  // hs_comm_bench's BM_<Op>InSituPairs: 2-rank groups among all of a larger world's ranks.
+  int processes = 0;
 };
 
 enum class FitWeighting {
