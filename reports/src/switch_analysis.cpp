@@ -90,6 +90,17 @@ std::vector<LinkMeasurement> load_comm_bench(const std::string& path) {
   if (!doc.is_object() || !doc.contains("benchmarks") || !doc["benchmarks"].is_array())
     throw std::runtime_error(path + " has no \"benchmarks\" array: pass the Google Benchmark JSON hs_comm_bench wrote "
                                     "(out/comm-bench.json)");
+  // All-reduces and all-gathers of up to the context's shm_bytes went through shared memory
+  // (hybridscope.dist.shm_bytes), not the wire the switch's exchange crosses: left out.
+  std::int64_t shm_bytes = 0;
+  if (doc.contains("context") && doc["context"].is_object() && doc["context"].contains("shm_bytes")) {
+    const auto& v = doc["context"]["shm_bytes"];
+    try {
+      shm_bytes = v.is_string() ? std::stoll(v.get<std::string>()) : v.get<std::int64_t>();
+    } catch (const std::exception&) {
+      throw std::runtime_error(path + ": context shm_bytes is not a byte count: " + v.dump());
+    }
+  }
   std::vector<LinkMeasurement> out;
   for (const auto& b : doc["benchmarks"]) {
     if (b.value("run_type", "iteration") != "iteration") continue;  // aggregates repeat the iterations
@@ -101,6 +112,8 @@ std::vector<LinkMeasurement> load_comm_bench(const std::string& path) {
     m.ranks = static_cast<int>(b["group_size"].get<double>());
     m.bytes = static_cast<std::int64_t>(b["bytes"].get<double>());
     m.busbw_gbps = b["busbw_GBps"].get<double>();
+    const bool shm_op = m.op.rfind("all_reduce", 0) == 0 || m.op.rfind("all_gather", 0) == 0;
+    if (shm_op && m.bytes <= shm_bytes) continue;
     out.push_back(std::move(m));
   }
   return out;

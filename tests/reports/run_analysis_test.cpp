@@ -150,6 +150,23 @@ TEST(SwitchAnalysis, ReadsTheCommBenchJsonAndRefusesOtherFiles) {
     EXPECT_NE(std::string(e.what()).find("no \"benchmarks\" array"), std::string::npos) << e.what();
   }
   EXPECT_THROW(load_comm_bench((dir / "missing.json").string()), std::runtime_error);
+  // A bench whose small all-reduces and all-gathers went through shared memory (context
+  // shm_bytes): those rows are not the wire; send/recv and larger messages are.
+  const auto shm = (dir / "shm.json").string();
+  std::ofstream(shm) << R"({"context": {"shm_bytes": "1048576"}, "benchmarks": [
+    {"name": "BM_AllReduce/ranks:2/bytes:1048576/manual_time", "run_type": "iteration", "bytes": 1048576,
+     "group_size": 2.0, "busbw_GBps": 7.4},
+    {"name": "BM_AllGatherInSitu/ranks:2/bytes:4096/manual_time", "run_type": "iteration", "bytes": 4096,
+     "group_size": 2.0, "busbw_GBps": 0.3},
+    {"name": "BM_AllReduce/ranks:2/bytes:4194304/manual_time", "run_type": "iteration", "bytes": 4194304,
+     "group_size": 2.0, "busbw_GBps": 1.3},
+    {"name": "BM_SendRecv/ranks:2/bytes:4096/manual_time", "run_type": "iteration", "bytes": 4096,
+     "group_size": 2.0, "busbw_GBps": 0.2}]})";
+  const auto wire = load_comm_bench(shm);
+  ASSERT_EQ(wire.size(), 2u);
+  EXPECT_EQ(wire[0].op, "all_reduce");
+  EXPECT_EQ(wire[0].bytes, 4194304);
+  EXPECT_EQ(wire[1].op, "send_recv");
 }
 
 TEST(MemoryAnalysis, RatiosCountersAndPeakAgainstParameters) {
