@@ -243,33 +243,23 @@ void register_suite(RankWorld& w) {
           ->Unit(benchmark::kMicrosecond);
     }
   }
-  // Generation's tensor-parallel collectives in situ (after compute), at their sizes (4 KiB … 1 MiB).
-  for (const OpInfo& info : kOps) {
-    if (info.op != Op::kAllReduce && info.op != Op::kAllGather) continue;
-    const std::string name = std::string(info.benchmark) + "InSitu";
-    for (std::int64_t bytes = kMinBytes; bytes <= kMiB; bytes *= 4) {
-      benchmark::RegisterBenchmark(name.c_str(), BM_Collective, &w, info, true, false)
-          ->ArgNames({"ranks", "bytes"})
-          ->Args({n, bytes})
-          ->Iterations(30)
-          ->UseManualTime()
-          ->Unit(benchmark::kMicrosecond);
-    }
-  }
-  // The same in 2-rank groups, every pair of the world at once: tensor-parallel generation at tp 2
-  // with more ranks than that on the node (the demo's 4 ranks on 2 cores: a rank's peer may be
+  // Generation's tensor-parallel collectives in situ (after compute), at their sizes (4 KiB … 1 MiB);
+  // then the same in 2-rank groups, every pair of the world at once: tensor-parallel generation at
+  // tp 2 with more ranks than that on the node (the demo's 4 ranks on 2 cores: a rank's peer may be
   // waiting for the core it shares with another pair's rank). `ranks` is the world's size.
-  if (!w.pair) return;
-  for (const OpInfo& info : kOps) {
-    if (info.op != Op::kAllReduce && info.op != Op::kAllGather) continue;
-    const std::string name = std::string(info.benchmark) + "InSituPairs";
-    for (std::int64_t bytes = kMinBytes; bytes <= kMiB; bytes *= 4) {
-      benchmark::RegisterBenchmark(name.c_str(), BM_Collective, &w, info, true, true)
-          ->ArgNames({"ranks", "bytes"})
-          ->Args({n, bytes})
-          ->Iterations(30)
-          ->UseManualTime()
-          ->Unit(benchmark::kMicrosecond);
+  for (const bool pairs : {false, true}) {
+    if (pairs && !w.pair) break;
+    for (const OpInfo& info : kOps) {
+      if (info.op != Op::kAllReduce && info.op != Op::kAllGather) continue;
+      const std::string name = std::string(info.benchmark) + (pairs ? "InSituPairs" : "InSitu");
+      for (std::int64_t bytes = kMinBytes; bytes <= kMiB; bytes *= 4) {
+        benchmark::RegisterBenchmark(name.c_str(), BM_Collective, &w, info, true, pairs)
+            ->ArgNames({"ranks", "bytes"})
+            ->Args({n, bytes})
+            ->Iterations(30)
+            ->UseManualTime()
+            ->Unit(benchmark::kMicrosecond);
+      }
     }
   }
 }
