@@ -110,7 +110,10 @@ ProjectionSection::ProjectionSection(const Projection& p, const std::vector<Line
   layout->addLayout(charts);
   auto* caption = new QLabel(tr("<small>update: update_actor + update_critic; log-prob passes: old_log_prob + ref + "
                                 "values + reward (the simulator's text columns). Refused sizes have no point. Strong: "
-                                "the batch fixed, t0·n0/(n·t); weak: the batch × N/N0, t0/t.</small>"),
+                                "the batch fixed, t0·n0/(n·t); weak: the batch × N/N0, t0/t. The projection puts one "
+                                "rank on each device of the hardware file (more nodes beyond a node's devices); a "
+                                "measured matrix may run more ranks than its machine has cores (the demo's 4 ranks "
+                                "share 2), so at those sizes the two lines describe different machines.</small>"),
                              this);
   caption->setWordWrap(true);
   layout->addWidget(caption);
