@@ -138,13 +138,15 @@ CommBenchData parse_comm_bench_json(const std::string& json_text, const std::str
     std::optional<Collective> op;
     // BM_<Op>InSitu, BM_<Op>InSituPairs: timed after compute (the latter 2-rank groups among the
     // world's ranks, the `processes` counter).
-    auto ends_with = [&](const std::string& suffix) {
-      return family.size() > suffix.size() && family.compare(family.size() - suffix.size(), suffix.size(), suffix) == 0;
+    std::string base = family;
+    auto strip = [&base](const std::string& suffix) {  // drops `suffix` from base's end, if it ends so
+      if (base.size() <= suffix.size() || base.compare(base.size() - suffix.size(), suffix.size(), suffix) != 0)
+        return false;
+      base.resize(base.size() - suffix.size());
+      return true;
     };
-    const bool pairs = ends_with("InSituPairs");
-    const bool in_situ = pairs || ends_with("InSitu");
-    const std::string base =
-        family.substr(0, family.size() - (pairs ? std::string("InSituPairs").size() : in_situ ? std::string("InSitu").size() : 0));
+    const bool pairs = strip("InSituPairs");
+    const bool in_situ = pairs || strip("InSitu");
     for (const auto& [prefix, collective] : kFamilies)
       if (base == prefix) op = collective;
     if (!op || row.value("run_type", std::string("iteration")) != "iteration") {

@@ -144,19 +144,19 @@ ShmCollectives::ShmCollectives(void* base, std::size_t mapped, int rank, int siz
 
 ShmCollectives::~ShmCollectives() { ::munmap(base_, mapped_); }
 
-const char* ShmCollectives::slot(int buffer, int rank) const noexcept {
+char* ShmCollectives::slot(int buffer, int rank) const noexcept {
   const std::size_t offset = static_cast<std::size_t>(size_) * sizeof(RankHeader) +
                              (static_cast<std::size_t>(buffer) * static_cast<std::size_t>(size_) +
                               static_cast<std::size_t>(rank)) *
                                  round_up(static_cast<std::size_t>(slot_bytes_));
-  return static_cast<const char*>(base_) + offset;
+  return static_cast<char*>(base_) + offset;
 }
 
 int ShmCollectives::post_and_wait(const void* data, std::size_t bytes, const char* op) {
   const std::uint64_t call = ++calls_;
   const int buffer = static_cast<int>(call & 1);
   auto* header = static_cast<RankHeader*>(base_);
-  if (bytes > 0) std::memcpy(const_cast<char*>(slot(buffer, rank_)), data, bytes);
+  if (bytes > 0) std::memcpy(slot(buffer, rank_), data, bytes);
   header[rank_].seq.store(call, std::memory_order_release);
   const auto start = std::chrono::steady_clock::now();
   for (int peer = 0; peer < size_; ++peer) {
@@ -183,7 +183,7 @@ void ShmCollectives::all_reduce(at::Tensor& tensor, ReduceOp op) {
   TORCH_CHECK(tensor.is_cpu() && tensor.is_contiguous() && tensor.nbytes() <= static_cast<std::size_t>(slot_bytes_),
               "shared-memory all_reduce: a contiguous CPU tensor of at most ", slot_bytes_, " bytes");
   const int buffer = post_and_wait(tensor.data_ptr(), tensor.nbytes(), "all_reduce");
-  auto view = [&](int r) { return at::from_blob(const_cast<char*>(slot(buffer, r)), tensor.sizes(), tensor.options()); };
+  auto view = [&](int r) { return at::from_blob(slot(buffer, r), tensor.sizes(), tensor.options()); };
   tensor.copy_(view(0));
   for (int r = 1; r < size_; ++r) {
     switch (op) {
@@ -207,7 +207,7 @@ at::Tensor ShmCollectives::all_gather(const at::Tensor& input) {
   shape[0] *= size_;
   at::Tensor out = at::empty(shape, input.options());
   for (int r = 0; r < size_; ++r)
-    out.narrow(0, r * one[0], one[0]).copy_(at::from_blob(const_cast<char*>(slot(buffer, r)), one, input.options()));
+    out.narrow(0, r * one[0], one[0]).copy_(at::from_blob(slot(buffer, r), one, input.options()));
   return out;
 }
 

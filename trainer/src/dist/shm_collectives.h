@@ -67,7 +67,7 @@ class ShmCollectives {
   // Copies `bytes` from `data` into this rank's slot of the next call, posts it and waits for
   // every peer's: the call's buffer index (0 or 1).
   int post_and_wait(const void* data, std::size_t bytes, const char* op);
-  const char* slot(int buffer, int rank) const noexcept;
+  char* slot(int buffer, int rank) const noexcept;
 
   void* base_;
   std::size_t mapped_;
