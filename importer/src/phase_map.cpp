@@ -56,12 +56,6 @@ PhaseMap from_entries(const Entries& entries) {
   return m;
 }
 
-std::string trim(std::string s) {
-  const auto b = s.find_first_not_of(" \t\r\"'");
-  const auto e = s.find_last_not_of(" \t\r\"'");
-  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
-}
-
 }  // namespace
 
 const std::vector<std::string>& hybridscope_phases() {
