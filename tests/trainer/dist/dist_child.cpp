@@ -6,9 +6,10 @@
 //   hs_dist_child shm OUT          the shared-memory path of a one-host group (shm_collectives.h)
 //                                  against Gloo's on the same data: sums, max, min, avg over
 //                                  float32, bfloat16 and int64, all_gather; the same bits on every
-//                                  rank; no segment left in /dev/shm; then the last rank exits and
-//                                  rank 0 writes to OUT what its next all-reduce threw and how long
-//                                  it took
+//                                  rank; exchanges through the mailboxes, all pairs and one pair,
+//                                  and a mismatched one; no segment left in /dev/shm; then the last
+//                                  rank exits and rank 0 writes to OUT what its next all-reduce and
+//                                  exchange threw and how long they took
 //   hs_dist_child dp_update OUT    one PPO actor update on this rank's share of a fixed batch with
 //                                  gradients all-reduced over dp; rank 0 also runs the
 //                                  single-process update on the whole batch and writes the largest
@@ -27,6 +28,8 @@
 //                                  one fsdp (ZeRO-3) actor update vs the single-process one
 //                                  (dist_child_fsdp.cpp)
 // Exits 0 when every check passed; otherwise prints what differed and exits 1.
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -211,6 +214,67 @@ int run_shm(const std::string& out) {
       break;
     }
   }
+  // Exchanges through the mailboxes (4 KiB chunks at shm_bytes 4096): every rank sends each peer
+  // three messages, a float32 one (under a chunk), an empty int64 one and a bfloat16 one of ~2.5
+  // chunks, whose values say (call, sender, receiver, message); each receive is checked inside its
+  // recv_done hook (filled by then) and again after the call; every hook runs once per op.
+  auto message = [](int call, int from, int to, int k) {
+    const std::int64_t sizes[] = {1000, 0, 5000};
+    const auto dtypes = std::array{torch::kFloat32, torch::kInt64, torch::kBFloat16};
+    // (value = call·1000 + from·100 + to·10 + k + position mod 7), exact in bfloat16 below 256.
+    const double base = k == 2 ? (from * 16 + to * 4 + call % 4) : call * 1000 + from * 100 + to * 10 + k;
+    return (torch::arange(sizes[k], torch::kFloat64).remainder(7) + base).to(dtypes[static_cast<std::size_t>(k)]);
+  };
+  for (int call = 0; call < 30; ++call) {
+    // Every third call only ranks 0 and 1 exchange; the others skip it (an exchange is collective
+    // over the ranks it names only).
+    const bool pair_only = call % 3 == 2;
+    if (pair_only && r > 1) continue;
+    std::vector<P2POp> sends, recvs;
+    for (int peer = 0; peer < n; ++peer) {
+      if (peer == r || (pair_only && peer > 1)) continue;
+      for (int k = 0; k < 3; ++k) {
+        sends.push_back({message(call, r, peer, k), peer});
+        recvs.push_back({torch::full_like(message(call, peer, r, k), -1), peer});
+      }
+    }
+    std::vector<int> sent(sends.size()), received(recvs.size()), posted(sends.size() + recvs.size());
+    ExchangeHooks hooks;
+    hooks.send_posted = [&](std::size_t i) { ++posted[i]; };
+    hooks.recv_posted = [&](std::size_t i) { ++posted[sends.size() + i]; };
+    hooks.send_done = [&](std::size_t i) { ++sent[i]; };
+    hooks.recv_done = [&](std::size_t i) {
+      ++received[i];
+      const int peer = recvs[i].peer;
+      check(torch::equal(recvs[i].tensor, message(call, peer, r, static_cast<int>(i % 3))),
+            fmt::format("exchange {}: message {} from rank {} filled when recv_done runs", call, i % 3, peer));
+    };
+    world->exchange(sends, recvs, hooks);
+    for (std::size_t i = 0; i < recvs.size(); ++i)
+      check(torch::equal(recvs[i].tensor, message(call, recvs[i].peer, r, static_cast<int>(i % 3))),
+            fmt::format("exchange {}: message {} from rank {}", call, i % 3, recvs[i].peer));
+    check(std::all_of(sent.begin(), sent.end(), [](int c) { return c == 1; }) &&
+              std::all_of(received.begin(), received.end(), [](int c) { return c == 1; }) &&
+              std::all_of(posted.begin(), posted.end(), [](int c) { return c == 1; }),
+          fmt::format("exchange {}: each op posted once and done once", call));
+  }
+  world->barrier();
+  // A receive that does not match the sender's send: 100 float32 sent, 200 expected. Rank 1 fails
+  // on the first chunk, naming both ranks and both sizes (the 0 -> 1 mailbox is out of step after:
+  // nothing below uses it).
+  if (r == 0) world->exchange({{torch::ones({100}), 1}}, {});
+  if (r == 1) {
+    std::string error;
+    try {
+      torch::Tensor into = torch::empty({200});
+      world->exchange({}, {{into, 0}});
+    } catch (const DistError& e) {
+      error = e.what();
+    }
+    check(error.find("exchange on group 'world'") != std::string::npos &&
+              error.find("rank 0 sends 400 bytes to rank 1, whose receives from it add up to 800") != std::string::npos,
+          "a mismatched exchange fails naming the sizes: " + error);
+  }
   // The segment (rank 0 names it after its pid) was unlinked once every rank had mapped it.
   if (r == 0)
     for (const auto& entry : std::filesystem::directory_iterator("/dev/shm"))
@@ -229,8 +293,19 @@ int run_shm(const std::string& out) {
     error = e.what();
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // An exchange with the rank that left fails the same way (a receive it will never fill).
+  std::string exchange_error;
   if (r == 0) {
-    std::ofstream(out) << seconds << "\n" << error << "\n";
+    try {
+      torch::Tensor into = torch::empty({16});
+      world->exchange({}, {{into, n - 1}});
+    } catch (const DistError& e) {
+      exchange_error = e.what();
+    }
+  }
+  const double both = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (r == 0) {
+    std::ofstream(out) << seconds << "\n" << error << "\n" << both << "\n" << exchange_error << "\n";
   }
   return failures == 0 ? 0 : 1;
 }

@@ -95,9 +95,11 @@ void check_collectives(int world) {
 TEST(ProcessGroupGloo, CollectivesBetweenTwoProcesses) { check_collectives(2); }
 TEST(ProcessGroupGloo, CollectivesBetweenFourProcesses) { check_collectives(4); }
 
-// A one-host group's small collectives through shared memory (dist_child.cpp, run_shm): the same
-// results as Gloo's on every op and dtype, the same bits on every rank, no segment left behind, and
-// a peer that exits fails the others' next call at once, naming it, not after the 60 s timeout.
+// A one-host group's small collectives and exchanges through shared memory (dist_child.cpp,
+// run_shm): the same results as Gloo's on every op and dtype, the same bits on every rank, every
+// exchanged message as sent (several chunks, empty ones, a pair among more ranks), a mismatched
+// exchange refused naming the sizes, no segment left behind, and a peer that exits fails the
+// others' next call at once, naming it, not after the 60 s timeout.
 void check_shm(int world) {
   const auto out = hs::test::temp_db("process_group_test", "shm" + std::to_string(world) + ".txt");
   const auto status = hs::test::run_ranks({HS_DIST_CHILD, "shm", out}, world, std::chrono::seconds(120));
@@ -114,6 +116,17 @@ void check_shm(int world) {
   EXPECT_NE(error.find(fmt::format("failed: shared memory: rank {} (pid ", world - 1)), std::string::npos) << error;
   EXPECT_NE(error.find("exited before joining"), std::string::npos) << error;
   EXPECT_LT(seconds, 30.0) << "a dead peer was found only by the timeout";
+  double both = -1;
+  std::string exchange_error;
+  in >> both;
+  std::getline(in, line);
+  std::getline(in, exchange_error);
+  EXPECT_NE(exchange_error.find(fmt::format("exchange on group 'world' (rank 0 of {};", world)), std::string::npos)
+      << exchange_error;
+  EXPECT_NE(exchange_error.find(fmt::format("failed: shared memory: rank {} (pid ", world - 1)), std::string::npos)
+      << exchange_error;
+  EXPECT_NE(exchange_error.find("exited during an exchange"), std::string::npos) << exchange_error;
+  EXPECT_LT(both, 30.0) << "a dead peer of an exchange was found only by the timeout";
 }
 
 TEST(ProcessGroupGloo, SharedMemoryCollectivesBetweenTwoProcesses) { check_shm(2); }

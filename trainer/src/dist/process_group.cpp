@@ -75,8 +75,10 @@ c10d::ReduceOp to_c10d(ReduceOp op) {
 class C10dCommunicator final : public Communicator, public AsyncCollectives {
  public:
   // `shm_store` (the group's store prefix) and `shm_bytes` > 0: a Gloo group whose ranks share one
-  // host moves its CPU all-reduces and all-gathers of up to shm_bytes through shared memory
-  // (shm_collectives.h); nullptr or 0: Gloo for all.
+  // host moves its CPU all-reduces and all-gathers of up to shm_bytes, its barriers and its
+  // exchanges through shared memory (shm_collectives.h); nullptr or 0: Gloo for all. The segment
+  // is made here, while every rank of the group is constructing it (an exchange names only some
+  // ranks: it could not make it); where a rank cannot map it, every rank says so and keeps Gloo.
   C10dCommunicator(c10::intrusive_ptr<c10d::Backend> backend, std::string name, std::string members,
                    std::chrono::milliseconds timeout, std::optional<at::Device> staging = std::nullopt,
                    c10::intrusive_ptr<c10d::Store> shm_store = {}, std::int64_t shm_bytes = 0)
@@ -85,8 +87,18 @@ class C10dCommunicator final : public Communicator, public AsyncCollectives {
         members_(std::move(members)),
         timeout_(timeout),
         staging_(staging),
-        shm_store_(std::move(shm_store)),
-        shm_bytes_(shm_store_ && !staging_ && backend_->getSize() > 1 ? shm_bytes : 0) {}
+        shm_bytes_(shm_store && !staging_ && backend_->getSize() > 1 ? shm_bytes : 0) {
+    if (shm_bytes_ <= 0) return;
+    std::string why;
+    try {
+      shm_ = detail::ShmCollectives::create(*shm_store, rank(), size(), shm_bytes_, timeout_, why);
+    } catch (const std::exception& e) {
+      fail("setting up shared memory", e.what());
+    }
+    if (!shm_)
+      std::fprintf(stderr, "dist: group '%s' keeps Gloo for its small collectives and exchanges (no shared memory: %s)\n",
+                   name_.c_str(), why.c_str());
+  }
 
   int rank() const override { return backend_->getRank(); }
   int size() const override { return backend_->getSize(); }
@@ -152,7 +164,8 @@ class C10dCommunicator final : public Communicator, public AsyncCollectives {
     unstage(tensors[0], tensor);
   }
 
-  // Gloo: every receive and every send posted at once (Gloo's send and recv return as soon as the
+  // Gloo on one host with shared memory: through the group's mailboxes (exchange_through_shm).
+  // Gloo otherwise: every receive and every send posted at once (Gloo's send and recv return as soon as the
   // message is handed to its transport, which moves all pairs' bytes concurrently), then the
   // receives waited in list order — each handed to recv_done as it completes, so the caller
   // unpacks one while the next is still arriving — and the sends last. Deadlock-free by
@@ -169,6 +182,7 @@ class C10dCommunicator final : public Communicator, public AsyncCollectives {
     // Refused before anything is posted, as the default refuses them. A failure names the op
     // ("recv", "send") as recv and send do, so that the DistError reads the same.
     check_exchange(sends, recvs);
+    if (shm_) return exchange_through_shm(sends, recvs, hooks);
     std::vector<std::vector<at::Tensor>> recv_tensors(recvs.size()), send_tensors(sends.size());
     std::vector<c10::intrusive_ptr<c10d::Work>> recv_work(recvs.size()), send_work(sends.size());
     for (std::size_t i = 0; i < recvs.size(); ++i) {
@@ -202,6 +216,27 @@ class C10dCommunicator final : public Communicator, public AsyncCollectives {
     };
     for (const P2POp& op : sends) check(op, "send");
     for (const P2POp& op : recvs) check(op, "recv");
+  }
+
+  // A one-host group's exchange through its mailboxes (shm_collectives.h). Whether a group takes
+  // this path depends on the group alone, never on the tensors, so both ends of every message
+  // agree; a tensor off the CPU (a Gloo group given device tensors) goes through a CPU copy.
+  void exchange_through_shm(const std::vector<P2POp>& sends, const std::vector<P2POp>& recvs,
+                            const ExchangeHooks& hooks) {
+    std::vector<P2POp> cpu_sends = sends, cpu_recvs = recvs;
+    for (P2POp& op : cpu_sends)
+      if (!op.tensor.is_cpu()) op.tensor = op.tensor.cpu();
+    for (P2POp& op : cpu_recvs)
+      if (!op.tensor.is_cpu()) op.tensor = at::empty(op.tensor.sizes(), op.tensor.options().device(at::kCPU));
+    ExchangeHooks staged_hooks = hooks;
+    staged_hooks.recv_done = [&](std::size_t i) {
+      if (!recvs[i].tensor.is_same(cpu_recvs[i].tensor)) {
+        at::Tensor into = recvs[i].tensor;  // shares the caller's storage
+        into.copy_(cpu_recvs[i].tensor);
+      }
+      if (hooks.recv_done) hooks.recv_done(i);
+    };
+    shm_call("exchange", [&] { shm_->exchange(cpu_sends, cpu_recvs, staged_hooks); });
   }
 
   void exchange_coalesced(const std::vector<P2POp>& sends, const std::vector<P2POp>& recvs,
@@ -240,25 +275,10 @@ class C10dCommunicator final : public Communicator, public AsyncCollectives {
 
  private:
   // The shared-memory path for a blocking all-reduce or all-gather of `t` (undefined: a barrier),
-  // or nullptr (Gloo). Made at the first call that qualifies, which every rank reaches at the same
-  // point (same sizes on every rank); where a rank cannot map the segment, every rank says so once
-  // and keeps Gloo.
-  detail::ShmCollectives* shm_for(const at::Tensor& t) {
-    if (shm_bytes_ <= 0) return nullptr;
+  // or nullptr (Gloo): the same answer on every rank (the same sizes on every rank).
+  detail::ShmCollectives* shm_for(const at::Tensor& t) const {
+    if (!shm_) return nullptr;
     if (t.defined() && (!t.is_cpu() || t.nbytes() > static_cast<std::size_t>(shm_bytes_))) return nullptr;
-    if (!shm_ && !shm_unavailable_) {
-      std::string why;
-      try {
-        shm_ = detail::ShmCollectives::create(*shm_store_, rank(), size(), shm_bytes_, timeout_, why);
-      } catch (const std::exception& e) {
-        fail("setting up shared memory", e.what());
-      }
-      if (!shm_) {
-        shm_unavailable_ = true;
-        std::fprintf(stderr, "dist: group '%s' keeps Gloo for its small collectives (no shared memory: %s)\n",
-                     name_.c_str(), why.c_str());
-      }
-    }
     return shm_.get();
   }
 
@@ -429,10 +449,8 @@ class C10dCommunicator final : public Communicator, public AsyncCollectives {
   std::chrono::milliseconds timeout_;
   std::optional<at::Device> staging_;
   bool reduce_scatter_unsupported_ = false;
-  c10::intrusive_ptr<c10d::Store> shm_store_;
   std::int64_t shm_bytes_;
   std::unique_ptr<detail::ShmCollectives> shm_;
-  bool shm_unavailable_ = false;
 };
 
 std::string host_name() {

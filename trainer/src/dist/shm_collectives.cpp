@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -36,9 +37,33 @@ constexpr std::size_t kAlign = 64;
 
 std::size_t round_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
+// A counter of a mailbox, on a cache line of its own (one side writes it, the other polls it).
+struct alignas(64) Counter {
+  std::atomic<std::uint64_t> value;
+};
+
+// The head of each mailbox chunk: the whole stream's bytes (for the receiver's check) and this
+// chunk's.
+struct alignas(64) ChunkHeader {
+  std::int64_t stream_bytes;
+  std::int64_t bytes;
+};
+
+constexpr std::int64_t kMinChunkBytes = 4096;
+
+std::int64_t chunk_bytes_for(int size, std::int64_t slot_bytes) {
+  if (size < 2) return kMinChunkBytes;
+  const std::int64_t share = slot_bytes / (2 * (size - 1)) / static_cast<std::int64_t>(kAlign) *
+                             static_cast<std::int64_t>(kAlign);
+  return std::max(kMinChunkBytes, share);
+}
+
+std::size_t pairs(int size) { return static_cast<std::size_t>(size) * static_cast<std::size_t>(size - 1); }
+
 std::size_t segment_bytes(int size, std::int64_t slot_bytes) {
   return static_cast<std::size_t>(size) * sizeof(RankHeader) +
-         2 * static_cast<std::size_t>(size) * round_up(static_cast<std::size_t>(slot_bytes));
+         2 * static_cast<std::size_t>(size) * round_up(static_cast<std::size_t>(slot_bytes)) +
+         pairs(size) * (2 * sizeof(Counter) + 2 * static_cast<std::size_t>(chunk_bytes_for(size, slot_bytes)));
 }
 
 std::vector<std::uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
@@ -140,6 +165,7 @@ ShmCollectives::ShmCollectives(void* base, std::size_t mapped, int rank, int siz
       rank_(rank),
       size_(size),
       slot_bytes_(slot_bytes),
+      chunk_bytes_(chunk_bytes_for(size, slot_bytes)),
       timeout_(timeout) {}
 
 ShmCollectives::~ShmCollectives() { ::munmap(base_, mapped_); }
@@ -150,6 +176,38 @@ char* ShmCollectives::slot(int buffer, int rank) const noexcept {
                               static_cast<std::size_t>(rank)) *
                                  round_up(static_cast<std::size_t>(slot_bytes_));
   return static_cast<char*>(base_) + offset;
+}
+
+struct ShmCollectives::Mailbox {
+  Counter written;  // chunks the sender has filled, ever
+  Counter read;     // chunks the receiver has copied out, ever
+};
+static_assert(sizeof(Counter) == kAlign && sizeof(ChunkHeader) == kAlign, "mailbox lines are one cache line each");
+
+ShmCollectives::Mailbox& ShmCollectives::mailbox(int from, int to) const noexcept {
+  const std::size_t after_slots = static_cast<std::size_t>(size_) * sizeof(RankHeader) +
+                                  2 * static_cast<std::size_t>(size_) * round_up(static_cast<std::size_t>(slot_bytes_));
+  const std::size_t pair = static_cast<std::size_t>(from) * static_cast<std::size_t>(size_ - 1) +
+                           static_cast<std::size_t>(to < from ? to : to - 1);
+  return reinterpret_cast<Mailbox*>(static_cast<char*>(base_) + after_slots)[pair];
+}
+
+char* ShmCollectives::chunk(int from, int to, std::uint64_t index) const noexcept {
+  const char* boxes = reinterpret_cast<const char*>(&mailbox(0, 1));
+  const std::size_t pair = static_cast<std::size_t>(from) * static_cast<std::size_t>(size_ - 1) +
+                           static_cast<std::size_t>(to < from ? to : to - 1);
+  const std::size_t offset = pairs(size_) * sizeof(Mailbox) +
+                             (pair * 2 + static_cast<std::size_t>(index & 1)) * static_cast<std::size_t>(chunk_bytes_);
+  return const_cast<char*>(boxes) + offset;
+}
+
+void ShmCollectives::check_peer(int peer, std::chrono::steady_clock::time_point last_progress,
+                                const char* what) const {
+  const pid_t pid = static_cast<RankHeader*>(base_)[peer].pid;
+  if (exited(pid))
+    throw std::runtime_error(fmt::format("shared memory: rank {} (pid {}) exited during {}", peer, pid, what));
+  if (std::chrono::steady_clock::now() - last_progress > timeout_)
+    throw std::runtime_error(fmt::format("shared memory: rank {} (pid {}) moved nothing of {} in time", peer, pid, what));
 }
 
 int ShmCollectives::post_and_wait(const void* data, std::size_t bytes, const char* op) {
@@ -214,6 +272,144 @@ at::Tensor ShmCollectives::all_gather(const at::Tensor& input) {
 void ShmCollectives::barrier() {
   const std::lock_guard<std::mutex> lock(mutex_);
   post_and_wait(nullptr, 0, "barrier");
+}
+
+}  // namespace hs::trainer::detail
+
+namespace hs::trainer::detail {
+
+namespace {
+
+// One direction of an exchange with one peer: the ops' tensors in list order as one byte stream.
+struct Stream {
+  int peer = -1;
+  std::vector<std::size_t> ops;  // indices into the sends (or the receives)
+  std::int64_t total = 0;        // bytes of the stream
+  std::int64_t moved = 0;        // bytes through the mailbox so far
+  std::uint64_t chunks = 0;      // chunks through the mailbox so far
+  std::size_t op = 0;            // the op the next byte belongs to (index into `ops`)
+  std::int64_t op_offset = 0;    // bytes of that op already moved
+  bool finished() const { return chunks > 0 && moved == total; }
+};
+
+std::vector<Stream> streams_of(const std::vector<P2POp>& ops) {
+  std::vector<Stream> streams;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    auto it = std::find_if(streams.begin(), streams.end(), [&](const Stream& s) { return s.peer == ops[i].peer; });
+    if (it == streams.end()) {
+      it = streams.insert(streams.end(), Stream());
+      it->peer = ops[i].peer;
+    }
+    it->ops.push_back(i);
+    it->total += static_cast<std::int64_t>(ops[i].tensor.nbytes());
+  }
+  return streams;
+}
+
+// Moves the next `bytes` of `s` between `buffer` and its ops' tensors (to_buffer: a send's fill,
+// else a receive's copy out) and appends to `completed` every op now complete (zero-byte ops
+// included as they are reached).
+void move_bytes(Stream& s, const std::vector<P2POp>& ops, char* buffer, std::int64_t bytes, bool to_buffer,
+                std::vector<std::size_t>& completed) {
+  std::int64_t at = 0;
+  auto finish_empty = [&] {
+    while (s.op < s.ops.size() && s.op_offset == static_cast<std::int64_t>(ops[s.ops[s.op]].tensor.nbytes())) {
+      completed.push_back(s.ops[s.op]);
+      ++s.op;
+      s.op_offset = 0;
+    }
+  };
+  finish_empty();
+  while (at < bytes) {
+    const at::Tensor& t = ops[s.ops[s.op]].tensor;
+    const std::int64_t count = std::min(bytes - at, static_cast<std::int64_t>(t.nbytes()) - s.op_offset);
+    char* data = static_cast<char*>(t.data_ptr()) + s.op_offset;
+    if (to_buffer)
+      std::memcpy(buffer + at, data, static_cast<std::size_t>(count));
+    else
+      std::memcpy(data, buffer + at, static_cast<std::size_t>(count));
+    at += count;
+    s.op_offset += count;
+    finish_empty();
+  }
+  s.moved += bytes;
+  ++s.chunks;
+}
+
+}  // namespace
+
+void ShmCollectives::exchange(const std::vector<P2POp>& sends, const std::vector<P2POp>& recvs,
+                              const ExchangeHooks& hooks) {
+  const std::lock_guard<std::mutex> lock(exchange_mutex_);
+  for (const auto* list : {&sends, &recvs})
+    for (const P2POp& op : *list)
+      TORCH_CHECK(op.tensor.is_cpu() && op.tensor.is_contiguous() && op.peer >= 0 && op.peer < size_ &&
+                      op.peer != rank_,
+                  "shared-memory exchange: contiguous CPU tensors and peers other ranks of the group");
+  std::vector<Stream> out = streams_of(sends), in = streams_of(recvs);
+  for (std::size_t i = 0; i < recvs.size(); ++i)
+    if (hooks.recv_posted) hooks.recv_posted(i);
+  for (std::size_t i = 0; i < sends.size(); ++i)
+    if (hooks.send_posted) hooks.send_posted(i);
+  const std::int64_t payload = chunk_bytes_ - static_cast<std::int64_t>(sizeof(ChunkHeader));
+  std::vector<std::size_t> completed;
+  auto last_progress = std::chrono::steady_clock::now();
+  std::uint32_t idle = 0;
+  for (;;) {
+    bool moved = false, open = false;
+    for (Stream& s : out) {
+      if (s.finished()) continue;
+      open = true;
+      Mailbox& box = mailbox(rank_, s.peer);
+      const std::uint64_t written = box.written.value.load(std::memory_order_relaxed);  // only this rank writes it
+      if (written - box.read.value.load(std::memory_order_acquire) >= 2) continue;  // both buffers unread
+      char* buffer = chunk(rank_, s.peer, written);
+      auto* head = reinterpret_cast<ChunkHeader*>(buffer);
+      const std::int64_t bytes = std::min(payload, s.total - s.moved);
+      head->stream_bytes = s.total;
+      head->bytes = bytes;
+      completed.clear();
+      move_bytes(s, sends, buffer + sizeof(ChunkHeader), bytes, true, completed);
+      box.written.value.store(written + 1, std::memory_order_release);
+      for (const std::size_t i : completed)
+        if (hooks.send_done) hooks.send_done(i);
+      moved = true;
+    }
+    for (Stream& s : in) {
+      if (s.finished()) continue;
+      open = true;
+      Mailbox& box = mailbox(s.peer, rank_);
+      const std::uint64_t read = box.read.value.load(std::memory_order_relaxed);  // only this rank writes it
+      if (box.written.value.load(std::memory_order_acquire) <= read) continue;
+      char* buffer = chunk(s.peer, rank_, read);
+      const auto* head = reinterpret_cast<const ChunkHeader*>(buffer);
+      if (head->stream_bytes != s.total || head->bytes < 0 || head->bytes > payload ||
+          head->bytes > s.total - s.moved)
+        throw std::runtime_error(fmt::format(
+            "shared memory: rank {} sends {} bytes to rank {}, whose receives from it add up to {} (an exchange's "
+            "receives from a peer must match that peer's sends to it, in order and size)",
+            s.peer, head->stream_bytes, rank_, s.total));
+      completed.clear();
+      move_bytes(s, recvs, buffer + sizeof(ChunkHeader), head->bytes, false, completed);
+      box.read.value.store(read + 1, std::memory_order_release);
+      for (const std::size_t i : completed)
+        if (hooks.recv_done) hooks.recv_done(i);
+      moved = true;
+    }
+    if (!open) return;
+    if (moved) {
+      last_progress = std::chrono::steady_clock::now();
+      idle = 0;
+      continue;
+    }
+    // Nothing could move: a peer has not written yet, or has not read. Yield the core (the peer
+    // may be the next to run here); every 4096 rounds, is every peer still there, is time up?
+    ::sched_yield();
+    if ((++idle & 4095) != 0) continue;
+    for (const auto* streams : {&out, &in})
+      for (const Stream& s : *streams)
+        if (!s.finished()) check_peer(s.peer, last_progress, "an exchange");
+  }
 }
 
 }  // namespace hs::trainer::detail

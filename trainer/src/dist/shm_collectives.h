@@ -1,6 +1,6 @@
-// shm_collectives.h — a process group's small CPU collectives and its barrier through one
-// shared-memory segment,
-// for a group whose ranks all run on one host (process_group.cpp uses it in front of Gloo).
+// shm_collectives.h — a process group's small CPU collectives, its barrier and its batched
+// point-to-point exchanges through one shared-memory segment, for a group whose ranks all run on
+// one host (process_group.cpp uses it in front of Gloo).
 //
 // Why: a Gloo collective hands its work to a worker thread and its bytes to a transport thread,
 // and wakes the caller when done: three sleeping threads to wake per call. On a kernel that does
@@ -13,9 +13,19 @@
 // itself, as vLLM's CPU communicator does for tensor-parallel all-reduces (its shm manager).
 //
 // The segment: per rank a 64-byte header (its sequence number and pid), then two buffers of
-// `slot_bytes` per rank. Call k writes buffer k mod 2; a rank reaches call k only after every rank
+// `slot_bytes` per rank, then the exchange's mailboxes (below). Call k writes buffer k mod 2; a rank reaches call k only after every rank
 // has posted call k-1, which each does after it has read call k-2's buffers, so no buffer is
 // overwritten while read. Every rank reduces the slots in rank order: all ranks get the same bits.
+//
+// An exchange (Communicator::exchange: the reshard executor's weight switch) goes through
+// mailboxes, one per ordered pair of ranks after the slots: two chunk buffers and two counters
+// (chunks written, chunks read) on cache lines of their own. A rank's sends to one peer are one
+// stream of bytes (its send tensors to that peer, in list order), cut into chunks; the sender
+// fills a buffer whenever fewer than two of its chunks are unread, the receiver copies a chunk out
+// as soon as it is written. Every rank drives all its streams from one loop that never waits on a
+// single peer, so no order of posting can deadlock, and only the ranks an exchange names take
+// part (the collectives' sequence numbers are not touched). Each chunk carries its stream's total,
+// so a receiver whose receives do not add up to the sender's sends fails at once, naming both.
 //
 // A peer that exits (its pid gone or a zombie) or never arrives within the timeout fails the call
 // with a std::runtime_error naming the rank; the communicator reports it as it reports Gloo's.
@@ -26,6 +36,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
@@ -60,6 +71,14 @@ class ShmCollectives {
   at::Tensor all_gather(const at::Tensor& input);
   /// Returns once every rank of the group has called it.
   void barrier();
+  /// Communicator::exchange's contract (parallel.h) between the ranks it names: contiguous CPU
+  /// tensors, peers other ranks of the group; the hooks run on this thread, `*_done(i)` as soon as
+  /// op i's last byte is in its mailbox (a send: the tensor may be reused) or out of it (a
+  /// receive: the tensor is filled). Any size: streams longer than a chunk take several.
+  void exchange(const std::vector<P2POp>& sends, const std::vector<P2POp>& recvs, const ExchangeHooks& hooks);
+  /// The bytes of one mailbox chunk (its 64-byte header included): slot_bytes / (2 (size − 1)),
+  /// at least 4 KiB, so that the mailboxes add about one slot per rank to the segment.
+  std::int64_t chunk_bytes() const noexcept { return chunk_bytes_; }
 
  private:
   ShmCollectives(void* base, std::size_t mapped, int rank, int size, std::int64_t slot_bytes,
@@ -68,14 +87,21 @@ class ShmCollectives {
   // every peer's: the call's buffer index (0 or 1).
   int post_and_wait(const void* data, std::size_t bytes, const char* op);
   char* slot(int buffer, int rank) const noexcept;
+  struct Mailbox;
+  Mailbox& mailbox(int from, int to) const noexcept;
+  char* chunk(int from, int to, std::uint64_t index) const noexcept;
+  // Fails the call when `peer` has exited, or when nothing has moved for longer than the timeout.
+  void check_peer(int peer, std::chrono::steady_clock::time_point last_progress, const char* what) const;
 
   void* base_;
   std::size_t mapped_;
   int rank_;
   int size_;
   std::int64_t slot_bytes_;
+  std::int64_t chunk_bytes_;
   std::chrono::milliseconds timeout_;
   std::mutex mutex_;  // one call at a time (the sequence numbers are per group, not per thread)
+  std::mutex exchange_mutex_;  // one exchange at a time (its streams would interleave)
   std::uint64_t calls_ = 0;
 };
 
