@@ -25,8 +25,8 @@
 // on the node.
 //
 // All-reduces and all-gathers of up to --shm-bytes (default the trainer's hybridscope.dist.shm_bytes,
-// 1 MiB) go through the wrapper's shared-memory path, as the trainer's do; --shm-bytes 0 times
-// Gloo for every size.
+// 1 MiB), and send/recv's exchanges of every size, go through the wrapper's shared-memory path, as
+// the trainer's do; --shm-bytes 0 times Gloo for all.
 //
 // Not here: the probe's own cost (hs_recorder_bench, BM_ProbeOverhead), NCCL, the reshard
 // executor over real ranks (`hybridscope switch-bench`; on thread ranks: reshard_bench.cpp).
@@ -332,8 +332,8 @@ void add_launch_options(CLI::App& app, LaunchOptions& o) {
       ->delimiter(',')
       ->check(CLI::Range(2, 64));
   app.add_option("--shm-bytes", o.shm_bytes,
-                 "All-reduces and all-gathers of up to this many bytes through shared memory, as the trainer's "
-                 "hybridscope.dist.shm_bytes does (default its default, 1048576); 0: every collective over Gloo")
+                 "All-reduces and all-gathers of up to this many bytes, and every exchange, through shared memory, "
+                 "as the trainer's hybridscope.dist.shm_bytes does (default its default, 1048576); 0: all over Gloo")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--benchmark_out", o.out, "Google Benchmark JSON of every group size (default out/comm-bench.json)");
   app.add_option("--benchmark_out_format", o.out_format, "json only: the group sizes' reports are merged")

@@ -90,8 +90,9 @@ std::vector<LinkMeasurement> load_comm_bench(const std::string& path) {
   if (!doc.is_object() || !doc.contains("benchmarks") || !doc["benchmarks"].is_array())
     throw std::runtime_error(path + " has no \"benchmarks\" array: pass the Google Benchmark JSON hs_comm_bench wrote "
                                     "(out/comm-bench.json)");
-  // All-reduces and all-gathers of up to the context's shm_bytes went through shared memory
-  // (hybridscope.dist.shm_bytes), not the wire the switch's exchange crosses: left out.
+  // All-reduces and all-gathers of up to the context's shm_bytes went through the collectives'
+  // shared-memory slots (hybridscope.dist.shm_bytes): a reduction's speed, not a transfer's, left
+  // out. The exchange rows (send) are the switch's own op, through the same mailboxes on one host.
   std::int64_t shm_bytes = 0;
   if (doc.contains("context") && doc["context"].is_object() && doc["context"].contains("shm_bytes")) {
     const auto& v = doc["context"]["shm_bytes"];

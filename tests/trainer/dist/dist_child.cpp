@@ -1,12 +1,15 @@
 // dist_child.cpp — one rank of the multi-process tests in process_group_test.cpp (started N times
 // with RANK/WORLD_SIZE/MASTER_PORT; forking the multi-threaded test binary is unsafe).
 //
-//   hs_dist_child collectives DB   every collective over Gloo with known inputs; checks each result
-//                                  against the arithmetic and records into DB.rank<r>
+//   hs_dist_child collectives DB [SHM_BYTES]
+//                                  every collective with known inputs (SHM_BYTES: the group's
+//                                  hybridscope.dist.shm_bytes, default its default; 0: all Gloo);
+//                                  checks each result against the arithmetic, records into DB.rank<r>
 //   hs_dist_child shm OUT          the shared-memory path of a one-host group (shm_collectives.h)
 //                                  against Gloo's on the same data: sums, max, min, avg over
 //                                  float32, bfloat16 and int64, all_gather; the same bits on every
-//                                  rank; exchanges through the mailboxes, all pairs and one pair,
+//                                  rank; all_gather above the slots and reduce_scatter through the
+//                                  mailboxes; exchanges through them, all pairs and one pair,
 //                                  and a mismatched one; no segment left in /dev/shm; then the last
 //                                  rank exits and rank 0 writes to OUT what its next all-reduce and
 //                                  exchange threw and how long they took
@@ -82,7 +85,7 @@ void check_equal(const torch::Tensor& got, const torch::Tensor& want, const std:
   if (!ok) std::cerr << "  got\n" << got << "\n  want\n" << want << "\n";
 }
 
-int run_collectives(const std::string& db) {
+int run_collectives(const std::string& db, std::int64_t shm_bytes) {
   const DistEnv env = dist_env_from_environment();
   const int n = env.world_size;
   const int r = env.rank;
@@ -92,6 +95,7 @@ int run_collectives(const std::string& db) {
   probes.set_step(7);
   ProcessGroupOptions options;
   options.timeout = std::chrono::seconds(60);
+  options.shm_bytes = shm_bytes;
   C10dGroupFactory groups(env, options, &probes);
   auto world = groups.world();
   check(world->rank() == r && world->size() == n, "world rank/size");
@@ -214,6 +218,24 @@ int run_shm(const std::string& out) {
       break;
     }
   }
+  // An all_gather above shm_bytes goes through the mailboxes: (300, 8) float32 per rank (9.6 KB,
+  // three chunks), rank k's rows k·10000 + position, exact in float32.
+  auto rows_of = [](int k) { return torch::arange(2400, torch::kFloat32).reshape({300, 8}) + 10000.0f * k; };
+  const torch::Tensor big = world->all_gather(rows_of(r));
+  std::vector<torch::Tensor> all_rows;
+  for (int k = 0; k < n; ++k) all_rows.push_back(rows_of(k));
+  check_equal(big, torch::cat(all_rows, 0), "all_gather through the mailboxes");
+  // reduce_scatter through the mailboxes (any size), sum and max: rank k's input (n·700,) is
+  // k + position·(k + 1), so chunk r's sum is Σk k + position·Σk (k + 1), its max the last rank's.
+  auto contribution = [n](int k) {
+    return torch::arange(700 * n, torch::kFloat64) * static_cast<double>(k + 1) + static_cast<double>(k);
+  };
+  const torch::Tensor positions = torch::arange(700 * r, 700 * (r + 1), torch::kFloat64);
+  check_equal(world->reduce_scatter(contribution(r), ReduceOp::kSum),
+              positions * static_cast<double>(n * (n + 1) / 2) + static_cast<double>(n * (n - 1) / 2),
+              "reduce_scatter sum through the mailboxes");
+  check_equal(world->reduce_scatter(contribution(r), ReduceOp::kMax), contribution(n - 1).narrow(0, 700 * r, 700),
+              "reduce_scatter max through the mailboxes");
   // Exchanges through the mailboxes (4 KiB chunks at shm_bytes 4096): every rank sends each peer
   // three messages, a float32 one (under a chunk), an empty int64 one and a bfloat16 one of ~2.5
   // chunks, whose values say (call, sender, receiver, message); each receive is checked inside its
@@ -575,7 +597,8 @@ int run_sharded_training(char** argv) {
 
 int main(int argc, char** argv) {
   try {
-    if (argc == 3 && std::string(argv[1]) == "collectives") return run_collectives(argv[2]);
+    if ((argc == 3 || argc == 4) && std::string(argv[1]) == "collectives")
+      return run_collectives(argv[2], argc == 4 ? std::stoll(argv[3]) : ProcessGroupOptions{}.shm_bytes);
     if (argc == 3 && std::string(argv[1]) == "shm") return run_shm(argv[2]);
     if (argc == 3 && std::string(argv[1]) == "dp_update") return run_dp_update(argv[2]);
     if ((argc == 8 || argc == 9) && std::string(argv[1]) == "reshard") return run_reshard(argv);
@@ -593,7 +616,7 @@ int main(int argc, char** argv) {
                                                                       : FsdpUnits::kLayerPrefetchRecompute);
     }
     std::fprintf(stderr,
-                 "usage: hs_dist_child collectives DB | shm OUT | dp_update OUT | reshard DB PP TP DP TG MODE [DIRECT_MIN_ELEMENTS] | "
+                 "usage: hs_dist_child collectives DB [SHM_BYTES] | shm OUT | dp_update OUT | reshard DB PP TP DP TG MODE [DIRECT_MIN_ELEMENTS] | "
                  "sharded_training PP TP DP KV OUT | fsdp_update DB TP DP [model|layer|prefetch|prefetch_recompute]\n");
     return 2;
   } catch (const std::exception& e) {

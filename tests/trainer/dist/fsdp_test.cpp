@@ -332,21 +332,30 @@ void check_fsdp_update(int tp, int dp, const std::string& units = "model") {
         "SELECT o.value, c.group_size, c.bytes FROM comm_ops c JOIN strings o ON o.id = c.op_id "
         "JOIN strings g ON g.id = c.group_id WHERE g.value = 'dp' AND o.value IN ('all_gather', 'reduce_scatter') "
         "ORDER BY c.start_ns");
-    // fsdp's gathers and reduce-scatters are issued asynchronously (pending_collective.h): each row
-    // carries the return of its post and the training thread's wait, in that order after the issue,
-    // the wait returning no earlier than the completion; every other collective (tp's, the gradient
-    // norm's all_reduce) is synchronous.
+    // fsdp's prefetched gathers and its reduce-scatters under prefetch are issued asynchronously
+    // (pending_collective.h): each such row carries the return of its post and the training
+    // thread's wait, in that order after the issue, the wait returning no earlier than the
+    // completion. A gather or reduce-scatter waited at once (no prefetch; a pass's first unit) is
+    // a blocking collective, as is every other one (tp's, the gradient norm's all_reduce).
     const std::string fsdp_row = "(g.value = 'dp' AND o.value IN ('all_gather', 'reduce_scatter'))";
+    const std::string count = "SELECT COUNT(*) FROM comm_ops c JOIN strings o ON o.id = c.op_id JOIN strings g ON "
+                              "g.id = c.group_id WHERE ";
     EXPECT_EQ(hs::test::query_rows(db + ".rank" + std::to_string(r),
-                                   "SELECT COUNT(*) FROM comm_ops c JOIN strings o ON o.id = c.op_id JOIN strings g ON "
-                                   "g.id = c.group_id WHERE " + fsdp_row + " AND NOT COALESCE(c.posted_ns >= "
+                                   count + fsdp_row + " AND c.posted_ns IS NOT NULL AND NOT COALESCE(c.posted_ns >= "
                                    "c.start_ns AND c.wait_start_ns >= c.posted_ns AND c.wait_end_ns >= c.wait_start_ns "
                                    "AND c.wait_end_ns >= c.end_ns, 0)"),
               std::vector<std::string>{"0"})
-        << tag << " rank " << r << ": an fsdp collective without its post and wait, or out of order";
+        << tag << " rank " << r << ": an asynchronous fsdp collective without its wait, or out of order";
+    const bool prefetch = units == "prefetch" || units == "prefetch_recompute";
+    const auto async_rows =
+        std::stoll(hs::test::query_rows(db + ".rank" + std::to_string(r), count + fsdp_row + " AND c.posted_ns IS NOT NULL")
+                       .at(0));
+    if (prefetch)
+      EXPECT_GT(async_rows, 0) << tag << " rank " << r << ": prefetch issued no collective ahead of its wait";
+    else
+      EXPECT_EQ(async_rows, 0) << tag << " rank " << r << ": without prefetch every collective is waited at once";
     EXPECT_EQ(hs::test::query_rows(db + ".rank" + std::to_string(r),
-                                   "SELECT COUNT(*) FROM comm_ops c JOIN strings o ON o.id = c.op_id JOIN strings g ON "
-                                   "g.id = c.group_id WHERE NOT " + fsdp_row + " AND (c.posted_ns IS NOT NULL "
+                                   count + "NOT " + fsdp_row + " AND (c.posted_ns IS NOT NULL "
                                    "OR c.wait_start_ns IS NOT NULL OR c.wait_end_ns IS NOT NULL)"),
               std::vector<std::string>{"0"})
         << tag << " rank " << r << ": a synchronous collective recorded with a wait";

@@ -61,11 +61,12 @@ TEST(ProcessGroupGloo, TheStoreListensOnTheMasterAddressOnly) {
   }
 }
 
-// Every collective over Gloo between `world` processes: the child checks each result against the
-// arithmetic (exit 0 = all equal); here the comm probe's rows are checked op by op.
-void check_collectives(int world) {
-  const auto db = hs::test::temp_db("process_group_test", "collectives" + std::to_string(world) + ".sqlite");
-  const auto status = hs::test::run_ranks({HS_DIST_CHILD, "collectives", db}, world);
+// Every collective between `world` processes, over Gloo alone (shm_bytes 0) or with the one-host
+// shared-memory paths (the default): the child checks each result against the arithmetic (exit 0 =
+// all equal); here the comm probe's rows are checked op by op, the same rows either way.
+void check_collectives(int world, std::int64_t shm_bytes) {
+  const auto db = hs::test::temp_db("process_group_test", fmt::format("collectives{}-{}.sqlite", world, shm_bytes));
+  const auto status = hs::test::run_ranks({HS_DIST_CHILD, "collectives", db, std::to_string(shm_bytes)}, world);
   for (int r = 0; r < world; ++r) ASSERT_TRUE(hs::test::exited_ok(status[static_cast<std::size_t>(r)])) << "rank " << r;
   const std::string n = std::to_string(world);
   for (int r = 0; r < world; ++r) {
@@ -92,8 +93,11 @@ void check_collectives(int world) {
   }
 }
 
-TEST(ProcessGroupGloo, CollectivesBetweenTwoProcesses) { check_collectives(2); }
-TEST(ProcessGroupGloo, CollectivesBetweenFourProcesses) { check_collectives(4); }
+TEST(ProcessGroupGloo, CollectivesBetweenTwoProcesses) { check_collectives(2, 0); }
+TEST(ProcessGroupGloo, CollectivesBetweenFourProcesses) { check_collectives(4, 0); }
+TEST(ProcessGroupGloo, CollectivesThroughSharedMemoryBetweenFourProcesses) {
+  check_collectives(4, ProcessGroupOptions{}.shm_bytes);
+}
 
 // A one-host group's small collectives and exchanges through shared memory (dist_child.cpp,
 // run_shm): the same results as Gloo's on every op and dtype, the same bits on every rank, every

@@ -117,16 +117,22 @@ class C10dCommunicator final : public Communicator, public AsyncCollectives {
     if (op == ReduceOp::kAvg && !avg_here) tensor.div_(size());
   }
 
+  // On one host with shared memory: up to shm_bytes through the slots, larger ones through the
+  // mailboxes (every rank's input to every peer, as an exchange).
   at::Tensor all_gather(const at::Tensor& input) override {
     if (detail::ShmCollectives* shm = shm_for(input)) {
       at::Tensor out;
       shm_call("all_gather", [&] { out = shm->all_gather(input.contiguous()); });
       return out;
     }
+    if (shm_ && input.is_cpu()) return all_gather_through_mailboxes(input);
     return post_all_gather(input)->wait();
   }
 
+  // On one host with shared memory: through the mailboxes, any size (chunk k to rank k, then each
+  // rank reduces its chunk's n contributions in rank order).
   at::Tensor reduce_scatter(const at::Tensor& input, ReduceOp op) override {
+    if (shm_ && input.is_cpu()) return reduce_scatter_through_mailboxes(input, op);
     return post_reduce_scatter(input, op)->wait();
   }
 
@@ -237,6 +243,59 @@ class C10dCommunicator final : public Communicator, public AsyncCollectives {
       if (hooks.recv_done) hooks.recv_done(i);
     };
     shm_call("exchange", [&] { shm_->exchange(cpu_sends, cpu_recvs, staged_hooks); });
+  }
+
+  // (size·d0, ...) in rank order, as post_all_gather's: this rank's input copied into place, every
+  // peer's received into its rows.
+  at::Tensor all_gather_through_mailboxes(const at::Tensor& input) {
+    const at::Tensor in = input.dim() == 0 ? input.reshape({1}) : input.contiguous();
+    std::vector<int64_t> shape = in.sizes().vec();
+    const int64_t rows = shape[0];
+    shape[0] *= size();
+    at::Tensor out = at::empty(shape, in.options());
+    out.narrow(0, rank() * rows, rows).copy_(in);
+    std::vector<P2POp> sends, recvs;
+    for (int peer = 0; peer < size(); ++peer) {
+      if (peer == rank()) continue;
+      sends.push_back({in, peer});
+      recvs.push_back({out.narrow(0, peer * rows, rows), peer});
+    }
+    shm_call("all_gather", [&] { shm_->exchange(sends, recvs, {}); });
+    return out;
+  }
+
+  // (d0 / size, ...): chunk k of every rank's input to rank k; this rank's chunk is the reduction
+  // of the n contributions in rank order (its own in place: no copy).
+  at::Tensor reduce_scatter_through_mailboxes(const at::Tensor& input, ReduceOp op) {
+    TORCH_CHECK(input.dim() >= 1 && input.size(0) % size() == 0, "reduce_scatter on group '", name_,
+                "': dim 0 (", input.dim() ? input.size(0) : 0, ") must be divisible by the group size ", size());
+    const at::Tensor in = input.contiguous();
+    const int64_t rows = in.size(0) / size();
+    std::vector<int64_t> chunk_shape = in.sizes().vec();
+    chunk_shape[0] = rows;
+    std::vector<at::Tensor> from(static_cast<std::size_t>(size()));  // rank r's contribution to this chunk
+    std::vector<P2POp> sends, recvs;
+    for (int peer = 0; peer < size(); ++peer) {
+      if (peer == rank()) {
+        from[static_cast<std::size_t>(peer)] = in.narrow(0, rank() * rows, rows);
+        continue;
+      }
+      sends.push_back({in.narrow(0, peer * rows, rows), peer});
+      from[static_cast<std::size_t>(peer)] = at::empty(chunk_shape, in.options());
+      recvs.push_back({from[static_cast<std::size_t>(peer)], peer});
+    }
+    shm_call("reduce_scatter", [&] { shm_->exchange(sends, recvs, {}); });
+    at::Tensor out = from[0].clone();
+    for (std::size_t r = 1; r < from.size(); ++r) {
+      switch (op) {
+        case ReduceOp::kSum:
+        case ReduceOp::kAvg: out.add_(from[r]); break;
+        case ReduceOp::kMax: at::maximum_out(out, out, from[r]); break;
+        case ReduceOp::kMin: at::minimum_out(out, out, from[r]); break;
+      }
+    }
+    if (op == ReduceOp::kAvg) out.div_(size());
+    return out;
   }
 
   void exchange_coalesced(const std::vector<P2POp>& sends, const std::vector<P2POp>& recvs,

@@ -177,15 +177,27 @@ void ZeroShards::ensure_full(std::size_t u) {
   auto& unit = units_[u];
   if (unit.gathered) return;
   torch::NoGradGuard no_grad;
-  issue_gather(u);
-  // The training thread's wait for this unit's gather (the gather itself, issue to completion, is
-  // its comm_ops row): on the timeline, the exposed part of each layer's all-gather.
-  HS_PROBE_TRACE_RANGE(probes::thread_timings(), "fsdp/gather_wait", kPhase);
-  const std::int64_t wait_begin = probes::now_ns();
-  const auto gathered = unit.gather->wait().view({dp_->size(), unit.chunk});
-  const std::int64_t wait_end = probes::now_ns();
-  account(unit.gather_issued_ns, unit.gather->completed_ns(), wait_begin, wait_end);
-  unit.gather.reset();
+  torch::Tensor gathered;
+  if (!unit.gather) {
+    // Nothing in flight (no prefetch, or the first unit): a blocking all_gather, all of it waited
+    // — the communicator's blocking path, which on one host goes through shared memory
+    // (process_group.cpp) where the asynchronous one keeps Gloo's threads.
+    const auto flat = flat_shards(unit);
+    HS_PROBE_TRACE_RANGE(probes::thread_timings(), "fsdp/gather_wait", kPhase);
+    const std::int64_t begin = probes::now_ns();
+    gathered = dp_->all_gather(flat).view({dp_->size(), unit.chunk});
+    const std::int64_t end = probes::now_ns();
+    account(begin, end, begin, end);
+  } else {
+    // The training thread's wait for this unit's gather (the gather itself, issue to completion,
+    // is its comm_ops row): on the timeline, the exposed part of each layer's all-gather.
+    HS_PROBE_TRACE_RANGE(probes::thread_timings(), "fsdp/gather_wait", kPhase);
+    const std::int64_t wait_begin = probes::now_ns();
+    gathered = unit.gather->wait().view({dp_->size(), unit.chunk});
+    const std::int64_t wait_end = probes::now_ns();
+    account(unit.gather_issued_ns, unit.gather->completed_ns(), wait_begin, wait_end);
+    unit.gather.reset();
+  }
   for (const auto i : unit.params) params_[i].full.set_data(unflatten(gathered, i));
   unit.gathered = true;
   sample_peak();
@@ -239,10 +251,20 @@ void ZeroShards::reduce_scatter_unit(std::size_t u, bool async) {
   }
   auto input = torch::cat(columns, 1);
   columns.clear();
+  if (!async) {
+    // Waited at once: the blocking reduce_scatter (through shared memory on one host, as
+    // ensure_full's blocking gather).
+    HS_PROBE_TRACE_RANGE(probes::thread_timings(), "fsdp/reduce_scatter_wait", kPhase);
+    const std::int64_t begin = probes::now_ns();
+    const auto mine = dp_->reduce_scatter(input, ReduceOp::kSum).reshape({-1});  // (chunk)
+    const std::int64_t end = probes::now_ns();
+    account(begin, end, begin, end);
+    add_to_shard_grads(u, mine);
+    return;
+  }
   reduce_scatter_issued_ns_ = probes::now_ns();
   reduce_scatter_ = reduce_scatter_async(*dp_, input, ReduceOp::kSum);
   reduce_scatter_unit_ = u;
-  if (!async) finish_reduce_scatter();
 }
 
 void ZeroShards::finish_reduce_scatter() {
@@ -254,7 +276,11 @@ void ZeroShards::finish_reduce_scatter() {
   const std::int64_t wait_end = probes::now_ns();
   account(reduce_scatter_issued_ns_, reduce_scatter_->completed_ns(), wait_begin, wait_end);
   reduce_scatter_.reset();
-  for (const auto i : units_[reduce_scatter_unit_].params) {
+  add_to_shard_grads(reduce_scatter_unit_, mine);
+}
+
+void ZeroShards::add_to_shard_grads(std::size_t u, const torch::Tensor& mine) {
+  for (const auto i : units_[u].params) {
     const auto rows = mine.narrow(0, params_[i].offset, shards_[i].numel()).view_as(shards_[i]);
     auto& grad = shards_[i].mutable_grad();
     if (grad.defined()) {

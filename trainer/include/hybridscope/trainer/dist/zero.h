@@ -197,7 +197,7 @@ class ZeroShards final : public LayerHooks {
   torch::Tensor flat_shards(const Unit& u) const;
   // Issues unit u's all_gather unless it is full or one is in flight.
   void issue_gather(std::size_t u);
-  // Makes unit u full: waits for its gather in flight (or runs one) and unflattens.
+  // Makes unit u full: waits for its gather in flight (or runs a blocking one) and unflattens.
   void ensure_full(std::size_t u);
   // Frees unit u's full tensors (and gradients when `grads`).
   void release_unit(std::size_t u, bool grads);
@@ -208,6 +208,8 @@ class ZeroShards final : public LayerHooks {
   void reduce_scatter_unit(std::size_t u, bool async);
   // Waits for the reduce_scatter in flight, if any, and adds its rows to the shards' gradients.
   void finish_reduce_scatter();
+  // Adds `mine` (chunk: this rank's row of unit u's reduced gradients) to its shards' gradients.
+  void add_to_shard_grads(std::size_t u, const torch::Tensor& mine);
   // Parameter `i`'s full tensor out of its unit's gathered (dp, chunk).
   torch::Tensor unflatten(const torch::Tensor& gathered, std::size_t i) const;
   // Gathers every unit's flat shards (each (dp, chunk)) without touching the module.
