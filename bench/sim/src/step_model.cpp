@@ -305,8 +305,17 @@ PhaseTimes simulate_step(const StepInputs& in, const CommCalibration& comm) {
   const bool fsdp = in.grad_sync == GradSync::kFsdp && dp > 1;
   const double shard_params = params / (in.train.tp * in.train.pp);  // what one dp group gathers or reduces
   const LinkLevel dp_level = link_level_for_strided_group(dp, in.train.tp * in.train.pp, node_ranks);
+  // A gather costs the collective and its copies on the rank (zero.cpp): the rank's shard packed
+  // into the flat send buffer (1/dp of the unit's bytes) and the gathered (dp, chunk) buffer
+  // unflattened into the full tensors (all of them), each byte read and written once at the
+  // device's memory bandwidth × the switch's copy efficiency (the same kind of copy).
+  auto gather_copies = [&](double unit_params) {
+    return share * 2.0 * unit_params * in.weight_bytes_per_param * (1.0 + 1.0 / dp) / (bandwidth * eff.switch_copy);
+  };
   const double gather =
-      fsdp ? comm.seconds(Collective::kAllGather, dp, shard_params * in.weight_bytes_per_param, dp_level) : 0.0;
+      fsdp ? comm.seconds(Collective::kAllGather, dp, shard_params * in.weight_bytes_per_param, dp_level) +
+                 gather_copies(shard_params)
+           : 0.0;
   const bool per_micro = in.fsdp_gathers == FsdpGathers::kPerMicroBatch;
   // Per-layer units (ZeroShards::wrap_layers): the root unit (embeddings, final norm, head) and
   // L decoder layers of equal size, each its own collective.
@@ -315,7 +324,9 @@ PhaseTimes simulate_step(const StepInputs& in, const CommCalibration& comm) {
       m.vocab_size * m.hidden_size * (in.tie_word_embeddings ? 1.0 : 2.0) + m.hidden_size;  // + the final norm
   const double layer_params = std::max(0.0, shard_params - root_params) / m.num_hidden_layers;
   auto unit_gather = [&](double unit_params) {
-    return fsdp ? comm.seconds(Collective::kAllGather, dp, unit_params * in.weight_bytes_per_param, dp_level) : 0.0;
+    return fsdp ? comm.seconds(Collective::kAllGather, dp, unit_params * in.weight_bytes_per_param, dp_level) +
+                      gather_copies(unit_params)
+                : 0.0;
   };
   auto unit_scatter = [&](double unit_params) {
     return fsdp ? comm.seconds(Collective::kReduceScatter, dp, unit_params * in.grad_bytes_per_param, dp_level) : 0.0;

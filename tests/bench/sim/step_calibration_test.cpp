@@ -46,7 +46,7 @@ std::vector<sim::MeasuredCell> synthetic_cells(const sim::CommCalibration& comm,
       c.ranks = ranks;
       c.repetitions = 1;
       sim::StepInputs& in = c.inputs;
-      in.model = {1000, 64, 256, P > 32 ? 2 : 4, 4, 2, 16};
+      in.model = {1000, 64, 256, P > 32 ? 2.0 : 4.0, 4, 2, 16};
       in.prompts = 2;
       in.samples_per_prompt = 2;  // 4 sequences: b = 4, 2, 1 per replica
       in.prompt_length = P;

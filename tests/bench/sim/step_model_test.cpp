@@ -105,14 +105,17 @@ TEST(StepModel, RolloutTensorParallelAndFsdpByHand) {
   EXPECT_NEAR(t.gen_tp_comm_s, 4.572864e-4, 1e-17);
   EXPECT_EQ(t.ref_s, 0.0);
   // FSDP over dp 2: per micro-batch 2 all-gathers + 1 reduce-scatter of 501760 bytes, each
-  //   1e-5 + 1/2 · 501760/1e10 = 3.5088e-5; × 3 × (2 steps · 2 micro-batches) = 4.21056e-4 s.
-  EXPECT_NEAR(t.actor_grad_comm_s, 4.21056e-4, 1e-17);
+  //   1e-5 + 1/2 · 501760/1e10 = 3.5088e-5; × 3 × (2 steps · 2 micro-batches) = 4.21056e-4 s;
+  //   and each gather's copies, the shard packed (1/2) and the full tensors unflattened (1):
+  //   2 · 501760 · 1.5 bytes read + written at 1e11 B/s × the copy efficiency 0.5 = 3.01056e-5,
+  //   × 8 gathers = 2.408448e-4; in all 6.619008e-4 s.
+  EXPECT_NEAR(t.actor_grad_comm_s, 6.619008e-4, 1e-17);
   // Per optimizer step two 16-byte all-reduces (the counts, the gradient norm): 2 · 2 · 2.00016e-5
   //   = 8.00064e-5 s; and the gradients packed for the reduce-scatter, 501760 bytes read and
   //   written at 1e11 B/s × the copy efficiency 0.5: 2 · 501760 / 5e10 = 2.00704e-5, × 2 steps.
   EXPECT_NEAR(t.actor_scalar_comm_s, 8.00064e-5, 1e-18);
   EXPECT_NEAR(t.actor_grad_pack_s, 4.01408e-5, 1e-18);
-  EXPECT_NEAR(t.update_actor_s, t.actor_compute_s + 4.21056e-4 + 8.00064e-5 + 4.01408e-5, 1e-17);
+  EXPECT_NEAR(t.update_actor_s, t.actor_compute_s + 6.619008e-4 + 8.00064e-5 + 4.01408e-5, 1e-17);
 }
 
 // The overheads per forward call and per layer of one: the same tp-2 replica makes 1 prefill + 4
@@ -185,42 +188,44 @@ TEST(StepModel, OversubscribedNodeKeepsItsGroupsInside) {
   in.reference_policy = false;
   const sim::CommCalibration cluster = small_cluster(2);
   // One process per device: 2 nodes, the dp group of 4 crosses them. All-gather of 2·N = 501760
-  // bytes over 4 ranks, inter-node: 3·1e-4 + 3/4 · 501760/1e9 = 6.7632e-4 s.
+  // bytes over 4 ranks, inter-node: 3·1e-4 + 3/4 · 501760/1e9 = 6.7632e-4 s; its copies (the
+  // shard, 1/4, and the full tensors) 2 · 501760 · 1.25 bytes ÷ 5e10 = 2.5088e-5: 7.01408e-4 s.
   const sim::PhaseTimes spread = sim::simulate_step(in, cluster);
-  EXPECT_NEAR(spread.old_log_prob_gather_s, 6.7632e-4, 1e-17);
-  // All 4 on one node of 2 devices: shared 2×, the group inside the node:
-  // 3·1e-5 + 3/4 · 501760/1e10 = 6.7632e-5 s.
+  EXPECT_NEAR(spread.old_log_prob_gather_s, 7.01408e-4, 1e-17);
+  // All 4 on one node of 2 devices: shared 2× (the copies, not the collective), the group inside
+  // the node: 3·1e-5 + 3/4 · 501760/1e10 = 6.7632e-5 s + 2 · 2.5088e-5 = 1.17808e-4 s.
   in.processes_per_node = 4;
   const sim::PhaseTimes packed = sim::simulate_step(in, cluster);
-  EXPECT_NEAR(packed.old_log_prob_gather_s, 6.7632e-5, 1e-18);
+  EXPECT_NEAR(packed.old_log_prob_gather_s, 1.17808e-4, 1e-17);
   // Prefill of a replica's 2 prompts (4 sequences; 10086400 FLOPs) over tp 2 at 5e11:
   // 1.00864e-5 s, × 2 shared.
   EXPECT_NEAR(spread.prefill_s, 1.00864e-5, 1e-18);
   EXPECT_NEAR(packed.prefill_s, 2.01728e-5, 1e-18);
   // Log-prob: 56598528 FLOPs ÷ (4 · 5e11) = 2.8299264e-5 s, × 2 shared, + the gather.
-  EXPECT_NEAR(packed.old_log_prob_s, 5.6598528e-5 + 6.7632e-5, 1e-17);
+  EXPECT_NEAR(packed.old_log_prob_s, 5.6598528e-5 + 1.17808e-4, 1e-17);
 }
 
 TEST(StepModel, FsdpGathersInLogProbPassesByHand) {
   sim::StepInputs in = small_step();  // dp 2
   in.grad_sync = sim::GradSync::kFsdp;
   in.log_prob_micro_batches = 3;
-  // One all-gather of 2·N = 501760 bytes over 2 ranks: 1e-5 + 1/2 · 501760/1e10 = 3.5088e-5 s.
+  // One all-gather of 2·N = 501760 bytes over 2 ranks: 1e-5 + 1/2 · 501760/1e10 = 3.5088e-5 s,
+  // and its copies 2 · 501760 · 1.5 ÷ 5e10 = 3.01056e-5: 6.51936e-5 s a gather.
   // verl's FSDP: one per forward call, 3 per pass; the sharded ref pass the same.
   sim::PhaseTimes t = sim::simulate_step(in, small_cluster());
-  EXPECT_NEAR(t.old_log_prob_gather_s, 1.05264e-4, 1e-17);
-  EXPECT_NEAR(t.old_log_prob_s, 5.6598528e-5 + 1.05264e-4, 1e-17);
-  EXPECT_NEAR(t.ref_gather_s, 1.05264e-4, 1e-17);
+  EXPECT_NEAR(t.old_log_prob_gather_s, 1.955808e-4, 1e-17);
+  EXPECT_NEAR(t.old_log_prob_s, 5.6598528e-5 + 1.955808e-4, 1e-17);
+  EXPECT_NEAR(t.ref_gather_s, 1.955808e-4, 1e-17);
   EXPECT_NEAR(t.ref_s, t.old_log_prob_s, 1e-18);
   // hybridscope's ZeroShards: one gather per pass, a replicated ref (none); the update gathers
-  // and reduce-scatters once per optimizer step: 2 · (3.5088e-5 + 3.5088e-5) = 1.40352e-4 s.
+  // and reduce-scatters once per optimizer step: 2 · (6.51936e-5 + 3.5088e-5) = 2.005632e-4 s.
   in.fsdp_gathers = sim::FsdpGathers::kPerOptimizerStep;
   in.reference_sharded = false;
   t = sim::simulate_step(in, small_cluster());
-  EXPECT_NEAR(t.old_log_prob_s, 5.6598528e-5 + 3.5088e-5, 1e-17);
+  EXPECT_NEAR(t.old_log_prob_s, 5.6598528e-5 + 6.51936e-5, 1e-17);
   EXPECT_EQ(t.ref_gather_s, 0.0);
   EXPECT_NEAR(t.ref_s, 5.6598528e-5, 1e-18);
-  EXPECT_NEAR(t.actor_grad_comm_s, 1.40352e-4, 1e-17);
+  EXPECT_NEAR(t.actor_grad_comm_s, 2.005632e-4, 1e-17);
   // Data parallel: the passes gather nothing.
   in.grad_sync = sim::GradSync::kDataParallel;
   EXPECT_EQ(sim::simulate_step(in, small_cluster()).old_log_prob_gather_s, 0.0);
@@ -255,13 +260,16 @@ TEST(StepModel, FsdpPerLayerUnitsByHand) {
   const sim::PhaseTimes t = sim::simulate_step(in, small_cluster());
   // Root: 2·1000·64 + 64 = 128064 parameters (untied), 256128 bytes; a layer: (250880 − 128064)/2
   // = 61408 parameters, 122816 bytes. Over dp 2 in the node: all-gather 1e-5 + 1/2 · bytes/1e10,
-  // reduce-scatter the same: root 2.28064e-5, layer 1.61408e-5.
-  // Old log-prob: the root once + 3 forward calls × 2 layers: 2.28064e-5 + 6 · 1.61408e-5 = 1.196512e-4.
-  EXPECT_NEAR(t.old_log_prob_gather_s, 1.196512e-4, 1e-17);
-  // Update, per optimizer step: root gather + reduce-scatter 2 · 2.28064e-5 = 4.56128e-5; per
-  // micro-batch 2 layers × (2 gathers + 1 reduce-scatter) = 6 · 1.61408e-5 = 9.68448e-5, × 2
-  // micro-batches; per step 4.56128e-5 + 1.936896e-4 = 2.393024e-4, × 2 steps = 4.786048e-4.
-  EXPECT_NEAR(t.actor_grad_comm_s, 4.786048e-4, 1e-17);
+  // reduce-scatter the same: root 2.28064e-5, layer 1.61408e-5. A gather's copies, 2 · bytes · 1.5
+  // ÷ 5e10: root 1.536768e-5, layer 7.36896e-6; so a root gather 3.817408e-5, a layer's 2.350976e-5.
+  // Old log-prob: the root once + 3 forward calls × 2 layers: 3.817408e-5 + 6 · 2.350976e-5
+  // = 1.7923264e-4.
+  EXPECT_NEAR(t.old_log_prob_gather_s, 1.7923264e-4, 1e-17);
+  // Update, per optimizer step: root gather + reduce-scatter 3.817408e-5 + 2.28064e-5; per
+  // micro-batch 2 layers × (2 gathers + 1 reduce-scatter) = 2 · (2 · 2.350976e-5 + 1.61408e-5)
+  // = 1.2632064e-4, × 2 micro-batches; per step 6.098048e-5 + 2.5264128e-4 = 3.1362176e-4, × 2
+  // steps = 6.2724352e-4.
+  EXPECT_NEAR(t.actor_grad_comm_s, 6.2724352e-4, 1e-17);
 }
 
 // A split rollout pool (hybridscope.placement.rollout) and the asynchronous modes. small_step's two

@@ -222,7 +222,9 @@ struct MemoryEstimate {
 struct PhaseTimes {
   double prefill_s = 0, decode_s = 0, gen_tp_comm_s = 0;
   double gen_s = 0;  // prefill + decode + gen_tp_comm
-  double old_log_prob_gather_s = 0, ref_gather_s = 0;  // fsdp parameter all-gathers inside the passes
+  // fsdp parameter all-gathers inside the passes: each the collective and its copies (the shard
+  // packed, the gathered buffer unflattened: (1 + 1/dp) × the unit's bytes read and written)
+  double old_log_prob_gather_s = 0, ref_gather_s = 0;
   double old_log_prob_s = 0, ref_s = 0;                // compute + gathers
   double actor_compute_s = 0, actor_bubble_s = 0, actor_grad_comm_s = 0;
   double actor_model_parallel_comm_s = 0;  // megatron: tp all-reduces and pp send/recv of activations
