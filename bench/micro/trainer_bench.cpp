@@ -78,6 +78,30 @@ void BM_GemmPeak(benchmark::State& state) {
 }
 BENCHMARK(BM_GemmPeak)->Arg(1)->Arg(2)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// The model's linear-layer product rate by the input's rows (measure_linear_flops, one thread, the
+// rank's setting): decode multiplies a few sequences' rows by each weight, where the rate is far
+// below BM_GemmPeak's; args (rows, in, out): the h768 matrices' MLP up (768 -> 2304) and down
+// (2304 -> 768) products. bench/hardware/cpu-local.yaml's device.rows_efficiency is their mean
+// rate at each row count over the largest.
+void BM_LinearRows(benchmark::State& state) {
+  torch::set_num_threads(1);
+  double rate = 0.0;
+  for (auto _ : state) rate = std::max(rate, measure_linear_flops(state.range(0), state.range(1), state.range(2)));
+  state.counters["FLOPS"] = rate;
+  torch::set_num_threads(demo().cfg.hybridscope.num_threads);
+}
+BENCHMARK(BM_LinearRows)
+    ->ArgNames({"rows", "in", "out"})
+    ->Apply([](benchmark::internal::Benchmark* b) {
+      for (const std::int64_t rows : {8, 16, 32, 64, 128, 256, 512, 1024}) {
+        b->Args({rows, 768, 2304});
+        b->Args({rows, 2304, 768});
+      }
+    })
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 // One rollout of the demo step: train_batch_size prompts x n samples.
 void BM_Rollout(benchmark::State& state) {
   const auto& d = demo();

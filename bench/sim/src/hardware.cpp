@@ -11,6 +11,8 @@
 //     dense_flops_per_s: {bf16: 989.4e12}  # required, at least one dtype
 //     memory_bandwidth_bytes_per_s: 3.35e12
 //     memory_capacity_bytes: 80e9
+//     rows_efficiency: [[16, 0.66], [64, 0.9], [256, 1]]  # optional: (input rows, share of the
+//                                                         # large-product rate), rows ascending
 //   intra_node: {bandwidth_bytes_per_s: 450e9, latency_s: 3e-6, basis: spec}
 //   inter_node: {bandwidth_bytes_per_s: 50e9, latency_s: 5e-6, basis: assumed}
 #include "hybridscope/bench/sim/hardware.h"
@@ -52,6 +54,17 @@ double DeviceSpec::flops_per_s(const std::string& dtype) const {
                              name, dtype, dtype, known));
 }
 
+double DeviceSpec::rows_share(double rows) const noexcept {
+  if (rows_efficiency.empty()) return 1.0;
+  if (rows <= rows_efficiency.front().first) return rows_efficiency.front().second;
+  for (std::size_t i = 1; i < rows_efficiency.size(); ++i) {
+    const auto& [r0, s0] = rows_efficiency[i - 1];
+    const auto& [r1, s1] = rows_efficiency[i];
+    if (rows <= r1) return s0 + (std::log2(rows) - std::log2(r0)) / (std::log2(r1) - std::log2(r0)) * (s1 - s0);
+  }
+  return rows_efficiency.back().second;
+}
+
 namespace {
 
 Basis read_basis(const YAML::Node& map, const Where& where) {
@@ -78,7 +91,9 @@ LinkSpec read_link(const YAML::Node& map, const Where& where) {
 
 DeviceSpec read_device(const YAML::Node& map, const Where& where) {
   if (!map.IsMap()) throw SimError(where() + ": must be a map (name, dense_flops_per_s, memory_...)");
-  check_keys(map, {"name", "basis", "dense_flops_per_s", "memory_bandwidth_bytes_per_s", "memory_capacity_bytes"},
+  check_keys(map,
+             {"name", "basis", "dense_flops_per_s", "memory_bandwidth_bytes_per_s", "memory_capacity_bytes",
+              "rows_efficiency"},
              where);
   DeviceSpec device;
   device.name = text(required(map, "name", where), where / "name");
@@ -97,6 +112,26 @@ DeviceSpec read_device(const YAML::Node& map, const Where& where) {
                       "3.35e12 (3.35 TB/s)");
   device.memory_capacity_bytes = positive_number(required(map, "memory_capacity_bytes", where),
                                                  where / "memory_capacity_bytes", "80e9 (80 GB)");
+  if (const YAML::Node rows = map["rows_efficiency"]) {
+    const Where rows_where = where / "rows_efficiency";
+    if (!rows.IsSequence() || rows.size() == 0)
+      throw SimError(rows_where() + ": must be a list of [rows, share] pairs, e.g. [[16, 0.66], [64, 0.9], [256, 1]]");
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const Where point = rows_where / std::to_string(i);
+      if (!rows[i].IsSequence() || rows[i].size() != 2)
+        throw SimError(point() + ": must be a [rows, share] pair, e.g. [64, 0.9]");
+      const double r = positive_number(rows[i][0], point / "rows", "64");
+      const double share = positive_number(rows[i][1], point / "share", "0.9");
+      if (share > 1.0)
+        throw SimError(fmt::format("{} = {}: a share of the large-product rate is at most 1 (divide the measured "
+                                   "rates by the largest)",
+                                   (point / "share")(), share));
+      if (!device.rows_efficiency.empty() && r <= device.rows_efficiency.back().first)
+        throw SimError(fmt::format("{} = {}: the rows must ascend (the point before has {})", (point / "rows")(), r,
+                                   device.rows_efficiency.back().first));
+      device.rows_efficiency.emplace_back(r, share);
+    }
+  }
   return device;
 }
 

@@ -232,6 +232,14 @@ std::vector<std::string> projection_assumptions(const StepInputs& base, const Co
   std::vector<std::string> a;
   a.push_back(fmt::format("hardware {} ({}): device {} peaks are {}", hw.name, hw.source, hw.device.name,
                           basis_name(hw.device.basis)));
+  if (!hw.device.rows_efficiency.empty()) {
+    std::string points;
+    for (const auto& [rows, share] : hw.device.rows_efficiency)
+      points += fmt::format("{}{:g} rows {:.2f}", points.empty() ? "" : ", ", rows, share);
+    a.push_back(fmt::format("generation's products run at the device's share of its large-product rate for their "
+                            "rows (the prefill's tokens, a decode step's sequences): {}",
+                            points));
+  }
   for (const LinkLevel level : {LinkLevel::kIntraNode, LinkLevel::kInterNode}) {
     const LinkSpec& l = hw.link(level);
     bool fitted = false;

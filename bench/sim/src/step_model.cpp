@@ -218,7 +218,15 @@ GenerationTimes simulate_generation(const StepInputs& in, const CommCalibration&
   // launches, waits). Not scaled by device sharing: ranks time-sliced on one core overlap one's
   // waits with another's work (on the demo matrix, 4 ranks on 2 cores generate as fast as 2).
   const double call_overhead = eff.gen_call_overhead_s + eff.gen_layer_overhead_s * m.num_hidden_layers;
-  t.prefill_s = share * probes::forward_flops(m, bp * P, bp * P * P) / (tp_g * peak * eff.prefill_compute) + call_overhead;
+  // A product's rate depends on its input rows (hw.device.rows_share: on a CPU a decode step's few
+  // dozen sequences multiply at well below the large-product rate): the prefill's rows are its
+  // prompts' tokens, a decode step's its live sequences. Generation only: the log-prob and
+  // training passes multiply a micro-batch's tokens (hundreds and more, past the curve's knee),
+  // and the backward's weight-gradient products have those tokens as their inner dimension, not
+  // their rows, which the curve (forward products) does not measure.
+  t.prefill_s = share * probes::forward_flops(m, bp * P, bp * P * P) /
+                    (tp_g * peak * eff.prefill_compute * hw.device.rows_share(bp * P)) +
+                call_overhead;
   const double weight_shard_bytes = params * in.weight_bytes_per_param / tp_g;
   const double kv_token_shard_bytes = kv_bytes_per_token(m, in.kv_bytes_per_element) / tp_g;
   // Decoding runs at most max_num_seqs sequences at once: waves of `concurrent`, the last smaller.
@@ -236,7 +244,8 @@ GenerationTimes simulate_generation(const StepInputs& in, const CommCalibration&
       const double context = P + j;  // tokens already in the cache when step j runs
       const double bytes = weight_shard_bytes + active * context * kv_token_shard_bytes;
       const double flops = active * (2.0 * dense + attention_per_context_token * context) / tp_g;
-      s += share * std::max(bytes / (bandwidth * eff.decode_bandwidth), flops / (peak * eff.prefill_compute));
+      s += share * std::max(bytes / (bandwidth * eff.decode_bandwidth),
+                            flops / (peak * eff.prefill_compute * hw.device.rows_share(active)));
       if (active > 0) s += call_overhead;
     }
     return s;

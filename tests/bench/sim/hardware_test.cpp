@@ -60,6 +60,23 @@ TEST(Hardware, ParsesEveryField) {
   EXPECT_EQ(hw.inter_node.basis, sim::Basis::kAssumed);
 }
 
+// rows_efficiency: linear in log2(rows) between its points, flat outside them, 1 without any.
+TEST(Hardware, RowsEfficiencyInterpolatesInLogRows) {
+  EXPECT_EQ(sim::parse_hardware(kValid, "x.yaml").device.rows_share(3.0), 1.0);  // none given
+  const sim::HardwareSpec hw = sim::parse_hardware(
+      replaced(kValid, "memory_capacity_bytes: 16e9", "memory_capacity_bytes: 16e9\n  rows_efficiency: [[16, 0.5], [64, 1]]"),
+      "x.yaml");
+  ASSERT_EQ(hw.device.rows_efficiency.size(), 2u);
+  EXPECT_EQ(hw.device.rows_share(4.0), 0.5);    // below the first point: its share
+  EXPECT_EQ(hw.device.rows_share(16.0), 0.5);
+  EXPECT_DOUBLE_EQ(hw.device.rows_share(32.0), 0.75);  // log2 32 = 5: half way from 4 to 6
+  // 20 rows: 0.5 + (log2 20 − 4) / 2 · 0.5 = 0.5 + 0.3219281 / 4 = 0.58048202.
+  EXPECT_NEAR(hw.device.rows_share(20.0), 0.58048202, 1e-8);
+  EXPECT_EQ(hw.device.rows_share(1000.0), 1.0);  // above the last: its share
+  const sim::HardwareSpec cpu = sim::read_hardware(preset("cpu-local.yaml"));
+  EXPECT_GE(cpu.device.rows_efficiency.size(), 4u);  // measured (BM_LinearRows)
+}
+
 TEST(Hardware, UnknownDtypeNamesTheOnesGiven) {
   const sim::HardwareSpec hw = sim::parse_hardware(kValid, "x.yaml");
   try {
@@ -113,6 +130,16 @@ TEST(Hardware, ErrorsNameTheKeyAndTheFix) {
       {replaced(kValid, "basis: measured", "basis: guessed"), "intra_node.basis = guessed: must be spec, measured or assumed"},
       {replaced(kValid, "{bf16: 100e12, fp32: 25e12}", "{bf61: 100e12}"), "device.dense_flops_per_s.bf61: unknown key — did you mean bf16?"},
       {replaced(kValid, "{bf16: 100e12, fp32: 25e12}", "{}"), "device.dense_flops_per_s: must map at least one dtype"},
+      {replaced(kValid, "memory_capacity_bytes: 16e9", "memory_capacity_bytes: 16e9\n  rows_efficiency: 0.9"),
+       "device.rows_efficiency: must be a list of [rows, share] pairs"},
+      {replaced(kValid, "memory_capacity_bytes: 16e9", "memory_capacity_bytes: 16e9\n  rows_efficiency: [[16, 0.5, 1]]"),
+       "device.rows_efficiency.0: must be a [rows, share] pair"},
+      {replaced(kValid, "memory_capacity_bytes: 16e9", "memory_capacity_bytes: 16e9\n  rows_efficiency: [[16, 1.2]]"),
+       "device.rows_efficiency.0.share = 1.2: a share of the large-product rate is at most 1"},
+      {replaced(kValid, "memory_capacity_bytes: 16e9", "memory_capacity_bytes: 16e9\n  rows_efficiency: [[64, 0.9], [16, 0.5]]"),
+       "device.rows_efficiency.1.rows = 16: the rows must ascend (the point before has 64)"},
+      {replaced(kValid, "memory_capacity_bytes: 16e9", "memory_capacity_bytes: 16e9\n  rows_efficiency: [[0, 0.5]]"),
+       "device.rows_efficiency.0.rows = 0: must be a number > 0"},
       {"[1, 2]", "x.yaml: must be a YAML map"},
       {"name: [unclosed", "x.yaml: not valid YAML"},
   };

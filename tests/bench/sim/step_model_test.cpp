@@ -133,6 +133,27 @@ TEST(StepModel, GenerationOverheadsPerCallAndPerLayerByHand) {
   }
 }
 
+// The hardware's rows_efficiency slows generation's products by their rows: the prefill's 20
+// (2 prompts of 10 tokens per replica), each decode step's 4 sequences.
+TEST(StepModel, GenerationProductsRunAtTheirRowsShareByHand) {
+  sim::StepInputs in = small_step();
+  in.efficiency.decode_bandwidth = 5.0;  // so that decode is compute-bound (memory 512000 / 5e11 ≈ 1e-6 s a step)
+  sim::CommCalibration flat = small_cluster();
+  const sim::PhaseTimes before = sim::simulate_step(in, flat);
+  // Decode FLOPs 4·(2·N + 512·(10 + j)), j = 0..3: Σ = 8122368 ÷ 5e11 = 1.6244736e-5 s.
+  EXPECT_NEAR(before.decode_s, 1.6244736e-5, 1e-18);
+  sim::HardwareSpec hw = flat.hardware();
+  hw.device.rows_efficiency = {{16, 0.5}, {64, 1.0}};
+  const sim::PhaseTimes t = sim::simulate_step(in, sim::CommCalibration(hw));
+  // Prefill: 2.01728e-5 s ÷ share(20) = 0.58048202 (hardware_test): 3.4751828e-5 s.
+  EXPECT_NEAR(t.prefill_s, 2.01728e-5 / 0.58048202, 1e-12);
+  // Decode at 4 rows, below the first point: share 0.5, 3.2489472e-5 s.
+  EXPECT_NEAR(t.decode_s, 3.2489472e-5, 1e-17);
+  // Log-prob and training passes keep their rate (hundreds of rows and more per call).
+  EXPECT_EQ(t.old_log_prob_s, before.old_log_prob_s);
+  EXPECT_EQ(t.actor_compute_s, before.actor_compute_s);
+}
+
 TEST(StepModel, OneFOneBBubbleByHand) {
   sim::StepInputs in = small_step();
   in.train = {1, 2, 2};  // pp 2, dp 2: world 4, dp members 2 ranks apart

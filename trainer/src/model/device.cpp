@@ -165,6 +165,26 @@ double measure_gemm_flops(c10::Device device, c10::ScalarType dtype) {
   return best;
 }
 
+double measure_linear_flops(std::int64_t rows, std::int64_t in, std::int64_t out) {
+  if (rows < 1 || in < 1 || out < 1)
+    throw std::invalid_argument("measure_linear_flops: rows, in and out must be positive");
+  torch::NoGradGuard no_grad;
+  const auto x = torch::randn({rows, in});
+  const auto weight = torch::randn({out, in});
+  const double flops = 2.0 * static_cast<double>(rows) * static_cast<double>(in) * static_cast<double>(out);
+  // About 20 ms of products per timed batch, at least 4.
+  const int iters = static_cast<int>(std::clamp(2e9 / flops, 4.0, 10000.0));
+  auto y = detail::linear(x, weight, {}, CpuMatmul::kOneDnn);  // warm-up: oneDNN builds its kernel
+  double best = 0.0;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < iters; ++i) y = detail::linear(x, weight, {}, CpuMatmul::kOneDnn);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    best = std::max(best, iters * flops / seconds);
+  }
+  return best;
+}
+
 double device_peak_flops(const c10::Device& device) {
   if (!device.is_cuda()) return measure_gemm_flops();
   if (const auto spec = device_spec_for_name(cuda_device_name(device.index()))) return spec->peak_bf16_flops;

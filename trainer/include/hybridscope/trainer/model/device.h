@@ -66,6 +66,12 @@ std::optional<DeviceMemory> cuda_device_memory(int index);
 /// (synchronised around each timed batch; bf16 there, for devices the peak table does not know).
 double measure_gemm_flops(c10::Device device = c10::kCPU, c10::ScalarType dtype = c10::kFloat);
 
+/// The model's float32 CPU linear-layer product rate (FLOP/s) at `rows` × `in` → `out` (the input's
+/// rows: a decode step's sequences, a pass's tokens): y = x W^T through hybridscope.cpu_matmul's
+/// default library (oneDNN, cpu_matmul.cpp), the best of a few timed batches with the current
+/// thread settings. Small row counts run well below measure_gemm_flops' rate.
+double measure_linear_flops(std::int64_t rows, std::int64_t in, std::int64_t out);
+
 /// Peak FLOP/s for perf/mfu on `device`: on CUDA the table's bf16 peak for its name, else a
 /// measured bf16 GEMM; on the CPU a measured float32 GEMM (measure_gemm_flops).
 double device_peak_flops(const c10::Device& device);

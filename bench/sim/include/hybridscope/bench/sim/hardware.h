@@ -9,6 +9,8 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace hs::bench::sim {
 
@@ -37,9 +39,17 @@ struct DeviceSpec {
   double memory_bandwidth_bytes_per_s = 0.0;  // HBM / DRAM, one direction's peak
   double memory_capacity_bytes = 0.0;         // usable by the framework
   Basis basis = Basis::kSpec;
+  /// The share of its rate on many rows that a linear layer's product reaches with `rows` input
+  /// rows (a decode step's sequences, a forward call's tokens), as (rows, share) points in
+  /// ascending rows: a CPU's products of a few dozen rows run well below their large-product rate
+  /// (hs_micro_bench BM_LinearRows). Empty: 1 at every size.
+  std::vector<std::pair<double, double>> rows_efficiency;
 
   /// Peak dense FLOP/s for `dtype`; throws SimError naming the dtypes the file gives.
   double flops_per_s(const std::string& dtype) const;
+  /// rows_efficiency at `rows`: linear in log2(rows) between its points, the first point's share
+  /// below them, the last's above; 1 when there are none.
+  double rows_share(double rows) const noexcept;
 };
 
 /// One level of the interconnect, in the alpha-beta form: moving `b` bytes point to point costs
