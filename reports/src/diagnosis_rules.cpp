@@ -61,6 +61,7 @@ constexpr const char* kParamOffload = "actor_rollout_ref.actor.fsdp_config.param
 constexpr const char* kOptimizerOffload = "actor_rollout_ref.actor.fsdp_config.optimizer_offload";
 constexpr const char* kPerLayer = "actor_rollout_ref.actor.fsdp_config.per_layer";
 constexpr const char* kForwardPrefetch = "actor_rollout_ref.actor.fsdp_config.forward_prefetch";
+constexpr const char* kShmBytes = "hybridscope.dist.shm_bytes";
 constexpr const char* kGradientCheckpointing = "actor_rollout_ref.model.enable_gradient_checkpointing";
 constexpr const char* kBalanceBatch = "trainer.balance_batch";
 constexpr const char* kPrecision = "hybridscope.precision";
@@ -289,8 +290,21 @@ std::string training_comm_advice(const RunAnalysis& a, Finding& f) {
   // with forward_prefetch), so an fsdp run without prefetch is told to turn it on; a run before
   // these keys existed (absent from its config) is not.
   const bool fsdp = config_enum<ActorStrategy>(d, kActorStrategy) == ActorStrategy::kFsdp;
-  const bool can_prefetch = fsdp && d.config_value(kForwardPrefetch) == "false" && d.config_value(kPerLayer).has_value();
+  // On one host (trainer.nnodes 1) of CPU ranks with hybridscope.dist.shm_bytes > 0 (the default
+  // since it exists) the gathers and reduce-scatters run through shared memory when they are
+  // posted: prefetch moves them earlier but hides none of them (docs/config.md). Said instead of
+  // advising it.
+  const auto shm = d.config_value(kShmBytes);
+  const bool through_shm = fsdp && shm && *shm != "0" && d.config_value("trainer.nnodes") == "1" &&
+                           d.config_value("trainer.device") == "cpu";
+  const bool can_prefetch =
+      fsdp && !through_shm && d.config_value(kForwardPrefetch) == "false" && d.config_value(kPerLayer).has_value();
   std::string out;
+  if (through_shm)
+    out += fmt::format(
+        "these ranks share one host and {} moves their fsdp gathers and reduce-scatters through shared memory as "
+        "they are posted, so {} would not hide them (it does over Gloo's threads, {}=0, or NCCL); ",
+        key_now(d, kShmBytes), kForwardPrefetch, kShmBytes);
   if (can_prefetch)
     out += fmt::format(
         "{} with {} issues each layer's all-gather before the layer runs and waits for its gradient "
@@ -305,6 +319,7 @@ std::string training_comm_advice(const RunAnalysis& a, Finding& f) {
       "whole-model gathers and reduce-scatters); a larger {} sends the same bytes in fewer, larger messages; {} "
       "chooses between sharded (fsdp) and replicated (megatron) parameters.",
       key_now(d, kMiniBatch), key_now(d, kMicroBatch), key_now(d, kActorStrategy));
+  if (through_shm) name_keys(f, d, {kShmBytes});
   if (can_prefetch) name_keys(f, d, {kPerLayer, kForwardPrefetch});
   name_keys(f, d, {kMiniBatch, kMicroBatch, kActorStrategy});
   return out;

@@ -102,7 +102,8 @@ TEST_F(ReportCliTest, DiagnoseNamesGenerationFirstOnARolloutBoundRun) {
 // fsdp with per-layer units and forward prefetch on two Gloo ranks: the gathers and reduce-scatters
 // are issued ahead and waited for later, and the report's host-range overlap credits the compute
 // in between (schema v9's comm_ops waits). Read as synchronous, as before v9, every collective on
-// the training thread overlapped nothing: a ratio of exactly 0 on every rank.
+// the training thread overlapped nothing: a ratio of exactly 0 on every rank. shm_bytes 0: Gloo's
+// threads carry them (on one host with shared memory they run at their post, process_group.cpp).
 TEST_F(ReportCliTest, ReportCreditsForwardPrefetchOverlapOnTwoGlooRanks) {
   const auto db = (dir_ / "prefetch.sqlite").string();
   ASSERT_EQ(run({"launch", "-n", "2", "--log-dir", (dir_ / "logs").string(), "--", "train", "-c",
@@ -115,7 +116,7 @@ TEST_F(ReportCliTest, ReportCreditsForwardPrefetchOverlapOnTwoGlooRanks) {
                  "actor_rollout_ref.actor.fsdp_config.forward_prefetch=true", "hybridscope.model.hidden_size=128",
                  "hybridscope.model.intermediate_size=256", "hybridscope.model.num_hidden_layers=3",
                  "hybridscope.model.num_attention_heads=4", "hybridscope.model.num_key_value_heads=2",
-                 "hybridscope.num_threads=1", "hybridscope.dist.timeout_s=60"},
+                 "hybridscope.num_threads=1", "hybridscope.dist.timeout_s=60", "hybridscope.dist.shm_bytes=0"},
                 "train.log"),
             0)
       << read(dir_ / "train.log");

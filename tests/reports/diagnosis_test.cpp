@@ -337,6 +337,24 @@ TEST(DiagnosisRules, CommExposedNamesForwardPrefetchOnlyForAnFsdpRunWithoutIt) {
   const auto old_run = check("comm-exposed", with_config("actor_rollout_ref.actor.fsdp_config.per_layer", std::nullopt));
   ASSERT_TRUE(old_run);
   EXPECT_FALSE(names_prefetch(*old_run));
+
+  // CPU ranks on one host with shared-memory collectives: their gathers run when posted, so
+  // prefetch would hide nothing; the finding says so and names shm_bytes instead. With
+  // shm_bytes 0 (Gloo's threads) prefetch is advised again.
+  auto cpu_one_host = with_config("trainer.device", "cpu");
+  cpu_one_host.data.config.emplace_back("trainer.nnodes", "1");
+  cpu_one_host.data.config.emplace_back("hybridscope.dist.shm_bytes", "1048576");
+  std::sort(cpu_one_host.data.config.begin(), cpu_one_host.data.config.end());
+  const auto shm = check("comm-exposed", cpu_one_host);
+  ASSERT_TRUE(shm);
+  EXPECT_FALSE(names_prefetch(*shm)) << shm->suggestion;
+  EXPECT_TRUE(names_key(*shm, "hybridscope.dist.shm_bytes=1048576"));
+  EXPECT_CONTAINS(shm->suggestion, "through shared memory as they are posted");
+  for (auto& [key, value] : cpu_one_host.data.config)
+    if (key == "hybridscope.dist.shm_bytes") value = "0";
+  const auto gloo = check("comm-exposed", cpu_one_host);
+  ASSERT_TRUE(gloo);
+  EXPECT_TRUE(names_prefetch(*gloo)) << gloo->suggestion;
 }
 
 TEST(DiagnosisRules, CommExposedSilentWhenSmallOrHidden) {

@@ -136,14 +136,19 @@ class C10dCommunicator final : public Communicator, public AsyncCollectives {
     return post_reduce_scatter(input, op)->wait();
   }
 
-  // NCCL with CPU tensors goes through the staging device: run at once (the result is ready).
+  // Run at once (the result is ready when the post returns): NCCL with CPU tensors, which go
+  // through the staging device; and a one-host group with shared memory, whose transfer is the
+  // calling thread's copying either way (the mailboxes have no thread of their own to overlap it
+  // with: on a CPU rank Gloo's would take a core from the compute they overlap) and is far
+  // faster than Gloo's (hs_comm_bench: a 2-rank all-gather of 16 MiB 2 ms against 12 ms).
   std::unique_ptr<PendingCollective> all_gather_async(const at::Tensor& input) override {
-    if (staging_ && input.is_cpu()) return std::make_unique<CompletedCollective>(all_gather(input), probes::now_ns());
+    if ((staging_ || shm_) && input.is_cpu())
+      return std::make_unique<CompletedCollective>(all_gather(input), probes::now_ns());
     return post_all_gather(input);
   }
 
   std::unique_ptr<PendingCollective> reduce_scatter_async(const at::Tensor& input, ReduceOp op) override {
-    if (staging_ && input.is_cpu())
+    if ((staging_ || shm_) && input.is_cpu())
       return std::make_unique<CompletedCollective>(reduce_scatter(input, op), probes::now_ns());
     return post_reduce_scatter(input, op);
   }

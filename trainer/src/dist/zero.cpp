@@ -170,6 +170,7 @@ void ZeroShards::issue_gather(std::size_t u) {
   const auto flat = flat_shards(unit);  // packing is the training thread's work, not the transfer's
   unit.gather_issued_ns = probes::now_ns();
   unit.gather = all_gather_async(*dp_, flat);
+  unit.gather_posted_ns = probes::now_ns();
   sample_peak();
 }
 
@@ -187,7 +188,7 @@ void ZeroShards::ensure_full(std::size_t u) {
     const std::int64_t begin = probes::now_ns();
     gathered = dp_->all_gather(flat).view({dp_->size(), unit.chunk});
     const std::int64_t end = probes::now_ns();
-    account(begin, end, begin, end);
+    account(begin, end, end, begin, end);
   } else {
     // The training thread's wait for this unit's gather (the gather itself, issue to completion,
     // is its comm_ops row): on the timeline, the exposed part of each layer's all-gather.
@@ -195,7 +196,7 @@ void ZeroShards::ensure_full(std::size_t u) {
     const std::int64_t wait_begin = probes::now_ns();
     gathered = unit.gather->wait().view({dp_->size(), unit.chunk});
     const std::int64_t wait_end = probes::now_ns();
-    account(unit.gather_issued_ns, unit.gather->completed_ns(), wait_begin, wait_end);
+    account(unit.gather_issued_ns, unit.gather_posted_ns, unit.gather->completed_ns(), wait_begin, wait_end);
     unit.gather.reset();
   }
   for (const auto i : unit.params) params_[i].full.set_data(unflatten(gathered, i));
@@ -258,12 +259,13 @@ void ZeroShards::reduce_scatter_unit(std::size_t u, bool async) {
     const std::int64_t begin = probes::now_ns();
     const auto mine = dp_->reduce_scatter(input, ReduceOp::kSum).reshape({-1});  // (chunk)
     const std::int64_t end = probes::now_ns();
-    account(begin, end, begin, end);
+    account(begin, end, end, begin, end);
     add_to_shard_grads(u, mine);
     return;
   }
   reduce_scatter_issued_ns_ = probes::now_ns();
   reduce_scatter_ = reduce_scatter_async(*dp_, input, ReduceOp::kSum);
+  reduce_scatter_posted_ns_ = probes::now_ns();
   reduce_scatter_unit_ = u;
 }
 
@@ -274,7 +276,7 @@ void ZeroShards::finish_reduce_scatter() {
   const std::int64_t wait_begin = probes::now_ns();
   const auto mine = reduce_scatter_->wait().reshape({-1});  // (chunk)
   const std::int64_t wait_end = probes::now_ns();
-  account(reduce_scatter_issued_ns_, reduce_scatter_->completed_ns(), wait_begin, wait_end);
+  account(reduce_scatter_issued_ns_, reduce_scatter_posted_ns_, reduce_scatter_->completed_ns(), wait_begin, wait_end);
   reduce_scatter_.reset();
   add_to_shard_grads(reduce_scatter_unit_, mine);
 }
@@ -339,9 +341,12 @@ void ZeroShards::after_backward(int layer) {
   release_unit(static_cast<std::size_t>(u), /*grads=*/true);
 }
 
-void ZeroShards::account(std::int64_t issued, std::int64_t completed, std::int64_t wait_begin,
+void ZeroShards::account(std::int64_t issued, std::int64_t posted, std::int64_t completed, std::int64_t wait_begin,
                          std::int64_t wait_end) {
   comm_intervals_.emplace_back(issued, std::max(issued, completed));
+  // The post is the training thread's too (Gloo copies the input there; on one host with shared
+  // memory the whole transfer runs in it): exposed, as the reports' temporal breakdown counts it.
+  wait_intervals_.emplace_back(issued, posted);
   wait_intervals_.emplace_back(wait_begin, wait_end);
   ++collectives_;
 }

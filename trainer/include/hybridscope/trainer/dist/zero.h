@@ -190,6 +190,7 @@ class ZeroShards final : public LayerHooks {
     bool gathered = false;            // the module holds this unit's current full tensors
     std::unique_ptr<PendingCollective> gather;  // an all_gather in flight (prefetch)
     std::int64_t gather_issued_ns = 0;
+    std::int64_t gather_posted_ns = 0;  // the post's return (the training thread's part of it ends)
   };
   // Lays params_ out into units_ by `unit_of` (unit index per parameter).
   void build_units(const std::vector<std::size_t>& unit_of, std::size_t units);
@@ -216,8 +217,10 @@ class ZeroShards final : public LayerHooks {
   std::vector<torch::Tensor> gather_all_flat();
   // The unit of decoder layer `layer`, or -1.
   std::ptrdiff_t unit_of_layer(int layer) const;
-  // Records a collective [issued, completed] and the training thread's wait [wait_begin, wait_end].
-  void account(std::int64_t issued, std::int64_t completed, std::int64_t wait_begin, std::int64_t wait_end);
+  // Records a collective [issued, completed] and the training thread's part of it: its post
+  // [issued, posted] and its wait [wait_begin, wait_end].
+  void account(std::int64_t issued, std::int64_t posted, std::int64_t completed, std::int64_t wait_begin,
+               std::int64_t wait_end);
   void sample_peak();
 
   std::shared_ptr<Communicator> dp_;
@@ -232,6 +235,7 @@ class ZeroShards final : public LayerHooks {
   std::unique_ptr<PendingCollective> reduce_scatter_;  // in flight (forward_prefetch)
   std::size_t reduce_scatter_unit_ = 0;
   std::int64_t reduce_scatter_issued_ns_ = 0;
+  std::int64_t reduce_scatter_posted_ns_ = 0;
   std::int64_t peak_full_bytes_ = 0;
   std::int64_t collectives_ = 0;
   std::vector<std::pair<std::int64_t, std::int64_t>> comm_intervals_, wait_intervals_;
