@@ -458,6 +458,15 @@ int run_launcher(int argc, char** argv) {
     return app.exit(e);  // --help, or a bad option: CLI11's message and status
   }
   validate_benchmark_flags(o, app.remaining());
+  // A filtered run measures part of the suite: written to the default file it would replace the
+  // whole calibration the simulator and the switch analysis read (make demo, make comm-bench).
+  const bool filtered = std::any_of(o.benchmark_flags.begin(), o.benchmark_flags.end(),
+                                    [](const std::string& f) { return f.rfind("--benchmark_filter", 0) == 0; });
+  if (filtered && app.count("--benchmark_out") == 0)
+    throw std::invalid_argument(fmt::format(
+        "hs_comm_bench: --benchmark_filter without --benchmark_out would replace {} (the simulator's and the switch "
+        "analysis' calibration) with part of the suite: pass --benchmark_out=FILE for the filtered run",
+        o.out));
   const fs::path out(o.out);
   if (out.has_parent_path()) fs::create_directories(out.parent_path());
   std::vector<std::string> parts;  // rank 0's report per group size, removed once merged or failed

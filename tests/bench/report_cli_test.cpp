@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -132,6 +133,25 @@ TEST_F(ReportCliTest, ReportCreditsForwardPrefetchOverlapOnTwoGlooRanks) {
     EXPECT_GT(rank["overlap_ns"].get<std::int64_t>(), 0) << rank.dump();
   }
 }
+
+#ifdef HS_COMM_BENCH
+// A filtered comm bench run without --benchmark_out would replace out/comm-bench.json, the
+// simulator's calibration, with part of the suite: refused before any rank starts, naming the fix.
+TEST_F(ReportCliTest, CommBenchRefusesToOverwriteTheCalibrationWithAFilteredRun) {
+  const std::string log = (dir_ / "comm.log").string();
+  const std::string command = std::string("cd ") + dir_.string() + " && " + HS_COMM_BENCH +
+                              " --ranks 2 --benchmark_filter=SendRecv > " + log + " 2>&1";
+  const int status = std::system(command.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_NE(read(log).find("--benchmark_filter without --benchmark_out would replace out/comm-bench.json"),
+            std::string::npos)
+      << read(log);
+  EXPECT_NE(read(log).find("pass --benchmark_out=FILE"), std::string::npos) << read(log);
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "comm-bench.json"));
+  EXPECT_EQ(read(log).find("hs_comm_bench: 2 ranks"), std::string::npos) << "no rank may start";
+}
+#endif
 
 TEST_F(ReportCliTest, ReportsInEveryFormatCarryTheRunAndItsFindings) {
   const auto db = (dir_ / "fixture.sqlite").string();
