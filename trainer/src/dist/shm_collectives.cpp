@@ -184,21 +184,24 @@ struct ShmCollectives::Mailbox {
 };
 static_assert(sizeof(Counter) == kAlign && sizeof(ChunkHeader) == kAlign, "mailbox lines are one cache line each");
 
+// The mailboxes follow the slots: every ordered pair's counters, then every pair's two chunks.
+std::size_t ShmCollectives::pair_index(int from, int to) const noexcept {
+  return static_cast<std::size_t>(from) * static_cast<std::size_t>(size_ - 1) +
+         static_cast<std::size_t>(to < from ? to : to - 1);
+}
+
+char* ShmCollectives::mailboxes() const noexcept {
+  return static_cast<char*>(base_) + static_cast<std::size_t>(size_) * sizeof(RankHeader) +
+         2 * static_cast<std::size_t>(size_) * round_up(static_cast<std::size_t>(slot_bytes_));
+}
+
 ShmCollectives::Mailbox& ShmCollectives::mailbox(int from, int to) const noexcept {
-  const std::size_t after_slots = static_cast<std::size_t>(size_) * sizeof(RankHeader) +
-                                  2 * static_cast<std::size_t>(size_) * round_up(static_cast<std::size_t>(slot_bytes_));
-  const std::size_t pair = static_cast<std::size_t>(from) * static_cast<std::size_t>(size_ - 1) +
-                           static_cast<std::size_t>(to < from ? to : to - 1);
-  return reinterpret_cast<Mailbox*>(static_cast<char*>(base_) + after_slots)[pair];
+  return reinterpret_cast<Mailbox*>(mailboxes())[pair_index(from, to)];
 }
 
 char* ShmCollectives::chunk(int from, int to, std::uint64_t index) const noexcept {
-  const char* boxes = reinterpret_cast<const char*>(&mailbox(0, 1));
-  const std::size_t pair = static_cast<std::size_t>(from) * static_cast<std::size_t>(size_ - 1) +
-                           static_cast<std::size_t>(to < from ? to : to - 1);
-  const std::size_t offset = pairs(size_) * sizeof(Mailbox) +
-                             (pair * 2 + static_cast<std::size_t>(index & 1)) * static_cast<std::size_t>(chunk_bytes_);
-  return const_cast<char*>(boxes) + offset;
+  return mailboxes() + pairs(size_) * sizeof(Mailbox) +
+         (pair_index(from, to) * 2 + static_cast<std::size_t>(index & 1)) * static_cast<std::size_t>(chunk_bytes_);
 }
 
 void ShmCollectives::check_peer(int peer, std::chrono::steady_clock::time_point last_progress,
@@ -273,10 +276,6 @@ void ShmCollectives::barrier() {
   const std::lock_guard<std::mutex> lock(mutex_);
   post_and_wait(nullptr, 0, "barrier");
 }
-
-}  // namespace hs::trainer::detail
-
-namespace hs::trainer::detail {
 
 namespace {
 

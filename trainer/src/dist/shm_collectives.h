@@ -88,6 +88,8 @@ class ShmCollectives {
   int post_and_wait(const void* data, std::size_t bytes, const char* op);
   char* slot(int buffer, int rank) const noexcept;
   struct Mailbox;
+  std::size_t pair_index(int from, int to) const noexcept;  // of the ordered pair (from, to), from != to
+  char* mailboxes() const noexcept;                          // where the mailboxes begin in the segment
   Mailbox& mailbox(int from, int to) const noexcept;
   char* chunk(int from, int to, std::uint64_t index) const noexcept;
   // Fails the call when `peer` has exited, or when nothing has moved for longer than the timeout.

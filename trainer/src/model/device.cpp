@@ -134,6 +134,28 @@ std::optional<DeviceMemory> cuda_device_memory(int index) {
   return DeviceMemory{static_cast<std::int64_t>(free), static_cast<std::int64_t>(total)};
 }
 
+namespace {
+
+// The best FLOP/s of 5 timed batches of `iters` calls of `product` (`flops` each) after one
+// untimed call (oneDNN builds its kernel, CUDA its context); `sync` ends each batch (a CUDA
+// product's kernels are asynchronous).
+double best_rate(const std::function<torch::Tensor()>& product, double flops, int iters,
+                 const std::function<void()>& sync) {
+  auto c = product();
+  sync();
+  double best = 0.0;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < iters; ++i) c = product();
+    sync();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    best = std::max(best, iters * flops / seconds);
+  }
+  return best;
+}
+
+}  // namespace
+
 double measure_gemm_flops(c10::Device device, c10::ScalarType dtype) {
   torch::NoGradGuard no_grad;
   const bool cuda = device.is_cuda();
@@ -148,20 +170,11 @@ double measure_gemm_flops(c10::Device device, c10::ScalarType dtype) {
     const auto bt = b.t().contiguous();
     products.emplace_back([&, bt] { return detail::linear(a, bt, {}, CpuMatmul::kOneDnn); });
   }
+  const double size = static_cast<double>(n);
   double best = 0.0;
-  for (const auto& product : products) {
-    auto c = product();  // warm-up
-    if (cuda) torch::cuda::synchronize(device.index());
-    for (int rep = 0; rep < 5; ++rep) {
-      const auto start = std::chrono::steady_clock::now();
-      constexpr int iters = 4;
-      for (int i = 0; i < iters; ++i) c = product();
-      if (cuda) torch::cuda::synchronize(device.index());  // kernels are asynchronous
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const double size = static_cast<double>(n);
-      best = std::max(best, iters * 2.0 * size * size * size / seconds);
-    }
-  }
+  for (const auto& product : products)
+    best = std::max(best, best_rate(product, 2.0 * size * size * size, 4,
+                                    [&] { if (cuda) torch::cuda::synchronize(device.index()); }));
   return best;
 }
 
@@ -174,15 +187,7 @@ double measure_linear_flops(std::int64_t rows, std::int64_t in, std::int64_t out
   const double flops = 2.0 * static_cast<double>(rows) * static_cast<double>(in) * static_cast<double>(out);
   // About 20 ms of products per timed batch, at least 4.
   const int iters = static_cast<int>(std::clamp(2e9 / flops, 4.0, 10000.0));
-  auto y = detail::linear(x, weight, {}, CpuMatmul::kOneDnn);  // warm-up: oneDNN builds its kernel
-  double best = 0.0;
-  for (int rep = 0; rep < 5; ++rep) {
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < iters; ++i) y = detail::linear(x, weight, {}, CpuMatmul::kOneDnn);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    best = std::max(best, iters * flops / seconds);
-  }
-  return best;
+  return best_rate([&] { return detail::linear(x, weight, {}, CpuMatmul::kOneDnn); }, flops, iters, [] {});
 }
 
 double device_peak_flops(const c10::Device& device) {
