@@ -77,7 +77,7 @@ test-standalone:
 
 demo: build-demo
 	@mkdir -p out
-	@echo "measuring this machine's collectives for the projection (Gloo, 2 and 4 ranks, about 30 s) -> $(DEMO_COMM)"
+	@echo "measuring this machine's collectives for the projection (Gloo, 2 and 4 ranks, 5 passes, about 45 s) -> $(DEMO_COMM)"
 	$(BUILD_DIR)/bench/hs_comm_bench --ranks 2,4 --benchmark_out=$(DEMO_COMM) --benchmark_out_format=json > out/comm-bench.log
 	$(HYBRIDSCOPE) bench $(DEMO_MATRIX) --db $(DEMO_DB) --json out/bench-summary.json --csv out/bench-summary.csv
 	$(HYBRIDSCOPE) report $(DEMO_DB) -o $(DEMO_REPORT).html

@@ -11,9 +11,11 @@
 //   launcher (RANK not set): for each --ranks size N starts N copies of itself with RANK,
 //     WORLD_SIZE, LOCAL_RANK, MASTER_ADDR=127.0.0.1, MASTER_PORT (a free port) and
 //     OMP_NUM_THREADS=1; Google Benchmark flags go to every rank (all must run the same
-//     benchmarks), --benchmark_out to rank 0 only; then the per-size JSON files are merged into
-//     one Google Benchmark JSON (default out/comm-bench.json; benchmark names and the group_size
-//     counter tell the sizes apart).
+//     benchmarks), --benchmark_out to rank 0 only. It does so --passes times (default 5), the sizes
+//     taking turns, and merges the reports into one Google Benchmark JSON (default
+//     out/comm-bench.json; benchmark names and the group_size counter tell the sizes apart) in
+//     which each benchmark is its median pass (merge_comm_bench_passes, comm_model.h): one pass
+//     that met a slow window of the machine no longer becomes the simulator's calibration.
 //   rank (RANK set: by the launcher, torchrun, srun): joins the c10d Gloo world and runs the
 //     suite with one torch thread; rank 0 reports, the others discard their reports.
 //
@@ -53,6 +55,7 @@
 #include <functional>
 #include <iostream>
 #include <numeric>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -63,6 +66,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "hybridscope/bench/sim/comm_model.h"
 #include "hybridscope/probes/clock.h"
 #include "hybridscope/probes/recorder.h"
 #include "hybridscope/trainer/dist/free_port.h"
@@ -324,6 +328,7 @@ struct LaunchOptions {
   std::string out = "out/comm-bench.json";
   std::string out_format = "json";
   std::int64_t shm_bytes = hs::trainer::ProcessGroupOptions{}.shm_bytes;
+  int passes = 5;
   std::vector<std::string> benchmark_flags;  // handed to every rank
 };
 
@@ -335,6 +340,10 @@ void add_launch_options(CLI::App& app, LaunchOptions& o) {
                  "All-reduces and all-gathers of up to this many bytes, and every exchange, through shared memory, "
                  "as the trainer's hybridscope.dist.shm_bytes does (default its default, 1048576); 0: all over Gloo")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--passes", o.passes,
+                 "Times to run the whole suite, the group sizes taking turns; each benchmark reports its median pass "
+                 "(default 5: a window of a few seconds in which the machine runs slow spoils at most two)")
+      ->check(CLI::Range(1, 99));
   app.add_option("--benchmark_out", o.out, "Google Benchmark JSON of every group size (default out/comm-bench.json)");
   app.add_option("--benchmark_out_format", o.out_format, "json only: the group sizes' reports are merged")
       ->check(CLI::IsMember({"json"}));
@@ -354,7 +363,8 @@ void validate_benchmark_flags(LaunchOptions& o, const std::vector<std::string>& 
 
 // Starts `n` ranks of this binary (stdout and stderr shared with the launcher), waits for all;
 // when one fails the others are terminated. Throws naming the first failed rank.
-void run_world(int n, const std::vector<std::string>& flags, const std::string& rank0_out, std::int64_t shm_bytes) {
+void run_world(int n, const std::vector<std::string>& flags, const std::string& rank0_out, std::int64_t shm_bytes,
+               const std::string& pass) {
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   const int port = hs::trainer::free_loopback_port();
   std::vector<std::string> base_env;
@@ -372,7 +382,8 @@ void run_world(int n, const std::vector<std::string>& flags, const std::string& 
   base_env.push_back(fmt::format("WORLD_SIZE={}", n));
   base_env.push_back(fmt::format("HS_COMM_BENCH_SHM_BYTES={}", shm_bytes));
 
-  fmt::print("hs_comm_bench: {} ranks over Gloo (127.0.0.1:{}; shared memory up to {} bytes){}\n", n, port, shm_bytes,
+  fmt::print("hs_comm_bench: {}: {} ranks over Gloo (127.0.0.1:{}; shared memory up to {} bytes){}\n", pass, n, port,
+             shm_bytes,
              flags.empty() ? "" : fmt::format(", flags {}", fmt::join(flags, " ")));
   std::fflush(stdout);
   std::vector<pid_t> pids;
@@ -427,22 +438,23 @@ void run_world(int n, const std::vector<std::string>& flags, const std::string& 
                                              : fmt::format("was killed by signal {}", WTERMSIG(failed_status))));
 }
 
-// One Google Benchmark JSON of every group size: the first report's context (group_size replaced
-// by group_sizes) and every report's benchmarks in order.
-nlohmann::json merge_reports(const std::vector<std::string>& files, const std::vector<int>& sizes) {
-  nlohmann::json merged;
+// Every pass's report of every group size, merged (comm_model.h, merge_comm_bench_passes): per
+// benchmark its median pass; the context's group_size replaced by group_sizes.
+hs::bench::sim::CommBenchPasses merge_reports(const std::vector<std::string>& files, const std::vector<int>& sizes,
+                                              const std::string& out) {
+  std::vector<std::string> texts;
   for (const auto& file : files) {
     std::ifstream in(file);
     if (!in) throw std::runtime_error("hs_comm_bench: rank 0 wrote no report " + file);
-    const auto report = nlohmann::json::parse(in);
-    if (merged.is_null()) {
-      merged = report;
-      merged["benchmarks"] = nlohmann::json::array();
-      merged["context"].erase("group_size");
-      merged["context"]["group_sizes"] = fmt::format("{}", fmt::join(sizes, ","));
-    }
-    for (const auto& b : report.at("benchmarks")) merged["benchmarks"].push_back(b);
+    std::ostringstream text;
+    text << in.rdbuf();
+    texts.push_back(text.str());
   }
+  auto merged = hs::bench::sim::merge_comm_bench_passes(texts, out);
+  auto report = nlohmann::json::parse(merged.json);
+  report["context"].erase("group_size");
+  report["context"]["group_sizes"] = fmt::format("{}", fmt::join(sizes, ","));
+  merged.json = report.dump(2) + "\n";
   return merged;
 }
 
@@ -469,26 +481,33 @@ int run_launcher(int argc, char** argv) {
         o.out));
   const fs::path out(o.out);
   if (out.has_parent_path()) fs::create_directories(out.parent_path());
-  std::vector<std::string> parts;  // rank 0's report per group size, removed once merged or failed
+  std::vector<std::string> parts;  // rank 0's report per pass and group size, removed once merged or failed
   auto remove_parts = [&parts] {
     std::error_code ignored;
     for (const auto& p : parts) fs::remove(p, ignored);
   };
-  nlohmann::json merged;
+  hs::bench::sim::CommBenchPasses merged;
   try {
-    for (int n : o.ranks) {
-      parts.push_back(fmt::format("{}.ranks{}.part", o.out, n));
-      run_world(n, o.benchmark_flags, parts.back(), o.shm_bytes);
+    for (int pass = 1; pass <= o.passes; ++pass) {
+      for (int n : o.ranks) {
+        parts.push_back(fmt::format("{}.pass{}.ranks{}.part", o.out, pass, n));
+        run_world(n, o.benchmark_flags, parts.back(), o.shm_bytes, fmt::format("pass {} of {}", pass, o.passes));
+      }
     }
-    merged = merge_reports(parts, o.ranks);
+    merged = merge_reports(parts, o.ranks, o.out);
   } catch (...) {
     remove_parts();
     throw;
   }
   remove_parts();
-  std::ofstream(out) << merged.dump(2) << '\n';
-  fmt::print("hs_comm_bench: {} benchmarks of group sizes {} in {}\n", merged["benchmarks"].size(),
-             fmt::join(o.ranks, ","), o.out);
+  std::ofstream(out) << merged.json;
+  const auto benchmarks = nlohmann::json::parse(merged.json)["benchmarks"].size();
+  fmt::print("hs_comm_bench: {} benchmarks of group sizes {}, the median of {} pass{} each, in {}\n", benchmarks,
+             fmt::join(o.ranks, ","), o.passes, o.passes == 1 ? "" : "es", o.out);
+  if (o.passes > 1)
+    fmt::print("hs_comm_bench: slowest / fastest pass: {:.2f}x for the median benchmark, {:.2f}x at most ({}); each "
+               "benchmark keeps its median pass\n",
+               merged.median_spread, merged.widest_spread, merged.widest);
   return 0;
 }
 

@@ -149,7 +149,34 @@ TEST_F(ReportCliTest, CommBenchRefusesToOverwriteTheCalibrationWithAFilteredRun)
       << read(log);
   EXPECT_NE(read(log).find("pass --benchmark_out=FILE"), std::string::npos) << read(log);
   EXPECT_FALSE(fs::exists(dir_ / "out" / "comm-bench.json"));
-  EXPECT_EQ(read(log).find("hs_comm_bench: 2 ranks"), std::string::npos) << "no rank may start";
+  EXPECT_EQ(read(log).find("2 ranks over Gloo"), std::string::npos) << "no rank may start";
+}
+
+// --passes: the suite runs that many times on real ranks and the JSON holds each benchmark once,
+// as its median pass, with the passes counted (the merge itself: CommModel.MergesCommBenchPasses…).
+TEST_F(ReportCliTest, CommBenchKeepsEachBenchmarksMedianPass) {
+  const std::string log = (dir_ / "comm.log").string();
+  const std::string out = (dir_ / "passes.json").string();
+  const std::string command = std::string("cd ") + dir_.string() + " && " + HS_COMM_BENCH +
+                              " --ranks 2 --passes 3 --benchmark_filter='BM_SendRecv/ranks:2/bytes:(4096|65536)/' "
+                              "--benchmark_out=" + out + " > " + log + " 2>&1";
+  const int status = std::system(command.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0) << read(log);
+  for (const char* line : {"pass 1 of 3: 2 ranks over Gloo", "pass 3 of 3: 2 ranks over Gloo",
+                           "2 benchmarks of group sizes 2, the median of 3 passes each", "slowest / fastest pass"})
+    EXPECT_NE(read(log).find(line), std::string::npos) << line << "\n" << read(log);
+  const auto report = nlohmann::json::parse(read(out));
+  EXPECT_EQ(report["context"]["passes"], 3);
+  EXPECT_EQ(report["context"]["group_sizes"], "2");
+  ASSERT_EQ(report["benchmarks"].size(), 2u) << report.dump(2);
+  for (const auto& row : report["benchmarks"]) {
+    EXPECT_EQ(row["passes"], 3);
+    EXPECT_GE(row["pass_spread"].get<double>(), 1.0);
+    EXPECT_GT(row["real_time"].get<double>(), 0.0);
+  }
+  for (int pass = 1; pass <= 3; ++pass)
+    EXPECT_FALSE(fs::exists(out + ".pass" + std::to_string(pass) + ".ranks2.part")) << "a pass's part is left behind";
 }
 #endif
 

@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "hybridscope/probes/recorder.h"
@@ -180,6 +182,64 @@ CommBenchData parse_comm_bench_json(const std::string& json_text, const std::str
     data.samples.push_back(sample);
   }
   return data;
+}
+
+CommBenchPasses merge_comm_bench_passes(const std::vector<std::string>& reports, const std::string& origin) {
+  if (reports.empty()) throw SimError(origin + ": no pass to merge");
+  std::vector<std::string> order;                          // names, as they first appear
+  std::map<std::string, std::vector<nlohmann::json>> rows;  // name -> its row of each pass
+  nlohmann::json context;
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    nlohmann::json report;
+    try {
+      report = nlohmann::json::parse(reports[i]);
+    } catch (const nlohmann::json::exception& e) {
+      throw SimError(fmt::format("{}: report {} is not valid JSON: {}", origin, i + 1, e.what()));
+    }
+    if (!report.is_object() || !report.contains("benchmarks") || !report["benchmarks"].is_array())
+      throw SimError(fmt::format("{}: report {} has no 'benchmarks' array", origin, i + 1));
+    if (i == 0) context = report.value("context", nlohmann::json::object());
+    for (const auto& row : report["benchmarks"]) {
+      const std::string name = row.value("name", std::string());
+      if (!row.contains("real_time") || !row["real_time"].is_number())
+        throw SimError(fmt::format("{}: report {}: benchmark '{}' has no real_time", origin, i + 1, name));
+      auto [it, added] = rows.try_emplace(name);
+      if (added) order.push_back(name);
+      it->second.push_back(row);
+    }
+  }
+  CommBenchPasses out;
+  for (const auto& [name, of_name] : rows) out.passes = std::max(out.passes, static_cast<int>(of_name.size()));
+  nlohmann::json merged = {{"context", context}, {"benchmarks", nlohmann::json::array()}};
+  merged["context"]["passes"] = out.passes;
+  std::vector<double> spreads;
+  for (const auto& name : order) {
+    std::vector<nlohmann::json>& of_name = rows[name];
+    if (static_cast<int>(of_name.size()) != out.passes)
+      throw SimError(fmt::format("{}: benchmark {} ran in {} of {} passes: every pass must run the same benchmarks",
+                                 origin, name, of_name.size(), out.passes));
+    std::sort(of_name.begin(), of_name.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+      return a["real_time"].get<double>() < b["real_time"].get<double>();
+    });
+    nlohmann::json row = of_name[(of_name.size() - 1) / 2];
+    const double fastest = of_name.front()["real_time"].get<double>();
+    const double slowest = of_name.back()["real_time"].get<double>();
+    const double spread = fastest > 0 ? slowest / fastest : 1.0;
+    row["passes"] = out.passes;
+    row["pass_spread"] = spread;
+    spreads.push_back(spread);
+    if (spread > out.widest_spread) {
+      out.widest_spread = spread;
+      out.widest = name;
+    }
+    merged["benchmarks"].push_back(std::move(row));
+  }
+  if (!spreads.empty()) {
+    std::sort(spreads.begin(), spreads.end());
+    out.median_spread = spreads[(spreads.size() - 1) / 2];
+  }
+  out.json = merged.dump(2) + "\n";
+  return out;
 }
 
 CommBenchData read_comm_bench_json(const std::string& path) {

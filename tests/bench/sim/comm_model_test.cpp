@@ -2,6 +2,7 @@
 // known parameters from synthetic measurements.
 #include "hybridscope/bench/sim/comm_model.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -182,4 +183,50 @@ TEST(CommModel, ReadsCommBenchJson) {
     "run_type": "iteration", "bytes": 4096.0, "group_size": 2.0, "real_time": 1, "time_unit": "us"}]})", "c.json"),
                sim::SimError);
   EXPECT_THROW(sim::parse_comm_bench_json(R"({"rows": []})", "c.json"), sim::SimError);
+}
+
+TEST(CommModel, MergesCommBenchPassesToEachBenchmarksMedianPass) {
+  // Three passes of two benchmarks; each row carries its pass's own counters.
+  auto pass = [](double gather_us, double send_us, double send_algbw) {
+    return fmt::format(R"({{"context": {{"group_size": "2"}}, "benchmarks": [
+      {{"name": "BM_AllGather/ranks:2/bytes:4096", "run_type": "iteration", "bytes": 4096, "group_size": 2,
+        "real_time": {}, "time_unit": "us"}},
+      {{"name": "BM_SendRecv/ranks:2/bytes:1048576", "run_type": "iteration", "bytes": 1048576, "group_size": 2,
+        "real_time": {}, "time_unit": "us", "algbw_GBps": {}}}]}})",
+                       gather_us, send_us, send_algbw);
+  };
+  // The second pass met a slow window for the exchange (480 µs against 73-75).
+  const sim::CommBenchPasses merged =
+      sim::merge_comm_bench_passes({pass(5.0, 73.0, 14.4), pass(7.0, 480.0, 2.2), pass(6.0, 75.0, 14.1)}, "c.json");
+  EXPECT_EQ(merged.passes, 3);
+  const sim::CommBenchData data = sim::parse_comm_bench_json(merged.json, "c.json");
+  ASSERT_EQ(data.samples.size(), 2u);
+  EXPECT_EQ(data.samples[0].op, Collective::kAllGather);  // the first report's order
+  EXPECT_DOUBLE_EQ(data.samples[0].seconds, 6e-6);        // median of 5, 7, 6
+  EXPECT_DOUBLE_EQ(data.samples[1].seconds, 75e-6);       // median of 73, 480, 75: not the slow pass
+  // The whole row of the median pass, its counters with it; the spread beside it.
+  EXPECT_NE(merged.json.find("\"algbw_GBps\": 14.1"), std::string::npos) << merged.json;
+  EXPECT_EQ(merged.json.find("\"algbw_GBps\": 2.2"), std::string::npos) << merged.json;
+  EXPECT_NE(merged.json.find("\"passes\": 3"), std::string::npos);
+  EXPECT_NEAR(merged.widest_spread, 480.0 / 73.0, 1e-12);
+  EXPECT_EQ(merged.widest, "BM_SendRecv/ranks:2/bytes:1048576");
+  EXPECT_NEAR(merged.median_spread, 7.0 / 5.0, 1e-12);  // the lower middle of {1.4, 6.58}
+
+  // An even count takes the lower middle: 75 of {73, 75, 90, 480}.
+  const auto four = sim::merge_comm_bench_passes(
+      {pass(5, 90, 1), pass(5, 480, 1), pass(5, 73, 1), pass(5, 75, 1)}, "c.json");
+  EXPECT_DOUBLE_EQ(sim::parse_comm_bench_json(four.json, "c.json").samples[1].seconds, 75e-6);
+
+  // A pass that ran fewer benchmarks (a filter given to one pass only) is refused, naming the benchmark.
+  const std::string partial = R"({"benchmarks": [
+    {"name": "BM_AllGather/ranks:2/bytes:4096", "run_type": "iteration", "real_time": 5, "time_unit": "us"}]})";
+  try {
+    sim::merge_comm_bench_passes({pass(5, 73, 1), partial}, "c.json");
+    FAIL() << "a benchmark missing from a pass was merged";
+  } catch (const sim::SimError& e) {
+    EXPECT_NE(std::string(e.what()).find("BM_SendRecv/ranks:2/bytes:1048576 ran in 1 of 2 passes"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(sim::merge_comm_bench_passes({"{"}, "c.json"), sim::SimError);
+  EXPECT_THROW(sim::merge_comm_bench_passes({}, "c.json"), sim::SimError);
 }

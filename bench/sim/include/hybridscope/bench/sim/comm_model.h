@@ -100,4 +100,24 @@ struct CommBenchData {
 CommBenchData parse_comm_bench_json(const std::string& json_text, const std::string& origin);
 CommBenchData read_comm_bench_json(const std::string& path);
 
+/// hs_comm_bench's passes merged into its one report. Every pass runs the whole suite once; on a
+/// shared machine a pass can land in a window where the host runs it several times slower
+/// (2026-11-28 here: 2-rank exchanges 4-6x slow for about 20 s, in about 1 run in 10), and one
+/// pass alone would calibrate the simulator on that window.
+struct CommBenchPasses {
+  std::string json;  // one Google Benchmark report: per benchmark the row of its median pass
+  int passes = 0;
+  double median_spread = 1.0;  // over benchmarks, the median of (slowest / fastest pass's real_time)
+  double widest_spread = 1.0;  // the largest of them, and its benchmark
+  std::string widest;
+};
+
+/// `reports`: the JSON texts of Google Benchmark reports, every benchmark name in the same number
+/// of them (the passes; different group sizes are different names). Per name the row whose
+/// real_time is the median of its passes' (an even count: the lower middle), in the order the
+/// names first appear, with counters `passes` and `pass_spread` (slowest / fastest real_time)
+/// added; the first report's context with `passes`. Throws SimError naming the benchmark a pass
+/// is missing, or a report that is not such JSON (`origin` names them in messages).
+CommBenchPasses merge_comm_bench_passes(const std::vector<std::string>& reports, const std::string& origin);
+
 }  // namespace hs::bench::sim
