@@ -78,7 +78,9 @@ test-standalone:
 demo: build-demo
 	@mkdir -p out
 	@echo "measuring this machine's collectives for the projection (Gloo, 2 and 4 ranks, 5 passes, about 45 s) -> $(DEMO_COMM)"
-	$(BUILD_DIR)/bench/hs_comm_bench --ranks 2,4 --benchmark_out=$(DEMO_COMM) --benchmark_out_format=json > out/comm-bench.log
+	@$(BUILD_DIR)/bench/hs_comm_bench --ranks 2,4 --benchmark_out=$(DEMO_COMM) --benchmark_out_format=json > out/comm-bench.log 2>&1 \
+	    || { tail -n 20 out/comm-bench.log; echo "hs_comm_bench failed: its whole output is in out/comm-bench.log"; exit 1; }
+	@tail -n 2 out/comm-bench.log
 	$(HYBRIDSCOPE) bench $(DEMO_MATRIX) --db $(DEMO_DB) --json out/bench-summary.json --csv out/bench-summary.csv
 	$(HYBRIDSCOPE) report $(DEMO_DB) -o $(DEMO_REPORT).html
 	$(HYBRIDSCOPE) report $(DEMO_DB) -o $(DEMO_REPORT).pdf

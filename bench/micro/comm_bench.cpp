@@ -502,8 +502,8 @@ int run_launcher(int argc, char** argv) {
   remove_parts();
   std::ofstream(out) << merged.json;
   const auto benchmarks = nlohmann::json::parse(merged.json)["benchmarks"].size();
-  fmt::print("hs_comm_bench: {} benchmarks of group sizes {}, the median of {} pass{} each, in {}\n", benchmarks,
-             fmt::join(o.ranks, ","), o.passes, o.passes == 1 ? "" : "es", o.out);
+  fmt::print("hs_comm_bench: {} benchmark{} of group sizes {}, the median of {} pass{} each, in {}\n", benchmarks,
+             benchmarks == 1 ? "" : "s", fmt::join(o.ranks, ","), o.passes, o.passes == 1 ? "" : "es", o.out);
   if (o.passes > 1)
     fmt::print("hs_comm_bench: slowest / fastest pass: {:.2f}x for the median benchmark, {:.2f}x at most ({}); each "
                "benchmark keeps its median pass\n",
