@@ -291,14 +291,7 @@ class C10dCommunicator final : public Communicator, public AsyncCollectives {
     }
     shm_call("reduce_scatter", [&] { shm_->exchange(sends, recvs, {}); });
     at::Tensor out = from[0].clone();
-    for (std::size_t r = 1; r < from.size(); ++r) {
-      switch (op) {
-        case ReduceOp::kSum:
-        case ReduceOp::kAvg: out.add_(from[r]); break;
-        case ReduceOp::kMax: at::maximum_out(out, out, from[r]); break;
-        case ReduceOp::kMin: at::minimum_out(out, out, from[r]); break;
-      }
-    }
+    for (std::size_t r = 1; r < from.size(); ++r) detail::reduce_into(out, from[r], op);
     if (op == ReduceOp::kAvg) out.div_(size());
     return out;
   }

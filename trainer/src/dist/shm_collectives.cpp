@@ -60,9 +60,14 @@ std::int64_t chunk_bytes_for(int size, std::int64_t slot_bytes) {
 
 std::size_t pairs(int size) { return static_cast<std::size_t>(size) * static_cast<std::size_t>(size - 1); }
 
-std::size_t segment_bytes(int size, std::int64_t slot_bytes) {
+// The segment: the ranks' headers, their slots, then the mailboxes (from this offset on).
+std::size_t mailboxes_offset(int size, std::int64_t slot_bytes) {
   return static_cast<std::size_t>(size) * sizeof(RankHeader) +
-         2 * static_cast<std::size_t>(size) * round_up(static_cast<std::size_t>(slot_bytes)) +
+         2 * static_cast<std::size_t>(size) * round_up(static_cast<std::size_t>(slot_bytes));
+}
+
+std::size_t segment_bytes(int size, std::int64_t slot_bytes) {
+  return mailboxes_offset(size, slot_bytes) +
          pairs(size) * (2 * sizeof(Counter) + 2 * static_cast<std::size_t>(chunk_bytes_for(size, slot_bytes)));
 }
 
@@ -191,8 +196,7 @@ std::size_t ShmCollectives::pair_index(int from, int to) const noexcept {
 }
 
 char* ShmCollectives::mailboxes() const noexcept {
-  return static_cast<char*>(base_) + static_cast<std::size_t>(size_) * sizeof(RankHeader) +
-         2 * static_cast<std::size_t>(size_) * round_up(static_cast<std::size_t>(slot_bytes_));
+  return static_cast<char*>(base_) + mailboxes_offset(size_, slot_bytes_);
 }
 
 ShmCollectives::Mailbox& ShmCollectives::mailbox(int from, int to) const noexcept {
@@ -204,13 +208,22 @@ char* ShmCollectives::chunk(int from, int to, std::uint64_t index) const noexcep
          (pair_index(from, to) * 2 + static_cast<std::size_t>(index & 1)) * static_cast<std::size_t>(chunk_bytes_);
 }
 
-void ShmCollectives::check_peer(int peer, std::chrono::steady_clock::time_point last_progress,
-                                const char* what) const {
+void ShmCollectives::check_peer(int peer, std::chrono::steady_clock::time_point since, const std::string& exited_when,
+                                const std::string& late) const {
   const pid_t pid = static_cast<RankHeader*>(base_)[peer].pid;
   if (exited(pid))
-    throw std::runtime_error(fmt::format("shared memory: rank {} (pid {}) exited during {}", peer, pid, what));
-  if (std::chrono::steady_clock::now() - last_progress > timeout_)
-    throw std::runtime_error(fmt::format("shared memory: rank {} (pid {}) moved nothing of {} in time", peer, pid, what));
+    throw std::runtime_error(fmt::format("shared memory: rank {} (pid {}) exited {}", peer, pid, exited_when));
+  if (std::chrono::steady_clock::now() - since > timeout_)
+    throw std::runtime_error(fmt::format("shared memory: rank {} (pid {}) {} in time", peer, pid, late));
+}
+
+void reduce_into(at::Tensor& acc, const at::Tensor& next, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg: acc.add_(next); break;  // the caller divides once, after the last
+    case ReduceOp::kMax: at::maximum_out(acc, acc, next); break;
+    case ReduceOp::kMin: at::minimum_out(acc, acc, next); break;
+  }
 }
 
 int ShmCollectives::post_and_wait(const void* data, std::size_t bytes, const char* op) {
@@ -227,13 +240,7 @@ int ShmCollectives::post_and_wait(const void* data, std::size_t bytes, const cha
       // one to run here. Every 4096 rounds (a few ms): is the peer still alive, is time up?
       ::sched_yield();
       if ((++spins & 4095) != 0) continue;
-      const pid_t pid = header[peer].pid;
-      if (exited(pid))
-        throw std::runtime_error(fmt::format("shared memory: rank {} (pid {}) exited before joining call {}", peer, pid,
-                                             call));
-      if (std::chrono::steady_clock::now() - start > timeout_)
-        throw std::runtime_error(fmt::format("shared memory: rank {} (pid {}) did not join call {} in time", peer,
-                                             pid, call));
+      check_peer(peer, start, fmt::format("before joining call {}", call), fmt::format("did not join call {}", call));
     }
   }
   return buffer;
@@ -246,14 +253,7 @@ void ShmCollectives::all_reduce(at::Tensor& tensor, ReduceOp op) {
   const int buffer = post_and_wait(tensor.data_ptr(), tensor.nbytes(), "all_reduce");
   auto view = [&](int r) { return at::from_blob(slot(buffer, r), tensor.sizes(), tensor.options()); };
   tensor.copy_(view(0));
-  for (int r = 1; r < size_; ++r) {
-    switch (op) {
-      case ReduceOp::kSum:
-      case ReduceOp::kAvg: tensor.add_(view(r)); break;
-      case ReduceOp::kMax: at::maximum_out(tensor, tensor, view(r)); break;
-      case ReduceOp::kMin: at::minimum_out(tensor, tensor, view(r)); break;
-    }
-  }
+  for (int r = 1; r < size_; ++r) reduce_into(tensor, view(r), op);
   if (op == ReduceOp::kAvg) tensor.div_(size_);
 }
 
@@ -407,7 +407,7 @@ void ShmCollectives::exchange(const std::vector<P2POp>& sends, const std::vector
     if ((++idle & 4095) != 0) continue;
     for (const auto* streams : {&out, &in})
       for (const Stream& s : *streams)
-        if (!s.finished()) check_peer(s.peer, last_progress, "an exchange");
+        if (!s.finished()) check_peer(s.peer, last_progress, "during an exchange", "moved nothing of an exchange");
   }
 }
 

@@ -13,9 +13,9 @@
 // itself, as vLLM's CPU communicator does for tensor-parallel all-reduces (its shm manager).
 //
 // The segment: per rank a 64-byte header (its sequence number and pid), then two buffers of
-// `slot_bytes` per rank, then the exchange's mailboxes (below). Call k writes buffer k mod 2; a rank reaches call k only after every rank
-// has posted call k-1, which each does after it has read call k-2's buffers, so no buffer is
-// overwritten while read. Every rank reduces the slots in rank order: all ranks get the same bits.
+// `slot_bytes` per rank, then the exchange's mailboxes (below). Call k writes buffer k mod 2; a
+// rank reaches call k only after every rank has posted call k-1, which each does after it has
+// read call k-2's buffers, so no buffer is overwritten while read. Every rank reduces the slots in rank order: all ranks get the same bits.
 //
 // An exchange (Communicator::exchange: the reshard executor's weight switch) goes through
 // mailboxes, one per ordered pair of ranks after the slots: two chunk buffers and two counters
@@ -47,6 +47,11 @@ class Store;
 }
 
 namespace hs::trainer::detail {
+
+/// acc = acc op next, elementwise (kAvg sums: the caller divides by the count once, after the last).
+/// The one reduction of the shared-memory collectives: all_reduce over the slots, reduce_scatter
+/// over the mailboxes (process_group.cpp), both in rank order, so every rank gets the same bits.
+void reduce_into(at::Tensor& acc, const at::Tensor& next, ReduceOp op);
 
 class ShmCollectives {
  public:
@@ -92,8 +97,10 @@ class ShmCollectives {
   char* mailboxes() const noexcept;                          // where the mailboxes begin in the segment
   Mailbox& mailbox(int from, int to) const noexcept;
   char* chunk(int from, int to, std::uint64_t index) const noexcept;
-  // Fails the call when `peer` has exited, or when nothing has moved for longer than the timeout.
-  void check_peer(int peer, std::chrono::steady_clock::time_point last_progress, const char* what) const;
+  // Fails the call when `peer` has exited ("… exited <exited_when>"), or when the timeout has passed
+  // since `since` ("… <late> in time").
+  void check_peer(int peer, std::chrono::steady_clock::time_point since, const std::string& exited_when,
+                  const std::string& late) const;
 
   void* base_;
   std::size_t mapped_;

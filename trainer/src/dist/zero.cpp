@@ -180,9 +180,8 @@ void ZeroShards::ensure_full(std::size_t u) {
   torch::NoGradGuard no_grad;
   torch::Tensor gathered;
   if (!unit.gather) {
-    // Nothing in flight (no prefetch, or the first unit): a blocking all_gather, all of it waited
-    // — the communicator's blocking path, which on one host goes through shared memory
-    // (process_group.cpp) where the asynchronous one keeps Gloo's threads.
+    // Nothing in flight (no prefetch, or the first unit): the blocking all_gather, all of it the
+    // training thread's wait.
     const auto flat = flat_shards(unit);
     HS_PROBE_TRACE_RANGE(probes::thread_timings(), "fsdp/gather_wait", kPhase);
     const std::int64_t begin = probes::now_ns();
