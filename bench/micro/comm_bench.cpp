@@ -501,7 +501,7 @@ int run_launcher(int argc, char** argv) {
   }
   remove_parts();
   std::ofstream(out) << merged.json;
-  const auto benchmarks = nlohmann::json::parse(merged.json)["benchmarks"].size();
+  const std::size_t benchmarks = merged.benchmarks;
   fmt::print("hs_comm_bench: {} benchmark{} of group sizes {}, the median of {} pass{} each, in {}\n", benchmarks,
              benchmarks == 1 ? "" : "s", fmt::join(o.ranks, ","), o.passes, o.passes == 1 ? "" : "es", o.out);
   if (o.passes > 1)

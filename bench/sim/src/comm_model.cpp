@@ -238,6 +238,7 @@ CommBenchPasses merge_comm_bench_passes(const std::vector<std::string>& reports,
     std::sort(spreads.begin(), spreads.end());
     out.median_spread = spreads[(spreads.size() - 1) / 2];
   }
+  out.benchmarks = order.size();
   out.json = merged.dump(2) + "\n";
   return out;
 }

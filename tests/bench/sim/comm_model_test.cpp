@@ -199,6 +199,7 @@ TEST(CommModel, MergesCommBenchPassesToEachBenchmarksMedianPass) {
   const sim::CommBenchPasses merged =
       sim::merge_comm_bench_passes({pass(5.0, 73.0, 14.4), pass(7.0, 480.0, 2.2), pass(6.0, 75.0, 14.1)}, "c.json");
   EXPECT_EQ(merged.passes, 3);
+  EXPECT_EQ(merged.benchmarks, 2u);
   const sim::CommBenchData data = sim::parse_comm_bench_json(merged.json, "c.json");
   ASSERT_EQ(data.samples.size(), 2u);
   EXPECT_EQ(data.samples[0].op, Collective::kAllGather);  // the first report's order

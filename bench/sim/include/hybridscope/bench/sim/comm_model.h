@@ -19,6 +19,7 @@
 // link's alpha and beta (a flat ring is as slow as its slowest hop).
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -107,6 +108,7 @@ CommBenchData read_comm_bench_json(const std::string& path);
 struct CommBenchPasses {
   std::string json;  // one Google Benchmark report: per benchmark the row of its median pass
   int passes = 0;
+  std::size_t benchmarks = 0;  // rows in `json`
   double median_spread = 1.0;  // over benchmarks, the median of (slowest / fastest pass's real_time)
   double widest_spread = 1.0;  // the largest of them, and its benchmark
   std::string widest;
